@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# conveyor's one entry point. Installs what is missing (Debian packages, by name), builds, and runs.
+#   ./conveyor.sh demo                 main job: make the demo data, run feed vs prefetch (GPU if present)
+#   ./conveyor.sh test                 build and run the test suite
+#   ./conveyor.sh test --sanitize asan the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   ./conveyor.sh test --sanitize tsan the concurrency tests under ThreadSanitizer
+#   ./conveyor.sh build | deps | data  the single steps
+# Idempotent: every step checks first and stays quiet when there is nothing to do.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=$PWD
+jobs=$(nproc)
+
+# Everything the project needs, from Debian 12's packages.
+packages=(
+  g++ cmake ninja-build pkg-config file
+  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
+  libgtest-dev libbenchmark-dev
+  python3 python3-matplotlib
+  dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
+)
+
+say() { printf 'conveyor: %s\n' "$*" >&2; }
+
+deps() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >/dev/null
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# build DIR [cmake options...]
+build() {
+  local dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$root" -B "$dir" -G Ninja -Wno-dev "$@" >"$dir.configure.log" 2>&1 ||
+      { cat "$dir.configure.log"; exit 1; }
+  fi
+  cmake --build "$dir" -j "$jobs" -- --quiet
+}
+
+data() {
+  "$root/data/make_demo_data.sh" "$root/build"
+}
+
+cmd=${1:-help}; shift || true
+case "$cmd" in
+  deps) deps ;;
+  build) deps; build build ;;
+  data) deps; build build; data ;;
+  demo)
+    deps; build build; data
+    exec "$root/build/examples/feed_vs_prefetch" "$@" ;;
+  test)
+    deps
+    if [ "${1:-}" = "--sanitize" ]; then
+      case "${2:-}" in
+        asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=() ;;
+        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=(-L concurrency) ;;
+        *) say "unknown sanitizer '${2:-}' (asan or tsan)"; exit 2 ;;
+      esac
+    else
+      dir=build; opts=(); filter=()
+    fi
+    build "$dir" "${opts[@]}"
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 "${filter[@]}" ;;
+  *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; [ "$cmd" = help ] || exit 2 ;;
+esac

@@ -1,0 +1,69 @@
+// A batch of fixed-size samples: NHWC uint8 pixels and int64 labels in one buffer from a bounded pool
+// (page-locked when a GPU is present). The buffer goes back to its pool when the last Batch handle dies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "conveyor/image.h"
+
+namespace conveyor {
+
+namespace detail {
+// The memory behind a batch. Owned by a BatchPool; a Batch holds it through a shared_ptr whose
+// deleter hands it back to the pool.
+struct BatchBuffer {
+  std::uint8_t* pixels = nullptr;   // capacity * shape.bytes()
+  std::int64_t* labels = nullptr;   // capacity
+  std::size_t capacity = 0;
+  ImageShape shape;
+  bool pinned = false;              // page-locked (cudaHostAlloc): eligible for async copies
+};
+}  // namespace detail
+
+class Batch {
+ public:
+  Batch() = default;
+  Batch(std::shared_ptr<detail::BatchBuffer> buffer, std::size_t size, std::uint64_t sequence,
+        std::uint64_t epoch) noexcept
+      : buffer_(std::move(buffer)), size_(size), sequence_(sequence), epoch_(epoch) {}
+
+  Batch(Batch&&) noexcept = default;
+  Batch& operator=(Batch&&) noexcept = default;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  explicit operator bool() const noexcept { return buffer_ != nullptr; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t capacity() const noexcept { return buffer_ ? buffer_->capacity : 0; }
+  ImageShape sample_shape() const noexcept { return buffer_ ? buffer_->shape : ImageShape{}; }
+  bool pinned() const noexcept { return buffer_ && buffer_->pinned; }
+  // 0, 1, 2, ... in delivery order; epoch of the batch's first sample.
+  std::uint64_t sequence() const noexcept { return sequence_; }
+  std::uint64_t epoch() const noexcept { return epoch_; }
+
+  // size() samples, contiguous NHWC.
+  std::span<const std::uint8_t> pixels() const noexcept {
+    return buffer_ ? std::span<const std::uint8_t>(buffer_->pixels, size_ * buffer_->shape.bytes())
+                   : std::span<const std::uint8_t>();
+  }
+  std::span<const std::int64_t> labels() const noexcept {
+    return buffer_ ? std::span<const std::int64_t>(buffer_->labels, size_) : std::span<const std::int64_t>();
+  }
+  ConstImageView image(std::size_t i) const noexcept {
+    return ConstImageView(buffer_->pixels + i * buffer_->shape.bytes(), buffer_->shape);
+  }
+
+  // Gives the buffer back to its pool now (also done by the destructor).
+  void release() noexcept { buffer_.reset(); size_ = 0; }
+
+ private:
+  std::shared_ptr<detail::BatchBuffer> buffer_;
+  std::size_t size_ = 0;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t epoch_ = 0;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,54 @@
+// One element on its way through the pipeline: who it is (index, epoch, seed, label, path), its encoded
+// bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/image.h"
+
+namespace conveyor {
+
+class Sample {
+ public:
+  // ---- identity, set by the pipeline before any op runs ----
+  std::uint64_t index = 0;  // position in the epoch's global order (after shuffle, before shard)
+  std::uint64_t epoch = 0;
+  std::uint64_t seed = 0;   // sample_seed(dataset seed, epoch, index): the only randomness ops may use
+  std::int64_t label = -1;
+  std::string path;         // file path, or "<memory:N>" for in-memory sources
+  std::vector<std::uint8_t> encoded;  // the bytes as read (reused from sample to sample)
+
+  // The current pixels; empty before the first op that produces an image.
+  ConstImageView image() const noexcept;
+  // The current pixels for ops that work in place (flip, distort).
+  ImageView mutable_image() noexcept;
+
+  // Where an op that produces an image of `shape` must write it. This is the batch slot reserved for
+  // this sample when `shape` is the batch's sample shape and the current image does not already live
+  // there; otherwise the scratch image that does not hold the current pixels. Call publish() once the
+  // pixels are written.
+  ImageView output(ImageShape shape);
+  // Makes the image last handed out by output() the current image.
+  void publish();
+
+  // True when the current pixels are in the batch slot, so the batch stage has nothing to copy.
+  bool in_slot() const noexcept { return current_ == kSlot; }
+
+  // ---- used by the pipeline ----
+  // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
+  void bind_slot(ImageView slot) noexcept { slot_ = slot; }
+  ImageView slot() const noexcept { return slot_; }
+  // Forgets the pixels and the slot but keeps every allocation for the next sample.
+  void recycle() noexcept;
+
+ private:
+  static constexpr int kNone = -1, kSlot = 2;
+  Image scratch_[2];
+  ImageView slot_;
+  int current_ = kNone;
+  int pending_ = kNone;
+};
+
+}  // namespace conveyor

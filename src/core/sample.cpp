@@ -1,0 +1,48 @@
+#include "conveyor/sample.h"
+
+#include "conveyor/error.h"
+
+namespace conveyor {
+
+ConstImageView Sample::image() const noexcept {
+  if (current_ == kSlot) return slot_;
+  if (current_ == kNone) return {};
+  return scratch_[current_].view();
+}
+
+ImageView Sample::mutable_image() noexcept {
+  if (current_ == kSlot) return slot_;
+  if (current_ == kNone) return {};
+  return scratch_[current_].view();
+}
+
+ImageView Sample::output(ImageShape shape) {
+  if (shape.empty()) throw InvalidArgument("Sample::output: empty shape");
+  if (!slot_.empty() && current_ != kSlot && shape == slot_.shape()) {
+    pending_ = kSlot;
+    return slot_;
+  }
+  // Ping-pong between the two scratch images so that an op can read the current one while writing.
+  pending_ = current_ == 0 ? 1 : 0;
+  scratch_[pending_].reshape(shape);
+  return scratch_[pending_].view();
+}
+
+void Sample::publish() {
+  if (pending_ == kNone) throw InvalidArgument("Sample::publish without a preceding output()");
+  current_ = pending_;
+  pending_ = kNone;
+}
+
+void Sample::recycle() noexcept {
+  index = epoch = seed = 0;
+  label = -1;
+  path.clear();
+  encoded.clear();
+  scratch_[0].clear();
+  scratch_[1].clear();
+  slot_ = {};
+  current_ = pending_ = kNone;
+}
+
+}  // namespace conveyor
