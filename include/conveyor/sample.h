@@ -52,3 +52,16 @@ class Sample {
 };
 
 }  // namespace conveyor
+
+#include <functional>
+
+namespace conveyor {
+
+// A named step that transforms one sample in place (decode, crop, flip, ...). The name appears in
+// errors ("stage 'decode_random_resized_crop' failed on 'a.jpg': ...") and in the pipeline's stats.
+struct SampleOp {
+  std::string name;
+  std::function<void(Sample&)> apply;
+};
+
+}  // namespace conveyor

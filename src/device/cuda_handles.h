@@ -1,0 +1,84 @@
+// RAII owners of CUDA streams, events and plain device allocations.
+#pragma once
+
+#ifdef CONVEYOR_HAVE_CUDA
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "src/device/cuda_check.h"
+
+namespace conveyor::cuda {
+
+// Makes `device` current for the lifetime of the guard and restores the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    CONVEYOR_CUDA(cudaGetDevice(&previous_), "DeviceGuard");
+    if (previous_ != device) CONVEYOR_CUDA(cudaSetDevice(device), "DeviceGuard");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { CONVEYOR_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "Stream"); }
+  ~Stream() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
+  }
+  cudaStream_t get() const noexcept { return stream_; }
+  void synchronize() const { CONVEYOR_CUDA(cudaStreamSynchronize(stream_), "Stream::synchronize"); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  // Timing events cost more to record; ask for them only where elapsed times are read.
+  explicit Event(bool timing = false) {
+    CONVEYOR_CUDA(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming), "Event");
+  }
+  ~Event() {
+    if (event_) cudaEventDestroy(event_);
+  }
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  cudaEvent_t get() const noexcept { return event_; }
+  void record(cudaStream_t stream) { CONVEYOR_CUDA(cudaEventRecord(event_, stream), "Event::record"); }
+  bool done() const {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) return false;
+    CONVEYOR_CUDA(status, "Event::done");
+    return true;
+  }
+  void synchronize() const { CONVEYOR_CUDA(cudaEventSynchronize(event_), "Event::synchronize"); }
+  // Milliseconds between two recorded timing events.
+  static float elapsed_ms(const Event& start, const Event& end) {
+    float ms = 0;
+    CONVEYOR_CUDA(cudaEventElapsedTime(&ms, start.event_, end.event_), "Event::elapsed_ms");
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace conveyor::cuda
+
+#endif  // CONVEYOR_HAVE_CUDA
