@@ -66,4 +66,23 @@ class Batch {
   std::uint64_t epoch_ = 0;
 };
 
+// Ordinary (pageable) host memory for one batch, for code that fills batches itself, as the naive
+// feed-per-step loop does. batch() makes a Batch handle on it; the memory lives while either exists.
+class PageableBatchBuffer {
+ public:
+  PageableBatchBuffer(std::size_t capacity, ImageShape shape);
+
+  std::size_t capacity() const noexcept;
+  ImageShape shape() const noexcept;
+  // Where sample i's pixels go, and the labels.
+  ImageView slot(std::size_t i) const noexcept;
+  std::span<std::int64_t> labels() const noexcept;
+  // A Batch of the first `size` samples.
+  Batch batch(std::size_t size, std::uint64_t sequence = 0, std::uint64_t epoch = 0) const;
+
+ private:
+  struct Storage;
+  std::shared_ptr<Storage> storage_;
+};
+
 }  // namespace conveyor
