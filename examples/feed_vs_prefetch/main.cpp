@@ -1,0 +1,129 @@
+// feed_vs_prefetch: what a multithreaded, prefetching input pipeline gains over feeding each step by
+// hand, measured on your data and machine. Same data, model, augmentation and seeds in every mode; only
+// the scheduling differs. See --help.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <thread>
+
+#include "conveyor/dataset.h"
+#include "conveyor/device.h"
+#include "conveyor/error.h"
+#include "conveyor/ops.h"
+#include "conveyor/random.h"
+#include "conveyor/trace.h"
+#include "conveyor/train.h"
+#include "modes.h"
+#include "options.h"
+#include "report.h"
+
+namespace fvp = feed_vs_prefetch;
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Every image of the folder in one shuffled order that all modes read.
+void list_images(const std::string& root, std::uint64_t seed, fvp::Setup& setup) {
+  const conveyor::Dataset folder = conveyor::Dataset::image_folder(root);
+  const std::size_t n = folder.source_size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  conveyor::Rng rng(seed, /*stream=*/0x5f0);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  for (const std::size_t i : order) {
+    setup.paths.emplace_back(folder.source_path(i));
+    setup.labels.push_back(folder.source_label(i));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  fvp::Options options = fvp::parse_options(argc, argv);
+  const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(options.device));
+  const bool gpu = placement.gpu;
+  if (options.model.empty()) options.model = gpu ? "resnet18" : "small";
+  if (options.size == 0) options.size = options.model == "resnet18" ? 224 : 32;
+  if (options.batch == 0) options.batch = gpu ? 256 : 32;
+  if (options.steps == 0) options.steps = gpu ? 50 : 6;
+  if (options.warmup == 0) options.warmup = gpu ? 3 : 1;
+  if (options.threads == 0) options.threads = static_cast<int>(std::thread::hardware_concurrency());
+
+  fvp::Setup setup;
+  setup.placement = placement;
+  setup.threads = options.threads;
+  setup.batch = options.batch;
+  setup.steps = options.steps;
+  setup.warmup_steps = options.warmup;
+  setup.seed = options.seed;
+  if (!std::filesystem::is_directory(options.data))
+    throw conveyor::IoError("no data folder '" + options.data +
+                            "' (./conveyor.sh demo makes the demo data; or pass --data DIR)");
+  list_images(options.data, options.seed, setup);
+  setup.shape = {options.size, options.size, 3};
+  setup.ops = {conveyor::ops::decode_random_resized_crop(options.size), conveyor::ops::flip_horizontal(0.5),
+               conveyor::ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4})};
+
+  auto& trainer = setup.trainer;
+  trainer.model = options.model == "resnet18" ? conveyor::train::ModelKind::resnet18
+                                              : conveyor::train::ModelKind::small_resnet;
+  trainer.num_classes = std::max<int>(2, static_cast<int>(*std::max_element(setup.labels.begin(), setup.labels.end())) + 1);
+  trainer.input = setup.shape;
+  trainer.batch = options.batch;
+  trainer.precision = options.precision == "fp32"   ? conveyor::train::Precision::fp32
+                      : options.precision == "fp16" ? conveyor::train::Precision::fp16
+                                                    : conveyor::train::Precision::bf16;
+  trainer.device = gpu ? placement.device : -1;
+  trainer.seed = options.seed;
+
+  const std::vector<conveyor::StagePlacement> stages = {
+      {"read + decode + augment", "cpu, " + std::to_string(options.threads) + " threads (parallel, prefetch)"},
+      {"copy to device", gpu ? "gpu:" + std::to_string(placement.device) + " copy stream" : "none (host memory)"},
+      {"training step", gpu ? "gpu:" + std::to_string(placement.device) + " (cuDNN, cuBLAS)" : "cpu reference"}};
+  std::printf("%s\n", conveyor::describe_placement(placement, stages).c_str());
+
+  if (!options.trace_dir.empty()) std::filesystem::create_directories(options.trace_dir);
+  std::vector<fvp::ModeResult> results;
+  for (const auto& mode : options.modes) {
+    std::printf("running %s ...\n", mode.c_str());
+    std::fflush(stdout);
+    std::shared_ptr<conveyor::TraceRecorder> trace;
+    if (!options.trace_dir.empty()) trace = std::make_shared<conveyor::TraceRecorder>();
+    results.push_back(fvp::run_mode(mode, setup, trace));
+    if (trace) trace->write_json(std::filesystem::path(options.trace_dir) / (mode + ".trace.json"));
+  }
+
+  fvp::RunInfo info{placement.description, options.model, options.precision, options.data, utc_now(), host_name(),
+                    options.threads, options.batch, options.size, options.steps, static_cast<int>(setup.paths.size())};
+  std::printf("\n%s", fvp::format_table(info, results).c_str());
+  if (!options.json.empty()) fvp::write_json(options.json, info, results);
+  if (!options.plot.empty()) {
+    if (options.json.empty()) throw conveyor::InvalidArgument("--plot needs --json (the plot is drawn from it)");
+    const std::string script = std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_feed_vs_prefetch.py";
+    const std::string command = "python3 '" + script + "' '" + options.json + "' '" + options.plot + "'";
+    if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
+    std::printf("plot: %s\n", options.plot.c_str());
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "feed_vs_prefetch: %s\n", e.what());
+  return 1;
+}

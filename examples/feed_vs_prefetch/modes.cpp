@@ -1,0 +1,243 @@
+#include "modes.h"
+
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "conveyor/batch.h"
+#include "conveyor/dataset.h"
+#include "conveyor/device_feeder.h"
+#include "conveyor/error.h"
+#include "conveyor/random.h"
+
+namespace feed_vs_prefetch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The naive way to read a file, as a hand-written loop would: an ifstream, read to the end.
+void read_file_naively(const std::string& path, std::vector<std::uint8_t>& bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw conveyor::IoError("cannot open " + path);
+  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Element `index` of the endless stream every mode reads: the same file, label and seed everywhere.
+void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& sample, conveyor::ImageView slot) {
+  const std::size_t n = setup.paths.size();
+  sample.recycle();
+  sample.index = index % n;
+  sample.epoch = index / n;
+  sample.seed = conveyor::sample_seed(setup.seed, sample.epoch, sample.index);
+  sample.path = setup.paths[sample.index];
+  sample.label = setup.labels[sample.index];
+  read_file_naively(sample.path, sample.encoded);
+  sample.bind_slot(slot);
+  for (const auto& op : setup.ops) op.apply(sample);
+  if (!sample.in_slot()) {
+    const conveyor::ConstImageView image = sample.image();
+    if (image.shape() != slot.shape()) throw conveyor::Error("sample of unexpected shape from " + sample.path);
+    for (int y = 0; y < image.height; ++y)
+      std::memcpy(slot.row(y), image.row(y), static_cast<std::size_t>(image.width) * image.channels);
+  }
+}
+
+struct StepRecord {
+  double wall_ms, data_ms, copy_ms, compute_ms;
+};
+
+class Recorder {
+ public:
+  Recorder(const Setup& setup, std::string mode) : setup_(setup) { result_.mode = std::move(mode); }
+
+  void add(const StepRecord& record, bool timed) {
+    if (timed) steps_.push_back(record);
+  }
+
+  ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total) {
+    auto median = [](std::vector<double> v, double q) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+    };
+    std::vector<double> wall, data, copy, compute;
+    for (const auto& s : steps_) {
+      wall.push_back(s.wall_ms);
+      data.push_back(s.data_ms);
+      copy.push_back(s.copy_ms);
+      compute.push_back(s.compute_ms);
+    }
+    result_.images_per_s = wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
+    result_.step_ms_median = median(wall, 0.5);
+    result_.step_ms_p95 = median(wall, 0.95);
+    result_.data_wait_ms = median(data, 0.5);
+    result_.copy_ms = median(copy, 0.5);
+    result_.compute_ms = median(compute, 0.5);
+    result_.data_wait_fraction = wall_ms > 0 ? data_ms_total / wall_ms : 0;
+    result_.idle_fraction = wall_ms > 0 ? std::clamp(1.0 - compute_busy_ms / wall_ms, 0.0, 1.0) : 0;
+    return result_;
+  }
+
+  ModeResult& result() { return result_; }
+
+ private:
+  const Setup& setup_;
+  ModeResult result_;
+  std::vector<StepRecord> steps_;
+};
+
+// feed and parallel: make the batch on the training thread (one image after another, or with a
+// parallel_for on the arena), copy it synchronously from pageable memory, run the step, wait for it.
+ModeResult run_synchronous(const std::string& mode, const Setup& setup,
+                           const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  Recorder recorder(setup, mode);
+  conveyor::train::Trainer trainer(setup.trainer);
+  auto t0 = Clock::now();
+  trainer.warmup();
+  recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
+
+  conveyor::DeviceFeeder feeder(setup.placement, /*depth=*/1);
+  conveyor::PageableBatchBuffer buffer(static_cast<std::size_t>(setup.batch), setup.shape);
+  const bool parallel = mode == "parallel";
+  tbb::task_arena arena(setup.threads);
+  std::vector<conveyor::Sample> samples(parallel ? static_cast<std::size_t>(setup.batch) : 1);
+  const int track = trace ? trace->track("training thread") : -1;
+
+  const auto mode_start = Clock::now();
+  Clock::time_point timed_start{};
+  double busy_at_timed_start = 0, data_total = 0;
+  for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
+    const bool timed = step >= setup.warmup_steps;
+    if (step == setup.warmup_steps) {
+      timed_start = Clock::now();
+      busy_at_timed_start = trainer.gpu_busy_ms();
+    }
+    const std::uint64_t first = static_cast<std::uint64_t>(step) * static_cast<std::uint64_t>(setup.batch);
+    const auto a = Clock::now();
+    if (parallel) {
+      arena.execute([&] {
+        tbb::parallel_for(0, setup.batch, [&](int i) {
+          prepare_sample(setup, first + static_cast<std::uint64_t>(i), samples[static_cast<std::size_t>(i)],
+                         buffer.slot(static_cast<std::size_t>(i)));
+          buffer.labels()[static_cast<std::size_t>(i)] = samples[static_cast<std::size_t>(i)].label;
+        });
+      });
+    } else {
+      for (int i = 0; i < setup.batch; ++i) {
+        prepare_sample(setup, first + static_cast<std::uint64_t>(i), samples[0], buffer.slot(static_cast<std::size_t>(i)));
+        buffer.labels()[static_cast<std::size_t>(i)] = samples[0].label;
+      }
+    }
+    const auto b = Clock::now();
+    const conveyor::StagedBatch staged = feeder.stage(buffer.batch(static_cast<std::size_t>(setup.batch), static_cast<std::uint64_t>(step)));
+    feeder.synchronize();
+    const auto c = Clock::now();
+    trainer.step(staged);
+    trainer.synchronize();
+    const auto d = Clock::now();
+    if (step == 0) {
+      recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
+      recorder.result().first_step_s = ms_between(a, d) / 1000;
+    }
+    if (trace) {
+      trace->complete(track, parallel ? "make batch (parallel)" : "make batch (one by one)", a, b);
+      trace->complete(track, "copy (pageable, sync)", b, c);
+      trace->complete(track, "step + wait", c, d);
+    }
+    if (timed) data_total += ms_between(a, b);
+    recorder.add({ms_between(a, d), ms_between(a, b), ms_between(b, c), ms_between(c, d)}, timed);
+  }
+  const double wall = ms_between(timed_start, Clock::now());
+  recorder.result().loss_last = trainer.last_step().loss;
+  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total);
+}
+
+// prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
+// them asynchronously; the step is queued without waiting for it.
+ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  Recorder recorder(setup, "prefetch");
+  conveyor::train::Trainer trainer(setup.trainer);
+  auto t0 = Clock::now();
+  trainer.warmup();
+  recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
+
+  constexpr int kFeederDepth = 3;
+  conveyor::PipelineOptions options;
+  options.threads = setup.threads;
+  options.seed = setup.seed;
+  options.trace = trace;
+  options.held_batches = kFeederDepth;
+  conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
+  for (const auto& op : setup.ops) samples = samples.map(op);
+  const conveyor::BatchedDataset batches =
+      samples.with_options(options).batch(static_cast<std::size_t>(setup.batch), setup.shape, true).prefetch(4);
+
+  conveyor::DeviceFeeder feeder(setup.placement, kFeederDepth);
+  const int track = trace ? trace->track("training thread") : -1;
+  const auto mode_start = Clock::now();
+  auto it = batches.begin();
+  Clock::time_point timed_start{};
+  double busy_at_timed_start = 0, data_total = 0;
+  auto previous = Clock::now();
+  for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
+    const bool timed = step >= setup.warmup_steps;
+    if (step == setup.warmup_steps) {
+      trainer.synchronize();
+      timed_start = previous = Clock::now();
+      busy_at_timed_start = trainer.gpu_busy_ms();
+    }
+    const auto a = Clock::now();
+    std::optional<conveyor::Batch> batch = it.next();
+    if (!batch) throw conveyor::Error("the pipeline ended early");
+    const auto b = Clock::now();
+    const double copy_before = feeder.stats().copy_seconds;
+    const conveyor::StagedBatch staged = feeder.stage(std::move(*batch));
+    const auto c = Clock::now();
+    const double busy_before = trainer.gpu_busy_ms();
+    trainer.step(staged);
+    const auto d = Clock::now();
+    if (step == 0) {
+      trainer.synchronize();
+      recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
+      recorder.result().first_step_s = ms_between(a, Clock::now()) / 1000;
+    }
+    if (trace) {
+      trace->complete(track, "wait for batch", a, b);
+      trace->complete(track, "stage (async copy)", b, c);
+      trace->complete(track, "queue step", c, d);
+    }
+    const auto now = Clock::now();
+    // In an overlapped loop a step's cost is the time between two step launches; its copy and compute
+    // shares come from the device's own clocks (events), read as deltas.
+    if (timed) data_total += ms_between(a, b);
+    recorder.add({ms_between(previous, now), ms_between(a, b), 1000 * (feeder.stats().copy_seconds - copy_before),
+                  trainer.gpu_busy_ms() - busy_before},
+                 timed);
+    previous = now;
+  }
+  trainer.synchronize();
+  const double wall = ms_between(timed_start, Clock::now());
+  recorder.result().loss_last = trainer.last_step().loss;
+  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total);
+}
+
+}  // namespace
+
+ModeResult run_mode(const std::string& mode, const Setup& setup,
+                    const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  if (mode == "prefetch") return run_prefetch(setup, trace);
+  return run_synchronous(mode, setup, trace);
+}
+
+}  // namespace feed_vs_prefetch

@@ -1,0 +1,52 @@
+// The three ways of feeding the same training step that feed_vs_prefetch compares.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conveyor/device.h"
+#include "conveyor/image.h"
+#include "conveyor/sample.h"
+#include "conveyor/trace.h"
+#include "conveyor/train.h"
+
+namespace feed_vs_prefetch {
+
+// Everything the modes share, so that only the scheduling differs between them.
+struct Setup {
+  std::vector<std::string> paths;     // in the order every mode reads them (already shuffled)
+  std::vector<std::int64_t> labels;
+  std::vector<conveyor::SampleOp> ops;  // decode + augment, the same seeds in every mode
+  conveyor::ImageShape shape;           // of one augmented sample
+  conveyor::Placement placement;
+  conveyor::train::TrainerOptions trainer;
+  int threads = 1;
+  int batch = 0;
+  int warmup_steps = 0;
+  int steps = 0;
+  unsigned long long seed = 0;
+};
+
+// What one mode measured over its timed steps (warm-up excluded and reported on its own).
+struct ModeResult {
+  std::string mode;
+  double images_per_s = 0;
+  double step_ms_median = 0, step_ms_p95 = 0;
+  // Median split of one step into waiting for (or making) the batch, copying it, and computing.
+  double data_wait_ms = 0, copy_ms = 0, compute_ms = 0;
+  // Over the whole timed run: the share of wall time the training thread waited for data, and the share
+  // the device sat idle (GPU: from CUDA events; CPU: time the training thread was not computing).
+  double data_wait_fraction = 0, idle_fraction = 0;
+  double warmup_s = 0;          // trainer.warmup(): context, algorithm search, allocations
+  double first_batch_s = 0;     // from the start of the mode to its first batch being ready
+  double first_step_s = 0;      // the first step after warm-up, whole (data + copy + compute)
+  double loss_last = 0;
+};
+
+// Runs `mode` ("feed", "parallel" or "prefetch"). With a recorder, the training thread, the copies and
+// the pipeline's workers appear on their own tracks.
+ModeResult run_mode(const std::string& mode, const Setup& setup,
+                    const std::shared_ptr<conveyor::TraceRecorder>& trace);
+
+}  // namespace feed_vs_prefetch

@@ -1,0 +1,29 @@
+// Command line of feed_vs_prefetch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace feed_vs_prefetch {
+
+struct Options {
+  std::string data;                       // ImageFolder root
+  std::vector<std::string> modes{"feed", "parallel", "prefetch"};
+  int threads = 0;                        // 0: all cores
+  int batch = 0;                          // 0: 256 on a GPU, 32 on the CPU
+  int steps = 0;                          // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
+  int warmup = 0;                         // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
+  std::string model;                      // small | resnet18; "": resnet18 on a GPU, small on the CPU
+  int size = 0;                           // crop size; 0: 224 for resnet18, 32 for small
+  std::string device = "auto";
+  std::string precision = "bf16";
+  std::string trace_dir;
+  std::string plot;
+  std::string json;
+  unsigned long long seed = 42;
+};
+
+// Parses argv; prints usage and exits on --help or a bad argument.
+Options parse_options(int argc, char** argv);
+
+}  // namespace feed_vs_prefetch

@@ -1,0 +1,27 @@
+// Printing and saving what feed_vs_prefetch measured.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "modes.h"
+
+namespace feed_vs_prefetch {
+
+struct RunInfo {
+  std::string device;     // the placement's description
+  std::string model;
+  std::string precision;
+  std::string data;
+  std::string date;       // UTC, ISO 8601
+  std::string host;
+  int threads = 0, batch = 0, size = 0, steps = 0, images = 0;
+};
+
+// One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.
+std::string format_table(const RunInfo& info, const std::vector<ModeResult>& results);
+
+// {"device": ..., "threads": ..., "batch": ..., "results": [{"mode": ..., "images_per_s": ...}, ...]}
+void write_json(const std::string& path, const RunInfo& info, const std::vector<ModeResult>& results);
+
+}  // namespace feed_vs_prefetch
