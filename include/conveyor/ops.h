@@ -1,0 +1,17 @@
+// All of conveyor's image operations: JPEG decoding (with ROI and DCT scaling), crops, padding, flips,
+// colour distortion, resizing, and their SampleOp factories for pipelines.
+#pragma once
+
+#include "conveyor/ops/center_crop.h"
+#include "conveyor/ops/crop.h"
+#include "conveyor/ops/decode_jpeg.h"
+#include "conveyor/ops/distort.h"
+#include "conveyor/ops/flip.h"
+#include "conveyor/ops/pad.h"
+#include "conveyor/ops/random_resized_crop.h"
+#include "conveyor/ops/rect.h"
+#include "conveyor/ops/resize.h"
+#include "conveyor/ops/sample_ops.h"
+#if __has_include("conveyor/ops/normalize.h")
+#include "conveyor/ops/normalize.h"  // written alongside, on another branch
+#endif

@@ -1,0 +1,59 @@
+// The image operations as pipeline stages: each factory returns a SampleOp {name, apply} for
+// Dataset::map. An op reads sample.encoded or sample.image() and leaves its result as the sample's
+// current image, written through sample.output() + publish() (so the last op of a chain writes straight
+// into the sample's batch slot) or in place through sample.mutable_image().
+//
+// Randomness comes only from Rng(sample.seed, <the op's stream below>): a sample's result never depends
+// on the thread that ran it. (Two instances of the same random op in one chain draw the same numbers.)
+// Decoding ops keep one JpegDecoder per thread for its buffers; it holds no state between samples.
+// A decode failure throws DecodeError; the pipeline adds the path and the stage.
+#pragma once
+
+#include <cstdint>
+
+#include "conveyor/ops/decode_jpeg.h"
+#include "conveyor/ops/distort.h"
+#include "conveyor/ops/pad.h"
+#include "conveyor/ops/random_resized_crop.h"
+#include "conveyor/ops/resize.h"
+#include "conveyor/sample.h"
+
+namespace conveyor::ops {
+
+// The Rng stream of each random op: its draws for a sample are Rng(sample.seed, stream::<op>).
+namespace stream {
+inline constexpr std::uint64_t random_resized_crop = 0x7272632d'00000001;
+inline constexpr std::uint64_t random_crop = 0x7263726f'00000002;
+inline constexpr std::uint64_t flip_horizontal = 0x666c6970'00000003;
+inline constexpr std::uint64_t flip_vertical = 0x666c6970'00000004;
+inline constexpr std::uint64_t distort = 0x64697374'00000005;
+}  // namespace stream
+
+// sample.encoded -> the whole image (shape from the header).
+SampleOp decode(DecodeOptions options = {});
+
+// sample.encoded -> size x size: a random window (RandomResizedCrop), only the window decoded, at the DCT
+// scale it allows, then resized.
+SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options = {});
+
+// sample.encoded -> size x size: the evaluation transform (shorter side to `size`, centre crop), only the
+// centre decoded, at the DCT scale it allows.
+SampleOp decode_center_crop(int size, DecodeOptions options = {});
+
+// image -> height x width at a random place of the image padded by `padding` (torchvision RandomCrop).
+SampleOp random_crop(int height, int width, int padding = 0, PadMode mode = PadMode::constant);
+
+// image -> image with margins.
+SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant, std::uint8_t value = 0);
+
+// Mirrors the image in place with probability p.
+SampleOp flip_horizontal(double p = 0.5);
+SampleOp flip_vertical(double p = 0.5);
+
+// Colour jitter in place (see distort.h), e.g. distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}).
+SampleOp distort(DistortOptions options);
+
+// image -> height x width.
+SampleOp resize(int height, int width, Interpolation interpolation = Interpolation::linear);
+
+}  // namespace conveyor::ops

@@ -1,0 +1,20 @@
+// Our image views as cv::Mat headers over the same pixels (no copy), for handing them to OpenCV.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include "conveyor/image.h"
+
+namespace conveyor::ops::detail {
+
+inline cv::Mat as_mat(ImageView view) {
+  return cv::Mat(view.height, view.width, CV_8UC(view.channels), view.data, static_cast<std::size_t>(view.stride));
+}
+
+// OpenCV has no const Mat header; callers only ever pass the result as an input array.
+inline cv::Mat as_mat(ConstImageView view) {
+  return cv::Mat(view.height, view.width, CV_8UC(view.channels), const_cast<std::uint8_t*>(view.data),
+                 static_cast<std::size_t>(view.stride));
+}
+
+}  // namespace conveyor::ops::detail

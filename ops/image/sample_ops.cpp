@@ -1,0 +1,131 @@
+#include "conveyor/ops/sample_ops.h"
+
+#include <string>
+
+#include "conveyor/error.h"
+#include "conveyor/ops/center_crop.h"
+#include "conveyor/ops/crop.h"
+#include "conveyor/ops/flip.h"
+
+namespace conveyor::ops {
+namespace {
+
+// One decoder per thread: SampleOps are shared by all the pipeline's workers, and a decoder's buffers
+// are worth keeping from one sample to the next. It carries nothing from one sample to the next but
+// buffer capacity, so results do not depend on which thread decoded what.
+JpegDecoder& thread_decoder() {
+  thread_local JpegDecoder decoder;
+  return decoder;
+}
+
+void check_size(int height, int width, const char* op) {
+  if (height <= 0 || width <= 0) throw InvalidArgument(std::string(op) + ": size must be positive");
+}
+
+ConstImageView current_image(const Sample& sample, const char* op) {
+  const ConstImageView image = sample.image();
+  if (image.empty()) throw InvalidArgument(std::string(op) + ": the sample has no image yet (decode it first)");
+  return image;
+}
+
+ImageView current_mutable_image(Sample& sample, const char* op) {
+  current_image(sample, op);
+  return sample.mutable_image();
+}
+
+}  // namespace
+
+SampleOp decode(DecodeOptions options) {
+  return {"decode", [options](Sample& sample) {
+            JpegDecoder& decoder = thread_decoder();
+            decoder.open(sample.encoded, options);
+            decoder.read(sample.output(decoder.shape()));
+            sample.publish();
+          }};
+}
+
+SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) {
+  check_size(size, size, "decode_random_resized_crop");
+  Rng check(0);
+  random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
+  return {"decode_random_resized_crop", [size, options](Sample& sample) {
+            JpegDecoder& decoder = thread_decoder();
+            Rng rng(sample.seed, stream::random_resized_crop);
+            decoder.open(sample.encoded, options.decode);
+            const ImageShape full = decoder.shape();
+            const Rect window = random_resized_crop_window(full.height, full.width, options, rng);
+            decode_resized_window(decoder, window, sample.output({size, size, full.channels}), options.interpolation);
+            sample.publish();
+          }};
+}
+
+SampleOp decode_center_crop(int size, DecodeOptions options) {
+  check_size(size, size, "decode_center_crop");
+  return {"decode_center_crop", [size, options](Sample& sample) {
+            JpegDecoder& decoder = thread_decoder();
+            decoder.open(sample.encoded, options);
+            const ImageShape full = decoder.shape();
+            const Rect window = center_fit_window(full.height, full.width, size, size);
+            decode_resized_window(decoder, window, sample.output({size, size, full.channels}), Interpolation::linear);
+            sample.publish();
+          }};
+}
+
+SampleOp random_crop(int height, int width, int padding, PadMode mode) {
+  check_size(height, width, "random_crop");
+  if (padding < 0) throw InvalidArgument("random_crop: negative padding");
+  return {"random_crop", [height, width, padding, mode](Sample& sample) {
+            const ConstImageView image = current_image(sample, "random_crop");
+            Rng rng(sample.seed, stream::random_crop);
+            ImageView out = sample.output({height, width, image.channels});
+            random_crop(image, out, rng, padding, mode);
+            sample.publish();
+          }};
+}
+
+SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_t value) {
+  if (top < 0 || bottom < 0 || left < 0 || right < 0) throw InvalidArgument("pad: negative margin");
+  return {"pad", [=](Sample& sample) {
+            const ConstImageView image = current_image(sample, "pad");
+            ImageView out = sample.output({image.height + top + bottom, image.width + left + right, image.channels});
+            pad(image, out, top, bottom, left, right, mode, value);
+            sample.publish();
+          }};
+}
+
+SampleOp flip_horizontal(double p) {
+  return {"flip_horizontal", [p](Sample& sample) {
+            ImageView image = current_mutable_image(sample, "flip_horizontal");
+            Rng rng(sample.seed, stream::flip_horizontal);
+            if (rng.bernoulli(p)) flip_horizontal(image);
+          }};
+}
+
+SampleOp flip_vertical(double p) {
+  return {"flip_vertical", [p](Sample& sample) {
+            ImageView image = current_mutable_image(sample, "flip_vertical");
+            Rng rng(sample.seed, stream::flip_vertical);
+            if (rng.bernoulli(p)) flip_vertical(image);
+          }};
+}
+
+SampleOp distort(DistortOptions options) {
+  Rng check(0);
+  draw_color_jitter(options, check);  // validates the options now rather than per sample
+  return {"distort", [options](Sample& sample) {
+            ImageView image = current_mutable_image(sample, "distort");
+            Rng rng(sample.seed, stream::distort);
+            distort(image, options, rng);
+          }};
+}
+
+SampleOp resize(int height, int width, Interpolation interpolation) {
+  check_size(height, width, "resize");
+  return {"resize", [height, width, interpolation](Sample& sample) {
+            const ConstImageView image = current_image(sample, "resize");
+            resize(image, sample.output({height, width, image.channels}), interpolation);
+            sample.publish();
+          }};
+}
+
+}  // namespace conveyor::ops
