@@ -1,0 +1,234 @@
+// A typed, chainable description of an input pipeline, in the spirit of tf.data:
+//
+//   auto train = conveyor::Dataset::image_folder("photos/train")
+//                    .shuffle(10'000, /*seed=*/42)
+//                    .repeat(epochs)
+//                    .map(conveyor::ops::decode_random_resized_crop(224))
+//                    .map(conveyor::ops::flip_horizontal(0.5))
+//                    .with_options({.threads = 16})
+//                    .batch(256)
+//                    .prefetch(4);
+//   for (const conveyor::Batch& batch : train) step(batch);
+//
+// A Dataset is an immutable value (a shared pointer to immutable nodes): copying one is cheap and every
+// method returns a new Dataset. Nothing runs until begin(), which makes an iterator that owns all running
+// state: a oneTBB task arena, a driver thread running tbb::parallel_pipeline, the batch buffer pool and
+// the queue of ready batches. Many iterators of one Dataset may run at once.
+//
+// Meaning of the chain:
+// - shuffle, repeat, shard, skip and take decide which elements run and in what order. They act on the
+//   source's stream in the order they are called (take before repeat takes per epoch, after it in
+//   total; shard before shuffle splits the files, after it splits one global order).
+// - An element's index is its position in the epoch's order after the last shuffle (the source order
+//   when there is none); shard, skip and take keep it. Its seed is sample_seed(options.seed, epoch,
+//   index): results are bitwise the same at any thread count and any shard count.
+// - map and filter run on each element, in the order called, in parallel on the arena. Maps may be
+//   called before or after the ordering methods (a map only depends on its element and seed), but
+//   shuffle, shard, skip and take may not follow a filter (InvalidArgument): they would act on a
+//   stream whose length depends on the filter's results. An element a filter rejects is not delivered.
+// - SampleOp::apply and filter predicates are called concurrently from several threads: they must
+//   not share mutable state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conveyor/batch.h"
+#include "conveyor/image.h"
+#include "conveyor/sample.h"
+#include "conveyor/stats.h"
+
+namespace conveyor {
+
+class TraceRecorder;
+
+// What a failing element does to the pipeline.
+enum class OnError : std::uint8_t {
+  fail,  // next() throws PipelineError when it reaches the batch (or sample) of the failed element
+  skip,  // the element is dropped and counted (with its reason) in PipelineStats; batches stay full
+};
+
+struct PipelineOptions {
+  // Threads of the iterator's task arena, the driver thread included. 0: all cores.
+  int threads = 0;
+  // true: batches and samples come in the order the chain defines, identical at any thread count.
+  // false: samples are delivered as they finish, and batches are filled and delivered as they
+  // complete, which avoids waiting on a slow element; the set of elements is unchanged.
+  bool deterministic = true;
+  OnError on_error = OnError::fail;
+  // Base of every element's seed: sample_seed(seed, epoch, index).
+  std::uint64_t seed = 0;
+  // Elements being processed at once (oneTBB's token limit); 0: 4 x threads. Bounds the memory of the
+  // elements in flight.
+  std::size_t max_in_flight = 0;
+  // When set, every stage of every element is recorded on the worker's track, the consumer's waits on
+  // a "consumer" track and the number of ready batches as a counter.
+  std::shared_ptr<TraceRecorder> trace = nullptr;
+  // Batches the consumer may keep alive while it asks for the next one (a device feeder that keeps
+  // two in flight sets 2). The pool has room for them on top of the prefetched and in-flight batches;
+  // a consumer that keeps more makes next() throw Error instead of waiting forever for a buffer.
+  std::size_t held_batches = 1;
+};
+
+namespace detail {
+struct DatasetNode;
+class Pipeline;
+}  // namespace detail
+
+// An owning iterator: begin() starts the pipeline, the destructor stops it (cancels the work, wakes
+// every wait, joins the driver thread). Move-only. Not for concurrent use from several threads.
+// Use it in a range-for, or call next() to take ownership of each item.
+template <class Item>
+class Iterator {
+ public:
+  using value_type = Item;
+  using difference_type = std::ptrdiff_t;
+
+  Iterator(Iterator&&) noexcept;
+  Iterator& operator=(Iterator&&) noexcept;
+  ~Iterator();
+
+  // The next batch or sample; std::nullopt at the end. Blocks until one is ready. Throws PipelineError
+  // (path, stage, reason) at a failed element when on_error = fail; after that the iterator is at its
+  // end. When operator* or == has already fetched an item, next() hands over that one.
+  std::optional<Item> next();
+
+  // Counts so far; callable at any time.
+  PipelineStats stats() const;
+
+  // Range-for support. The item stays valid until the next increment.
+  const Item& operator*() const;
+  const Item* operator->() const { return &**this; }
+  Iterator& operator++();
+  void operator++(int) { ++*this; }
+  friend bool operator==(const Iterator& it, std::default_sentinel_t) { return it.at_end(); }
+
+ private:
+  friend class Dataset;
+  friend class BatchedDataset;
+  explicit Iterator(std::unique_ptr<detail::Pipeline> pipeline);
+  bool at_end() const;
+  void fetch() const;
+
+  std::unique_ptr<detail::Pipeline> pipeline_;
+  mutable std::optional<Item> current_;
+  mutable bool fetched_ = false;
+};
+
+using BatchIterator = Iterator<Batch>;
+using SampleIterator = Iterator<Sample>;
+extern template class Iterator<Batch>;
+extern template class Iterator<Sample>;
+
+class BatchedDataset;
+
+class Dataset {
+ public:
+  // ---- sources ----
+  // These files, with these labels (one per file; empty: every label is -1).
+  static Dataset files(std::vector<std::string> paths, std::vector<std::int64_t> labels = {});
+  // An ImageFolder tree: every sub-folder of `root` is a class (sorted by name, labels 0..K-1); its
+  // regular files named *.jpg or *.jpeg (any case), at any depth, are the class's images, in sorted
+  // order. Symbolic links to directories are not followed (no loops), unreadable folders are skipped.
+  // Throws IoError when root cannot be listed, InvalidArgument when it holds no image.
+  static Dataset image_folder(const std::filesystem::path& root);
+  // A text file of "<path> <label>" lines; paths are relative to `root` (default: the list file's
+  // folder) unless absolute, and may contain spaces (the label is the last field). Blank lines and lines
+  // starting with '#' are ignored. Throws IoError when the file cannot be read, InvalidArgument naming
+  // the line number of a malformed line.
+  static Dataset list_file(const std::filesystem::path& list, const std::filesystem::path& root = {});
+  // Encoded images held in memory; Sample::path is "<memory:N>".
+  static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers, std::vector<std::int64_t> labels = {});
+
+  // ---- which elements, in what order ----
+  // A buffered shuffle (tf.data's): keeps `buffer_size` elements and emits a random one of them each
+  // time. Reshuffled every epoch (the generator is seeded from seed and epoch). buffer_size >= the
+  // dataset's size gives a uniform permutation.
+  Dataset shuffle(std::size_t buffer_size, std::uint64_t seed) const;
+  // The stream so far, `count` times (epochs 0..count-1); repeat() repeats forever.
+  Dataset repeat(std::uint64_t count) const;
+  Dataset repeat() const;
+  // Only the elements whose index % num_shards == index: the shards of one seed partition every epoch.
+  Dataset shard(std::size_t num_shards, std::size_t index) const;
+  Dataset skip(std::uint64_t count) const;
+  Dataset take(std::uint64_t count) const;
+
+  // ---- per element ----
+  // Runs op.apply on every element; op.name names the stage in errors, stats and traces.
+  Dataset map(SampleOp op) const;
+  Dataset map(std::string name, std::function<void(Sample&)> fn) const;
+  Dataset map(std::function<void(Sample&)> fn) const;  // named "map"
+  // Keeps the elements for which `keep` returns true.
+  Dataset filter(std::function<bool(const Sample&)> keep) const;  // named "filter"
+  Dataset filter(std::string name, std::function<bool(const Sample&)> keep) const;
+
+  // ---- execution ----
+  // Replaces the options of every iterator made from the result.
+  Dataset with_options(PipelineOptions options) const;
+  // Samples kept ready ahead of the consumer when iterating samples (default 16).
+  Dataset prefetch(std::size_t samples) const;
+  // Groups samples into batches of fixed-size images written straight into pooled (pinned when a GPU is
+  // present) buffers. The sample shape is taken from the first element, or given; an element of another
+  // shape fails ("batch" stage). The last, smaller batch is kept unless drop_remainder.
+  BatchedDataset batch(std::size_t batch_size, bool drop_remainder = false) const;
+  BatchedDataset batch(std::size_t batch_size, ImageShape sample_shape, bool drop_remainder = false) const;
+
+  // Iterating a Dataset yields Samples, owning copies of every element's identity, bytes and pixels:
+  // for tests and for variable-size data.
+  SampleIterator begin() const;
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  // Elements in the source (before shuffle, repeat, shard, ...).
+  std::size_t source_size() const noexcept;
+  // The class names of an image_folder source, in label order; empty for other sources.
+  const std::vector<std::string>& class_names() const noexcept;
+  const PipelineOptions& options() const noexcept;
+
+ private:
+  friend class BatchedDataset;
+  explicit Dataset(std::shared_ptr<const detail::DatasetNode> node) : node_(std::move(node)) {}
+  // A new node after this one, inheriting its source, options and prefetch depth.
+  std::shared_ptr<detail::DatasetNode> child() const;
+  void require_no_filter(const char* what) const;
+
+  std::shared_ptr<const detail::DatasetNode> node_;
+};
+
+class BatchedDataset {
+ public:
+  // Batches kept ready ahead of the consumer (default 2). The pipeline pauses while this many are ready;
+  // the pool holds prefetch + in-flight + held_batches buffers, so memory is bounded by configuration.
+  BatchedDataset prefetch(std::size_t batches) const;
+  BatchedDataset with_options(PipelineOptions options) const;
+
+  BatchIterator begin() const;
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  std::size_t batch_size() const noexcept { return batch_size_; }
+  bool drop_remainder() const noexcept { return drop_remainder_; }
+  std::size_t prefetch_depth() const noexcept { return prefetch_; }
+  // The given sample shape, or nullopt when it is taken from the first element.
+  std::optional<ImageShape> sample_shape() const noexcept { return shape_; }
+  const Dataset& samples() const noexcept { return samples_; }
+  const std::vector<std::string>& class_names() const noexcept { return samples_.class_names(); }
+  const PipelineOptions& options() const noexcept { return samples_.options(); }
+
+ private:
+  friend class Dataset;
+  BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape, bool drop_remainder);
+
+  Dataset samples_;
+  std::size_t batch_size_;
+  std::optional<ImageShape> shape_;
+  bool drop_remainder_;
+  std::size_t prefetch_ = 2;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,140 @@
+#include "src/memory/batch_pool.h"
+
+#include "conveyor/error.h"
+
+namespace conveyor::detail {
+namespace {
+
+std::size_t round_up(std::size_t bytes) {
+  constexpr std::size_t a = HostAllocation::kAlignment;
+  return (bytes + a - 1) / a * a;
+}
+
+}  // namespace
+
+std::shared_ptr<BatchPool> BatchPool::create(std::size_t max_buffers, std::size_t capacity, ImageShape shape,
+                                             bool want_pinned) {
+  if (max_buffers == 0 || capacity == 0 || shape.empty())
+    throw InvalidArgument("BatchPool: needs at least one buffer, a capacity and a non-empty sample shape");
+  return std::make_shared<BatchPool>(Key{}, max_buffers, capacity, shape, want_pinned && cuda_device_present());
+}
+
+BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape, bool pinned)
+    : max_buffers_(max_buffers),
+      capacity_(capacity),
+      shape_(shape),
+      pinned_(pinned),
+      pixel_bytes_(round_up(capacity * shape.bytes())),
+      label_bytes_(round_up(capacity * sizeof(std::int64_t))) {
+  slots_.reserve(max_buffers);
+  free_.reserve(max_buffers);
+}
+
+std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
+  auto slot = std::make_unique<Slot>();
+  slot->memory = HostAllocation(pixel_bytes_ + label_bytes_, pinned_);
+  slot->buffer.pixels = reinterpret_cast<std::uint8_t*>(slot->memory.data());
+  slot->buffer.labels = reinterpret_cast<std::int64_t*>(slot->memory.data() + pixel_bytes_);
+  slot->buffer.capacity = capacity_;
+  slot->buffer.shape = shape_;
+  slot->buffer.pinned = pinned_;
+  return slot;
+}
+
+std::shared_ptr<BatchBuffer> BatchPool::acquire(const std::function<void()>& on_wait) {
+  std::unique_lock lock(mutex_);
+  return take(lock, true, on_wait);
+}
+
+std::shared_ptr<BatchBuffer> BatchPool::try_acquire() {
+  std::unique_lock lock(mutex_);
+  return take(lock, false, {});
+}
+
+std::shared_ptr<BatchBuffer> BatchPool::take(std::unique_lock<std::mutex>& lock, bool wait,
+                                             const std::function<void()>& on_wait) {
+  for (;;) {
+    if (cancelled_) return nullptr;
+    if (!free_.empty()) {
+      Slot* slot = free_.back();
+      free_.pop_back();
+      lock.unlock();
+      return lend(slot);
+    }
+    if (allocated_ < max_buffers_) {
+      ++allocated_;
+      lock.unlock();
+      std::unique_ptr<Slot> slot;
+      try {
+        slot = make_slot();
+      } catch (...) {
+        lock.lock();
+        --allocated_;
+        throw;
+      }
+      Slot* raw = slot.get();
+      lock.lock();
+      slots_.push_back(std::move(slot));
+      lock.unlock();
+      return lend(raw);
+    }
+    if (!wait) return nullptr;
+    ++waiters_;
+    if (on_wait) {
+      lock.unlock();
+      on_wait();
+      lock.lock();
+    }
+    // A buffer given back while the lock was released is seen here, so no wake-up is lost.
+    if (free_.empty() && !cancelled_) returned_.wait(lock);
+    --waiters_;
+  }
+}
+
+std::shared_ptr<BatchBuffer> BatchPool::lend(Slot* slot) {
+  struct GiveBack {
+    std::shared_ptr<BatchPool> pool;
+    Slot* slot;
+    void operator()(BatchBuffer*) const noexcept { pool->give_back(slot); }
+  };
+  // Should the control block fail to allocate, shared_ptr calls the deleter: the buffer comes back.
+  return std::shared_ptr<BatchBuffer>(&slot->buffer, GiveBack{shared_from_this(), slot});
+}
+
+void BatchPool::give_back(Slot* slot) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(slot);
+  }
+  returned_.notify_one();
+}
+
+void BatchPool::cancel() {
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+  }
+  returned_.notify_all();
+}
+
+bool BatchPool::exhausted() const {
+  std::lock_guard lock(mutex_);
+  return free_.empty() && allocated_ == max_buffers_;
+}
+
+bool BatchPool::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiters_ > 0 && free_.empty();
+}
+
+std::size_t BatchPool::allocated() const {
+  std::lock_guard lock(mutex_);
+  return allocated_;
+}
+
+std::size_t BatchPool::in_use() const {
+  std::lock_guard lock(mutex_);
+  return allocated_ - free_.size();
+}
+
+}  // namespace conveyor::detail

@@ -1,0 +1,80 @@
+// A bounded pool of batch buffers (pixels and labels of one batch in one allocation). Buffers are made on
+// first need, at most max_buffers of them, and lent out as shared_ptr<BatchBuffer> whose deleter gives
+// them back: memory is bounded by the pool's configuration, whatever the dataset size. The deleter keeps
+// the pool alive, so a Batch may outlive the iterator that made it.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "conveyor/batch.h"
+#include "conveyor/image.h"
+#include "src/memory/host_memory.h"
+
+namespace conveyor::detail {
+
+class BatchPool : public std::enable_shared_from_this<BatchPool> {
+  struct Key {
+    explicit Key() = default;
+  };
+
+ public:
+  // Buffers of `capacity` samples of `shape`; page-locked when want_pinned and a GPU is present.
+  static std::shared_ptr<BatchPool> create(std::size_t max_buffers, std::size_t capacity, ImageShape shape,
+                                           bool want_pinned = true);
+  BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape, bool pinned);
+  BatchPool(const BatchPool&) = delete;
+  BatchPool& operator=(const BatchPool&) = delete;
+
+  // A free buffer, allocating a new one while fewer than max_buffers exist; otherwise waits until one
+  // comes back, calling `on_wait` (without the pool's lock) once the wait is visible to waiting().
+  // Returns nullptr once cancel() has been called.
+  std::shared_ptr<BatchBuffer> acquire(const std::function<void()>& on_wait = {});
+  // Same without waiting: nullptr when none can be had now.
+  std::shared_ptr<BatchBuffer> try_acquire();
+  // Wakes every waiting acquire() and makes later ones return nullptr. Lent buffers still come back.
+  void cancel();
+
+  // True when acquire() would have to wait.
+  bool exhausted() const;
+  // True while an acquire() is waiting and no buffer is free: only a returned buffer can end the wait.
+  bool waiting() const;
+  std::size_t max_buffers() const noexcept { return max_buffers_; }
+  std::size_t allocated() const;
+  std::size_t in_use() const;
+  bool pinned() const noexcept { return pinned_; }
+  std::size_t buffer_bytes() const noexcept { return pixel_bytes_ + label_bytes_; }
+
+ private:
+  struct Slot {
+    HostAllocation memory;
+    BatchBuffer buffer;
+  };
+  // Makes one buffer; runs without the lock held (a pinned allocation takes milliseconds).
+  std::unique_ptr<Slot> make_slot() const;
+  std::shared_ptr<BatchBuffer> take(std::unique_lock<std::mutex>& lock, bool wait,
+                                    const std::function<void()>& on_wait);
+  std::shared_ptr<BatchBuffer> lend(Slot* slot);
+  void give_back(Slot* slot) noexcept;
+
+  const std::size_t max_buffers_;
+  const std::size_t capacity_;
+  const ImageShape shape_;
+  const bool pinned_;
+  const std::size_t pixel_bytes_;
+  const std::size_t label_bytes_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable returned_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<Slot*> free_;  // capacity reserved up front: giving back never allocates
+  std::size_t allocated_ = 0;  // counts slots being made outside the lock too
+  std::size_t waiters_ = 0;
+  bool cancelled_ = false;
+};
+
+}  // namespace conveyor::detail

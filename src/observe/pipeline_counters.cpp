@@ -1,0 +1,86 @@
+#include "src/observe/pipeline_counters.h"
+
+#include <cstdio>
+
+namespace conveyor::detail {
+
+PipelineCounters::PipelineCounters(std::vector<std::string> stage_names)
+    : names_(std::move(stage_names)), stages_(std::make_unique<Stage[]>(names_.size())) {}
+
+void PipelineCounters::record_skip(std::string_view path, const std::string& stage, const std::string& kind,
+                                   const std::string& reason) {
+  skipped.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(skip_mutex_);
+  ++skip_reasons_[stage + ": " + kind];
+  if (skipped_samples_.size() < PipelineStats::kMaxSkippedSamples)
+    skipped_samples_.push_back(SkippedSample{std::string(path), stage, reason});
+}
+
+void PipelineCounters::queue_pushed(std::size_t depth) noexcept {
+  std::size_t max = queue_max_.load(std::memory_order_relaxed);
+  while (depth > max && !queue_max_.compare_exchange_weak(max, depth, std::memory_order_relaxed)) {
+  }
+}
+
+void PipelineCounters::queue_popped(std::size_t seen) noexcept {
+  queue_seen_sum_.fetch_add(seen, std::memory_order_relaxed);
+  queue_seen_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+PipelineStats PipelineCounters::snapshot() const {
+  PipelineStats stats;
+  stats.elements_in = elements_in.load(std::memory_order_relaxed);
+  stats.elements_out = elements_out.load(std::memory_order_relaxed);
+  stats.batches = batches.load(std::memory_order_relaxed);
+  stats.filtered = filtered.load(std::memory_order_relaxed);
+  stats.skipped = skipped.load(std::memory_order_relaxed);
+  stats.consumer_waits = consumer_waits.load(std::memory_order_relaxed);
+  stats.consumer_wait_ns = consumer_wait_ns.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    stats.stages.push_back(StageStats{names_[i], stages_[i].count.load(std::memory_order_relaxed),
+                                      stages_[i].busy_ns.load(std::memory_order_relaxed),
+                                      stages_[i].failures.load(std::memory_order_relaxed)});
+  }
+  stats.queue.max = queue_max_.load(std::memory_order_relaxed);
+  const std::uint64_t seen = queue_seen_count_.load(std::memory_order_relaxed);
+  stats.queue.mean = seen ? static_cast<double>(queue_seen_sum_.load(std::memory_order_relaxed)) / seen : 0.0;
+  std::lock_guard lock(skip_mutex_);
+  stats.skip_reasons = skip_reasons_;
+  stats.skipped_samples = skipped_samples_;
+  return stats;
+}
+
+}  // namespace conveyor::detail
+
+namespace conveyor {
+
+std::string format_stats(const PipelineStats& stats) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "threads %d, in flight %zu, elements in %llu out %llu, batches %llu\n",
+                stats.threads, stats.max_in_flight, static_cast<unsigned long long>(stats.elements_in),
+                static_cast<unsigned long long>(stats.elements_out), static_cast<unsigned long long>(stats.batches));
+  out += line;
+  for (const StageStats& stage : stats.stages) {
+    const double mean_us = stage.count ? static_cast<double>(stage.busy_ns) / stage.count / 1e3 : 0.0;
+    std::snprintf(line, sizeof line, "  %-32s %10llu x %9.1f us  busy %8.3f s  failed %llu\n", stage.name.c_str(),
+                  static_cast<unsigned long long>(stage.count), mean_us, static_cast<double>(stage.busy_ns) / 1e9,
+                  static_cast<unsigned long long>(stage.failures));
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "queue: now %zu, max %zu, mean %.2f seen by the consumer (prefetch %zu); consumer waited %llu "
+                "times, %.3f s\n",
+                stats.queue.current, stats.queue.max, stats.queue.mean, stats.queue.capacity,
+                static_cast<unsigned long long>(stats.consumer_waits), static_cast<double>(stats.consumer_wait_ns) / 1e9);
+  out += line;
+  std::snprintf(line, sizeof line, "pool: %zu of %zu buffers%s; filtered %llu, skipped %llu\n", stats.pool_buffers,
+                stats.pool_capacity, stats.pinned ? " (pinned)" : "", static_cast<unsigned long long>(stats.filtered),
+                static_cast<unsigned long long>(stats.skipped));
+  out += line;
+  for (const auto& [reason, count] : stats.skip_reasons)
+    out += "  skipped " + std::to_string(count) + " x " + reason + "\n";
+  return out;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,131 @@
+#include "src/pipeline/batch_assembler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "conveyor/error.h"
+
+namespace conveyor::detail {
+
+BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open)
+    : batch_size_(batch_size), shape_(shape), sample_bytes_(shape.bytes()), drop_remainder_(drop_remainder) {
+  states_.reserve(max_open);
+  free_.reserve(max_open);
+  for (std::size_t i = 0; i < max_open; ++i) {
+    auto state = std::make_unique<BufferState>();
+    state->kept.assign(batch_size, 0);
+    state->epochs.assign(batch_size, 0);
+    free_.push_back(state.get());
+    states_.push_back(std::move(state));
+  }
+}
+
+BufferState* BatchAssembler::open(std::shared_ptr<BatchBuffer> buffer) {
+  BufferState* state;
+  {
+    std::lock_guard lock(free_mutex_);
+    // There are as many states as pool buffers and each open state holds a buffer.
+    if (free_.empty()) throw Error("BatchAssembler: more buffers open than the pool holds");
+    state = free_.back();
+    free_.pop_back();
+  }
+  state->buffer = std::move(buffer);
+  state->arrived = 0;
+  return state;
+}
+
+ImageView BatchAssembler::slot(const BufferState& state, std::size_t position) const noexcept {
+  return ImageView(state.buffer->pixels + position * sample_bytes_, shape_);
+}
+
+void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label,
+                            std::uint64_t epoch, const Sink& sink) {
+  state.kept[position] = kept;
+  if (kept) {
+    state.buffer->labels[position] = label;
+    state.epochs[position] = epoch;
+  }
+  if (++state.arrived == batch_size_) complete(state, batch_size_, sink);
+}
+
+void BatchAssembler::finish(BufferState* last, std::size_t used, const Sink& sink) {
+  if (last != nullptr && used > 0 && used < batch_size_) complete(*last, used, sink);
+  if (partial_ != nullptr) {
+    BufferState& partial = *std::exchange(partial_, nullptr);
+    if (drop_remainder_) {
+      close(partial);
+    } else {
+      emit(partial, partial_size_, sink);
+    }
+  }
+}
+
+void BatchAssembler::discard() noexcept {
+  partial_ = nullptr;
+  std::lock_guard lock(free_mutex_);
+  free_.clear();
+  for (auto& state : states_) {
+    state->buffer.reset();
+    free_.push_back(state.get());
+  }
+}
+
+void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& sink) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < used; ++i) {
+    if (!state.kept[i]) continue;
+    if (i != kept) move_slot(state, i, state, kept);
+    ++kept;
+  }
+  if (partial_ == nullptr) {
+    if (kept == batch_size_) {
+      emit(state, kept, sink);  // the common case: no hole, no copy
+    } else if (kept == 0) {
+      close(state);
+    } else {
+      partial_ = &state;
+      partial_size_ = kept;
+    }
+    return;
+  }
+  // Top up the partial batch with this buffer's first elements; what is left becomes the new partial.
+  BufferState& partial = *partial_;
+  const std::size_t moved = std::min(batch_size_ - partial_size_, kept);
+  for (std::size_t i = 0; i < moved; ++i) move_slot(state, i, partial, partial_size_ + i);
+  partial_size_ += moved;
+  if (partial_size_ < batch_size_) {
+    close(state);
+    return;
+  }
+  partial_ = nullptr;
+  emit(partial, batch_size_, sink);
+  const std::size_t rest = kept - moved;
+  for (std::size_t i = 0; i < rest; ++i) move_slot(state, moved + i, state, i);
+  if (rest == 0) {
+    close(state);
+  } else {
+    partial_ = &state;
+    partial_size_ = rest;
+  }
+}
+
+void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept {
+  std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_, sample_bytes_);
+  to.buffer->labels[j] = from.buffer->labels[i];
+  to.epochs[j] = from.epochs[i];
+}
+
+void BatchAssembler::emit(BufferState& state, std::size_t size, const Sink& sink) {
+  Batch batch(std::move(state.buffer), size, sequence_++, state.epochs[0]);
+  close(state);
+  sink(std::move(batch));
+}
+
+void BatchAssembler::close(BufferState& state) noexcept {
+  state.buffer.reset();
+  std::lock_guard lock(free_mutex_);
+  free_.push_back(&state);
+}
+
+}  // namespace conveyor::detail

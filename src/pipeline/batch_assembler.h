@@ -1,0 +1,74 @@
+// Turns elements into full batches. The source stage opens a buffer and reserves one slot per element
+// (the maps write straight into it); the collect stage reports each element as kept or not. A buffer
+// whose elements have all arrived is complete: if every element was kept it becomes a Batch as it is
+// (no copy). Elements that were skipped or filtered leave holes; the buffer is then compacted (kept
+// elements move forward, in order) and merged into the pending partial batch, so that every batch but
+// the last is full and every kept element is delivered once, in order when completions come in order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "conveyor/batch.h"
+#include "conveyor/image.h"
+
+namespace conveyor::detail {
+
+struct BufferState {
+  std::shared_ptr<BatchBuffer> buffer;
+  std::size_t arrived = 0;
+  std::vector<std::uint8_t> kept;     // per slot, set on arrival
+  std::vector<std::uint64_t> epochs;  // per slot: the batch's epoch is its first sample's
+};
+
+class BatchAssembler {
+ public:
+  using Sink = std::function<void(Batch)>;
+
+  // max_open: the most buffers open at once (the pool's size).
+  BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open);
+
+  std::size_t batch_size() const noexcept { return batch_size_; }
+  ImageShape shape() const noexcept { return shape_; }
+
+  // Source stage: a state for a fresh buffer, and the view of one of its slots.
+  BufferState* open(std::shared_ptr<BatchBuffer> buffer);
+  ImageView slot(const BufferState& state, std::size_t position) const noexcept;
+
+  // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
+  // to `sink`.
+  void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, std::uint64_t epoch,
+              const Sink& sink);
+
+  // After the pipeline ran to its end: completes `last` (which had `used` slots reserved; nothing to do
+  // when it is full or null) and hands over the final partial batch unless drop_remainder.
+  void finish(BufferState* last, std::size_t used, const Sink& sink);
+  // Gives every buffer still held back to its pool (after a failure or a cancel).
+  void discard() noexcept;
+
+ private:
+  void complete(BufferState& state, std::size_t used, const Sink& sink);
+  void move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept;
+  void emit(BufferState& state, std::size_t size, const Sink& sink);
+  void close(BufferState& state) noexcept;
+
+  const std::size_t batch_size_;
+  const ImageShape shape_;
+  const std::size_t sample_bytes_;
+  const bool drop_remainder_;
+  std::uint64_t sequence_ = 0;
+
+  // The partial batch waiting for more kept elements (collect stage only).
+  BufferState* partial_ = nullptr;
+  std::size_t partial_size_ = 0;
+
+  std::vector<std::unique_ptr<BufferState>> states_;
+  std::mutex free_mutex_;  // the source stage takes states, the collect stage gives them back
+  std::vector<BufferState*> free_;
+};
+
+}  // namespace conveyor::detail

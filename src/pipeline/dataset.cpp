@@ -1,0 +1,221 @@
+#include "conveyor/dataset.h"
+
+#include "conveyor/error.h"
+#include "src/pipeline/dataset_node.h"
+#include "src/pipeline/pipeline.h"
+
+namespace conveyor {
+namespace {
+
+std::shared_ptr<detail::DatasetNode> source_node(std::shared_ptr<const detail::Source> source) {
+  auto node = std::make_shared<detail::DatasetNode>();
+  node->source = std::move(source);
+  return node;
+}
+
+std::vector<std::int64_t> checked_labels(std::vector<std::int64_t> labels, std::size_t size, const char* what) {
+  if (labels.empty()) return std::vector<std::int64_t>(size, -1);
+  if (labels.size() != size)
+    throw InvalidArgument(std::string(what) + ": " + std::to_string(labels.size()) + " labels for " +
+                          std::to_string(size) + " elements");
+  return labels;
+}
+
+}  // namespace
+
+namespace detail {
+
+PipelinePlan make_plan(const DatasetNode& last) {
+  std::vector<const DatasetNode*> chain;
+  for (const DatasetNode* node = &last; node != nullptr; node = node->parent.get()) chain.push_back(node);
+  PipelinePlan plan;
+  plan.source = last.source;
+  plan.options = last.options;
+  plan.prefetch = last.prefetch;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if ((*it)->order) plan.order.push_back(*(*it)->order);
+    if ((*it)->step) plan.steps.push_back(*(*it)->step);
+  }
+  return plan;
+}
+
+}  // namespace detail
+
+// ---- sources ----
+
+Dataset Dataset::files(std::vector<std::string> paths, std::vector<std::int64_t> labels) {
+  detail::FileListing listing;
+  std::size_t bytes = 0;
+  for (const std::string& path : paths) bytes += path.size() + 1;
+  listing.paths.reserve(paths.size(), bytes);
+  for (const std::string& path : paths) {
+    if (path.empty()) throw InvalidArgument("Dataset::files: empty path");
+    listing.paths.add(path);
+  }
+  listing.labels = checked_labels(std::move(labels), paths.size(), "Dataset::files");
+  return Dataset(source_node(detail::Source::files(std::move(listing))));
+}
+
+Dataset Dataset::image_folder(const std::filesystem::path& root) {
+  return Dataset(source_node(detail::Source::files(detail::list_image_folder(root))));
+}
+
+Dataset Dataset::list_file(const std::filesystem::path& list, const std::filesystem::path& root) {
+  return Dataset(source_node(detail::Source::files(detail::parse_list_file(list, root))));
+}
+
+Dataset Dataset::memory(std::vector<std::vector<std::uint8_t>> buffers, std::vector<std::int64_t> labels) {
+  std::vector<std::int64_t> checked = checked_labels(std::move(labels), buffers.size(), "Dataset::memory");
+  return Dataset(source_node(detail::Source::memory(std::move(buffers), std::move(checked))));
+}
+
+// ---- chaining ----
+
+std::shared_ptr<detail::DatasetNode> Dataset::child() const {
+  auto node = std::make_shared<detail::DatasetNode>();
+  node->parent = node_;
+  node->source = node_->source;
+  node->options = node_->options;
+  node->prefetch = node_->prefetch;
+  node->has_filter = node_->has_filter;
+  return node;
+}
+
+void Dataset::require_no_filter(const char* what) const {
+  if (node_->has_filter)
+    throw InvalidArgument(std::string("Dataset::") + what +
+                          " after filter(): it would act on a stream whose length depends on the filter; call it "
+                          "before filter()");
+}
+
+Dataset Dataset::shuffle(std::size_t buffer_size, std::uint64_t seed) const {
+  require_no_filter("shuffle");
+  if (buffer_size == 0) throw InvalidArgument("Dataset::shuffle: buffer_size must be at least 1");
+  auto node = child();
+  node->order = detail::ShuffleOrder{buffer_size, seed};
+  return Dataset(std::move(node));
+}
+
+// Repeating commutes with filtering, so it may follow a filter.
+Dataset Dataset::repeat(std::uint64_t count) const {
+  auto node = child();
+  node->order = detail::RepeatOrder{count};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::repeat() const {
+  auto node = child();
+  node->order = detail::RepeatOrder{std::nullopt};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::shard(std::size_t num_shards, std::size_t index) const {
+  require_no_filter("shard");
+  if (num_shards == 0 || index >= num_shards)
+    throw InvalidArgument("Dataset::shard: index " + std::to_string(index) + " is not below num_shards " +
+                          std::to_string(num_shards));
+  auto node = child();
+  node->order = detail::ShardOrder{num_shards, index};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::skip(std::uint64_t count) const {
+  require_no_filter("skip");
+  auto node = child();
+  node->order = detail::SkipOrder{count};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::take(std::uint64_t count) const {
+  require_no_filter("take");
+  auto node = child();
+  node->order = detail::TakeOrder{count};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::map(SampleOp op) const {
+  if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
+  auto node = child();
+  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::map(std::string name, std::function<void(Sample&)> fn) const {
+  return map(SampleOp{std::move(name), std::move(fn)});
+}
+
+Dataset Dataset::map(std::function<void(Sample&)> fn) const { return map(SampleOp{"map", std::move(fn)}); }
+
+Dataset Dataset::filter(std::function<bool(const Sample&)> keep) const { return filter("filter", std::move(keep)); }
+
+Dataset Dataset::filter(std::string name, std::function<bool(const Sample&)> keep) const {
+  if (!keep) throw InvalidArgument("Dataset::filter: no predicate");
+  auto node = child();
+  node->step = detail::Step{name.empty() ? std::string("filter") : std::move(name), {}, std::move(keep)};
+  node->has_filter = true;
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::with_options(PipelineOptions options) const {
+  if (options.threads < 0) throw InvalidArgument("PipelineOptions: threads must be >= 0");
+  auto node = child();
+  node->options = std::move(options);
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::prefetch(std::size_t samples) const {
+  if (samples == 0) throw InvalidArgument("Dataset::prefetch: at least 1");
+  auto node = child();
+  node->prefetch = samples;
+  return Dataset(std::move(node));
+}
+
+BatchedDataset Dataset::batch(std::size_t batch_size, bool drop_remainder) const {
+  return BatchedDataset(*this, batch_size, std::nullopt, drop_remainder);
+}
+
+BatchedDataset Dataset::batch(std::size_t batch_size, ImageShape sample_shape, bool drop_remainder) const {
+  if (sample_shape.empty()) throw InvalidArgument("Dataset::batch: empty sample shape");
+  return BatchedDataset(*this, batch_size, sample_shape, drop_remainder);
+}
+
+SampleIterator Dataset::begin() const {
+  return SampleIterator(std::make_unique<detail::Pipeline>(detail::make_plan(*node_)));
+}
+
+std::size_t Dataset::source_size() const noexcept { return node_->source->size(); }
+const std::vector<std::string>& Dataset::class_names() const noexcept { return node_->source->class_names(); }
+const PipelineOptions& Dataset::options() const noexcept { return node_->options; }
+
+// ---- batches ----
+
+BatchedDataset::BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape,
+                               bool drop_remainder)
+    : samples_(std::move(samples)), batch_size_(batch_size), shape_(shape), drop_remainder_(drop_remainder) {
+  if (batch_size == 0) throw InvalidArgument("Dataset::batch: batch_size must be at least 1");
+}
+
+BatchedDataset BatchedDataset::prefetch(std::size_t batches) const {
+  if (batches == 0) throw InvalidArgument("BatchedDataset::prefetch: at least 1");
+  BatchedDataset result = *this;
+  result.prefetch_ = batches;
+  return result;
+}
+
+BatchedDataset BatchedDataset::with_options(PipelineOptions options) const {
+  BatchedDataset result = *this;
+  result.samples_ = samples_.with_options(std::move(options));
+  return result;
+}
+
+BatchIterator BatchedDataset::begin() const {
+  detail::PipelinePlan plan = detail::make_plan(*samples_.node_);
+  plan.batched = true;
+  plan.batch_size = batch_size_;
+  plan.shape = shape_;
+  plan.drop_remainder = drop_remainder_;
+  plan.prefetch = prefetch_;
+  return BatchIterator(std::make_unique<detail::Pipeline>(std::move(plan)));
+}
+
+}  // namespace conveyor

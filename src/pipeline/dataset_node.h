@@ -1,0 +1,75 @@
+// The immutable nodes behind a Dataset, and the plan an iterator compiles from them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "conveyor/dataset.h"
+#include "conveyor/image.h"
+#include "conveyor/sample.h"
+#include "src/sources/source.h"
+
+namespace conveyor::detail {
+
+// The methods that decide which elements run, in what order.
+struct ShuffleOrder {
+  std::size_t buffer_size;
+  std::uint64_t seed;
+};
+struct RepeatOrder {
+  std::optional<std::uint64_t> count;  // nullopt: forever
+};
+struct ShardOrder {
+  std::size_t num_shards;
+  std::size_t index;
+};
+struct SkipOrder {
+  std::uint64_t count;
+};
+struct TakeOrder {
+  std::uint64_t count;
+};
+using OrderOp = std::variant<ShuffleOrder, RepeatOrder, ShardOrder, SkipOrder, TakeOrder>;
+
+// A map (map is set) or a filter (keep is set), run on each element.
+struct Step {
+  std::string name;
+  std::function<void(Sample&)> map;
+  std::function<bool(const Sample&)> keep;
+};
+
+// One call in the chain. Each node also carries what is in effect after it (source, options, prefetch),
+// so that the Dataset's accessors need not walk the chain.
+struct DatasetNode {
+  std::shared_ptr<const DatasetNode> parent;
+  std::optional<OrderOp> order;
+  std::optional<Step> step;
+  std::shared_ptr<const Source> source;
+  PipelineOptions options;
+  std::size_t prefetch = 16;
+  bool has_filter = false;
+};
+
+// Everything an iterator needs, in execution order.
+struct PipelinePlan {
+  std::shared_ptr<const Source> source;
+  std::vector<OrderOp> order;
+  std::vector<Step> steps;
+  PipelineOptions options;
+  std::size_t prefetch = 16;  // samples, or batches when batched
+  bool batched = false;
+  std::size_t batch_size = 0;
+  std::optional<ImageShape> shape;
+  bool drop_remainder = false;
+};
+
+// Walks the chain from the source to `last`.
+PipelinePlan make_plan(const DatasetNode& last);
+
+}  // namespace conveyor::detail

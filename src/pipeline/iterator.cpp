@@ -1,0 +1,75 @@
+#include <type_traits>
+#include <utility>
+
+#include "conveyor/dataset.h"
+#include "src/pipeline/pipeline.h"
+
+namespace conveyor {
+
+template <class Item>
+Iterator<Item>::Iterator(std::unique_ptr<detail::Pipeline> pipeline) : pipeline_(std::move(pipeline)) {}
+
+template <class Item>
+Iterator<Item>::Iterator(Iterator&&) noexcept = default;
+template <class Item>
+Iterator<Item>& Iterator<Item>::operator=(Iterator&&) noexcept = default;
+template <class Item>
+Iterator<Item>::~Iterator() = default;
+
+template <class Item>
+std::optional<Item> Iterator<Item>::next() {
+  if (fetched_) {
+    fetched_ = false;
+    return std::exchange(current_, std::nullopt);
+  }
+  if (!pipeline_) return std::nullopt;
+  if constexpr (std::is_same_v<Item, Batch>) {
+    return pipeline_->next_batch();
+  } else {
+    return pipeline_->next_sample();
+  }
+}
+
+template <class Item>
+void Iterator<Item>::fetch() const {
+  if (fetched_) return;
+  current_.reset();  // a batch goes back to the pool before the next one is asked for
+  if (pipeline_) {
+    if constexpr (std::is_same_v<Item, Batch>) {
+      current_ = pipeline_->next_batch();
+    } else {
+      current_ = pipeline_->next_sample();
+    }
+  }
+  fetched_ = true;
+}
+
+template <class Item>
+bool Iterator<Item>::at_end() const {
+  fetch();
+  return !current_.has_value();
+}
+
+template <class Item>
+const Item& Iterator<Item>::operator*() const {
+  fetch();
+  return *current_;
+}
+
+template <class Item>
+Iterator<Item>& Iterator<Item>::operator++() {
+  fetch();
+  current_.reset();
+  fetched_ = false;
+  return *this;
+}
+
+template <class Item>
+PipelineStats Iterator<Item>::stats() const {
+  return pipeline_ ? pipeline_->stats() : PipelineStats{};
+}
+
+template class Iterator<Batch>;
+template class Iterator<Sample>;
+
+}  // namespace conveyor

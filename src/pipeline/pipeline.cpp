@@ -1,0 +1,226 @@
+// The driver and the consumer side of a Pipeline; the stage bodies are in pipeline_stages.cpp.
+#include "src/pipeline/pipeline.h"
+
+#include <opencv2/core/utility.hpp>
+#include <tbb/info.h>
+
+#include <algorithm>
+
+#include "conveyor/error.h"
+#include "src/pipeline/tsan.h"
+
+namespace conveyor::detail {
+namespace {
+
+int resolve_threads(const PipelineOptions& options) {
+  return options.threads > 0 ? options.threads : std::max(1, tbb::info::default_concurrency());
+}
+
+std::size_t resolve_tokens(const PipelineOptions& options, int threads) {
+  return options.max_in_flight > 0 ? options.max_in_flight : static_cast<std::size_t>(std::max(4 * threads, 4));
+}
+
+bool delivers_in_order(const PipelinePlan& plan, int threads) {
+  // With one thread nothing can overtake anything; in-order keeps the pool's bound tight.
+  return plan.options.deterministic || threads == 1;
+}
+
+// prefetch + in-flight + held. In order, the elements in flight (fewer than `tokens`) span at most
+// ceil((tokens - 1) / B) + 1 buffers, plus the partial batch that closes holes and the buffer being
+// opened. Out of order, every element in flight may hold up its own buffer.
+std::size_t pool_capacity(const PipelinePlan& plan, std::size_t tokens, int threads) {
+  if (!plan.batched) return 0;
+  const std::size_t b = plan.batch_size;
+  const std::size_t in_flight = delivers_in_order(plan, threads) ? (tokens - 1 + b - 1) / b + 3 : tokens + 2;
+  return plan.prefetch + in_flight + std::max<std::size_t>(plan.options.held_batches, 1);
+}
+
+std::vector<std::string> stage_names(const PipelinePlan& plan) {
+  std::vector<std::string> names{"source", "read"};
+  for (const Step& step : plan.steps) names.push_back(step.name);
+  if (plan.batched) names.emplace_back("batch");
+  names.emplace_back("collect");
+  return names;
+}
+
+}  // namespace
+
+Pipeline::Pipeline(PipelinePlan plan)
+    : plan_(std::move(plan)),
+      threads_(resolve_threads(plan_.options)),
+      tokens_(resolve_tokens(plan_.options, threads_)),
+      prefetch_(plan_.prefetch),
+      pool_capacity_(pool_capacity(plan_, tokens_, threads_)),
+      stage_names_(stage_names(plan_)),
+      read_stage_(1),
+      batch_stage_(plan_.batched ? 2 + plan_.steps.size() : stage_names_.size()),
+      collect_stage_(stage_names_.size() - 1),
+      trace_(plan_.options.trace.get()),
+      counters_(stage_names_),
+      queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
+      order_(plan_.source->size(), plan_.order),
+      sink_([this](Batch batch) { deliver(std::move(batch)); }),
+      arena_(threads_) {
+  elements_.reserve(tokens_);
+  free_elements_.reserve(tokens_);
+  for (std::size_t i = 0; i < tokens_; ++i) {
+    elements_.push_back(std::make_unique<Element>());
+    free_elements_.push_back(elements_.back().get());
+  }
+  if (trace_) consumer_track_ = trace_->track("consumer");
+  // OpenCV's own thread pool would oversubscribe the arena's cores when an op calls cv::resize & co.
+  // This setting is process-wide in OpenCV: every iterator sets the same value.
+  cv::setNumThreads(0);
+  driver_ = std::thread([this] { drive(); });
+}
+
+Pipeline::~Pipeline() {
+  cancelled_.store(true);
+  stop_.store(true);
+  context_.cancel_group_execution();
+  {
+    std::lock_guard lock(setup_mutex_);
+    if (pool_) pool_->cancel();
+  }
+  queue_.cancel();
+  driver_.join();
+}
+
+void Pipeline::drive() noexcept {
+  try {
+    arena_.execute([this] {
+      if (plan_.batched) {
+        std::optional<ImageShape> shape = plan_.shape;
+        if (!shape) shape = probe_shape();
+        if (!shape) return;  // no element, a failure at the first one, or a cancel
+        start_batching(*shape);
+      }
+      run_pipeline();
+    });
+    if (assembler_ && !stop_.load()) assembler_->finish(current_, current_used_, sink_);
+  } catch (...) {
+    if (!cancelled_.load()) deliver(std::current_exception());
+  }
+  if (assembler_) assembler_->discard();
+  queue_.close();
+}
+
+std::optional<ImageShape> Pipeline::probe_shape() {
+  // The first element that makes it through the maps gives the batch's sample shape. It runs again in
+  // the pipeline proper (a pure function of its bytes and seed): the probe costs one element's work.
+  ElementOrder order(plan_.source->size(), plan_.order);
+  Element element;
+  while (!stop_.load()) {
+    std::optional<OrderedElement> next = order.next();
+    if (!next) return std::nullopt;
+    prepare(element, *next);
+    process(element, /*probing=*/true);
+    if (element.outcome == Outcome::kept) {
+      const ImageShape shape = element.sample.image().shape();
+      if (!shape.empty()) return shape;
+      element.outcome = Outcome::failed;
+      element.failed_stage = batch_stage_;
+      element.error_kind = "no_image";
+      element.error_reason = "no image after the maps: batch() needs an op that produces pixels";
+    }
+    if (element.outcome == Outcome::failed && plan_.options.on_error == OnError::fail) {
+      failed_ = true;
+      stop_.store(true);
+      deliver(std::make_exception_ptr(error_of(element)));
+      return std::nullopt;
+    }
+    element.sample.recycle();
+  }
+  return std::nullopt;
+}
+
+void Pipeline::start_batching(ImageShape shape) {
+  assembler_.emplace(plan_.batch_size, shape, plan_.drop_remainder, pool_capacity_);
+  std::shared_ptr<BatchPool> pool = BatchPool::create(pool_capacity_, plan_.batch_size, shape);
+  std::lock_guard lock(setup_mutex_);
+  pool_ = std::move(pool);
+  if (cancelled_.load()) pool_->cancel();
+}
+
+void Pipeline::deliver(OutputQueue::Item item) {
+  const std::size_t depth = queue_.push(std::move(item));
+  counters_.queue_pushed(depth);
+  if (trace_) trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(), static_cast<double>(depth));
+}
+
+OutputQueue::Popped Pipeline::pop() {
+  std::function<bool()> stuck;
+  if (plan_.batched) {
+    // Every buffer is lent out and the source stage waits for one: only the consumer can end that.
+    stuck = [this] {
+      std::lock_guard lock(setup_mutex_);
+      return pool_ && pool_->waiting();
+    };
+  }
+  const TraceRecorder::TimePoint start = TraceRecorder::now();
+  OutputQueue::Popped popped = queue_.pop(stuck);
+  counters_.queue_popped(popped.depth);
+  if (popped.waited.count() > 0) {
+    counters_.consumer_waits.fetch_add(1, std::memory_order_relaxed);
+    counters_.consumer_wait_ns.fetch_add(static_cast<std::uint64_t>(popped.waited.count()), std::memory_order_relaxed);
+    if (trace_) trace_->complete(consumer_track_, "wait", start, start + popped.waited);
+  }
+  if (trace_ && popped.status == OutputQueue::Status::item)
+    trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(), static_cast<double>(popped.left));
+  return popped;
+}
+
+std::optional<Batch> Pipeline::next_batch() {
+  if (finished_) return std::nullopt;
+  OutputQueue::Popped popped = pop();
+  if (popped.status == OutputQueue::Status::end) {
+    finished_ = true;
+    return std::nullopt;
+  }
+  if (popped.status == OutputQueue::Status::stuck) {
+    throw Error("Iterator::next: all " + std::to_string(pool_capacity_) +
+                " batch buffers are lent out and none is ready: the consumer keeps more batches alive than "
+                "PipelineOptions::held_batches (" + std::to_string(plan_.options.held_batches) +
+                "); release batches before asking for more, or raise held_batches");
+  }
+  if (auto* error = std::get_if<std::exception_ptr>(&popped.item)) {
+    finished_ = true;
+    std::rethrow_exception(*error);
+  }
+  Batch batch = std::move(std::get<Batch>(popped.item));
+  counters_.batches.fetch_add(1, std::memory_order_relaxed);
+  counters_.elements_out.fetch_add(batch.size(), std::memory_order_relaxed);
+  return batch;
+}
+
+std::optional<Sample> Pipeline::next_sample() {
+  if (finished_) return std::nullopt;
+  OutputQueue::Popped popped = pop();
+  if (popped.status != OutputQueue::Status::item) {
+    finished_ = true;
+    return std::nullopt;
+  }
+  if (auto* error = std::get_if<std::exception_ptr>(&popped.item)) {
+    finished_ = true;
+    std::rethrow_exception(*error);
+  }
+  counters_.elements_out.fetch_add(1, std::memory_order_relaxed);
+  return std::move(std::get<Sample>(popped.item));
+}
+
+PipelineStats Pipeline::stats() const {
+  PipelineStats stats = counters_.snapshot();
+  stats.threads = threads_;
+  stats.max_in_flight = tokens_;
+  stats.queue.capacity = prefetch_;
+  stats.queue.current = queue_.size();
+  stats.pool_capacity = pool_capacity_;
+  std::lock_guard lock(setup_mutex_);
+  if (pool_) {
+    stats.pool_buffers = pool_->allocated();
+    stats.pinned = pool_->pinned();
+  }
+  return stats;
+}
+
+}  // namespace conveyor::detail

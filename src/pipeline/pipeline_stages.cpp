@@ -1,0 +1,298 @@
+// The three filters of the pipeline (see pipeline.h) and the per-element work they do.
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "conveyor/error.h"
+#include "conveyor/random.h"
+#include "src/pipeline/pipeline.h"
+#include "src/pipeline/tsan.h"
+
+namespace conveyor::detail {
+namespace {
+
+using Clock = TraceRecorder::Clock;
+
+// TSan: the filter bodies are built on the driver thread and run on workers (see tsan.h). Only the
+// address of this constant is used, as the synchronisation object of that hand-off.
+const char kFilterBodies = 0;
+
+// A sample whose pixels do not fit the batch's slots.
+class ShapeMismatch : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
+const char* kind_of(const std::exception& error) {
+  if (const auto* decode = dynamic_cast<const DecodeError*>(&error)) return to_string(decode->failure());
+  if (dynamic_cast<const IoError*>(&error)) return "io";
+  if (dynamic_cast<const ShapeMismatch*>(&error)) return "shape_mismatch";
+  if (dynamic_cast<const InvalidArgument*>(&error)) return "invalid_argument";
+  if (dynamic_cast<const std::bad_alloc*>(&error)) return "out_of_memory";
+  if (dynamic_cast<const Error*>(&error)) return "error";
+  return "exception";
+}
+
+std::string describe(ImageShape shape) {
+  return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" + std::to_string(shape.channels);
+}
+
+// The last op wrote its pixels elsewhere (it did not use Sample::output, or the shape differs): copy
+// them into the slot, on the worker, so that batching stays parallel.
+void copy_into_slot(const Sample& sample) {
+  const ConstImageView image = sample.image();
+  const ImageView slot = sample.slot();
+  if (image.empty()) throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
+  if (image.shape() != slot.shape())
+    throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " + describe(slot.shape()));
+  const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
+  for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
+}
+
+std::uint64_t nanoseconds(Clock::duration d) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+}  // namespace
+
+void Pipeline::run_pipeline() {
+  const tbb::filter_mode collect_mode = plan_.options.deterministic || threads_ == 1
+                                            ? tbb::filter_mode::serial_in_order
+                                            : tbb::filter_mode::serial_out_of_order;
+  const tbb::filter<void, void> chain =
+      tbb::make_filter<void, Element*>(tbb::filter_mode::serial_in_order,
+                                       [this](tbb::flow_control& control) {
+                                         CONVEYOR_TSAN_ACQUIRE(&kFilterBodies);
+                                         return source_stage(control);
+                                       }) &
+      tbb::make_filter<Element*, Element*>(tbb::filter_mode::parallel,
+                                           [this](Element* element) {
+                                             CONVEYOR_TSAN_ACQUIRE(&kFilterBodies);
+                                             CONVEYOR_TSAN_ACQUIRE(element);
+                                             process(*element, /*probing=*/false);
+                                             CONVEYOR_TSAN_RELEASE(element);
+                                             return element;
+                                           }) &
+      tbb::make_filter<Element*, void>(collect_mode, [this](Element* element) {
+        CONVEYOR_TSAN_ACQUIRE(&kFilterBodies);
+        collect(*element);
+      });
+  CONVEYOR_TSAN_RELEASE(&kFilterBodies);
+  CONVEYOR_TSAN_RELEASE(&order_);
+  CONVEYOR_TSAN_RELEASE(&assembler_);
+  tbb::parallel_pipeline(tokens_, chain, context_);
+  // Everything the stages wrote is the driver's again (parallel_pipeline has returned).
+  CONVEYOR_TSAN_ACQUIRE(&order_);
+  CONVEYOR_TSAN_ACQUIRE(&assembler_);
+  for (const auto& element : elements_) CONVEYOR_TSAN_ACQUIRE(element.get());
+}
+
+// ---- source: serial, in order ----
+
+Element* Pipeline::source_stage(tbb::flow_control& control) {
+  CONVEYOR_TSAN_ACQUIRE(&order_);
+  const Clock::time_point start = Clock::now();
+  const int track = trace_ ? worker_track() : -1;
+  std::chrono::nanoseconds waited{0};
+  Element* element = nullptr;
+  if (!stop_.load(std::memory_order_relaxed)) {
+    if (std::optional<OrderedElement> next = order_.next()) {
+      {
+        std::lock_guard lock(free_mutex_);
+        element = free_elements_.back();  // never empty: there are as many elements as tokens
+        free_elements_.pop_back();
+      }
+      prepare(*element, *next);
+      const bool ready = plan_.batched ? reserve_slot(*element, track, waited) : wait_for_room(track, waited);
+      if (!ready) {
+        std::lock_guard lock(free_mutex_);
+        free_elements_.push_back(element);
+        element = nullptr;
+      }
+    }
+  }
+  if (element == nullptr) {
+    control.stop();
+  } else {
+    counters_.elements_in.fetch_add(1, std::memory_order_relaxed);
+    const Clock::time_point end = Clock::now();
+    counters_.count_stage(0, nanoseconds(end - start - waited));
+    if (track >= 0) trace_->complete(track, stage_names_[0], end - (end - start - waited), end);
+    CONVEYOR_TSAN_RELEASE(element);
+  }
+  CONVEYOR_TSAN_RELEASE(&order_);
+  return element;
+}
+
+void Pipeline::prepare(Element& element, const OrderedElement& order) const {
+  Sample& sample = element.sample;
+  element.source_index = order.source_index;
+  element.buffer = nullptr;
+  element.slot = 0;
+  element.outcome = Outcome::kept;
+  sample.index = order.index;
+  sample.epoch = order.epoch;
+  sample.seed = sample_seed(plan_.options.seed, order.epoch, order.index);
+  sample.label = plan_.source->label(order.source_index);
+  sample.path.assign(plan_.source->path(order.source_index));
+}
+
+// The pipeline pauses while `prefetch` items are ready: the consumer is the bottleneck then, and work
+// done now would only wait in memory.
+bool Pipeline::wait_for_room(int track, std::chrono::nanoseconds& waited) {
+  if (queue_.has_room(prefetch_)) return true;
+  const Clock::time_point start = Clock::now();
+  const bool ready = queue_.wait_for_room(prefetch_);
+  const Clock::time_point end = Clock::now();
+  waited += end - start;
+  if (track >= 0) trace_->complete(track, "wait for consumer", start, end);
+  return ready;
+}
+
+bool Pipeline::reserve_slot(Element& element, int track, std::chrono::nanoseconds& waited) {
+  if (current_ == nullptr || current_used_ == plan_.batch_size) {
+    current_ = nullptr;
+    if (!wait_for_room(track, waited)) return false;
+    std::shared_ptr<BatchBuffer> buffer = pool_->try_acquire();
+    if (!buffer) {
+      const Clock::time_point start = Clock::now();
+      buffer = pool_->acquire([this] { queue_.poke(); });  // let a waiting consumer see it is stuck
+      const Clock::time_point end = Clock::now();
+      waited += end - start;
+      if (track >= 0) trace_->complete(track, "wait for buffer", start, end);
+      if (!buffer) return false;  // cancelled
+    }
+    current_ = assembler_->open(std::move(buffer));
+    current_used_ = 0;
+  }
+  element.buffer = current_;
+  element.slot = current_used_++;
+  element.sample.bind_slot(assembler_->slot(*current_, element.slot));
+  return true;
+}
+
+// ---- process: parallel ----
+
+void Pipeline::process(Element& element, bool probing) noexcept {
+  if (stop_.load(std::memory_order_relaxed)) {
+    element.outcome = Outcome::cancelled;
+    return;
+  }
+  const int track = trace_ && !probing ? worker_track() : -1;
+  Sample& sample = element.sample;
+  if (!run_stage(element, read_stage_, track, probing,
+                 [&] { plan_.source->load(element.source_index, sample.encoded); }))
+    return;
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    if (stop_.load(std::memory_order_relaxed)) {
+      element.outcome = Outcome::cancelled;
+      return;
+    }
+    const Step& step = plan_.steps[i];
+    if (step.map) {
+      if (!run_stage(element, 2 + i, track, probing, [&] { step.map(sample); })) return;
+    } else {
+      bool keep = true;
+      if (!run_stage(element, 2 + i, track, probing, [&] { keep = step.keep(sample); })) return;
+      if (!keep) {
+        element.outcome = Outcome::filtered;
+        return;
+      }
+    }
+  }
+  if (element.buffer != nullptr && !sample.in_slot())
+    run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(sample); });
+}
+
+template <class F>
+bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool probing, F&& body) noexcept {
+  const Clock::time_point start = Clock::now();
+  const char* kind = nullptr;
+  try {
+    body();
+  } catch (const std::exception& error) {
+    kind = kind_of(error);
+    element.error_reason = error.what();
+  } catch (...) {
+    kind = "unknown";
+    element.error_reason = "an exception that is not a std::exception";
+  }
+  if (kind != nullptr) {
+    element.outcome = Outcome::failed;
+    element.failed_stage = stage;
+    element.error_kind = kind;
+  }
+  if (!probing) {
+    const Clock::time_point end = Clock::now();
+    counters_.count_stage(stage, nanoseconds(end - start));
+    if (kind != nullptr) counters_.stage(stage).failures.fetch_add(1, std::memory_order_relaxed);
+    if (track >= 0) trace_->complete(track, stage_names_[stage], start, end);
+  }
+  return kind == nullptr;
+}
+
+int Pipeline::worker_track() {
+  int& track = worker_tracks_.local();
+  if (track < 0) {
+    try {
+      track = trace_->track("worker " + std::to_string(worker_count_.fetch_add(1)));
+    } catch (const std::exception&) {
+      track = std::numeric_limits<int>::max();  // out of tracks: this thread records nothing
+    }
+  }
+  return track == std::numeric_limits<int>::max() ? -1 : track;
+}
+
+// ---- collect: serial ----
+
+void Pipeline::collect(Element& element) {
+  CONVEYOR_TSAN_ACQUIRE(&assembler_);
+  CONVEYOR_TSAN_ACQUIRE(&element);
+  const Clock::time_point start = Clock::now();
+  switch (element.outcome) {
+    case Outcome::filtered:
+      counters_.filtered.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::failed:
+      if (plan_.options.on_error == OnError::skip) {
+        counters_.record_skip(element.sample.path, stage_names_[element.failed_stage], element.error_kind,
+                              element.error_reason);
+      } else if (!failed_) {
+        // Every element before this one has been collected (in order): the error lands at its position.
+        failed_ = true;
+        stop_.store(true);
+        deliver(std::make_exception_ptr(error_of(element)));
+      }
+      break;
+    case Outcome::kept:
+    case Outcome::cancelled:
+      break;
+  }
+  const bool kept = element.outcome == Outcome::kept;
+  if (!failed_) {
+    if (plan_.batched) {
+      assembler_->arrive(*element.buffer, element.slot, kept, element.sample.label, element.sample.epoch, sink_);
+    } else if (kept) {
+      deliver(std::move(element.sample));
+    }
+  }
+  const Clock::time_point end = Clock::now();
+  counters_.count_stage(collect_stage_, nanoseconds(end - start));
+  if (trace_) {
+    const int track = worker_track();
+    if (track >= 0) trace_->complete(track, stage_names_[collect_stage_], start, end);
+  }
+  element.sample.recycle();
+  element.buffer = nullptr;
+  {
+    std::lock_guard lock(free_mutex_);
+    free_elements_.push_back(&element);
+  }
+  CONVEYOR_TSAN_RELEASE(&assembler_);
+}
+
+PipelineError Pipeline::error_of(const Element& element) const {
+  return PipelineError(element.sample.path, stage_names_[element.failed_stage], element.error_reason);
+}
+
+}  // namespace conveyor::detail

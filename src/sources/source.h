@@ -1,0 +1,67 @@
+// The elements a dataset starts from: file paths or in-memory encoded images, each with a label. A
+// Source is immutable once made and shared by every iterator of the datasets built on it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace conveyor::detail {
+
+// Many paths in one allocation: each path is stored NUL-terminated in a single buffer, so an ImageNet-size
+// list costs one string, not a million, and open() can use the stored bytes directly.
+class PathTable {
+ public:
+  void add(std::string_view path);
+  void reserve(std::size_t paths, std::size_t bytes);
+  std::size_t size() const noexcept { return offsets_.size(); }
+  std::string_view operator[](std::size_t i) const noexcept;
+  const char* c_str(std::size_t i) const noexcept { return blob_.data() + offsets_[i]; }
+
+ private:
+  std::string blob_;
+  std::vector<std::size_t> offsets_;
+};
+
+// What image_folder and list_file found.
+struct FileListing {
+  PathTable paths;
+  std::vector<std::int64_t> labels;
+  std::vector<std::string> class_names;  // image_folder only
+};
+
+// Walks an ImageFolder tree (see Dataset::image_folder for the rules).
+FileListing list_image_folder(const std::filesystem::path& root);
+// Parses a "<path> <label>" list file (see Dataset::list_file for the rules).
+FileListing parse_list_file(const std::filesystem::path& list, const std::filesystem::path& root);
+
+// Reads a whole file with one open, one fstat and (normally) one read into `bytes`, reusing its
+// capacity. Throws IoError naming the path and the system's reason.
+void read_file(const char* path, std::vector<std::uint8_t>& bytes);
+
+class Source {
+ public:
+  static std::shared_ptr<const Source> files(FileListing listing);
+  static std::shared_ptr<const Source> memory(std::vector<std::vector<std::uint8_t>> buffers,
+                                              std::vector<std::int64_t> labels);
+
+  std::size_t size() const noexcept { return paths_.size(); }
+  std::string_view path(std::size_t i) const noexcept { return paths_[i]; }
+  std::int64_t label(std::size_t i) const noexcept { return labels_[i]; }
+  const std::vector<std::string>& class_names() const noexcept { return class_names_; }
+
+  // Element i's encoded bytes into `bytes`: the pipeline's "read" stage, run in parallel.
+  void load(std::size_t i, std::vector<std::uint8_t>& bytes) const;
+
+ private:
+  PathTable paths_;  // "<memory:N>" for in-memory buffers
+  std::vector<std::int64_t> labels_;
+  std::vector<std::string> class_names_;
+  std::vector<std::vector<std::uint8_t>> buffers_;  // empty for file sources
+};
+
+}  // namespace conveyor::detail
