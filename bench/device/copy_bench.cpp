@@ -1,7 +1,8 @@
 // copy_bench: host-to-device bandwidth for one ImageNet batch (256 x 224x224x3 uint8 = 38.5 MB):
 //   H2D/pinned     cudaMemcpyAsync from page-locked memory (what DeviceFeeder does with pool batches)
 //   H2D/pageable   the same from ordinary heap memory (what a naive loader does)
-//   Feeder/stage   DeviceFeeder::stage on pinned batches, waiting for `ready`: the copy plus the feeder's cost
+//   Feeder/stage   DeviceFeeder::stage on pinned batches, waiting for `ready`: the copy plus the feeder's
+//   cost
 // Times are measured with CUDA events (manual time); bytes_per_second is the bandwidth.
 //   copy_bench --benchmark_format=json --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -29,7 +30,9 @@ constexpr const char* kContext = "copy_bench";
 // Page-locked host memory for the benchmark's lifetime.
 struct PinnedBytes {
   void* data = nullptr;
-  explicit PinnedBytes(std::size_t bytes) { CONVEYOR_CUDA(cudaHostAlloc(&data, bytes, cudaHostAllocDefault), kContext); }
+  explicit PinnedBytes(std::size_t bytes) {
+    CONVEYOR_CUDA(cudaHostAlloc(&data, bytes, cudaHostAllocDefault), kContext);
+  }
   ~PinnedBytes() { cudaFreeHost(data); }
   PinnedBytes(const PinnedBytes&) = delete;
   PinnedBytes& operator=(const PinnedBytes&) = delete;
@@ -56,7 +59,8 @@ void copy_loop(benchmark::State& state, const void* host) {
   cuda::Event start(true), end(true);
   for (auto _ : state) {
     start.record(stream.get());
-    CONVEYOR_CUDA(cudaMemcpyAsync(device.data, host, kPixelBytes, cudaMemcpyHostToDevice, stream.get()), kContext);
+    CONVEYOR_CUDA(cudaMemcpyAsync(device.data, host, kPixelBytes, cudaMemcpyHostToDevice, stream.get()),
+                  kContext);
     end.record(stream.get());
     end.synchronize();
     state.SetIterationTime(cuda::Event::elapsed_ms(start, end) / 1000.0);
@@ -84,16 +88,18 @@ void BM_Feeder_stage(benchmark::State& state) {
   const std::size_t bytes = kPixelBytes + kBatch * sizeof(std::int64_t);
   PinnedBytes host(bytes);
   std::memset(host.data, 7, bytes);
-  detail::BatchBuffer buffer{static_cast<std::uint8_t*>(host.data),
-                             reinterpret_cast<std::int64_t*>(static_cast<std::uint8_t*>(host.data) + kPixelBytes),
-                             kBatch, kShape, true};
+  detail::BatchBuffer buffer{
+      static_cast<std::uint8_t*>(host.data),
+      reinterpret_cast<std::int64_t*>(static_cast<std::uint8_t*>(host.data) + kPixelBytes), kBatch, kShape,
+      true};
   DeviceFeeder feeder(placement, static_cast<int>(state.range(0)));
   cuda::Stream compute;
   cuda::Event start(true), end(true);
   std::uint64_t sequence = 0;
   for (auto _ : state) {
     // The buffer outlives the loop: a non-owning handle stands where a pool's handle would.
-    Batch batch(std::shared_ptr<detail::BatchBuffer>(&buffer, [](detail::BatchBuffer*) {}), kBatch, sequence++, 0);
+    Batch batch(std::shared_ptr<detail::BatchBuffer>(&buffer, [](detail::BatchBuffer*) {}), kBatch,
+                sequence++, 0);
     start.record(compute.get());
     const StagedBatch staged = feeder.stage(std::move(batch));
     CONVEYOR_CUDA(cudaStreamWaitEvent(compute.get(), static_cast<cudaEvent_t>(staged.ready), 0), kContext);
@@ -109,7 +115,12 @@ void BM_Feeder_stage(benchmark::State& state) {
 
 BENCHMARK(BM_H2D_pinned)->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2);
 BENCHMARK(BM_H2D_pageable)->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2);
-BENCHMARK(BM_Feeder_stage)->Arg(2)->Arg(3)->UseManualTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2);
+BENCHMARK(BM_Feeder_stage)
+    ->Arg(2)
+    ->Arg(3)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinWarmUpTime(0.2);
 
 }  // namespace
 

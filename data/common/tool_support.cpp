@@ -61,8 +61,8 @@ void write_file(const std::filesystem::path& path, std::span<const std::uint8_t>
   if (fd.close() != 0) fail("cannot close", path);
 }
 
-std::span<const std::uint8_t> JpegEncoder::encode(const std::uint8_t* pixels, int width, int height, int pixel_format,
-                                                  int subsampling, int quality) {
+std::span<const std::uint8_t> JpegEncoder::encode(const std::uint8_t* pixels, int width, int height,
+                                                  int pixel_format, int subsampling, int quality) {
   const unsigned long capacity = tjBufSize(width, height, subsampling);
   if (buffer_.size() < capacity) buffer_.resize(capacity);
   unsigned char* out = buffer_.data();

@@ -22,7 +22,8 @@ class TurboJpeg {
  public:
   enum class Kind { compress, decompress };
   explicit TurboJpeg(Kind kind) : handle_(kind == Kind::compress ? tjInitCompress() : tjInitDecompress()) {
-    if (handle_ == nullptr) throw std::runtime_error(std::string("TurboJPEG init failed: ") + tjGetErrorStr2(nullptr));
+    if (handle_ == nullptr)
+      throw std::runtime_error(std::string("TurboJPEG init failed: ") + tjGetErrorStr2(nullptr));
   }
   ~TurboJpeg() { tjDestroy(handle_); }
   TurboJpeg(const TurboJpeg&) = delete;

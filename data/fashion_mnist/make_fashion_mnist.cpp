@@ -25,9 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 using conveyor::data::JpegEncoder;
 
-constexpr std::array<const char*, 10> kClasses = {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
-                                                  "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
-constexpr const char* kRecipe = "make_fashion_mnist v1: gray JPEG, ImageFolder {train,test}/<class>/<index:05>.jpg";
+constexpr std::array<const char*, 10> kClasses = {
+    "T-shirt_top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle_boot"};
+// Bump the version when the output changes: the stamps of made sets compare this line.
+constexpr const char* kRecipe =
+    "make_fashion_mnist v1: gray JPEG, ImageFolder {train,test}/<class>/<index:05>.jpg";
 
 struct Split {
   std::string name;  // "train" / "test"
@@ -39,8 +41,8 @@ struct Split {
 };
 
 std::uint32_t big_endian(const std::vector<std::uint8_t>& bytes, std::size_t at) {
-  return (std::uint32_t{bytes[at]} << 24) | (std::uint32_t{bytes[at + 1]} << 16) | (std::uint32_t{bytes[at + 2]} << 8) |
-         bytes[at + 3];
+  return (std::uint32_t{bytes[at]} << 24) | (std::uint32_t{bytes[at + 1]} << 16) |
+         (std::uint32_t{bytes[at + 2]} << 8) | bytes[at + 3];
 }
 
 // IDX: magic 0x00000803 (unsigned bytes, 3 dimensions) + count, rows, cols; or 0x00000801 + count.
@@ -62,7 +64,8 @@ Split read_split(const fs::path& dir, const std::string& name, const std::string
   split.cols = static_cast<int>(big_endian(images, 12));
   if (split.rows <= 0 || split.cols <= 0 || split.rows > 4096 || split.cols > 4096)
     throw bad(images_path, "implausible image size");
-  if (images.size() != 16 + count * static_cast<std::size_t>(split.rows * split.cols))
+  if (images.size() !=
+      16 + count * static_cast<std::size_t>(split.rows) * static_cast<std::size_t>(split.cols))
     throw bad(images_path, "size does not match its header");
   if (big_endian(labels, 4) != count) throw bad(labels_path, "label count differs from the image count");
   if (labels.size() != 8 + count) throw bad(labels_path, "size does not match its header");
@@ -82,12 +85,12 @@ std::string relative_path(const Split& split, std::size_t index) {
 void write_split(const Split& split, const fs::path& out, int quality) {
   for (const char* cls : kClasses) fs::create_directories(out / split.name / cls);
   tbb::enumerable_thread_specific<JpegEncoder> encoders;
-  const std::size_t pixels = static_cast<std::size_t>(split.rows * split.cols);
+  const std::size_t pixels = static_cast<std::size_t>(split.rows) * static_cast<std::size_t>(split.cols);
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, split.count(), 256), [&](const auto& range) {
     JpegEncoder& encoder = encoders.local();
     for (std::size_t i = range.begin(); i != range.end(); ++i) {
-      const auto jpeg = encoder.encode(split.images.data() + i * pixels, split.cols, split.rows, TJPF_GRAY, TJSAMP_GRAY,
-                                       quality);
+      const auto jpeg = encoder.encode(split.images.data() + i * pixels, split.cols, split.rows, TJPF_GRAY,
+                                       TJSAMP_GRAY, quality);
       conveyor::data::write_file(out / relative_path(split, i), jpeg);
     }
   });
@@ -99,7 +102,8 @@ void write_split(const Split& split, const fs::path& out, int quality) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: make_fashion_mnist --idx DIR --out DIR [--quality 95] [--threads N] | --recipe\n");
+  std::fprintf(stderr,
+               "usage: make_fashion_mnist --idx DIR --out DIR [--quality 95] [--threads N] | --recipe\n");
   return 2;
 }
 

@@ -20,11 +20,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <string>
-#include <vector>
-
 #include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
 
 #include "conveyor/random.h"
 #include "data/common/tool_support.h"
@@ -35,9 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace conveyor::data;
 
-constexpr const char* kVersion = "make_imagenet_like v1";
-constexpr int kMinShortSide = 600;            // decode large photos down to about this short side
-constexpr double kMinKb = 55, kMaxKb = 105;   // target file sizes are drawn from this range
+constexpr const char* kVersion = "make_imagenet_like v1";  // bump when the output changes: stamps use it
+constexpr int kMinShortSide = 600;           // decode large photos down to about this short side
+constexpr double kMinKb = 55, kMaxKb = 105;  // target file sizes are drawn from this range
 // Sensor noise, in levels: camera photos have it and rendered wallpapers do not, and it is what makes
 // real JPEGs large at ordinary qualities (without it smooth sources only reach 20-40 KB at quality 98).
 constexpr double kMinNoise = 2.0, kMaxNoise = 4.0;
@@ -84,13 +83,14 @@ cv::Size pick_size(conveyor::Rng& rng) {
 // A crop of the output's aspect ratio covering at least half the photo's extent each way (a scene, as in
 // ImageNet, not a smooth detail), at a zoom drawn log-uniformly; upscaling stays under 1.25x.
 cv::Rect pick_crop(conveyor::Rng& rng, cv::Size photo, cv::Size out) {
-  const double widest = std::min(static_cast<double>(photo.width) / out.width, static_cast<double>(photo.height) / out.height);
+  const double widest =
+      std::min(static_cast<double>(photo.width) / out.width, static_cast<double>(photo.height) / out.height);
   const double narrowest = std::min(std::max(0.8, 0.5 * widest), widest);
   const double zoom = std::exp(rng.uniform(std::log(narrowest), std::log(widest)));
   const int w = std::clamp(static_cast<int>(std::lround(out.width * zoom)), 1, photo.width);
   const int h = std::clamp(static_cast<int>(std::lround(out.height * zoom)), 1, photo.height);
-  const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(photo.width - w + 1)));
-  const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(photo.height - h + 1)));
+  const int x = static_cast<int>(rng.below(static_cast<std::uint64_t>(photo.width - w) + 1));
+  const int y = static_cast<int>(rng.below(static_cast<std::uint64_t>(photo.height - h) + 1));
   return {x, y, w, h};
 }
 
@@ -120,7 +120,8 @@ std::vector<Plan> make_plans(const Options& options, const std::vector<cv::Mat>&
 }
 
 // Bisects the quality (at most 6 encodes) for the file size nearest the plan's target.
-Made encode_near_target(JpegEncoder& encoder, const cv::Mat& rgb, const Plan& plan, std::vector<std::uint8_t>& best) {
+Made encode_near_target(JpegEncoder& encoder, const cv::Mat& rgb, const Plan& plan,
+                        std::vector<std::uint8_t>& best) {
   int low = 30, high = 98, quality = 85;
   Made made;
   double best_error = 1e300;
@@ -167,11 +168,14 @@ void print_summary(const std::vector<Made>& made, const std::vector<Plan>& plans
     ++shapes[{plans[i].width, plans[i].height}];
   }
   std::sort(sizes.begin(), sizes.end());
-  const auto kb = [&](double q) { return static_cast<double>(sizes[static_cast<std::size_t>(q * (sizes.size() - 1))]) / 1000.0; };
-  std::printf("imagenet-like: %zu JPEGs from %zu source photos in %.1f s, %.1f MB\n", made.size(), sources, seconds,
-              total / 1e6);
-  std::printf("  file size KB: min %.1f  p5 %.1f  p25 %.1f  median %.1f  p75 %.1f  p95 %.1f  max %.1f  mean %.1f\n",
-              kb(0), kb(0.05), kb(0.25), kb(0.5), kb(0.75), kb(0.95), kb(1), total / made.size() / 1000.0);
+  const auto kb = [&](double q) {
+    return static_cast<double>(sizes[static_cast<std::size_t>(q * (sizes.size() - 1))]) / 1000.0;
+  };
+  std::printf("imagenet-like: %zu JPEGs from %zu source photos in %.1f s, %.1f MB\n", made.size(), sources,
+              seconds, total / 1e6);
+  std::printf(
+      "  file size KB: min %.1f  p5 %.1f  p25 %.1f  median %.1f  p75 %.1f  p95 %.1f  max %.1f  mean %.1f\n",
+      kb(0), kb(0.05), kb(0.25), kb(0.5), kb(0.75), kb(0.95), kb(1), total / made.size() / 1000.0);
   std::printf("  within 50-110 KB: %.1f %%, mean quality %.1f\n", 100.0 * in_range / made.size(),
               quality_sum / made.size());
   std::printf("  size histogram (KB):");
@@ -180,8 +184,9 @@ void print_summary(const std::vector<Made>& made, const std::vector<Plan>& plans
   for (const auto& [bin, n] : bins) std::printf(" %d-%d:%d", bin, bin + 10, n);
   int wide = 0;
   for (const auto& [shape, n] : shapes) wide += shape.first > shape.second ? n : 0;
-  std::printf("\n  shapes: %zu distinct, %d landscape, %zu portrait; 500x375: %d, 500x333: %d\n", shapes.size(), wide,
-              made.size() - static_cast<std::size_t>(wide), shapes[{500, 375}], shapes[{500, 333}]);
+  std::printf("\n  shapes: %zu distinct, %d landscape, %zu portrait; 500x375: %d, 500x333: %d\n",
+              shapes.size(), wide, made.size() - static_cast<std::size_t>(wide), shapes[{500, 375}],
+              shapes[{500, 333}]);
 }
 
 int run(const Options& options) {
@@ -241,10 +246,11 @@ int run(const Options& options) {
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: make_imagenet_like --out DIR --sources FOLDER... [--count N] [--seed S] [--classes C]\n"
-               "         [--min-side PX] [--max-source-pixels N] [--threads N]\n"
-               "       make_imagenet_like --list-sources --sources FOLDER... | --recipe [options]\n");
+  std::fprintf(
+      stderr,
+      "usage: make_imagenet_like --out DIR --sources FOLDER... [--count N] [--seed S] [--classes C]\n"
+      "         [--min-side PX] [--max-source-pixels N] [--threads N]\n"
+      "       make_imagenet_like --list-sources --sources FOLDER... | --recipe [options]\n");
   return 2;
 }
 
@@ -256,26 +262,37 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       const bool has_value = i + 1 < argc;
-      if (arg == "--recipe") options.recipe = true;
-      else if (arg == "--list-sources") options.list_sources = true;
-      else if (arg == "--out" && has_value) options.out = argv[++i];
-      else if (arg == "--count" && has_value) options.count = std::stoi(argv[++i]);
-      else if (arg == "--seed" && has_value) options.seed = std::stoull(argv[++i]);
-      else if (arg == "--classes" && has_value) options.classes = std::stoi(argv[++i]);
-      else if (arg == "--min-side" && has_value) options.rules.min_side = std::stoi(argv[++i]);
-      else if (arg == "--max-source-pixels" && has_value) options.rules.max_pixels = std::stoull(argv[++i]);
-      else if (arg == "--threads" && has_value) options.threads = std::stoi(argv[++i]);
+      if (arg == "--recipe")
+        options.recipe = true;
+      else if (arg == "--list-sources")
+        options.list_sources = true;
+      else if (arg == "--out" && has_value)
+        options.out = argv[++i];
+      else if (arg == "--count" && has_value)
+        options.count = std::stoi(argv[++i]);
+      else if (arg == "--seed" && has_value)
+        options.seed = std::stoull(argv[++i]);
+      else if (arg == "--classes" && has_value)
+        options.classes = std::stoi(argv[++i]);
+      else if (arg == "--min-side" && has_value)
+        options.rules.min_side = std::stoi(argv[++i]);
+      else if (arg == "--max-source-pixels" && has_value)
+        options.rules.max_pixels = std::stoull(argv[++i]);
+      else if (arg == "--threads" && has_value)
+        options.threads = std::stoi(argv[++i]);
       else if (arg == "--sources")
-        while (i + 1 < argc && std::string_view(argv[i + 1]).substr(0, 2) != "--") options.sources.emplace_back(argv[++i]);
-      else return usage();
+        while (i + 1 < argc && std::string_view(argv[i + 1]).substr(0, 2) != "--")
+          options.sources.emplace_back(argv[++i]);
+      else
+        return usage();
     }
   } catch (const std::exception&) {
     return usage();
   }
   if (options.recipe) {
-    std::printf("%s count %d seed %llu classes %d min-side %d max-source-pixels %zu\n", kVersion, options.count,
-                static_cast<unsigned long long>(options.seed), options.classes, options.rules.min_side,
-                options.rules.max_pixels);
+    std::printf("%s count %d seed %llu classes %d min-side %d max-source-pixels %zu\n", kVersion,
+                options.count, static_cast<unsigned long long>(options.seed), options.classes,
+                options.rules.min_side, options.rules.max_pixels);
     return 0;
   }
   if (options.sources.empty() || (!options.list_sources && options.out.empty()) || options.count < 1 ||

@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 
 bool is_jpeg_name(const fs::path& path) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == ".jpg" || ext == ".jpeg";
 }
 
@@ -34,8 +35,8 @@ struct Header {
 std::optional<Header> read_header(const TurboJpeg& decoder, const std::vector<std::uint8_t>& bytes) {
   Header header;
   int subsampling = 0;
-  if (tjDecompressHeader3(decoder.get(), bytes.data(), bytes.size(), &header.width, &header.height, &subsampling,
-                          &header.colorspace) != 0)
+  if (tjDecompressHeader3(decoder.get(), bytes.data(), bytes.size(), &header.width, &header.height,
+                          &subsampling, &header.colorspace) != 0)
     return std::nullopt;
   return header;
 }
@@ -46,8 +47,10 @@ std::vector<SourcePhoto> find_source_photos(const std::vector<fs::path>& folders
                                             std::vector<std::string>& skipped) {
   std::vector<fs::path> paths;
   for (const fs::path& folder : folders) {
-    if (!fs::is_directory(folder)) throw std::runtime_error("source folder " + folder.string() + " does not exist");
-    for (const auto& entry : fs::recursive_directory_iterator(folder, fs::directory_options::follow_directory_symlink))
+    if (!fs::is_directory(folder))
+      throw std::runtime_error("source folder " + folder.string() + " does not exist");
+    for (const auto& entry :
+         fs::recursive_directory_iterator(folder, fs::directory_options::follow_directory_symlink))
       if (entry.is_regular_file() && is_jpeg_name(entry.path())) paths.push_back(fs::canonical(entry.path()));
   }
   std::sort(paths.begin(), paths.end());
@@ -65,7 +68,8 @@ std::vector<SourcePhoto> find_source_photos(const std::vector<fs::path>& folders
       reasons[i] = "CMYK";
     } else if (std::min(header->width, header->height) < rules.min_side) {
       reasons[i] = "smaller than " + std::to_string(rules.min_side) + " px";
-    } else if (static_cast<std::size_t>(header->width) * static_cast<std::size_t>(header->height) > rules.max_pixels) {
+    } else if (static_cast<std::size_t>(header->width) * static_cast<std::size_t>(header->height) >
+               rules.max_pixels) {
       reasons[i] = "more than " + std::to_string(rules.max_pixels) + " pixels";
     } else {
       found[i] = SourcePhoto{paths[i], header->width, header->height, bytes.size(), fnv1a(bytes)};
@@ -77,10 +81,12 @@ std::vector<SourcePhoto> find_source_photos(const std::vector<fs::path>& folders
     if (!found[i]) {
       skipped.push_back(paths[i].string() + ": " + reasons[i]);
     } else if (!by_content.emplace(found[i]->hash, *found[i]).second) {
-      skipped.push_back(paths[i].string() + ": same content as " + by_content.at(found[i]->hash).path.string());
+      skipped.push_back(paths[i].string() + ": same content as " +
+                        by_content.at(found[i]->hash).path.string());
     }
   }
   std::vector<SourcePhoto> photos;
+  photos.reserve(by_content.size());
   for (auto& [hash, photo] : by_content) photos.push_back(std::move(photo));
   return photos;
 }
@@ -95,8 +101,8 @@ cv::Mat decode_photo(const SourcePhoto& photo, int min_short_side) {
     height = (photo.height + denominator - 1) / denominator;
   }
   cv::Mat rgb(height, width, CV_8UC3);
-  if (tjDecompress2(decoder.get(), bytes.data(), bytes.size(), rgb.data, width, static_cast<int>(rgb.step), height,
-                    TJPF_RGB, 0) != 0 &&
+  if (tjDecompress2(decoder.get(), bytes.data(), bytes.size(), rgb.data, width, static_cast<int>(rgb.step),
+                    height, TJPF_RGB, 0) != 0 &&
       tjGetErrorCode(decoder.get()) != TJERR_WARNING)  // a warning (say, trailing garbage) still decodes
     throw std::runtime_error("cannot decode " + photo.path.string() + ": " + decoder.error());
   return rgb;

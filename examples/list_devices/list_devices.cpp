@@ -45,14 +45,15 @@ struct Report {
 
 void print_text(const Report& r) {
   std::printf("GPUs (indices after CUDA_VISIBLE_DEVICES%s)\n",
-              r.versions.cuda_visible_devices ? ("='" + *r.versions.cuda_visible_devices + "'").c_str() : ", not set");
+              r.versions.cuda_visible_devices ? ("='" + *r.versions.cuda_visible_devices + "'").c_str()
+                                              : ", not set");
   if (r.gpus.empty()) std::printf("  none visible: %s\n", r.no_gpu_reason.c_str());
   for (const GpuInfo& g : r.gpus)
     std::printf("  gpu:%d  %s  compute %d.%d  %s total, %s free  PCI %s  %d SMs\n", g.index, g.name.c_str(),
                 g.compute_major, g.compute_minor, gib(g.total_memory).c_str(), gib(g.free_memory).c_str(),
                 g.pci_bus_id.c_str(), g.multiprocessors);
-  std::printf("CPU\n  %s: %u logical cores, %u usable by this process\n", r.cpu.model.c_str(), r.cpu.logical_cores,
-              r.cpu.usable_cores);
+  std::printf("CPU\n  %s: %u logical cores, %u usable by this process\n", r.cpu.model.c_str(),
+              r.cpu.logical_cores, r.cpu.usable_cores);
   if (!r.versions.nvidia_kernel_module.empty())
     std::printf("NVIDIA kernel module\n  %s\n", r.versions.nvidia_kernel_module.c_str());
   std::printf("Libraries (versions loaded at run time)\n");
@@ -77,10 +78,18 @@ std::string quoted(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
@@ -100,16 +109,21 @@ void print_json(const Report& r) {
   std::string out = "{\n  \"gpus\": [";
   for (std::size_t i = 0; i < r.gpus.size(); ++i) {
     const GpuInfo& g = r.gpus[i];
-    out += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(g.index) + ", \"name\": " + quoted(g.name) +
-           ", \"compute_capability\": " + quoted(std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)) +
-           ", \"total_memory\": " + std::to_string(g.total_memory) + ", \"free_memory\": " + std::to_string(g.free_memory) +
-           ", \"pci_bus_id\": " + quoted(g.pci_bus_id) + ", \"multiprocessors\": " + std::to_string(g.multiprocessors) + "}";
+    out += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(g.index) +
+           ", \"name\": " + quoted(g.name) + ", \"compute_capability\": " +
+           quoted(std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)) +
+           ", \"total_memory\": " + std::to_string(g.total_memory) +
+           ", \"free_memory\": " + std::to_string(g.free_memory) +
+           ", \"pci_bus_id\": " + quoted(g.pci_bus_id) +
+           ", \"multiprocessors\": " + std::to_string(g.multiprocessors) + "}";
   }
   out += std::string(r.gpus.empty() ? "" : "\n  ") + "],\n";
   out += "  \"no_gpu_reason\": " + quoted(r.no_gpu_reason) + ",\n";
   out += "  \"cuda_visible_devices\": " +
-         (r.versions.cuda_visible_devices ? quoted(*r.versions.cuda_visible_devices) : std::string("null")) + ",\n";
-  out += "  \"cpu\": {\"model\": " + quoted(r.cpu.model) + ", \"logical_cores\": " + std::to_string(r.cpu.logical_cores) +
+         (r.versions.cuda_visible_devices ? quoted(*r.versions.cuda_visible_devices) : std::string("null")) +
+         ",\n";
+  out += "  \"cpu\": {\"model\": " + quoted(r.cpu.model) +
+         ", \"logical_cores\": " + std::to_string(r.cpu.logical_cores) +
          ", \"usable_cores\": " + std::to_string(r.cpu.usable_cores) + "},\n";
   out += "  \"built_with_cuda\": " + std::string(r.versions.built_with_cuda ? "true" : "false") + ",\n";
   out += "  \"nvidia_kernel_module\": " + quoted(r.versions.nvidia_kernel_module) + ",\n";
@@ -117,16 +131,18 @@ void print_json(const Report& r) {
   const auto libraries = r.versions.libraries();
   for (std::size_t i = 0; i < libraries.size(); ++i) {
     const LibraryVersion& l = libraries[i];
-    out += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(l.name) + ", \"loaded\": " + json_version(l.loaded) +
-           ", \"compiled\": " + json_version(l.compiled) + ", \"path\": " + quoted(l.path) +
-           ", \"detail\": " + quoted(l.detail) + "}";
+    out += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(l.name) +
+           ", \"loaded\": " + json_version(l.loaded) + ", \"compiled\": " + json_version(l.compiled) +
+           ", \"path\": " + quoted(l.path) + ", \"detail\": " + quoted(l.detail) + "}";
   }
   out += "\n  ],\n  \"problems\": [";
-  for (std::size_t i = 0; i < r.problems.size(); ++i) out += std::string(i ? ", " : "") + quoted(r.problems[i]);
+  for (std::size_t i = 0; i < r.problems.size(); ++i)
+    out += std::string(i ? ", " : "") + quoted(r.problems[i]);
   out += "],\n  \"device\": " + quoted(r.device_text) + ",\n  \"placement\": ";
   if (r.placement)
-    out += "{\"gpu\": " + std::string(r.placement->gpu ? "true" : "false") + ", \"device\": " +
-           std::to_string(r.placement->device) + ", \"description\": " + quoted(r.placement->description) +
+    out += "{\"gpu\": " + std::string(r.placement->gpu ? "true" : "false") +
+           ", \"device\": " + std::to_string(r.placement->device) +
+           ", \"description\": " + quoted(r.placement->description) +
            ", \"reason\": " + quoted(r.placement->reason) + "}";
   else
     out += "null,\n  \"placement_error\": " + quoted(r.placement_error);

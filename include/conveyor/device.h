@@ -16,12 +16,12 @@ namespace conveyor {
 
 // One visible CUDA device.
 struct GpuInfo {
-  int index = 0;                   // runtime index (after CUDA_VISIBLE_DEVICES)
+  int index = 0;  // runtime index (after CUDA_VISIBLE_DEVICES)
   std::string name;
   int compute_major = 0, compute_minor = 0;
-  std::size_t total_memory = 0;    // bytes
-  std::size_t free_memory = 0;     // bytes, at the time of the call
-  std::string pci_bus_id;          // "0000:3b:00.0"
+  std::size_t total_memory = 0;  // bytes
+  std::size_t free_memory = 0;   // bytes, at the time of the call
+  std::string pci_bus_id;        // "0000:3b:00.0"
   int multiprocessors = 0;
 };
 
@@ -34,9 +34,9 @@ std::vector<GpuInfo> list_gpus();
 std::string gpu_unavailable_reason();
 
 struct CpuInfo {
-  unsigned logical_cores = 0;      // std::thread::hardware_concurrency
-  unsigned usable_cores = 0;       // sched_getaffinity: the cores this process may run on
-  std::string model;               // "model name" of /proc/cpuinfo, "unknown" when absent
+  unsigned logical_cores = 0;  // std::thread::hardware_concurrency
+  unsigned usable_cores = 0;   // sched_getaffinity: the cores this process may run on
+  std::string model;           // "model name" of /proc/cpuinfo, "unknown" when absent
 };
 CpuInfo cpu_info();
 
@@ -44,8 +44,8 @@ CpuInfo cpu_info();
 struct Version {
   int major = 0, minor = 0, patch = 0;
   bool known() const noexcept { return major != 0 || minor != 0 || patch != 0; }
-  std::string to_string() const;  // "13.0.0", "unknown" when not known
-  friend auto operator<=>(const Version&, const Version&) = default;
+  std::string to_string() const;                                      // "13.0.0", "unknown" when not known
+  friend auto operator<=>(const Version&, const Version&) = default;  // NOLINT(modernize-use-nullptr)
 };
 
 // One library: the version the build was compiled against, the one actually loaded at run time, and the
@@ -60,17 +60,17 @@ struct LibraryVersion {
 
 struct LibraryVersions {
   bool built_with_cuda = false;
-  LibraryVersion cuda_driver;    // loaded = the newest CUDA version the driver supports; 0 = no driver
+  LibraryVersion cuda_driver;  // loaded = the newest CUDA version the driver supports; 0 = no driver
   LibraryVersion cuda_runtime;
   LibraryVersion cudnn;
-  Version cudnn_cuda;            // the CUDA runtime version cuDNN itself was built for
+  Version cudnn_cuda;  // the CUDA runtime version cuDNN itself was built for
   LibraryVersion cublas;
   LibraryVersion libjpeg_turbo;
   LibraryVersion tbb;
   LibraryVersion opencv;
   std::string nvidia_kernel_module;  // first line of /proc/driver/nvidia/version, empty without it
   int visible_gpus = 0;
-  std::string gpu_error;             // cudaGetDeviceCount's error when it failed
+  std::string gpu_error;                            // cudaGetDeviceCount's error when it failed
   std::optional<std::string> cuda_visible_devices;  // the variable, when set
 
   // The libraries above in print order (CUDA ones only when built with CUDA).

@@ -28,12 +28,12 @@ class DeviceMemoryPool;  // src/device/device_memory.h; exists only in builds wi
 }
 
 struct FeederStats {
-  std::uint64_t batches = 0;      // stage() calls
-  std::uint64_t copies = 0;       // host-to-device copies finished (pixels and labels of one batch count once)
-  std::uint64_t bytes = 0;        // bytes copied to the device by finished copies
-  double copy_seconds = 0;        // time those copies took on the copy stream (CUDA events)
-  std::uint64_t pageable = 0;     // batches not in page-locked memory: staged by the driver through a bounce
-                                  // buffer, slower and partly synchronous with the host
+  std::uint64_t batches = 0;   // stage() calls
+  std::uint64_t copies = 0;    // host-to-device copies finished (pixels and labels of one batch count once)
+  std::uint64_t bytes = 0;     // bytes copied to the device by finished copies
+  double copy_seconds = 0;     // time those copies took on the copy stream (CUDA events)
+  std::uint64_t pageable = 0;  // batches not in page-locked memory: staged by the driver through a bounce
+                               // buffer, slower and partly synchronous with the host
   std::uint64_t allocations = 0;  // device ring buffers allocated (first batch, or a larger batch)
   std::uint64_t host_waits = 0;   // stage() calls that had to wait for an earlier copy into the same slot
 };

@@ -15,7 +15,7 @@ CpuInfo cpu_info() {
   cpu_set_t set;
   CPU_ZERO(&set);
   info.usable_cores = sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<unsigned>(CPU_COUNT(&set))
-                                                                   : info.logical_cores;
+                                                                  : info.logical_cores;
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("model name", 0) != 0) continue;

@@ -24,7 +24,8 @@ namespace {
 
 void check_depth(int depth) {
   if (depth < 1 || depth > 8)
-    throw InvalidArgument("DeviceFeeder depth must be 1 to 8 (2 or 3 are the useful ones), got " + std::to_string(depth));
+    throw InvalidArgument("DeviceFeeder depth must be 1 to 8 (2 or 3 are the useful ones), got " +
+                          std::to_string(depth));
 }
 
 void check_batch(const Batch& batch) {
@@ -51,12 +52,14 @@ DeviceFeeder::DeviceFeeder(const Placement& placement, int depth) : impl_(std::m
   }
 }
 
-DeviceFeeder::DeviceFeeder(const Placement& placement, [[maybe_unused]] cuda::DeviceMemoryPool& pool, int depth)
+DeviceFeeder::DeviceFeeder(const Placement& placement, [[maybe_unused]] cuda::DeviceMemoryPool& pool,
+                           int depth)
     : impl_(std::make_unique<Impl>()) {
   check_depth(depth);
   impl_->placement = placement;
   impl_->depth = depth;
-  if (!placement.gpu) throw InvalidArgument("DeviceFeeder: a device memory pool was given for a CPU placement");
+  if (!placement.gpu)
+    throw InvalidArgument("DeviceFeeder: a device memory pool was given for a CPU placement");
 #ifdef CONVEYOR_HAVE_CUDA
   impl_->gpu = std::make_unique<detail::GpuStager>(placement.device, depth, &pool);
 #else

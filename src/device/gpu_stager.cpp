@@ -35,13 +35,18 @@ GpuStager::GpuStager(int device, int depth, cuda::DeviceMemoryPool* shared_pool)
     own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
     pool_ = own_pool_.get();
   } else if (pool_->device() != device_) {
-    throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) + " was given the memory pool of gpu:" +
-                          std::to_string(pool_->device()));
+    throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
+                          " was given the memory pool of gpu:" + std::to_string(pool_->device()));
   }
   copy_.emplace();
   slots_.reserve(static_cast<std::size_t>(depth_));
   for (int i = 0; i < depth_; ++i) slots_.emplace_back();
-  returner_ = std::thread([this] { return_batches(); });
+  returner_ = std::thread([this] {
+    // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
+    // stray context on) device 0. A failure here shows up as a failed event wait below.
+    cudaSetDevice(device_);
+    return_batches();
+  });
 }
 
 GpuStager::~GpuStager() {
@@ -73,16 +78,17 @@ void GpuStager::ensure_capacity(Slot& slot, std::size_t index, const Batch& batc
   const std::size_t capacity = std::max(batch.capacity(), batch.size());
   const std::size_t pixel_bytes = capacity * shape.bytes();
   const std::size_t label_bytes = capacity * sizeof(std::int64_t);
-  if (slot.buffer && slot.pixel_capacity >= pixel_bytes && slot.buffer.bytes() - slot.label_offset >= label_bytes)
+  if (slot.buffer && slot.pixel_capacity >= pixel_bytes &&
+      slot.buffer.bytes() - slot.label_offset >= label_bytes)
     return;
   // The copy stream already waits for `consumed`, so freeing here (stream-ordered) cannot pull the
   // memory from under a step that still reads it.
   slot.buffer.reset();
   slot.pixel_capacity = 0;
-  const std::string what = "DeviceFeeder ring slot " + std::to_string(index) + " (" + std::to_string(capacity) +
-                           " x " + std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
-                           std::to_string(shape.channels) + " uint8 pixels + " + std::to_string(capacity) +
-                           " int64 labels)";
+  const std::string what = "DeviceFeeder ring slot " + std::to_string(index) + " (" +
+                           std::to_string(capacity) + " x " + std::to_string(shape.height) + "x" +
+                           std::to_string(shape.width) + "x" + std::to_string(shape.channels) +
+                           " uint8 pixels + " + std::to_string(capacity) + " int64 labels)";
   slot.label_offset = round_up(pixel_bytes);
   slot.buffer = pool_->allocate(slot.label_offset + label_bytes, copy_->get(), what);
   slot.pixel_capacity = pixel_bytes;
@@ -116,10 +122,12 @@ StagedBatch GpuStager::stage(Batch batch) {
   const bool pageable = !is_page_locked(pixels.data());
   try {
     slot.start.record(stream);
-    CONVEYOR_CUDA(cudaMemcpyAsync(device_pixels, pixels.data(), pixels.size_bytes(), cudaMemcpyHostToDevice, stream),
-                  kContext);
-    CONVEYOR_CUDA(cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
-                  kContext);
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(device_pixels, pixels.data(), pixels.size_bytes(), cudaMemcpyHostToDevice, stream),
+        kContext);
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
+        kContext);
     slot.ready.record(stream);
   } catch (...) {
     // Part of the batch may still be on its way: do not let its memory go back to the pool before that.

@@ -43,13 +43,13 @@ class GpuStager {
 
  private:
   struct Slot {
-    cuda::DeviceBuffer buffer;         // pixels, then labels at label_offset
-    std::size_t pixel_capacity = 0;    // bytes of pixels the buffer holds
+    cuda::DeviceBuffer buffer;       // pixels, then labels at label_offset
+    std::size_t pixel_capacity = 0;  // bytes of pixels the buffer holds
     std::size_t label_offset = 0;
-    cuda::Event start{true};           // copy begins (timing)
-    cuda::Event ready{true, true};     // copy ends: the step waits on it, the returner sleeps on it
-    cuda::Event consumed;              // recorded by the step after its last read of this slot
-    bool in_flight = false;            // a copy was issued and the returner has not retired it (mutex_)
+    cuda::Event start{true};        // copy begins (timing)
+    cuda::Event ready{true, true};  // copy ends: the step waits on it, the returner sleeps on it
+    cuda::Event consumed;           // recorded by the step after its last read of this slot
+    bool in_flight = false;         // a copy was issued and the returner has not retired it (mutex_)
   };
   struct InFlight {
     std::size_t slot;
@@ -65,8 +65,8 @@ class GpuStager {
   int depth_;
   std::unique_ptr<cuda::DeviceMemoryPool> own_pool_;  // before the stream and buffers: destroyed after them
   cuda::DeviceMemoryPool* pool_;
-  std::optional<cuda::Stream> copy_;                  // made with the device current
-  std::vector<Slot> slots_;                           // never resized after construction
+  std::optional<cuda::Stream> copy_;  // made with the device current
+  std::vector<Slot> slots_;           // never resized after construction
   std::uint64_t next_ = 0;
 
   mutable std::mutex mutex_;
@@ -75,7 +75,7 @@ class GpuStager {
   FeederStats stats_;
   std::exception_ptr failure_;  // a copy that failed on the returner thread, rethrown to the caller
   bool stopping_ = false;
-  std::thread returner_;        // last: started when everything else exists, joined in the destructor
+  std::thread returner_;  // last: started when everything else exists, joined in the destructor
 };
 
 }  // namespace conveyor::detail

@@ -1,19 +1,22 @@
 // Versions the build was compiled against (macros) next to the ones actually loaded (asked at run time),
 // and where each loaded library lives: a mismatch between the two is the classic cause of
 // "works on my machine".
-#include <cstdio>  // before jpeglib.h, which needs FILE
-
+// jpeglib.h needs size_t and FILE declared before it.
+#include <cstddef>
+#include <cstdio>
+// clang-format off
 #include <jpeglib.h>
+// clang-format on
+
+#include <oneapi/tbb/version.h>
 #include <turbojpeg.h>
 
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <string>
-
-#include <oneapi/tbb/version.h>
 #include <opencv2/core/utility.hpp>
 #include <opencv2/core/version.hpp>
+#include <string>
 
 #ifdef CONVEYOR_HAVE_CUDA
 #include <cublas_v2.h>
@@ -43,27 +46,28 @@ Version parse_version(std::string_view text) {
   return {parts[0], parts[1], parts[2]};
 }
 
-// CUDA encodes versions as 1000 * major + 10 * minor.
-Version from_cuda_number(int number) { return {number / 1000, (number % 1000) / 10, 0}; }
-
 void locate(LibraryVersion& library, const std::optional<detail::LoadedObject>& object) {
   if (!object) return;
   library.path = object->path;
   if (object->real_path != object->path) library.path += " -> " + object->real_path;
-  if (object->is_program) library.detail += (library.detail.empty() ? "" : ", ") + std::string("linked statically");
+  if (object->is_program)
+    library.detail += (library.detail.empty() ? "" : ", ") + std::string("linked statically");
 }
 
 LibraryVersion libjpeg_turbo_version() {
   constexpr int number = LIBJPEG_TURBO_VERSION_NUMBER;  // 1000000 * major + 1000 * minor + patch
-  LibraryVersion library{"libjpeg-turbo", {number / 1000000, number / 1000 % 1000, number % 1000}, {}, {}, {}};
+  LibraryVersion library{
+      "libjpeg-turbo", {number / 1000000, number / 1000 % 1000, number % 1000}, {}, {}, {}};
   // TurboJPEG 2.x exports no version function, but every build embeds the text
   // "libjpeg-turbo version X.Y.Z (build YYYYMMDD)": read it from the library actually mapped.
-  const auto object = detail::object_defining("tjInitDecompress", reinterpret_cast<const void*>(&tjInitDecompress));
+  const auto object =
+      detail::object_defining("tjInitDecompress", reinterpret_cast<const void*>(&tjInitDecompress));
   if (object) {
     const std::string prefix = "libjpeg-turbo version ";
     if (auto text = detail::find_text_in_object(object->address, prefix, ')')) {
       library.loaded = parse_version(std::string_view(*text).substr(prefix.size()));
-      if (const auto build = text->find("(build "); build != std::string::npos) library.detail = text->substr(build + 1);
+      if (const auto build = text->find("(build "); build != std::string::npos)
+        library.detail = text->substr(build + 1);
     }
   }
   locate(library, object);
@@ -71,16 +75,23 @@ LibraryVersion libjpeg_turbo_version() {
 }
 
 LibraryVersion tbb_version() {
-  LibraryVersion library{"oneTBB", {TBB_VERSION_MAJOR, TBB_VERSION_MINOR, TBB_VERSION_PATCH},
-                         parse_version(TBB_runtime_version()), {}, {}};
+  LibraryVersion library{"oneTBB",
+                         {TBB_VERSION_MAJOR, TBB_VERSION_MINOR, TBB_VERSION_PATCH},
+                         parse_version(TBB_runtime_version()),
+                         {},
+                         {}};
   library.detail = "interface " + std::to_string(TBB_runtime_interface_version());
-  locate(library, detail::object_defining("TBB_runtime_version", reinterpret_cast<const void*>(&TBB_runtime_version)));
+  locate(library,
+         detail::object_defining("TBB_runtime_version", reinterpret_cast<const void*>(&TBB_runtime_version)));
   return library;
 }
 
 LibraryVersion opencv_version() {
-  LibraryVersion library{"OpenCV", {CV_VERSION_MAJOR, CV_VERSION_MINOR, CV_VERSION_REVISION},
-                         parse_version(cv::getVersionString()), {}, {}};
+  LibraryVersion library{"OpenCV",
+                         {CV_VERSION_MAJOR, CV_VERSION_MINOR, CV_VERSION_REVISION},
+                         parse_version(cv::getVersionString()),
+                         {},
+                         {}};
   // OpenCV's functions are C++ (mangled names): find the library by file name instead of by symbol.
   if (auto object = detail::object_named("libopencv_core"))
     locate(library, object);
@@ -97,6 +108,9 @@ std::string first_line(const char* path) {
 }
 
 #ifdef CONVEYOR_HAVE_CUDA
+// CUDA encodes versions as 1000 * major + 10 * minor.
+Version from_cuda_number(int number) { return {number / 1000, (number % 1000) / 10, 0}; }
+
 void read_cuda_versions(LibraryVersions& versions) {
   versions.built_with_cuda = true;
   int driver = 0, runtime = 0;
@@ -110,9 +124,11 @@ void read_cuda_versions(LibraryVersions& versions) {
     locate(versions.cuda_driver, detail::object_named("libcuda.so"));
   }
 
-  versions.cuda_runtime = {"CUDA runtime", from_cuda_number(CUDART_VERSION), from_cuda_number(runtime), {}, {}};
-  locate(versions.cuda_runtime, detail::object_defining("cudaRuntimeGetVersion",
-                                                        reinterpret_cast<const void*>(&cudaRuntimeGetVersion)));
+  versions.cuda_runtime = {
+      "CUDA runtime", from_cuda_number(CUDART_VERSION), from_cuda_number(runtime), {}, {}};
+  locate(versions.cuda_runtime,
+         detail::object_defining("cudaRuntimeGetVersion",
+                                 reinterpret_cast<const void*>(&cudaRuntimeGetVersion)));
 
   // cuDNN 9 numbers its versions 10000 * major + 100 * minor + patch.
   const auto cudnn_number = [](std::size_t v) {
@@ -122,15 +138,20 @@ void read_cuda_versions(LibraryVersions& versions) {
   versions.cudnn_cuda = from_cuda_number(static_cast<int>(cudnnGetCudartVersion()));
   versions.cudnn.detail = "built for CUDA " + std::to_string(versions.cudnn_cuda.major) + "." +
                           std::to_string(versions.cudnn_cuda.minor);
-  locate(versions.cudnn, detail::object_defining("cudnnGetVersion", reinterpret_cast<const void*>(&cudnnGetVersion)));
+  locate(versions.cudnn,
+         detail::object_defining("cudnnGetVersion", reinterpret_cast<const void*>(&cudnnGetVersion)));
 
   int major = 0, minor = 0, patch = 0;
   const bool ok = cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
                   cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
                   cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS;
-  versions.cublas = {"cuBLAS", {CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH},
-                     ok ? Version{major, minor, patch} : Version{}, {}, {}};
-  locate(versions.cublas, detail::object_defining("cublasGetProperty", reinterpret_cast<const void*>(&cublasGetProperty)));
+  versions.cublas = {"cuBLAS",
+                     {CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH},
+                     ok ? Version{major, minor, patch} : Version{},
+                     {},
+                     {}};
+  locate(versions.cublas,
+         detail::object_defining("cublasGetProperty", reinterpret_cast<const void*>(&cublasGetProperty)));
 }
 #endif
 

@@ -58,7 +58,10 @@ int search_segments(dl_phdr_info* info, std::size_t, void* data) {
     const ElfW(Phdr)& segment = info->dlpi_phdr[i];
     // Constant strings live in read-only segments; writable ones may change under us.
     if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_R) || (segment.p_flags & PF_W)) continue;
-    const char* begin = reinterpret_cast<const char*>(info->dlpi_addr + segment.p_vaddr);
+    // The loader reports where it mapped the object as an integer: turning it back into a pointer is the
+    // point.
+    const char* begin = reinterpret_cast<const char*>(  // NOLINT(performance-no-int-to-ptr)
+        info->dlpi_addr + segment.p_vaddr);
     const std::string_view memory(begin, segment.p_filesz);
     const std::size_t at = memory.find(search.prefix);
     if (at == std::string_view::npos) continue;
@@ -101,7 +104,8 @@ std::optional<LoadedObject> object_named(std::string_view fragment) {
   return search.found;
 }
 
-std::optional<std::string> find_text_in_object(const void* address, std::string_view prefix, char terminator) {
+std::optional<std::string> find_text_in_object(const void* address, std::string_view prefix,
+                                               char terminator) {
   SegmentSearch search{address, prefix, terminator, std::nullopt};
   dl_iterate_phdr(search_segments, &search);
   return search.found;

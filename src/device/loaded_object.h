@@ -9,9 +9,9 @@
 namespace conveyor::detail {
 
 struct LoadedObject {
-  std::string path;       // as the loader opened it ("/usr/lib/x86_64-linux-gnu/libturbojpeg.so.0")
-  std::string real_path;  // symlinks resolved ("/usr/lib/x86_64-linux-gnu/libturbojpeg.so.0.2.0")
-  bool is_program = false;  // the code is linked into the program itself (static linking)
+  std::string path;               // as the loader opened it ("/usr/lib/x86_64-linux-gnu/libturbojpeg.so.0")
+  std::string real_path;          // symlinks resolved ("/usr/lib/x86_64-linux-gnu/libturbojpeg.so.0.2.0")
+  bool is_program = false;        // the code is linked into the program itself (static linking)
   const void* address = nullptr;  // where the looked-up symbol lives (object_defining only)
 };
 

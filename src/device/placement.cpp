@@ -20,9 +20,9 @@ std::string gib(std::size_t bytes) {
 }
 
 std::string describe_gpu(const GpuInfo& gpu) {
-  return "gpu:" + std::to_string(gpu.index) + " (" + gpu.name + ", compute " + std::to_string(gpu.compute_major) +
-         "." + std::to_string(gpu.compute_minor) + ", " + gib(gpu.total_memory) +
-         (gpu.pci_bus_id.empty() ? "" : ", PCI " + gpu.pci_bus_id) + ")";
+  return "gpu:" + std::to_string(gpu.index) + " (" + gpu.name + ", compute " +
+         std::to_string(gpu.compute_major) + "." + std::to_string(gpu.compute_minor) + ", " +
+         gib(gpu.total_memory) + (gpu.pci_bus_id.empty() ? "" : ", PCI " + gpu.pci_bus_id) + ")";
 }
 
 std::string describe_cpu() {
@@ -43,7 +43,8 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
     int index = -1;
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
     // from_chars accepts a leading '-': refuse it along with empty or trailing text.
-    if (!digits.empty() && digits.front() != '-' && error == std::errc() && end == digits.data() + digits.size())
+    if (!digits.empty() && digits.front() != '-' && error == std::errc() &&
+        end == digits.data() + digits.size())
       return {Kind::gpu, index};
   }
   throw InvalidArgument("device '" + std::string(text) + "': " + kSpellings);
@@ -51,32 +52,42 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
 
 std::string DeviceSpec::to_string() const {
   switch (kind) {
-    case Kind::automatic: return "auto";
-    case Kind::cpu: return "cpu";
-    case Kind::gpu: return "gpu:" + std::to_string(index);
+    case Kind::automatic:
+      return "auto";
+    case Kind::cpu:
+      return "cpu";
+    case Kind::gpu:
+      return "gpu:" + std::to_string(index);
   }
   return "auto";
 }
 
 namespace detail {
 
-Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible, const std::string& unavailable_reason) {
+Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible,
+                        const std::string& unavailable_reason) {
   switch (spec.kind) {
-    case DeviceSpec::Kind::cpu: return on_cpu("requested cpu");
+    case DeviceSpec::Kind::cpu:
+      return on_cpu("requested cpu");
     case DeviceSpec::Kind::automatic:
       if (visible.empty()) return on_cpu("auto: no CUDA device visible: " + unavailable_reason);
-      return {true, visible.front().index, describe_gpu(visible.front()), "auto: the first visible CUDA device"};
-    case DeviceSpec::Kind::gpu: break;
+      return {true, visible.front().index, describe_gpu(visible.front()),
+              "auto: the first visible CUDA device"};
+    case DeviceSpec::Kind::gpu:
+      break;
   }
   if (visible.empty())
-    throw DeviceError("device '" + spec.to_string() + "' requested but no CUDA device is visible: " + unavailable_reason +
-                      " (use --device cpu or auto)");
-  const auto found = std::find_if(visible.begin(), visible.end(), [&](const GpuInfo& g) { return g.index == spec.index; });
+    throw DeviceError("device '" + spec.to_string() + "' requested but no CUDA device is visible: " +
+                      unavailable_reason + " (use --device cpu or auto)");
+  const auto found =
+      std::find_if(visible.begin(), visible.end(), [&](const GpuInfo& g) { return g.index == spec.index; });
   if (found == visible.end()) {
     std::string list;
     for (const GpuInfo& gpu : visible) list += (list.empty() ? "" : ", ") + describe_gpu(gpu);
-    throw InvalidArgument("device '" + spec.to_string() + "' does not exist; visible devices (indices after "
-                          "CUDA_VISIBLE_DEVICES): " + list);
+    throw InvalidArgument("device '" + spec.to_string() +
+                          "' does not exist; visible devices (indices after "
+                          "CUDA_VISIBLE_DEVICES): " +
+                          list);
   }
   return {true, found->index, describe_gpu(*found), "requested " + spec.to_string()};
 }
@@ -94,7 +105,8 @@ std::string describe_placement(const Placement& placement, std::span<const Stage
   std::size_t width = 0;
   for (const StagePlacement& stage : stages) width = std::max(width, stage.stage.size());
   for (const StagePlacement& stage : stages)
-    report += "  " + stage.stage + std::string(width - stage.stage.size(), ' ') + "  -> " + stage.where + "\n";
+    report +=
+        "  " + stage.stage + std::string(width - stage.stage.size(), ' ') + "  -> " + stage.where + "\n";
   return report;
 }
 

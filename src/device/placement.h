@@ -10,6 +10,7 @@ namespace conveyor::detail {
 
 // resolve() with the census given: `visible` are the GPUs the runtime shows, `unavailable_reason` says
 // why there are none.
-Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible, const std::string& unavailable_reason);
+Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible,
+                        const std::string& unavailable_reason);
 
 }  // namespace conveyor::detail

@@ -20,19 +20,21 @@ std::string mm(const Version& version) {
 void check_loaded(const LibraryVersion& library, bool minor_must_match, std::vector<std::string>& problems) {
   if (!library.compiled.known()) return;
   if (!library.loaded.known()) {
-    problems.push_back("could not tell which " + library.name + " is loaded (built against " + v(library.compiled) +
-                       ")");
+    problems.push_back("could not tell which " + library.name + " is loaded (built against " +
+                       v(library.compiled) + ")");
     return;
   }
   const bool other_major = library.loaded.major != library.compiled.major;
   const bool other_minor = minor_must_match && library.loaded.minor != library.compiled.minor;
   if (other_major || other_minor) {
     problems.push_back(library.name + " " + v(library.loaded) + " is loaded but conveyor was built against " +
-                       v(library.compiled) + (other_major ? " (another major version)" : " (another minor version)") +
+                       v(library.compiled) +
+                       (other_major ? " (another major version)" : " (another minor version)") +
                        ": rebuild, or put the matching library first on the library path" +
                        (library.path.empty() ? "" : " (loaded from " + library.path + ")"));
   } else if (library.loaded < library.compiled) {
-    problems.push_back(library.name + " " + v(library.loaded) + " is loaded, older than the " + v(library.compiled) +
+    problems.push_back(library.name + " " + v(library.loaded) + " is loaded, older than the " +
+                       v(library.compiled) +
                        " conveyor was built against: functions it relies on may be missing or buggy");
   }
 }
@@ -41,19 +43,21 @@ void check_cuda(const LibraryVersions& versions, std::vector<std::string>& probl
   const Version driver = versions.cuda_driver.loaded;
   const Version runtime = versions.cuda_runtime.loaded;
   if (!driver.known()) {
-    problems.push_back(versions.nvidia_kernel_module.empty()
-                           ? "no NVIDIA driver: libcuda.so.1 is not installed and no NVIDIA kernel module is loaded, "
-                             "so no GPU can be used (install the NVIDIA driver, or run with --device cpu)"
-                           : "the NVIDIA kernel module is loaded (" + versions.nvidia_kernel_module +
-                                 ") but its user-space library libcuda.so.1 is missing or not on the library path");
+    problems.push_back(
+        versions.nvidia_kernel_module.empty()
+            ? "no NVIDIA driver: libcuda.so.1 is not installed and no NVIDIA kernel module is loaded, "
+              "so no GPU can be used (install the NVIDIA driver, or run with --device cpu)"
+            : "the NVIDIA kernel module is loaded (" + versions.nvidia_kernel_module +
+                  ") but its user-space library libcuda.so.1 is missing or not on the library path");
   } else if (runtime.known() && driver.major < runtime.major) {
-    problems.push_back("the NVIDIA driver supports CUDA up to " + mm(driver) + " but conveyor uses the CUDA " +
-                       mm(runtime) + " runtime: update the driver to one made for CUDA " +
-                       std::to_string(runtime.major) + " or newer");
+    problems.push_back(
+        "the NVIDIA driver supports CUDA up to " + mm(driver) + " but conveyor uses the CUDA " + mm(runtime) +
+        " runtime: update the driver to one made for CUDA " + std::to_string(runtime.major) + " or newer");
   } else if (runtime.known() && driver < runtime) {
-    problems.push_back("the NVIDIA driver supports CUDA up to " + mm(driver) + ", older than the CUDA " + mm(runtime) +
-                       " runtime: it runs through CUDA's minor-version compatibility, but code needing the newer "
-                       "driver (PTX JIT of newer kernels) will fail; update the driver when you can");
+    problems.push_back(
+        "the NVIDIA driver supports CUDA up to " + mm(driver) + ", older than the CUDA " + mm(runtime) +
+        " runtime: it runs through CUDA's minor-version compatibility, but code needing the newer "
+        "driver (PTX JIT of newer kernels) will fail; update the driver when you can");
   }
   check_loaded(versions.cuda_runtime, false, problems);
 
@@ -62,14 +66,15 @@ void check_cuda(const LibraryVersions& versions, std::vector<std::string>& probl
   } else {
     check_loaded(versions.cudnn, false, problems);
     if (versions.cudnn_cuda.known() && runtime.known() && versions.cudnn_cuda.major != runtime.major)
-      problems.push_back("cuDNN " + v(versions.cudnn.loaded) + " was built for CUDA " + mm(versions.cudnn_cuda) +
-                         " but the CUDA runtime is " + mm(runtime) + ": install the cuDNN made for CUDA " +
-                         std::to_string(runtime.major));
+      problems.push_back("cuDNN " + v(versions.cudnn.loaded) + " was built for CUDA " +
+                         mm(versions.cudnn_cuda) + " but the CUDA runtime is " + mm(runtime) +
+                         ": install the cuDNN made for CUDA " + std::to_string(runtime.major));
   }
   check_loaded(versions.cublas, false, problems);
   if (versions.cublas.loaded.known() && runtime.known() && versions.cublas.loaded.major != runtime.major)
     problems.push_back("cuBLAS " + v(versions.cublas.loaded) + " belongs to CUDA " +
-                       std::to_string(versions.cublas.loaded.major) + " but the CUDA runtime is " + mm(runtime));
+                       std::to_string(versions.cublas.loaded.major) + " but the CUDA runtime is " +
+                       mm(runtime));
 
   // With no driver the cause is already said above; otherwise say why no device shows up.
   if (driver.known() && versions.visible_gpus == 0) {

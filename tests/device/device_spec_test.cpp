@@ -26,8 +26,8 @@ TEST(DeviceSpec, ToStringParsesBackToTheSameSpec) {
 }
 
 TEST(DeviceSpec, RejectsAnythingElseNamingTheAcceptedSpellings) {
-  for (const char* text : {"", "GPU", "Cpu", "gpu:", "gpu:-1", "gpu:x", "gpu:1x", "gpu:0:1", "gpu: 1", "cuda:0",
-                           " cpu", "cpu ", "cpu:0", "tpu", "gpu:99999999999"}) {
+  for (const char* text : {"", "GPU", "Cpu", "gpu:", "gpu:-1", "gpu:x", "gpu:1x", "gpu:0:1", "gpu: 1",
+                           "cuda:0", " cpu", "cpu ", "cpu:0", "tpu", "gpu:99999999999"}) {
     try {
       DeviceSpec::parse(text);
       ADD_FAILURE() << "'" << text << "' was accepted";

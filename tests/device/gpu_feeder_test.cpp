@@ -33,9 +33,11 @@ std::optional<Placement> first_gpu() {
   return resolve(DeviceSpec::parse("gpu:0"));
 }
 
-#define REQUIRE_GPU(placement)                                                             \
-  const std::optional<Placement> placement = first_gpu();                                  \
-  if (!placement) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason()
+// Declares `placement` (a name, so it cannot be parenthesised) and skips the test without a GPU.
+#define REQUIRE_GPU(placement)                             \
+  const std::optional<Placement> placement = first_gpu();  \
+  if (!placement) /* NOLINT(bugprone-macro-parentheses) */ \
+  GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason()
 
 std::vector<std::uint8_t> download_pixels(const StagedBatch& staged) {
   std::vector<std::uint8_t> host(staged.size * staged.shape.bytes());
@@ -47,7 +49,9 @@ std::vector<std::uint8_t> download_pixels(const StagedBatch& staged) {
 std::vector<std::int64_t> download_labels(const StagedBatch& staged) {
   std::vector<std::int64_t> host(staged.size);
   CONVEYOR_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(staged.ready)), kTest);
-  CONVEYOR_CUDA(cudaMemcpy(host.data(), staged.labels, host.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost), kTest);
+  CONVEYOR_CUDA(
+      cudaMemcpy(host.data(), staged.labels, host.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost),
+      kTest);
   return host;
 }
 
@@ -194,7 +198,7 @@ TEST(GpuFeeder, ALargerBatchGrowsTheRingBuffers) {
 TEST(GpuFeeder, AMemoryLimitGivesDeviceMemoryErrorNamingTheRingBuffer) {
   REQUIRE_GPU(gpu);
   testing::Watchdog watchdog(20s, "AMemoryLimitGivesDeviceMemoryErrorNamingTheRingBuffer");
-  cuda::DeviceMemoryPool memory(gpu->device, 64 * 1024);
+  cuda::DeviceMemoryPool memory(gpu->device, std::size_t{64} * 1024);
   RecordingBatchPool pool({224, 224, 3}, 4, HostMemory::pinned);
   DeviceFeeder feeder(*gpu, memory, 2);
   try {

@@ -79,7 +79,8 @@ TEST(Placement, GpuWithoutAnyVisibleDeviceIsADeviceErrorWithTheCause) {
 
 TEST(Placement, DescribePlacementPrintsOneAlignedLinePerStage) {
   const Placement p{true, 0, "gpu:0 (Test GPU A)", "requested gpu:0"};
-  const std::vector<StagePlacement> stages = {{"decode + augment", "cpu, 16 threads"}, {"copy", "gpu:0 copy stream"}};
+  const std::vector<StagePlacement> stages = {{"decode + augment", "cpu, 16 threads"},
+                                              {"copy", "gpu:0 copy stream"}};
   const std::string report = describe_placement(p, stages);
   EXPECT_NE(report.find("gpu:0 (Test GPU A)"), std::string::npos) << report;
   EXPECT_NE(report.find("requested gpu:0"), std::string::npos) << report;

@@ -33,8 +33,8 @@ struct RecordingBatchPool::Block {
       pageable.resize(bytes);
       base = pageable.data();
     }
-    const std::size_t label_offset = (pixel_bytes + alignof(std::int64_t) - 1) / alignof(std::int64_t) *
-                                     alignof(std::int64_t);
+    const std::size_t label_offset =
+        (pixel_bytes + alignof(std::int64_t) - 1) / alignof(std::int64_t) * alignof(std::int64_t);
     buffer.pixels = base;
     buffer.labels = reinterpret_cast<std::int64_t*>(base + label_offset);
     buffer.capacity = capacity;
@@ -64,7 +64,8 @@ std::vector<std::uint8_t> RecordingBatchPool::expected_pixels(int id, std::size_
 
 std::vector<std::int64_t> RecordingBatchPool::expected_labels(int id, std::size_t size) {
   std::vector<std::int64_t> labels(size);
-  for (std::size_t i = 0; i < size; ++i) labels[i] = static_cast<std::int64_t>(id) * 1000 + static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < size; ++i)
+    labels[i] = static_cast<std::int64_t>(id) * 1000 + static_cast<std::int64_t>(i);
   return labels;
 }
 
@@ -99,8 +100,8 @@ std::vector<int> RecordingBatchPool::returned_ids() const {
 
 bool RecordingBatchPool::wait_returned(int id, std::chrono::milliseconds limit) const {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, limit,
-                           [&] { return std::find(returned_.begin(), returned_.end(), id) != returned_.end(); });
+  return changed_.wait_for(
+      lock, limit, [&] { return std::find(returned_.begin(), returned_.end(), id) != returned_.end(); });
 }
 
 }  // namespace conveyor::testing

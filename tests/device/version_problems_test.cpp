@@ -35,7 +35,8 @@ std::string all(const std::vector<std::string>& problems) {
 void expect_one_problem(const LibraryVersions& versions, std::initializer_list<const char*> fragments) {
   const auto problems = version_problems(versions);
   ASSERT_EQ(problems.size(), 1u) << all(problems);
-  for (const char* fragment : fragments) EXPECT_NE(problems[0].find(fragment), std::string::npos) << problems[0];
+  for (const char* fragment : fragments)
+    EXPECT_NE(problems[0].find(fragment), std::string::npos) << problems[0];
 }
 
 TEST(VersionProblems, NoneWhenEverythingFits) { EXPECT_EQ(all(version_problems(healthy())), ""); }

@@ -28,7 +28,8 @@ TEST(VisibleDevicesChild, ReportsWhatItSees) {
   if (report_path == nullptr) GTEST_SKIP() << "runs only as the child of VisibleDevices tests";
   std::ofstream report(report_path);
   for (const GpuInfo& gpu : list_gpus()) report << "gpu " << gpu.index << " " << gpu.pci_bus_id << "\n";
-  for (const std::string& problem : version_problems(library_versions())) report << "problem " << problem << "\n";
+  for (const std::string& problem : version_problems(library_versions()))
+    report << "problem " << problem << "\n";
   const Placement placement = resolve(DeviceSpec::parse("auto"));
   report << "placement " << (placement.gpu ? "gpu" : "cpu") << " " << placement.reason << "\n";
 }
@@ -43,6 +44,7 @@ std::vector<std::string> run_child(const std::string& visible) {
   variables.push_back("CUDA_VISIBLE_DEVICES=" + visible);
   variables.push_back(std::string(kReportVariable) + "=" + report_path);
   std::vector<char*> envp;
+  envp.reserve(variables.size() + 1);
   for (std::string& variable : variables) envp.push_back(variable.data());
   envp.push_back(nullptr);
   std::string program = "/proc/self/exe", filter = "--gtest_filter=VisibleDevicesChild.*";
@@ -65,8 +67,9 @@ std::string uuid_of(int device) {
   if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) return {};
   const auto* b = reinterpret_cast<const unsigned char*>(properties.uuid.bytes);
   char text[64];
-  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]);
   return text;
 }
 
@@ -77,7 +80,8 @@ TEST(VisibleDevices, AnEmptyListHidesEveryGpuAndTheProblemSaysSo) {
   bool blamed = false, on_cpu = false;
   for (const std::string& line : lines) {
     EXPECT_FALSE(line.starts_with("gpu ")) << line;
-    blamed |= line.starts_with("problem ") && line.find("CUDA_VISIBLE_DEVICES='' hides every GPU") != std::string::npos;
+    blamed |= line.starts_with("problem ") &&
+              line.find("CUDA_VISIBLE_DEVICES='' hides every GPU") != std::string::npos;
     on_cpu |= line.starts_with("placement cpu auto: no CUDA device visible");
   }
   EXPECT_TRUE(blamed);
