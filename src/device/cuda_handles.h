@@ -47,9 +47,12 @@ class Stream {
 
 class Event {
  public:
-  // Timing events cost more to record; ask for them only where elapsed times are read.
-  explicit Event(bool timing = false) {
-    CONVEYOR_CUDA(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming), "Event");
+  // Timing events cost more to record; ask for them only where elapsed times are read. A blocking-sync
+  // event puts a thread that waits in synchronize() to sleep instead of spinning on a core.
+  explicit Event(bool timing = false, bool blocking_sync = false) {
+    const unsigned flags =
+        (timing ? cudaEventDefault : cudaEventDisableTiming) | (blocking_sync ? cudaEventBlockingSync : 0u);
+    CONVEYOR_CUDA(cudaEventCreateWithFlags(&event_, flags), "Event");
   }
   ~Event() {
     if (event_) cudaEventDestroy(event_);

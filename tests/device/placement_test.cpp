@@ -1,0 +1,132 @@
+#include "src/device/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "conveyor/device.h"
+#include "conveyor/error.h"
+
+namespace conveyor {
+namespace {
+
+std::vector<GpuInfo> two_gpus() {
+  return {{0, "Test GPU A", 9, 0, 80ull << 30, 70ull << 30, "0000:01:00.0", 132},
+          {1, "Test GPU B", 8, 6, 24ull << 30, 20ull << 30, "0000:02:00.0", 84}};
+}
+
+std::string message_of(const std::exception& error) { return error.what(); }
+
+TEST(Placement, AutoWithoutAGpuRunsOnTheCpuAndSaysWhy) {
+  const Placement p = detail::resolve_among(DeviceSpec::parse("auto"), {}, "cudaErrorNoDevice: no device");
+  EXPECT_FALSE(p.gpu);
+  EXPECT_EQ(p.device, -1);
+  EXPECT_NE(p.description.find("cpu"), std::string::npos);
+  EXPECT_NE(p.reason.find("no CUDA device visible"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("cudaErrorNoDevice"), std::string::npos) << p.reason;
+}
+
+TEST(Placement, AutoPicksTheFirstVisibleGpu) {
+  const auto gpus = two_gpus();
+  const Placement p = detail::resolve_among(DeviceSpec::parse("auto"), gpus, "");
+  EXPECT_TRUE(p.gpu);
+  EXPECT_EQ(p.device, 0);
+  EXPECT_NE(p.description.find("Test GPU A"), std::string::npos) << p.description;
+  EXPECT_NE(p.description.find("compute 9.0"), std::string::npos) << p.description;
+}
+
+TEST(Placement, CpuIsTheCpuEvenWithGpus) {
+  const auto gpus = two_gpus();
+  const Placement p = detail::resolve_among(DeviceSpec::parse("cpu"), gpus, "");
+  EXPECT_FALSE(p.gpu);
+  EXPECT_EQ(p.reason, "requested cpu");
+}
+
+TEST(Placement, GpuNPicksThatDevice) {
+  const auto gpus = two_gpus();
+  const Placement p = detail::resolve_among(DeviceSpec::parse("gpu:1"), gpus, "");
+  EXPECT_TRUE(p.gpu);
+  EXPECT_EQ(p.device, 1);
+  EXPECT_NE(p.description.find("Test GPU B"), std::string::npos);
+  EXPECT_NE(p.reason.find("gpu:1"), std::string::npos);
+}
+
+TEST(Placement, GpuOutOfRangeListsTheVisibleDevices) {
+  const auto gpus = two_gpus();
+  try {
+    detail::resolve_among(DeviceSpec::parse("gpu:2"), gpus, "");
+    FAIL() << "gpu:2 of two GPUs was accepted";
+  } catch (const InvalidArgument& error) {
+    const std::string message = message_of(error);
+    EXPECT_NE(message.find("gpu:2"), std::string::npos) << message;
+    EXPECT_NE(message.find("gpu:0 (Test GPU A"), std::string::npos) << message;
+    EXPECT_NE(message.find("gpu:1 (Test GPU B"), std::string::npos) << message;
+    EXPECT_NE(message.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << message;
+  }
+}
+
+TEST(Placement, GpuWithoutAnyVisibleDeviceIsADeviceErrorWithTheCause) {
+  try {
+    detail::resolve_among(DeviceSpec::parse("gpu"), {}, "built without CUDA");
+    FAIL() << "gpu without devices was accepted";
+  } catch (const DeviceError& error) {
+    const std::string message = message_of(error);
+    EXPECT_NE(message.find("built without CUDA"), std::string::npos) << message;
+    EXPECT_NE(message.find("--device cpu"), std::string::npos) << message;
+  }
+}
+
+TEST(Placement, DescribePlacementPrintsOneAlignedLinePerStage) {
+  const Placement p{true, 0, "gpu:0 (Test GPU A)", "requested gpu:0"};
+  const std::vector<StagePlacement> stages = {{"decode + augment", "cpu, 16 threads"},
+                                              {"copy", "gpu:0 copy stream"}};
+  const std::string report = describe_placement(p, stages);
+  EXPECT_NE(report.find("gpu:0 (Test GPU A)"), std::string::npos) << report;
+  EXPECT_NE(report.find("requested gpu:0"), std::string::npos) << report;
+  EXPECT_NE(report.find("  decode + augment  -> cpu, 16 threads\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("  copy              -> gpu:0 copy stream\n"), std::string::npos) << report;
+}
+
+// The same rules through the real runtime: which of these run depends on the machine.
+TEST(PlacementOnThisMachine, AutoFallsBackToTheCpuWhenNoGpuIsVisible) {
+  if (!list_gpus().empty()) GTEST_SKIP() << "a GPU is visible here";
+  const Placement p = resolve(DeviceSpec::parse("auto"));
+  EXPECT_FALSE(p.gpu);
+  EXPECT_NE(p.reason.find("no CUDA device visible: "), std::string::npos) << p.reason;
+  EXPECT_FALSE(gpu_unavailable_reason().empty());
+}
+
+TEST(PlacementOnThisMachine, AskingForAGpuWithoutOneThrowsDeviceError) {
+  if (!list_gpus().empty()) GTEST_SKIP() << "a GPU is visible here";
+  EXPECT_THROW(resolve(DeviceSpec::parse("gpu")), DeviceError);
+  EXPECT_THROW(resolve(DeviceSpec::parse("gpu:1")), DeviceError);
+}
+
+TEST(PlacementOnThisMachine, AutoPicksGpu0WhenOneIsVisible) {
+  const auto gpus = list_gpus();
+  if (gpus.empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
+  const Placement p = resolve(DeviceSpec::parse("auto"));
+  EXPECT_TRUE(p.gpu);
+  EXPECT_EQ(p.device, 0);
+  EXPECT_NE(p.description.find(gpus[0].name), std::string::npos);
+  EXPECT_THROW(resolve(DeviceSpec{DeviceSpec::Kind::gpu, static_cast<int>(gpus.size())}), InvalidArgument);
+}
+
+TEST(PlacementOnThisMachine, ListedGpusDescribeThemselves) {
+  const auto gpus = list_gpus();
+  if (gpus.empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    EXPECT_EQ(gpus[i].index, static_cast<int>(i));
+    EXPECT_FALSE(gpus[i].name.empty());
+    EXPECT_GT(gpus[i].compute_major, 0);
+    EXPECT_GT(gpus[i].total_memory, gpus[i].free_memory);
+    EXPECT_GT(gpus[i].free_memory, 0u);
+    EXPECT_FALSE(gpus[i].pci_bus_id.empty());
+    EXPECT_GT(gpus[i].multiprocessors, 0);
+  }
+  EXPECT_TRUE(gpu_unavailable_reason().empty());
+}
+
+}  // namespace
+}  // namespace conveyor
