@@ -1,0 +1,43 @@
+// Parallel loops of the CPU reference. Reductions split the rows into a fixed number of chunks that
+// does not depend on the thread count, then add the chunks' partial sums in order: the same inputs give
+// the same bits on 2 or 64 cores.
+#pragma once
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace conveyor::nn::cpu {
+
+// Calls body(begin, end) on disjoint ranges covering [0, count), in parallel.
+template <class Body>
+void parallel_ranges(std::size_t count, std::size_t grain, Body&& body) {
+  if (count == 0) return;
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, std::max<std::size_t>(grain, 1)),
+                    [&](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); });
+}
+
+// Per-channel sums over `rows` rows: add_row(row, acc) adds row `row`'s contribution to acc[0..channels).
+// Deterministic (fixed chunks, summed in order); accumulates in double.
+template <class AddRow>
+std::vector<double> channel_sums(std::size_t rows, int channels, AddRow&& add_row) {
+  constexpr std::size_t kChunks = 64;
+  const std::size_t chunk_rows = (rows + kChunks - 1) / kChunks;
+  const std::size_t chunks = chunk_rows ? (rows + chunk_rows - 1) / chunk_rows : 0;
+  const auto width = static_cast<std::size_t>(channels);
+  std::vector<double> partial(chunks * width, 0.0);
+  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t chunk) {
+    double* acc = partial.data() + chunk * width;
+    const std::size_t end = std::min(rows, (chunk + 1) * chunk_rows);
+    for (std::size_t row = chunk * chunk_rows; row < end; ++row) add_row(row, acc);
+  });
+  std::vector<double> sums(width, 0.0);
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk)
+    for (std::size_t c = 0; c < width; ++c) sums[c] += partial[chunk * width + c];
+  return sums;
+}
+
+}  // namespace conveyor::nn::cpu

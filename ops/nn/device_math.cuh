@@ -1,0 +1,67 @@
+// Device helpers shared by our kernels: float conversions of the storage types and 16-byte packs.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/nn/tensor.h"
+
+namespace conveyor::nn::kernels {
+
+template <class T>
+__device__ __forceinline__ float to_float(T v);
+template <>
+__device__ __forceinline__ float to_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// 16 bytes of T: one vector load or store.
+template <class T>
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+template <class T>
+__device__ __forceinline__ Pack<T> load_pack(const void* base, std::size_t pack) {
+  return reinterpret_cast<const Pack<T>*>(base)[pack];
+}
+template <class T>
+__device__ __forceinline__ void store_pack(void* base, std::size_t pack, const Pack<T>& p) {
+  reinterpret_cast<Pack<T>*>(base)[pack] = p;
+}
+
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// Blocks for a grid-stride loop over `work` items with `threads` per block (at most 4 waves of 132 SMs'
+// worth of blocks is plenty; more only adds scheduling).
+inline unsigned grid_for(std::size_t work, unsigned threads) {
+  const std::size_t blocks = (work + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 4096 ? (blocks ? blocks : 1) : 4096);
+}
+
+// Calls f.template operator()<T>() with T the device type of `type`.
+template <class F>
+void dispatch(DType type, F&& f) {
+  switch (type) {
+    case DType::f32: f.template operator()<float>(); break;
+    case DType::bf16: f.template operator()<__nv_bfloat16>(); break;
+    case DType::f16: f.template operator()<__half>(); break;
+  }
+}
+
+}  // namespace conveyor::nn::kernels

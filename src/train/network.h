@@ -1,0 +1,73 @@
+// The two ResNets, built from the same layer objects on either backend: a stem (convolution, batch
+// norm + ReLU, and for ResNet-18 a max pool), stages of BasicBlocks (conv-BN-ReLU, conv-BN, + shortcut,
+// ReLU; a 1x1/2 convolution + BN on the shortcut where the shape changes), global average pooling and a
+// linear classifier with softmax cross-entropy. Layer and parameter names follow torchvision.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conveyor/train.h"
+#include "ops/nn/batch_norm.h"
+#include "ops/nn/conv2d.h"
+#include "ops/nn/linear.h"
+#include "ops/nn/pooling.h"
+#include "src/train/parameters.h"
+
+namespace conveyor::train {
+
+struct NetworkSpec {
+  ModelKind kind = ModelKind::small_resnet;
+  int batch = 256;
+  ImageShape input{28, 28, 1};
+  int classes = 10;
+  int width = 32;            // small_resnet only
+  int blocks_per_stage = 2;  // small_resnet only
+  nn::BatchNormOptions batch_norm;  // relu/residual are set per layer
+};
+
+class Network {
+ public:
+  // Declares every layer and parameter (in `layout`); allocates nothing.
+  Network(const NetworkSpec& spec, ParameterLayout& layout);
+  ~Network();
+  Network(Network&&) noexcept;
+
+  // Allocates activations and gradients, and prepares every layer on `ctx` (algorithm search, batch-norm
+  // path checks): the running statistics are changed and must be restored afterwards.
+  void prepare(nn::Context& ctx, ParameterStore& params);
+
+  // The normalized input (n x h x w x c in the context's type) the forward pass reads.
+  nn::Tensor input() const;
+  // Labels the loss reads (int64, context memory).
+  std::int64_t* labels() const;
+
+  void forward(nn::Context& ctx, const ParameterStore& params, bool training);
+  // Loss of the first valid_rows rows into row_loss() / row_correct(); with_gradient also writes the
+  // gradient of the mean loss times grad_scale for backward().
+  void loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient);
+  void backward(nn::Context& ctx, ParameterStore& params);
+
+  const float* row_loss() const;  // context memory, batch entries
+  const int* row_correct() const;
+  const NetworkSpec& spec() const noexcept { return spec_; }
+  std::string describe() const;
+  // How many batch-norm layers run on which path, e.g. "20 x cuDNN fused (...)".
+  std::string batch_norm_paths() const;
+
+ private:
+  struct Activation;
+  struct ConvBn;
+  struct Block;
+  struct Layers;
+  Activation& block_input(std::size_t i) const;
+
+  NetworkSpec spec_;
+  std::unique_ptr<Layers> layers_;
+};
+
+}  // namespace conveyor::train

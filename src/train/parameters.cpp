@@ -1,0 +1,171 @@
+#include "src/train/parameters.h"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "conveyor/error.h"
+#include "conveyor/random.h"
+
+#ifdef CONVEYOR_HAVE_CUDA
+#include "src/device/cuda_check.h"
+#endif
+
+namespace conveyor::train {
+namespace {
+
+constexpr int kWeights = 0, kVectors = 1, kStatistics = 2;
+
+void fill(std::vector<float>& values, const ParamEntry& e, Rng& rng) {
+  float* p = values.data() + e.ref.offset;
+  switch (e.init) {
+    case ParamInit::kaiming_normal_fan_out: {
+      // He et al.: std = sqrt(2 / fan_out), as torchvision initialises ResNet convolutions.
+      const double stddev = std::sqrt(2.0 / e.fan);
+      for (std::size_t i = 0; i < e.ref.count; ++i) {
+        const double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();  // Box-Muller; u1 in (0, 1]
+        p[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
+      }
+      break;
+    }
+    case ParamInit::uniform_fan_in: {
+      // PyTorch's nn.Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+      const double bound = 1.0 / std::sqrt(static_cast<double>(e.fan));
+      for (std::size_t i = 0; i < e.ref.count; ++i) p[i] = static_cast<float>(rng.uniform(-bound, bound));
+      break;
+    }
+    case ParamInit::ones: std::fill(p, p + e.ref.count, 1.f); break;
+    case ParamInit::zeros: std::fill(p, p + e.ref.count, 0.f); break;
+  }
+}
+
+// Host <-> context copies of float arrays.
+void to_context(nn::Context& ctx, const nn::Buffer& dst, const std::vector<float>& src) {
+  if (src.empty()) return;
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx.on_gpu()) {
+    // From pageable memory the call returns once the bytes are staged, so src may change afterwards.
+    CONVEYOR_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                  ctx.stream()),
+                  "uploading parameters");
+    return;
+  }
+#endif
+  (void)ctx;
+  std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+}
+
+void from_context(nn::Context& ctx, const nn::Buffer& src, std::vector<float>& dst) {
+  if (dst.empty()) return;
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx.on_gpu()) {
+    CONVEYOR_CUDA(cudaMemcpyAsync(dst.data(), src.data(), dst.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                  ctx.stream()),
+                  "downloading parameters");
+    return;
+  }
+#endif
+  (void)ctx;
+  std::memcpy(dst.data(), src.data(), dst.size() * sizeof(float));
+}
+
+}  // namespace
+
+ParamRef ParameterLayout::add(std::string name, ParamGroup group, std::size_t count, ParamInit init, int fan) {
+  std::size_t& size = sizes_[static_cast<int>(group)];
+  const ParamRef ref{group, size, count};
+  size += (count + 63) / 64 * 64;  // every tensor starts 256-byte aligned (vector loads, tensor cores)
+  entries_.push_back({std::move(name), ref, init, fan});
+  return ref;
+}
+
+ParameterStore::ParameterStore(const ParameterLayout& layout, std::uint64_t seed) : layout_(layout) {
+  for (int g = 0; g < 3; ++g) host_[g].assign(layout.size(static_cast<ParamGroup>(g)), 0.f);
+  for (int g = 0; g < 2; ++g) velocity_[g].assign(layout.size(static_cast<ParamGroup>(g)), 0.f);
+  for (std::size_t i = 0; i < layout.entries().size(); ++i) {
+    const ParamEntry& e = layout.entries()[i];
+    Rng rng(seed, i);  // one stream per tensor: adding a layer does not change the others' values
+    fill(host_[static_cast<int>(e.ref.group)], e, rng);
+  }
+}
+
+void ParameterStore::bind(nn::Context& ctx) {
+  dtype_ = ctx.dtype();
+  on_gpu_ = ctx.on_gpu();
+  const std::size_t n_weights = host_[kWeights].size(), n_vectors = host_[kVectors].size();
+  master_[kWeights] = ctx.allocate(n_weights * sizeof(float), "weights (fp32 master copy)");
+  master_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm scales and biases");
+  master_[kStatistics] = ctx.allocate(host_[kStatistics].size() * sizeof(float), "batch-norm running statistics");
+  grad_[kWeights] = ctx.allocate(n_weights * nn::element_size(dtype_), "weight gradients");
+  grad_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm and bias gradients");
+  momentum_[kWeights] = ctx.allocate(n_weights * sizeof(float), "weight momentum");
+  momentum_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm and bias momentum");
+  if (on_gpu_ && dtype_ != nn::DType::f32)
+    working_ = ctx.allocate(n_weights * nn::element_size(dtype_), std::string("weights (") + to_string(dtype_) + " working copy)");
+#ifdef CONVEYOR_HAVE_CUDA
+  if (on_gpu_) hyper_ = ctx.allocate(sizeof(nn::kernels::SgdDeviceHyper), "SGD hyper-parameters");
+#endif
+  upload(ctx);
+}
+
+void ParameterStore::upload(nn::Context& ctx) {
+  for (int g = 0; g < 3; ++g) to_context(ctx, master_[g], host_[g]);
+  for (int g = 0; g < 2; ++g) to_context(ctx, momentum_[g], velocity_[g]);
+#ifdef CONVEYOR_HAVE_CUDA
+  if (working_.data())
+    nn::kernels::convert_from_float(dtype_, host_[kWeights].size(), master_[kWeights].as<float>(), working_.data(),
+                                    ctx.stream(), "parameters");
+#endif
+}
+
+void ParameterStore::download(nn::Context& ctx) {
+  for (int g = 0; g < 3; ++g) from_context(ctx, master_[g], host_[g]);
+  for (int g = 0; g < 2; ++g) from_context(ctx, momentum_[g], velocity_[g]);
+  ctx.synchronize();
+}
+
+void* ParameterStore::weight(const ParamRef& r) const {
+  if (working_.data()) return working_.as<std::uint8_t>() + r.offset * nn::element_size(dtype_);
+  return master_[kWeights].as<float>() + r.offset;
+}
+void* ParameterStore::weight_grad(const ParamRef& r) const {
+  return grad_[kWeights].as<std::uint8_t>() + r.offset * nn::element_size(dtype_);
+}
+float* ParameterStore::vector(const ParamRef& r) const { return master_[kVectors].as<float>() + r.offset; }
+float* ParameterStore::vector_grad(const ParamRef& r) const { return grad_[kVectors].as<float>() + r.offset; }
+float* ParameterStore::statistic(const ParamRef& r) const { return master_[kStatistics].as<float>() + r.offset; }
+
+void ParameterStore::set_hyper(nn::Context& ctx, const nn::cpu::SgdHyper& hyper, float loss_scale) {
+  hyper_host_ = hyper;
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx.on_gpu()) {
+    const nn::kernels::SgdDeviceHyper h{static_cast<float>(hyper.learning_rate), static_cast<float>(hyper.momentum),
+                                        static_cast<float>(hyper.weight_decay), 1.f / loss_scale,
+                                        hyper.nesterov ? 1 : 0};
+    nn::kernels::set_sgd_hyper(hyper_.as<nn::kernels::SgdDeviceHyper>(), h, ctx.stream());
+  }
+#else
+  (void)ctx, (void)loss_scale;
+#endif
+}
+
+void ParameterStore::sgd_step(nn::Context& ctx) {
+  const std::size_t n_weights = host_[kWeights].size(), n_vectors = host_[kVectors].size();
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx.on_gpu()) {
+    const auto* h = hyper_.as<const nn::kernels::SgdDeviceHyper>();
+    nn::kernels::sgd_update(dtype_, n_weights, grad_[kWeights].data(), master_[kWeights].as<float>(),
+                            momentum_[kWeights].as<float>(), working_.data(), h, ctx.stream(), "weights");
+    nn::kernels::sgd_update(nn::DType::f32, n_vectors, grad_[kVectors].data(), master_[kVectors].as<float>(),
+                            momentum_[kVectors].as<float>(), nullptr, h, ctx.stream(), "batch-norm and biases");
+    return;
+  }
+#endif
+  (void)ctx;
+  nn::cpu::sgd_update(n_weights, grad_[kWeights].as<const float>(), master_[kWeights].as<float>(),
+                      momentum_[kWeights].as<float>(), hyper_host_);
+  nn::cpu::sgd_update(n_vectors, grad_[kVectors].as<const float>(), master_[kVectors].as<float>(),
+                      momentum_[kVectors].as<float>(), hyper_host_);
+}
+
+}  // namespace conveyor::train

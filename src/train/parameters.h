@@ -1,0 +1,93 @@
+// A model's parameters in three flat float32 arrays: weights (convolution and linear filters, which also
+// get a working copy in the compute precision on a GPU), vectors (batch-norm scale and shift, biases)
+// and statistics (batch-norm running mean and variance). Flat arrays make SGD one kernel per group and
+// a checkpoint three copies. The host copy is the reference for initialisation and checkpoints; bind()
+// puts the context-side copy (device memory on a GPU) next to it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/nn/reference.h"
+#include "ops/nn/context.h"
+
+#ifdef CONVEYOR_HAVE_CUDA
+#include "ops/nn/kernels.h"
+#endif
+
+namespace conveyor::train {
+
+enum class ParamGroup : std::uint8_t { weights, vectors, statistics };
+enum class ParamInit : std::uint8_t { kaiming_normal_fan_out, uniform_fan_in, ones, zeros };
+
+// Where one tensor lives in its group's array.
+struct ParamRef {
+  ParamGroup group = ParamGroup::weights;
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+
+struct ParamEntry {
+  std::string name;  // torchvision's state_dict names: "layer1.0.conv1.weight", "bn1.running_mean", ...
+  ParamRef ref;
+  ParamInit init = ParamInit::zeros;
+  int fan = 0;  // fan-out of a convolution, fan-in of a linear layer
+};
+
+class ParameterLayout {
+ public:
+  ParamRef add(std::string name, ParamGroup group, std::size_t count, ParamInit init, int fan = 0);
+  std::size_t size(ParamGroup group) const noexcept { return sizes_[static_cast<int>(group)]; }
+  const std::vector<ParamEntry>& entries() const noexcept { return entries_; }
+
+ private:
+  std::vector<ParamEntry> entries_;
+  std::size_t sizes_[3] = {0, 0, 0};
+};
+
+class ParameterStore {
+ public:
+  // Initialises the host copy from the seed: Kaiming normal (fan-out) for convolutions, PyTorch's
+  // default uniform for the linear layer, batch norm at scale 1 and shift 0, statistics 0 and 1.
+  ParameterStore(const ParameterLayout& layout, std::uint64_t seed);
+
+  // Allocates the context-side arrays (parameters, gradients, momentum) and uploads the host copy.
+  void bind(nn::Context& ctx);
+  // Host copy -> context (also rebuilds the working copy); context -> host copy (synchronises).
+  void upload(nn::Context& ctx);
+  void download(nn::Context& ctx);
+
+  // Context-side pointers for the layers.
+  void* weight(const ParamRef& r) const;       // working copy: the context's type
+  void* weight_grad(const ParamRef& r) const;  // the context's type
+  float* vector(const ParamRef& r) const;
+  float* vector_grad(const ParamRef& r) const;
+  float* statistic(const ParamRef& r) const;
+
+  // The SGD hyper-parameters and the loss scale the gradients carry (fp16; divided out first). On a GPU
+  // they go to device memory in stream order, so a captured CUDA graph reads the new values.
+  void set_hyper(nn::Context& ctx, const nn::cpu::SgdHyper& hyper, float loss_scale);
+  // One SGD step over every parameter (two kernels on a GPU).
+  void sgd_step(nn::Context& ctx);
+
+  // The host copy, in the order of the checkpoint.
+  std::vector<float>& host(ParamGroup group) noexcept { return host_[static_cast<int>(group)]; }
+  std::vector<float>& host_velocity(ParamGroup group) noexcept { return velocity_[static_cast<int>(group)]; }
+  const ParameterLayout& layout() const noexcept { return layout_; }
+
+ private:
+  ParameterLayout layout_;
+  std::vector<float> host_[3];
+  std::vector<float> velocity_[2];  // weights, vectors
+  nn::DType dtype_ = nn::DType::f32;
+  bool on_gpu_ = false;
+  nn::cpu::SgdHyper hyper_host_;
+  nn::Buffer master_[3], grad_[2], momentum_[2], working_;
+#ifdef CONVEYOR_HAVE_CUDA
+  nn::Buffer hyper_;  // kernels::SgdDeviceHyper
+#endif
+};
+
+}  // namespace conveyor::train

@@ -1,0 +1,326 @@
+#include <oneapi/tbb/parallel_for.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "conveyor/error.h"
+#include "src/train/checkpoint.h"
+#include "src/train/trainer_impl.h"
+
+namespace conveyor::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+nn::DType dtype_of(Precision p) {
+  return p == Precision::bf16 ? nn::DType::bf16 : p == Precision::fp16 ? nn::DType::f16 : nn::DType::f32;
+}
+
+NetworkSpec spec_of(const TrainerOptions& o) {
+  NetworkSpec s;
+  s.kind = o.model;
+  s.batch = o.batch;
+  s.input = o.input;
+  s.classes = o.num_classes;
+  s.width = o.width;
+  s.blocks_per_stage = o.blocks_per_stage;
+  s.batch_norm.fused = o.fused_batch_norm;
+  s.batch_norm.momentum = o.bn_momentum;
+  s.batch_norm.epsilon = o.bn_epsilon;
+  return s;
+}
+
+double elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+}  // namespace
+
+Trainer::Impl::Impl(TrainerOptions o)
+    : options(o), spec(spec_of(o)), network(spec, layout), params(layout, o.seed) {
+  if (o.input.channels < 1 || o.input.channels > 3)
+    throw InvalidArgument("trainer: input images must have 1 to 3 channels");
+}
+
+ops::NormalizeParams Trainer::Impl::normalize_params() const {
+  ops::NormalizeParams p;
+  for (int c = 0; c < 3; ++c) p.mean[c] = options.mean[c], p.std[c] = options.std[c];
+  const nn::DType t = ctx ? ctx->dtype() : nn::DType::f32;
+  p.type = t == nn::DType::bf16 ? ops::ElementType::bfloat16
+           : t == nn::DType::f16 ? ops::ElementType::float16
+                                 : ops::ElementType::float32;
+  p.layout = ops::TensorLayout::hwc;  // the model is NHWC throughout
+  return p;
+}
+
+nn::cpu::SgdHyper Trainer::Impl::hyper() const {
+  return {options.learning_rate, options.momentum, options.weight_decay, options.nesterov};
+}
+
+void Trainer::Impl::warmup() {
+  if (ctx) return;
+  const auto start = Clock::now();
+  if (options.device >= 0) {
+#ifdef CONVEYOR_HAVE_CUDA
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || options.device >= count)
+      throw InvalidArgument("trainer: GPU " + std::to_string(options.device) + " requested, " +
+                            (status == cudaSuccess ? std::to_string(count) + " visible"
+                                                   : std::string("none usable: ") + cudaGetErrorString(status)));
+#else
+    throw InvalidArgument("trainer: GPU " + std::to_string(options.device) +
+                          " requested, but conveyor was built without CUDA");
+#endif
+  }
+  DeviceScope scope(options.device);
+  if (options.device >= 0) {
+#ifdef CONVEYOR_HAVE_CUDA
+    std::size_t limit = options.memory_limit_bytes;
+    if (!limit && options.memory_fraction > 0)
+      limit = cuda::DeviceMemoryPool::limit_from_fraction(options.device, options.memory_fraction);
+    ctx = std::make_unique<nn::Context>(options.device, dtype_of(options.precision), limit);
+    // fp16 gradients would underflow: the loss is scaled by a constant and SGD divides it out again.
+    loss_scale = options.precision == Precision::fp16 ? 1024.f : 1.f;
+#endif
+  } else {
+    ctx = std::make_unique<nn::Context>();
+  }
+  try {
+    params.bind(*ctx);
+    params.set_hyper(*ctx, hyper(), loss_scale);
+    network.prepare(*ctx, params);
+#ifdef CONVEYOR_HAVE_CUDA
+    if (ctx->on_gpu()) gpu = std::make_unique<GpuSteps>(*ctx, options.input, options.batch);
+#endif
+    // A throwaway step on the zeroed input with label 0 pays every first-call cost (cuDNN and cuBLAS
+    // kernel loading, lazy module loading); then the parameters go back to their initial values.
+    run_step_body();
+    params.upload(*ctx);
+#ifdef CONVEYOR_HAVE_CUDA
+    if (ctx->on_gpu() && options.cuda_graph) gpu->capture(ctx->stream(), [this] { run_step_body(); });
+#endif
+    ctx->synchronize();
+  } catch (...) {
+    gpu.reset();
+    ctx.reset();  // a later warmup() starts again from scratch
+    throw;
+  }
+  warmup_seconds = elapsed_ms(start) / 1000.0;
+}
+
+void Trainer::Impl::run_step_body() {
+  network.forward(*ctx, params, true);
+  network.loss(*ctx, spec.batch, loss_scale, true);
+  network.backward(*ctx, params);
+  params.sgd_step(*ctx);
+}
+
+void Trainer::Impl::check_batch(const StagedBatch& batch, std::size_t min_size) const {
+  if (batch.shape != options.input)
+    throw InvalidArgument("trainer: batch images are " + std::to_string(batch.shape.height) + "x" +
+                          std::to_string(batch.shape.width) + "x" + std::to_string(batch.shape.channels) +
+                          ", the model takes " + std::to_string(options.input.height) + "x" +
+                          std::to_string(options.input.width) + "x" + std::to_string(options.input.channels));
+  if (batch.size < min_size || batch.size > static_cast<std::size_t>(options.batch))
+    throw InvalidArgument("trainer: a batch of " + std::to_string(batch.size) + " images; this call takes " +
+                          (min_size == batch.size ? "" : "1 to ") + std::to_string(options.batch));
+  if (!batch.pixels || !batch.labels) throw InvalidArgument("trainer: batch without pixels or labels");
+  if (batch.on_device && batch.device != options.device)
+    throw InvalidArgument("trainer: batch is on device " + std::to_string(batch.device) + ", the trainer on " +
+                          std::to_string(options.device));
+}
+
+void Trainer::Impl::stage(const StagedBatch& batch, std::size_t count) {
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx->on_gpu())
+    return gpu->stage(*ctx, batch, count, normalize_params(), network.input(), network.labels());
+  // A CPU run handed a batch still being copied by a GPU stream: wait for it, and release it at once
+  // after (the CPU reads synchronously).
+  if (batch.ready)
+    CONVEYOR_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(batch.ready)), "trainer (waiting for a batch)");
+#endif
+  if (batch.on_device) throw InvalidArgument("trainer: the CPU reference needs batches in host memory");
+  const ops::NormalizeParams p = normalize_params();
+  const nn::Tensor input = network.input();
+  const std::size_t image = batch.shape.bytes();
+  tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
+    ops::normalize(ConstImageView(batch.pixels + i * image, batch.shape), p, input.as<float>() + i * image);
+  });
+  std::memcpy(network.labels(), batch.labels, count * sizeof(std::int64_t));
+#ifdef CONVEYOR_HAVE_CUDA
+  if (batch.consumed) CONVEYOR_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(batch.consumed), 0), "trainer");
+#endif
+}
+
+void Trainer::Impl::step(const StagedBatch& batch) {
+  check_batch(batch, static_cast<std::size_t>(options.batch));
+  if (!ctx->on_gpu()) {
+    const auto start = Clock::now();
+    stage(batch, batch.size);
+    run_step_body();
+    step_ms.push_back(elapsed_ms(start));
+    ++steps;
+    return;
+  }
+#ifdef CONVEYOR_HAVE_CUDA
+  const cudaStream_t stream = ctx->stream();
+  gpu->begin_step(stream, step_ms);
+  stage(batch, batch.size);
+  if (gpu->has_graph())
+    gpu->launch_graph(stream);
+  else
+    run_step_body();
+  gpu->end_step(stream);
+  ++steps;
+#endif
+}
+
+void Trainer::Impl::set_learning_rate(double learning_rate) {
+  options.learning_rate = learning_rate;
+  if (ctx) params.set_hyper(*ctx, hyper(), loss_scale);
+}
+
+std::pair<double, std::size_t> Trainer::Impl::read_rows(std::size_t count) {
+  const float* loss = network.row_loss();
+  const int* correct = network.row_correct();
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx->on_gpu()) {
+    host_loss_.resize(count);
+    host_correct_.resize(count);
+    CONVEYOR_CUDA(cudaMemcpyAsync(host_loss_.data(), loss, count * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream()),
+                  "trainer (reading the loss)");
+    CONVEYOR_CUDA(cudaMemcpyAsync(host_correct_.data(), correct, count * sizeof(int), cudaMemcpyDeviceToHost,
+                                  ctx->stream()),
+                  "trainer (reading the loss)");
+    ctx->synchronize();
+    loss = host_loss_.data(), correct = host_correct_.data();
+  }
+#endif
+  double loss_sum = 0;
+  std::size_t right = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (correct[i] < 0)
+      throw InvalidArgument("trainer: the label of image " + std::to_string(i) + " of the batch is outside [0, " +
+                            std::to_string(options.num_classes) + ")");
+    loss_sum += loss[i];
+    right += static_cast<std::size_t>(correct[i]);
+  }
+  return {loss_sum, right};
+}
+
+StepStats Trainer::Impl::last_step() {
+  if (steps == 0) return {};
+  const auto [loss_sum, right] = read_rows(static_cast<std::size_t>(options.batch));
+  const auto n = static_cast<double>(options.batch);
+  return {loss_sum / n, static_cast<double>(right) / n, static_cast<std::size_t>(options.batch)};
+}
+
+EvalResult Trainer::Impl::evaluate(const StagedBatch& batch) {
+  check_batch(batch, 1);
+  // Rows past batch.size keep whatever the buffers held: inference is per image, and the loss counts only
+  // the first batch.size rows.
+  stage(batch, batch.size);
+  network.forward(*ctx, params, false);
+  network.loss(*ctx, static_cast<int>(batch.size), 1.f, false);
+  const auto [loss_sum, right] = read_rows(batch.size);
+  return {right, loss_sum, batch.size};
+}
+
+void Trainer::Impl::collect_times() {
+#ifdef CONVEYOR_HAVE_CUDA
+  if (gpu) gpu->collect(step_ms);
+#endif
+}
+
+std::string Trainer::Impl::placement() const {
+  if (!ctx) {
+    if (options.device < 0) return "CPU reference (not warmed up yet)";
+    return "cuDNN on GPU " + std::to_string(options.device) + ", " + to_string(options.precision) +
+           " NHWC (not warmed up yet)";
+  }
+  std::string text = ctx->on_gpu() ? "cuDNN on " + ctx->describe() : ctx->describe();
+  if (!ctx->on_gpu() && options.precision != Precision::fp32)
+    text += std::string(" (") + to_string(options.precision) + " asked; the CPU reference computes in fp32)";
+  text += ", batch norm: " + network.batch_norm_paths();
+  if (gpu && gpu->has_graph()) text += ", step replayed as a CUDA graph";
+  return text;
+}
+
+// ---- the public class ----------------------------------------------------------------------------
+// Every call that may touch the GPU makes the trainer's device current for its duration (only once the
+// trainer is warmed up: before, there is nothing on a device, and warmup() validates the device first).
+
+Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Trainer::~Trainer() {
+  if (impl_ && impl_->ctx) {
+    DeviceScope scope(impl_->options.device);
+    impl_->gpu.reset();
+    impl_->ctx.reset();
+  }
+}
+
+void Trainer::warmup() { impl_->warmup(); }
+double Trainer::warmup_seconds() const noexcept { return impl_->warmup_seconds; }
+
+void Trainer::step(const StagedBatch& batch) {
+  impl_->warmup();
+  DeviceScope scope(impl_->device_in_use());
+  impl_->step(batch);
+}
+
+void Trainer::set_learning_rate(double learning_rate) {
+  DeviceScope scope(impl_->device_in_use());
+  impl_->set_learning_rate(learning_rate);
+}
+
+StepStats Trainer::last_step() {
+  DeviceScope scope(impl_->device_in_use());
+  return impl_->last_step();
+}
+
+EvalResult Trainer::evaluate(const StagedBatch& batch) {
+  impl_->warmup();
+  DeviceScope scope(impl_->device_in_use());
+  return impl_->evaluate(batch);
+}
+
+void Trainer::synchronize() {
+  DeviceScope scope(impl_->device_in_use());
+  if (impl_->ctx) impl_->ctx->synchronize();
+}
+
+double Trainer::gpu_busy_ms() {
+  DeviceScope scope(impl_->device_in_use());
+  impl_->collect_times();
+  double total = 0;
+  for (double ms : impl_->step_ms) total += ms;
+  return total;
+}
+
+std::vector<double> Trainer::step_times_ms() {
+  DeviceScope scope(impl_->device_in_use());
+  impl_->collect_times();
+  return impl_->step_ms;
+}
+
+std::size_t Trainer::steps() const noexcept { return impl_->steps; }
+
+void Trainer::save(const std::filesystem::path& path) const {
+  DeviceScope scope(impl_->device_in_use());
+  if (impl_->ctx) impl_->params.download(*impl_->ctx);
+  save_checkpoint(path, impl_->spec, impl_->params);
+}
+
+void Trainer::load(const std::filesystem::path& path) {
+  DeviceScope scope(impl_->device_in_use());
+  load_checkpoint(path, impl_->spec, impl_->params);
+  if (impl_->ctx) impl_->params.upload(*impl_->ctx);
+}
+
+std::string Trainer::placement() const { return impl_->placement(); }
+std::string Trainer::describe_layers() const { return impl_->network.describe(); }
+const TrainerOptions& Trainer::options() const noexcept { return impl_->options; }
+
+}  // namespace conveyor::train

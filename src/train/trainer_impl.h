@@ -1,0 +1,81 @@
+// The state behind conveyor::train::Trainer (trainer.cpp holds the backend-independent flow).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "conveyor/train.h"
+#include "ops/image/normalize.h"
+#include "ops/nn/context.h"
+#include "src/train/network.h"
+#include "src/train/parameters.h"
+
+#ifdef CONVEYOR_HAVE_CUDA
+#include "src/device/cuda_handles.h"
+#include "src/train/gpu_steps.h"
+#else
+namespace conveyor::train {
+class GpuSteps {};  // never created without CUDA
+}  // namespace conveyor::train
+#endif
+
+namespace conveyor::train {
+
+// Makes the trainer's GPU current for a public call and restores the caller's afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+#ifdef CONVEYOR_HAVE_CUDA
+    if (device >= 0) guard_.emplace(device);
+#else
+    (void)device;
+#endif
+  }
+
+ private:
+#ifdef CONVEYOR_HAVE_CUDA
+  std::optional<cuda::DeviceGuard> guard_;
+#endif
+};
+
+class Trainer::Impl {
+ public:
+  explicit Impl(TrainerOptions options);
+
+  void warmup();
+  void step(const StagedBatch& batch);
+  void set_learning_rate(double learning_rate);
+  StepStats last_step();
+  EvalResult evaluate(const StagedBatch& batch);
+  void collect_times();
+  std::string placement() const;
+  // The device to make current for a call: the trainer's once it holds GPU state, none before.
+  int device_in_use() const noexcept { return ctx ? options.device : -1; }
+
+  TrainerOptions options;
+  NetworkSpec spec;
+  ParameterLayout layout;
+  Network network;  // fills `layout`, so it comes before `params`
+  ParameterStore params;
+  std::unique_ptr<nn::Context> ctx;
+  std::unique_ptr<GpuSteps> gpu;
+  double warmup_seconds = 0;
+  float loss_scale = 1;
+  std::size_t steps = 0;
+  std::vector<double> step_ms;  // completed steps' durations
+
+ private:
+  // Normalized pixels into the network's input and labels into its label buffer.
+  void stage(const StagedBatch& batch, std::size_t count);
+  void check_batch(const StagedBatch& batch, std::size_t min_size) const;
+  void run_step_body();
+  nn::cpu::SgdHyper hyper() const;
+  ops::NormalizeParams normalize_params() const;
+  // Sums of the first `count` rows of the loss and correctness; throws on an out-of-range label.
+  std::pair<double, std::size_t> read_rows(std::size_t count);
+  std::vector<float> host_loss_;
+  std::vector<int> host_correct_;
+};
+
+}  // namespace conveyor::train
