@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
 # Packs what a run on the GPU machine needs into .carry/ (git-ignored), within the 64 MiB that travels:
-# the chosen binaries from BUILD_DIR (stripped), the shared libraries they need that the GPU machine lacks,
-# the device helper scripts, and a subset of Debian's photos to make the ImageNet-like set there.
-#   scripts/device-bundle.sh BUILD_DIR BINARY_NAME...
+# the chosen binaries from BUILD_DIR (stripped) with the shared libraries they need that the GPU machine
+# lacks and the device helper scripts, as one compressed archive; optionally the photos the ImageNet-like
+# set is made from (--photos, 15 MB) and Fashion-MNIST's IDX files (--fashion, 30 MB), which are
+# already compressed.
+#   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] BINARY_NAME...
+# On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$1; shift
-rm -rf .carry && mkdir -p .carry/bin .carry/lib .carry/tools
+photos=0 fashion=0
+rm -rf .carry && mkdir -p .carry
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bundle/bin" "$stage/bundle/lib" "$stage/bundle/tools"
 for name in "$@"; do
+  case "$name" in
+    --photos) photos=1; continue ;;
+    --fashion) fashion=1; continue ;;
+  esac
   bin=$(find "$build" -type f -name "$name" -perm -u+x | head -1)
   [ -n "$bin" ] || { echo "device-bundle: no binary $name in $build" >&2; exit 1; }
-  strip -o ".carry/bin/$name" "$bin"
+  strip -o "$stage/bundle/bin/$name" "$bin"
 done
-/work/shared/tools/device-libs .carry/lib .carry/bin/* >/dev/null
-cp /work/shared/tools/device-env /work/shared/tools/device-libs .carry/tools/
-if [ -x data/pack_photo_sources.sh ]; then data/pack_photo_sources.sh .carry/photos >/dev/null; fi
+/work/shared/tools/device-libs "$stage/bundle/lib" "$stage"/bundle/bin/* >/dev/null
+cp /work/shared/tools/device-env "$stage/bundle/tools/"
+tar -C "$stage" -cJf .carry/bundle.tar.xz bundle
+[ $photos -eq 0 ] || data/pack_photo_sources.sh .carry/photos "$build" >/dev/null
+if [ $fashion -eq 1 ]; then mkdir -p .carry/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .carry/fashion-mnist/; fi
 du -sh .carry/* | sed 's/^/device-bundle: /'
+du -sh .carry | sed 's/^/device-bundle: total /'

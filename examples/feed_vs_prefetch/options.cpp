@@ -10,7 +10,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: feed_vs_prefetch [--data DIR] [--modes feed,parallel,prefetch] [--threads N] [--batch B]\n"
-    "                        [--steps S] [--warmup W] [--model small|resnet18] [--size S]\n"
+    "                        [--steps S] [--warmup W] [--model small|resnet18] [--size S] [--width W]\n"
     "                        [--device auto|cpu|gpu|gpu:N] [--precision bf16|fp16|fp32]\n"
     "                        [--trace-dir DIR] [--plot FILE.png] [--json FILE] [--seed K]\n"
     "Trains the same model on the same data three ways and shows what the input pipeline gains:\n"
@@ -44,7 +44,7 @@ std::vector<std::string> split(const std::string& list) {
 
 Options parse_options(int argc, char** argv) {
   Options options;
-  options.data = "data/generated/imagenet-like";
+  options.data = "data/generated/imagenet-like-1000/train";
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -61,6 +61,7 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--warmup") options.warmup = to_int(flag, value);
     else if (flag == "--model") options.model = value;
     else if (flag == "--size") options.size = to_int(flag, value);
+    else if (flag == "--width") options.width = to_int(flag, value);
     else if (flag == "--device") options.device = value;
     else if (flag == "--precision") options.precision = value;
     else if (flag == "--trace-dir") options.trace_dir = value;

@@ -14,7 +14,8 @@ struct Options {
   int steps = 0;                          // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
   int warmup = 0;                         // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
   std::string model;                      // small | resnet18; "": resnet18 on a GPU, small on the CPU
-  int size = 0;                           // crop size; 0: 224 for resnet18, 32 for small
+  int size = 0;                           // crop size; 0: 224 for resnet18, 64 for small
+  int width = 0;                          // small: channels of its first stage; 0: 32 on a GPU, 8 on the CPU
   std::string device = "auto";
   std::string precision = "bf16";
   std::string trace_dir;

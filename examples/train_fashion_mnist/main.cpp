@@ -179,9 +179,9 @@ int main(int argc, char** argv) try {
       // Reading a step's loss waits for the device, so only every 20th step is read.
       if (step % 20 == 0 || step == steps_per_epoch) {
         const auto s = trainer.last_step();
-        loss_sum += s.loss * s.batch;
-        correct += s.accuracy * s.batch;
-        seen += s.batch;
+        loss_sum += s.loss * static_cast<double>(s.images);
+        correct += s.accuracy * static_cast<double>(s.images);
+        seen += static_cast<double>(s.images);
       }
     }
     trainer.synchronize();
@@ -214,7 +214,7 @@ int main(int argc, char** argv) try {
   if (!o.plot.empty()) {
     if (o.csv.empty()) throw conveyor::InvalidArgument("--plot needs --csv (the plot is drawn from it)");
     csv.close();
-    const std::string command = "python3 '" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" +
+    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" +
                                 o.csv + "' '" + o.plot + "'";
     if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
   }

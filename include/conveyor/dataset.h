@@ -187,6 +187,9 @@ class Dataset {
 
   // Elements in the source (before shuffle, repeat, shard, ...).
   std::size_t source_size() const noexcept;
+  // Element i of the source: its path ("<memory:i>" for in-memory sources) and label; i < source_size().
+  std::string source_path(std::size_t i) const;
+  std::int64_t source_label(std::size_t i) const;
   // The class names of an image_folder source, in label order; empty for other sources.
   const std::vector<std::string>& class_names() const noexcept;
   const PipelineOptions& options() const noexcept;

@@ -184,6 +184,14 @@ SampleIterator Dataset::begin() const {
 }
 
 std::size_t Dataset::source_size() const noexcept { return node_->source->size(); }
+std::string Dataset::source_path(std::size_t i) const {
+  if (i >= source_size()) throw InvalidArgument("Dataset::source_path: index out of range");
+  return std::string(node_->source->path(i));
+}
+std::int64_t Dataset::source_label(std::size_t i) const {
+  if (i >= source_size()) throw InvalidArgument("Dataset::source_label: index out of range");
+  return node_->source->label(i);
+}
 const std::vector<std::string>& Dataset::class_names() const noexcept { return node_->source->class_names(); }
 const PipelineOptions& Dataset::options() const noexcept { return node_->options; }
 
