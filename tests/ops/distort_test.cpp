@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conveyor/error.h"
+#include "ops/image/distort_kernels.h"  // internal: the kernels are compared directly
 #include "support/test_images.h"
 
 namespace conveyor::ops {
@@ -40,9 +41,9 @@ Image reference_distort(ConstImageView image, const ColorJitter& jitter) {
     if (what == ColorAdjustment::brightness && jitter.brightness != 1) {
       for (double& v : px) v = clamp_truncate(v * jitter.brightness);
     } else if (what == ColorAdjustment::contrast && jitter.contrast != 1) {
-      double mean = 0;
-      for (int i = 0; i < n; ++i) mean += channels == 3 ? gray_of(&px[3 * i]) : px[i];
-      mean /= n;
+      double sum[3] = {0, 0, 0};
+      for (int i = 0; i < n * channels; ++i) sum[i % channels] += px[i];
+      const double mean = channels == 3 ? (0.2989 * sum[0] + 0.587 * sum[1] + 0.114 * sum[2]) / n : sum[0] / n;
       for (double& v : px) v = clamp_truncate(v * jitter.contrast + mean * (1 - jitter.contrast));
     } else if (what == ColorAdjustment::saturation && jitter.saturation != 1 && channels == 3) {
       for (int i = 0; i < n; ++i) {
@@ -95,7 +96,7 @@ TEST(Distort, ContrastZeroGivesTheGrayMeanEverywhere) {
   double mean = 0;
   for (int i = 0; i < 600; ++i) {
     const std::uint8_t* p = original.data() + 3 * i;
-    mean += std::floor(0.2989 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
+    mean += 0.2989 * p[0] + 0.587 * p[1] + 0.114 * p[2];
   }
   mean /= 600;
   Image image = original;
@@ -179,6 +180,40 @@ TEST(Distort, WorksOnStridedViews) {
   distort(view, jitter);
   EXPECT_LE(testing::max_abs_diff(view, reference_distort(original.view(), jitter).view()), 2);
   for (int y = 0; y < 10; ++y) EXPECT_EQ(memory[y * 40 + 39], 0xEE);
+}
+
+}  // namespace
+}  // namespace conveyor::ops
+
+namespace conveyor::ops {
+namespace {
+
+// The hand-written AVX2 kernel (where the CPU has it) and the portable one must give the same bytes.
+TEST(DistortKernels, EveryKernelGivesTheSameBytes) {
+  const Image original = testing::make_picture(9, 203, 3, 13);  // 203 = 25 * 8 + 3: a tail for the portable one
+  Rng rng(5);
+  for (int i = 0; i < 40; ++i) {
+    const ColorJitter jitter =
+        draw_color_jitter({.brightness = 0.5, .contrast = 0.5, .saturation = 0.9, .hue = 0.5}, rng);
+    detail::ColorPass pass;
+    for (const ColorAdjustment what : jitter.order) {
+      float factor = what == ColorAdjustment::brightness ? static_cast<float>(jitter.brightness)
+                     : what == ColorAdjustment::contrast ? static_cast<float>(jitter.contrast)
+                     : what == ColorAdjustment::saturation ? static_cast<float>(jitter.saturation)
+                                                           : 0.0f;
+      pass.steps[pass.count++] = {what, factor, what == ColorAdjustment::contrast ? 37.5f : 0.0f};
+    }
+    pass.hue[0] = 0.7f, pass.hue[1] = 0.2f, pass.hue[2] = 0.1f, pass.hue[3] = -0.1f, pass.hue[4] = 1.05f;
+    pass.hue[5] = 0.05f, pass.hue[6] = 0.3f, pass.hue[7] = -0.2f, pass.hue[8] = 0.9f;
+    Image fast = original, portable = original;
+    detail::ChannelSums fast_sums, portable_sums;
+    for (int y = 0; y < original.height(); ++y) {
+      detail::apply_color_row(fast.view().row(y), original.width(), 3, pass, &fast_sums);
+      detail::apply_color_row_portable(portable.view().row(y), original.width(), 3, pass, &portable_sums);
+    }
+    EXPECT_EQ(testing::max_abs_diff(fast.view(), portable.view()), 0) << "draw " << i;
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(fast_sums.sum[c], portable_sums.sum[c]);
+  }
 }
 
 }  // namespace

@@ -151,7 +151,9 @@ Image reference_flip(ConstImageView image, bool horizontal) {
 
 TEST(Flip, InPlaceAndCopyingMatchPlainLoopsForOddSizes) {
   for (const int channels : {1, 3}) {
-    for (const auto& [height, width] : {std::pair{1, 1}, std::pair{7, 13}, std::pair{224, 224}, std::pair{33, 2}}) {
+    for (const auto& [height, width] : {std::pair{1, 1}, std::pair{7, 13}, std::pair{224, 224}, std::pair{33, 2},
+                                        std::pair{3, 31}, std::pair{3, 32}, std::pair{3, 33}, std::pair{2, 47},
+                                        std::pair{2, 48}, std::pair{2, 63}, std::pair{2, 64}, std::pair{2, 97}}) {
       const Image image = testing::make_picture(height, width, channels, 6);
       for (const bool horizontal : {true, false}) {
         const Image expected = reference_flip(image.view(), horizontal);
