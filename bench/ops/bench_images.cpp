@@ -42,7 +42,8 @@ BenchImages load_bench_images(std::size_t max_files) {
   } else {
     // Made by the tests' generator: textured 500x375 pictures, quality 90, 4:2:0, like ImageNet photos.
     constexpr int kSynthetic = 32;
-    for (int i = 0; i < kSynthetic; ++i) images.jpegs.push_back(testing::make_jpeg(375, 500, 3, 1000 + i, 90));
+    for (int i = 0; i < kSynthetic; ++i)
+      images.jpegs.push_back(testing::make_jpeg(375, 500, 3, 1000 + i, 90));
     images.source = "synthetic 500x375 q90 4:2:0";
   }
   const double total = std::accumulate(images.jpegs.begin(), images.jpegs.end(), 0.0,

@@ -8,11 +8,11 @@
 // Every benchmark first runs once over all images (buffers grow, caches warm); that warm-up is not
 // timed with the rest and is reported as the counter warmup_us_per_image.
 #include <benchmark/benchmark.h>
-#include <opencv2/core.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
@@ -88,7 +88,8 @@ void register_decode(const Fixture& f) {
         const ConstImageView roi = decoder.read_region_view(window, scale);
         pixels += static_cast<double>(roi.width) * roi.height;
       });
-      state.counters["decoded_pixels_per_image"] = benchmark::Counter(pixels, benchmark::Counter::kAvgIterations);
+      state.counters["decoded_pixels_per_image"] =
+          benchmark::Counter(pixels, benchmark::Counter::kAvgIterations);
     });
   };
   roi_benchmark("decode/roi", false, false);
@@ -106,9 +107,8 @@ void register_pixel_ops(const Fixture& f) {
   const auto resize_benchmark = [&f](const char* name, ops::Interpolation interpolation) {
     benchmark::RegisterBenchmark(name, [&f, interpolation](benchmark::State& state) {
       Image out(kSize, kSize, 3);
-      run(state, f.count(), [&](std::size_t i) {
-        ops::resize(f.decoded[i % f.count()].view(), out.view(), interpolation);
-      });
+      run(state, f.count(),
+          [&](std::size_t i) { ops::resize(f.decoded[i % f.count()].view(), out.view(), interpolation); });
     });
   };
   resize_benchmark("ops/resize_linear_to224", ops::Interpolation::linear);
@@ -152,7 +152,7 @@ void register_pixel_ops(const Fixture& f) {
 void register_chains(const Fixture& f) {
   const auto chain_benchmark = [&f](const char* name, std::vector<SampleOp> chain) {
     benchmark::RegisterBenchmark(name, [&f, chain](benchmark::State& state) {
-      std::vector<std::uint8_t> slot(kSize * kSize * 3);
+      std::vector<std::uint8_t> slot(std::size_t{kSize} * kSize * 3);
       Sample sample;
       run(state, f.count(), [&](std::size_t i) {
         sample.recycle();
@@ -170,8 +170,8 @@ void register_chains(const Fixture& f) {
   chain_benchmark("chain/rrc224", {ops::decode_random_resized_crop(kSize)});
   chain_benchmark("chain/rrc224_flip_distort",
                   {ops::decode_random_resized_crop(kSize), ops::flip_horizontal(), ops::distort(kJitter)});
-  chain_benchmark("chain/rrc224_flip_distort_fast",
-                  {ops::decode_random_resized_crop(kSize, fast), ops::flip_horizontal(), ops::distort(kJitter)});
+  chain_benchmark("chain/rrc224_flip_distort_fast", {ops::decode_random_resized_crop(kSize, fast),
+                                                     ops::flip_horizontal(), ops::distort(kJitter)});
   // The same augmentation without the fusion: decode everything, then crop and resize the decoded pixels.
   SampleOp crop_resize{"random_resized_crop", [](Sample& sample) {
                          Rng rng(sample.seed, ops::stream::random_resized_crop);
@@ -197,10 +197,10 @@ int main(int argc, char** argv) {
     ops::resize(fixture.decoded.back().view(), small.view());
     fixture.small.push_back(std::move(small));
   }
-  for (int i = 0; i < 28 * 28; ++i) fixture.gray28.data()[i] = fixture.decoded.front().data()[3 * i];
-  benchmark::AddCustomContext("images", fixture.images.source + ", " + std::to_string(fixture.images.jpegs.size()) +
-                                            " files, mean " +
-                                            std::to_string(static_cast<int>(fixture.images.mean_bytes)) + " bytes");
+  for (std::size_t i = 0; i < 28 * 28; ++i) fixture.gray28.data()[i] = fixture.decoded.front().data()[3 * i];
+  benchmark::AddCustomContext(
+      "images", fixture.images.source + ", " + std::to_string(fixture.images.jpegs.size()) + " files, mean " +
+                    std::to_string(static_cast<int>(fixture.images.mean_bytes)) + " bytes");
   bench::register_decode(fixture);
   bench::register_pixel_ops(fixture);
   bench::register_chains(fixture);

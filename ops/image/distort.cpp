@@ -17,7 +17,7 @@ constexpr double kMaxFactor = 1000;
 
 // Rotation by `turns` of the chroma plane (I, Q) of YIQ, as one RGB-to-RGB matrix. Y (luma) is kept.
 void hue_matrix(double turns, float* out) {
-  static constexpr double kToYiq[9] = {0.299,    0.587,     0.114,     //
+  static constexpr double kToYiq[9] = {0.299,    0.587,     0.114,      //
                                        0.595716, -0.274453, -0.321263,  //
                                        0.211456, -0.522591, 0.311135};
   // Inverse of kToYiq (closed form of the 3x3 inverse).
@@ -34,13 +34,14 @@ void hue_matrix(double turns, float* out) {
   const double c = std::cos(angle), s = std::sin(angle);
   const double rotate[9] = {1, 0, 0, 0, c, -s, 0, s, c};
   double rotated[9];
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
       rotated[3 * i + j] = rotate[3 * i] * a[j] + rotate[3 * i + 1] * a[3 + j] + rotate[3 * i + 2] * a[6 + j];
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-      out[3 * i + j] = static_cast<float>(from_yiq[3 * i] * rotated[j] + from_yiq[3 * i + 1] * rotated[3 + j] +
-                                          from_yiq[3 * i + 2] * rotated[6 + j]);
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      out[3 * i + j] =
+          static_cast<float>(from_yiq[3 * i] * rotated[j] + from_yiq[3 * i + 1] * rotated[3 + j] +
+                             from_yiq[3 * i + 2] * rotated[6 + j]);
 }
 
 void check_options(const DistortOptions& options) {
@@ -56,7 +57,8 @@ void check_options(const DistortOptions& options) {
 ColorJitter draw_color_jitter(const DistortOptions& options, Rng& rng) {
   check_options(options);
   ColorJitter jitter;
-  for (int i = 3; i > 0; --i) std::swap(jitter.order[i], jitter.order[rng.below(static_cast<std::uint64_t>(i) + 1)]);
+  for (int i = 3; i > 0; --i)
+    std::swap(jitter.order[i], jitter.order[rng.below(static_cast<std::uint64_t>(i) + 1)]);
   const auto factor = [&](double spread) { return rng.uniform(std::max(0.0, 1.0 - spread), 1.0 + spread); };
   if (options.brightness > 0) jitter.brightness = factor(options.brightness);
   if (options.contrast > 0) jitter.contrast = factor(options.contrast);
@@ -70,7 +72,8 @@ void distort(ImageView image, const ColorJitter& jitter) {
   if (image.channels != 1 && image.channels != 3)
     throw InvalidArgument("distort: 1 or 3 channels, not " + std::to_string(image.channels));
   for (const double factor : {jitter.brightness, jitter.contrast, jitter.saturation}) {
-    if (!(factor >= 0 && factor <= kMaxFactor)) throw InvalidArgument("distort: factors must be in [0, 1000]");
+    if (!(factor >= 0 && factor <= kMaxFactor))
+      throw InvalidArgument("distort: factors must be in [0, 1000]");
   }
   // The adjustments that change something, in order. Contrast needs the mean of the image as the
   // adjustments before it leave it, so it starts a second pass; the first pass sums the channels on its way.
@@ -81,10 +84,18 @@ void distort(ImageView image, const ColorJitter& jitter) {
   for (const ColorAdjustment what : jitter.order) {
     double factor = 1;
     switch (what) {
-      case ColorAdjustment::brightness: factor = jitter.brightness; break;
-      case ColorAdjustment::contrast: factor = jitter.contrast; break;
-      case ColorAdjustment::saturation: factor = color ? jitter.saturation : 1.0; break;
-      case ColorAdjustment::hue: factor = color && jitter.hue != 0 ? 0.0 : 1.0; break;  // 0: "in use"
+      case ColorAdjustment::brightness:
+        factor = jitter.brightness;
+        break;
+      case ColorAdjustment::contrast:
+        factor = jitter.contrast;
+        break;
+      case ColorAdjustment::saturation:
+        factor = color ? jitter.saturation : 1.0;
+        break;
+      case ColorAdjustment::hue:
+        factor = color && jitter.hue != 0 ? 0.0 : 1.0;
+        break;  // 0: "in use"
     }
     if (factor == 1.0) continue;
     if (what == ColorAdjustment::contrast) {
@@ -95,7 +106,8 @@ void distort(ImageView image, const ColorJitter& jitter) {
     pass->steps[pass->count++] = {what, static_cast<float>(factor)};
   }
   const auto run = [&image](const detail::ColorPass& p, detail::ChannelSums* sums) {
-    for (int y = 0; y < image.height; ++y) detail::apply_color_row(image.row(y), image.width, image.channels, p, sums);
+    for (int y = 0; y < image.height; ++y)
+      detail::apply_color_row(image.row(y), image.width, image.channels, p, sums);
   };
   if (!has_contrast) {
     if (passes[0].count > 0) run(passes[0], nullptr);

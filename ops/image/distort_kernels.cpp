@@ -60,7 +60,8 @@ inline void add_rgb_sums(const float* __restrict v, int n, ChannelSums* sums) {
 }
 
 // Brightness and contrast only: the row as one run of values, no deinterleaving.
-CONVEYOR_TARGET_CLONES void flat_row(std::uint8_t* row, int width, int channels, const ColorPass& pass, ChannelSums* sums) {
+CONVEYOR_TARGET_CLONES void flat_row(std::uint8_t* row, int width, int channels, const ColorPass& pass,
+                                     ChannelSums* sums) {
   float v[kFlatChunk];
   const int total = width * channels;
   for (int start = 0; start < total; start += kFlatChunk) {
@@ -98,18 +99,18 @@ inline void rotate_hue(float* __restrict r, float* __restrict g, float* __restri
 }
 
 // (GCC honours __restrict on parameters, not on local pointers: hence these small functions.)
-inline void split(const std::uint8_t* __restrict pixels, int n, float* __restrict r, float* __restrict g,
-                  float* __restrict b) {
-  for (int i = 0; i < n; ++i) {
+inline void split(const std::uint8_t* __restrict pixels, std::ptrdiff_t n, float* __restrict r,
+                  float* __restrict g, float* __restrict b) {
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
     r[i] = pixels[3 * i];
     g[i] = pixels[3 * i + 1];
     b[i] = pixels[3 * i + 2];
   }
 }
 
-inline void merge(const float* __restrict r, const float* __restrict g, const float* __restrict b, int n,
-                  std::uint8_t* __restrict pixels) {
-  for (int i = 0; i < n; ++i) {
+inline void merge(const float* __restrict r, const float* __restrict g, const float* __restrict b,
+                  std::ptrdiff_t n, std::uint8_t* __restrict pixels) {
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
     pixels[3 * i] = static_cast<std::uint8_t>(static_cast<int>(r[i]));
     pixels[3 * i + 1] = static_cast<std::uint8_t>(static_cast<int>(g[i]));
     pixels[3 * i + 2] = static_cast<std::uint8_t>(static_cast<int>(b[i]));
@@ -117,7 +118,8 @@ inline void merge(const float* __restrict r, const float* __restrict g, const fl
 }
 
 // RGB with saturation or hue: the chunk is split into three float planes, adjusted, and put back.
-CONVEYOR_TARGET_CLONES void pixel_row(std::uint8_t* row, int width, const ColorPass& pass, ChannelSums* sums) {
+CONVEYOR_TARGET_CLONES void pixel_row(std::uint8_t* row, int width, const ColorPass& pass,
+                                      ChannelSums* sums) {
   float planes[3][kPixelChunk];
   float* r = planes[0];
   float* g = planes[1];
@@ -133,8 +135,12 @@ CONVEYOR_TARGET_CLONES void pixel_row(std::uint8_t* row, int width, const ColorP
         case ColorAdjustment::contrast:
           for (float* plane : {r, g, b}) scale_and_shift(plane, n, step.factor, step.shift);
           break;
-        case ColorAdjustment::saturation: saturate(r, g, b, n, step.factor); break;
-        case ColorAdjustment::hue: rotate_hue(r, g, b, n, pass.hue); break;
+        case ColorAdjustment::saturation:
+          saturate(r, g, b, n, step.factor);
+          break;
+        case ColorAdjustment::hue:
+          rotate_hue(r, g, b, n, pass.hue);
+          break;
       }
     }
     merge(r, g, b, n, pixels);
@@ -156,10 +162,15 @@ void apply_color_row_portable(std::uint8_t* row, int width, int channels, const 
 
 void apply_color_row(std::uint8_t* row, int width, int channels, const ColorPass& pass, ChannelSums* sums) {
 #ifdef CONVEYOR_AVX2_COLOR_KERNEL
-  // Brightness and contrast alone run fastest on the flat bytes (the portable kernel, built for AVX2 too).
-  if (channels == 3 && pass.per_pixel() && __builtin_cpu_supports("avx2")) {
-    const int done = apply_rgb_row_avx2(row, width, pass, sums);
-    if (done < width) apply_color_row_portable(row + static_cast<std::ptrdiff_t>(done) * 3, width - done, 3, pass, sums);
+  if (channels == 3 && __builtin_cpu_supports("avx2")) {
+    if (pass.per_pixel()) {
+      const int done = apply_rgb_row_avx2(row, width, pass, sums);
+      if (done < width)
+        apply_color_row_portable(row + static_cast<std::ptrdiff_t>(done) * 3, width - done, 3, pass, sums);
+    } else {
+      const int done = apply_flat_row_avx2(row, width * 3, pass, sums);  // blocks of whole pixels
+      if (done < width * 3) apply_color_row_portable(row + done, width - done / 3, 3, pass, sums);
+    }
     return;
   }
 #endif

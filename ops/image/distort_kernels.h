@@ -45,6 +45,8 @@ void apply_color_row_portable(std::uint8_t* row, int width, int channels, const 
 // RGB only, 8 pixels at a time; returns how many pixels it did (the rest is left to the portable kernel).
 // Call only where the CPU has AVX2.
 int apply_rgb_row_avx2(std::uint8_t* row, int width, const ColorPass& pass, ChannelSums* sums);
+// Brightness and contrast on interleaved RGB values, 24 at a time; returns how many values it did.
+int apply_flat_row_avx2(std::uint8_t* row, int values, const ColorPass& pass, ChannelSums* sums);
 #endif
 
 }  // namespace conveyor::ops::detail

@@ -44,7 +44,8 @@ CONVEYOR_AVX2 int apply_rgb_row_avx2(std::uint8_t* row, int width, const ColorPa
     shift[s] = _mm256_set1_ps(pass.steps[s].shift);
   }
   for (int i = 0; i < 9; ++i) hue[i] = _mm256_set1_ps(pass.hue[i]);
-  const __m256 gray_r = _mm256_set1_ps(0.2989f), gray_g = _mm256_set1_ps(0.587f), gray_b = _mm256_set1_ps(0.114f);
+  const __m256 gray_r = _mm256_set1_ps(0.2989f), gray_g = _mm256_set1_ps(0.587f),
+               gray_b = _mm256_set1_ps(0.114f);
   const __m256 half = _mm256_set1_ps(0.5f);
   __m256i sum_r = _mm256_setzero_si256(), sum_g = sum_r, sum_b = sum_r;
 
@@ -112,6 +113,47 @@ CONVEYOR_AVX2 int apply_rgb_row_avx2(std::uint8_t* row, int width, const ColorPa
       for (int i = 0; i < 8; ++i) sums->sum[c] += lanes[c][i];
   }
   return x;
+}
+
+CONVEYOR_AVX2 int apply_flat_row_avx2(std::uint8_t* row, int values, const ColorPass& pass,
+                                      ChannelSums* sums) {
+  __m256 factor[4], shift[4];
+  for (int s = 0; s < pass.count; ++s) {
+    factor[s] = _mm256_set1_ps(pass.steps[s].factor);
+    shift[s] = _mm256_set1_ps(pass.steps[s].shift);
+  }
+  // Blocks of 24 values (8 RGB pixels): the channel of lane j of vector k is (8k + j) % 3 in every block.
+  __m256i sum[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  int i = 0;
+  for (; i + 24 <= values; i += 24) {
+    std::uint8_t* p = row + i;
+    __m256 v[3];
+    for (std::ptrdiff_t k = 0; k < 3; ++k)
+      v[k] = _mm256_cvtepi32_ps(
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k))));
+    for (int s = 0; s < pass.count; ++s)
+      for (int k = 0; k < 3; ++k) v[k] = scale_and_shift(v[k], factor[s], shift[s]);
+    __m256i n[3];
+    for (int k = 0; k < 3; ++k) {
+      n[k] = _mm256_cvttps_epi32(v[k]);
+      if (sums != nullptr) sum[k] = _mm256_add_epi32(sum[k], n[k]);
+    }
+    if (pass.count == 0) continue;
+    // [v0 lo, v1 lo | v0 hi, v1 hi] -> [v0, v1] as 16-bit, then bytes.
+    const __m256i ab = _mm256_permute4x64_epi64(_mm256_packus_epi32(n[0], n[1]), 0xD8);
+    const __m256i cc = _mm256_permute4x64_epi64(_mm256_packus_epi32(n[2], n[2]), 0xD8);
+    const __m128i ab8 = _mm_packus_epi16(_mm256_castsi256_si128(ab), _mm256_extracti128_si256(ab, 1));
+    const __m128i c8 = _mm_packus_epi16(_mm256_castsi256_si128(cc), _mm256_castsi256_si128(cc));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), ab8);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), c8);
+  }
+  if (sums != nullptr) {
+    alignas(32) std::int32_t lanes[3][8];
+    for (int k = 0; k < 3; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes[k]), sum[k]);
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 8; ++j) sums->sum[(8 * k + j) % 3] += lanes[k][j];
+  }
+  return i;
 }
 
 }  // namespace conveyor::ops::detail

@@ -1,8 +1,7 @@
 #include "conveyor/ops/flip.h"
 
-#include <opencv2/core.hpp>
-
 #include <cstring>
+#include <opencv2/core.hpp>
 #include <string>
 #include <utility>
 
@@ -23,14 +22,17 @@ namespace {
 // Reverses the order of the 16 RGB pixels held in (a, b, c), bytes 0..47: output byte k comes from input
 // byte 3 * (15 - k / 3) + k % 3. The -1 lanes of a mask produce zero, so the pieces combine with OR.
 __attribute__((target("ssse3"))) inline void reverse16(__m128i& a, __m128i& b, __m128i& c) {
-  const __m128i o0 = _mm_or_si128(_mm_shuffle_epi8(c, _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, 1, 2, 3, -1)),
-                                  _mm_shuffle_epi8(b, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 14)));
+  const __m128i o0 = _mm_or_si128(
+      _mm_shuffle_epi8(c, _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, 1, 2, 3, -1)),
+      _mm_shuffle_epi8(b, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 14)));
   const __m128i o1 = _mm_or_si128(
-      _mm_or_si128(_mm_shuffle_epi8(b, _mm_setr_epi8(15, -1, 11, 12, 13, 8, 9, 10, 5, 6, 7, 2, 3, 4, -1, 0)),
-                   _mm_shuffle_epi8(c, _mm_setr_epi8(-1, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1))),
+      _mm_or_si128(
+          _mm_shuffle_epi8(b, _mm_setr_epi8(15, -1, 11, 12, 13, 8, 9, 10, 5, 6, 7, 2, 3, 4, -1, 0)),
+          _mm_shuffle_epi8(c, _mm_setr_epi8(-1, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1))),
       _mm_shuffle_epi8(a, _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, -1)));
-  const __m128i o2 = _mm_or_si128(_mm_shuffle_epi8(b, _mm_setr_epi8(1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)),
-                                  _mm_shuffle_epi8(a, _mm_setr_epi8(-1, 12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2)));
+  const __m128i o2 = _mm_or_si128(
+      _mm_shuffle_epi8(b, _mm_setr_epi8(1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)),
+      _mm_shuffle_epi8(a, _mm_setr_epi8(-1, 12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2)));
   a = o0;
   b = o1;
   c = o2;
@@ -38,7 +40,9 @@ __attribute__((target("ssse3"))) inline void reverse16(__m128i& a, __m128i& b, _
 
 // Swaps 16-pixel blocks from both ends, each reversed, until fewer than 32 pixels are left in the middle.
 __attribute__((target("ssse3"))) std::uint8_t* mirror_blocks(std::uint8_t* left, std::uint8_t*& right) {
-  const auto load = [](const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  const auto load = [](const std::uint8_t* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  };
   const auto store = [](std::uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); };
   while (right - left >= 96) {
     right -= 48;

@@ -75,7 +75,8 @@ TEST(RandomResizedCrop, OnPixelsIsTheWindowResized) {
 
 // The reference for the fused decode: decode the whole image at the scale the window allows, cut the
 // window (rounded to the nearest decoded pixel), resize.
-Image decode_crop_resize(const std::vector<std::uint8_t>& jpeg, Rect window, int size, const DecodeOptions& options) {
+Image decode_crop_resize(const std::vector<std::uint8_t>& jpeg, Rect window, int size,
+                         const DecodeOptions& options) {
   JpegDecoder decoder;
   decoder.open(jpeg, options);
   const int scale = choose_dct_scale(window.width, window.height, size, size);
@@ -101,7 +102,8 @@ TEST(DecodeRandomResizedCrop, EqualsDecodeAtTheChosenScaleThenCropThenResize) {
     const Rect window = random_resized_crop_window(600, 800, {}, window_rng);
     EXPECT_EQ(result.scale_denom, choose_dct_scale(window.width, window.height, 40, 40));
     scaled += result.scale_denom > 1;
-    EXPECT_EQ(testing::max_abs_diff(out.view(), decode_crop_resize(jpeg, window, 40, {}).view()), 0) << "seed " << seed;
+    EXPECT_EQ(testing::max_abs_diff(out.view(), decode_crop_resize(jpeg, window, 40, {}).view()), 0)
+        << "seed " << seed;
   }
   EXPECT_GT(scaled, 8);  // at 40 x 40 most windows of an 800 x 600 image allow a DCT scale
 }
@@ -128,7 +130,8 @@ TEST(DecodeRandomResizedCrop, WindowsAreDrawnInTheUprightImage) {
   Image out(48, 48, 3);
   decode_random_resized_crop(decoder, turned, out.view(), options, rng);
   const Rect window = random_resized_crop_window(140, 90, options, window_rng);  // upright: 90 wide, 140 tall
-  EXPECT_EQ(testing::max_abs_diff(out.view(), decode_crop_resize(turned, window, 48, options.decode).view()), 0);
+  EXPECT_EQ(testing::max_abs_diff(out.view(), decode_crop_resize(turned, window, 48, options.decode).view()),
+            0);
 }
 
 TEST(DecodeCenterCrop, IsTheEvaluationTransformOnlyDecodingTheCentre) {
