@@ -68,8 +68,8 @@ struct PipelineOptions {
   // Elements being processed at once (oneTBB's token limit); 0: 4 x threads. Bounds the memory of the
   // elements in flight.
   std::size_t max_in_flight = 0;
-  // When set, every stage of every element is recorded on the worker's track, the consumer's waits on
-  // a "consumer" track and the number of ready batches as a counter.
+  // When set, every stage of every element is recorded on the track of the arena slot (worker thread)
+  // that ran it, the consumer's waits on a "consumer" track and the number of ready items as a counter.
   std::shared_ptr<TraceRecorder> trace = nullptr;
   // Batches the consumer may keep alive while it asks for the next one (a device feeder that keeps
   // two in flight sets 2). The pool has room for them on top of the prefetched and in-flight batches;

@@ -96,7 +96,9 @@ TraceRecorder::Track* TraceRecorder::find(int track) const noexcept {
 }
 
 void TraceRecorder::append(Track& track, const Event& event) noexcept {
-  const std::size_t i = track.size.load(std::memory_order_relaxed);
+  // Acquire: the track's previous writer may have been another thread (one at a time, e.g. the
+  // successive holders of an arena slot).
+  const std::size_t i = track.size.load(std::memory_order_acquire);
   if (i >= track.capacity) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;

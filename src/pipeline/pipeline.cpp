@@ -67,7 +67,11 @@ Pipeline::Pipeline(PipelinePlan plan)
     elements_.push_back(std::make_unique<Element>());
     free_elements_.push_back(elements_.back().get());
   }
-  if (trace_) consumer_track_ = trace_->track("consumer");
+  if (trace_) {
+    consumer_track_ = trace_->track("consumer");
+    slot_tracks_ = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(threads_));
+    for (int i = 0; i < threads_; ++i) slot_tracks_[static_cast<std::size_t>(i)].store(-1);
+  }
   // OpenCV's own thread pool would oversubscribe the arena's cores when an op calls cv::resize & co.
   // This setting is process-wide in OpenCV: every iterator sets the same value.
   cv::setNumThreads(0);

@@ -232,15 +232,19 @@ bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool pr
 }
 
 int Pipeline::worker_track() {
-  int& track = worker_tracks_.local();
-  if (track < 0) {
+  const int slot = tbb::this_task_arena::current_thread_index();
+  if (slot < 0 || slot >= threads_) return -1;
+  std::atomic<int>& track = slot_tracks_[static_cast<std::size_t>(slot)];
+  int id = track.load(std::memory_order_acquire);
+  if (id == -1) {
     try {
-      track = trace_->track("worker " + std::to_string(worker_count_.fetch_add(1)));
+      id = trace_->track("worker " + std::to_string(slot));
     } catch (const std::exception&) {
-      track = std::numeric_limits<int>::max();  // out of tracks: this thread records nothing
+      id = -2;  // out of tracks: this slot records nothing
     }
+    track.store(id, std::memory_order_release);
   }
-  return track == std::numeric_limits<int>::max() ? -1 : track;
+  return id;
 }
 
 // ---- collect: serial ----
