@@ -65,6 +65,7 @@ void append_number(std::string& out, const char* format, double value) {
 }
 
 struct FileCloser {
+  // NOLINTNEXTLINE(cppcoreguidelines-owning-memory): the unique_ptr below is the owner
   void operator()(std::FILE* file) const noexcept { std::fclose(file); }
 };
 
@@ -176,10 +177,15 @@ std::string TraceRecorder::json() const {
   for (int id = 0; id < count; ++id) {
     const Track* track = find(id);
     const std::string tid = std::to_string(id);
-    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + tid + ",\"args\":{\"name\":";
+    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":";
+    out += tid;
+    out += ",\"args\":{\"name\":";
     append_escaped(out, track->name);
-    out += "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":" + tid +
-           ",\"args\":{\"sort_index\":" + tid + "}}";
+    out += "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":";
+    out += tid;
+    out += ",\"args\":{\"sort_index\":";
+    out += tid;
+    out += "}}";
     const std::size_t size = track->size.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < size; ++i) {
       const Event& e = track->chunks[i / Track::kChunk][i % Track::kChunk];
@@ -187,7 +193,9 @@ std::string TraceRecorder::json() const {
       append_escaped(out, std::string_view(e.name, e.name_length));
       out += ",\"ph\":\"";
       out.push_back(e.phase);
-      out += "\",\"pid\":1,\"tid\":" + tid + ",\"ts\":";
+      out += "\",\"pid\":1,\"tid\":";
+      out += tid;
+      out += ",\"ts\":";
       append_number(out, "%.3f", static_cast<double>(e.start_ns) / 1000.0);
       if (e.phase == 'X') {
         out += ",\"dur\":";
