@@ -130,13 +130,19 @@ class GpuBatchNorm : public GpuLayers {
     EXPECT_TRUE(within(tag(name + " running mean"), relative_error(download(*gpu, RM, C, DType::f32), rm_ref), 1e-4));
     EXPECT_TRUE(within(tag(name + " running variance"), relative_error(download(*gpu, RV, C, DType::f32), rv_ref), 1e-4));
     bn.backward(*gpu, gx, gy, gdy, gdx, c.residual ? &gdz : nullptr, q);
-    EXPECT_TRUE(within(tag(name + " backward dx"), relative_error(read(DX, n), dx_ref), backward_tolerance()));
+    // The unfused residual path stores the ReLU-masked gradient in dz, in the working precision, and the
+    // batch-norm reductions read it from there: one more rounding to bf16/fp16 than the fused path, which
+    // the per-channel sums (gradients of both signs, cancelling) amplify. Measured on an H200 on
+    // 2026-11-22: 3.1e-2 (bf16) and 7.5e-3 (fp16) at worst; a wrong kernel gives errors of order 1.
+    const double tolerance =
+        c.residual && !c.fused && type() != DType::f32 ? 2.5 * backward_tolerance() : backward_tolerance();
+    EXPECT_TRUE(within(tag(name + " backward dx"), relative_error(read(DX, n), dx_ref), tolerance));
     EXPECT_TRUE(within(tag(name + " backward dgamma"), relative_error(download(*gpu, DG, C, DType::f32), dg_ref),
-                       backward_tolerance()));
+                       tolerance));
     EXPECT_TRUE(within(tag(name + " backward dbeta"), relative_error(download(*gpu, DB, C, DType::f32), db_ref),
-                       backward_tolerance()));
+                       tolerance));
     if (c.residual) {
-      EXPECT_TRUE(within(tag(name + " backward dz"), relative_error(read(DZ, n), dz_ref), backward_tolerance()));
+      EXPECT_TRUE(within(tag(name + " backward dz"), relative_error(read(DZ, n), dz_ref), tolerance));
     }
     bn.forward_inference(*gpu, gx, c.residual ? &gz : nullptr, YI.tensor(s, t), q);
     EXPECT_TRUE(within(tag(name + " inference"), relative_error(read(YI, n), yi_ref), forward_tolerance()));
