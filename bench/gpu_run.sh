@@ -6,6 +6,7 @@
 #   data      the ImageNet-like set (5,000 images) from the carried photos
 #   ops       ops_bench on one core beside torchvision's decode peer on the same core
 #   pipeline  pipeline_throughput (16 threads, sweep) beside PyTorch's DataLoader (16 workers, sweep)
+#   pipeline-variants  pipeline_throughput at 16 threads with other scheduling settings
 #   train     train_step_bench ResNet-18 (fused and unfused batch norm) beside PyTorch's ResNet-18
 #   fvp       feed_vs_prefetch, ResNet-18, batch 256, 16 threads, traces
 #   fashion   Fashion-MNIST JPEGs from the carried IDX files, then train_fashion_mnist (15 epochs)
@@ -54,6 +55,14 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
           --sweep 1,2,4,8,16 --json "$r/pipeline_throughput.json" --trace "$r/pipeline.trace.json"
         run 240 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --workers 16 --batch 256 --size 224 \
           --epochs 2 --sweep 1,4,16 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json" ;;
+      pipeline-variants)
+        log "pipeline variants at 16 threads"
+        for v in "--deterministic 0" "--in-flight 64" "--in-flight 256" "--prefetch 8"; do
+          echo "--- $v"
+          # shellcheck disable=SC2086
+          run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 3 --seed 7 $v \
+            --json "$r/pipeline_variant_${v// /_}.json" | grep -E '^threads 16'
+        done ;;
       train)
         log "training step"
         run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 --json "$r/train_step_fused.json"
