@@ -72,7 +72,8 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
       fvp)
         log "feed vs prefetch"
         run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --threads 16 --batch 256 --steps 30 --warmup 3 \
-          --json "$r/feed_vs_prefetch.json" --trace-dir "$r/traces" ;;
+          --json "$r/feed_vs_prefetch.json" --trace-dir "$r/traces"
+        [ -x "$bin/quickstart" ] && run 120 "$bin/quickstart" "$imagenet" 30 ;;
       fashion)
         log "fashion-mnist"
         run 120 "$bin/make_fashion_mnist" --help >/dev/null 2>&1
