@@ -61,9 +61,10 @@ int main(int argc, char** argv) try {
   const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(options.device));
   const bool gpu = placement.gpu;
   if (options.model.empty()) options.model = gpu ? "resnet18" : "small";
-  if (options.size == 0) options.size = options.model == "resnet18" ? 224 : 64;
-  // The CPU reference is slow: a narrow model keeps the demo's steps in the range of its input work.
-  if (options.width == 0) options.width = gpu ? 32 : 8;
+  if (options.size == 0) options.size = options.model == "resnet18" ? 224 : gpu ? 64 : 32;
+  // The CPU reference is slow: on the CPU a narrow, shallow model keeps a step in the range of the work of
+  // making its batch, which is what the comparison is about.
+  if (options.width == 0) options.width = gpu ? 32 : 4;
   if (options.batch == 0) options.batch = gpu ? 256 : 32;
   if (options.steps == 0) options.steps = gpu ? 50 : 6;
   if (options.warmup == 0) options.warmup = gpu ? 3 : 1;
@@ -96,6 +97,7 @@ int main(int argc, char** argv) try {
   trainer.device = gpu ? placement.device : -1;
   trainer.seed = options.seed;
   trainer.width = options.width;
+  trainer.blocks_per_stage = gpu ? 2 : 1;
 
   const std::vector<conveyor::StagePlacement> stages = {
       {"read + decode + augment", "cpu, " + std::to_string(options.threads) + " threads (parallel, prefetch)"},
