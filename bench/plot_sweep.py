@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Plots images/s against threads for conveyor (pipeline_throughput --sweep) and PyTorch's DataLoader
+(torch_dataloader.py --sweep), measured in the same run.
+
+    plot_sweep.py PIPELINE_THROUGHPUT.json TORCH_DATALOADER.json OUT.png
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main(ours_path, peer_path, out_path):
+    with open(ours_path) as f:
+        ours = json.load(f)
+    with open(peer_path) as f:
+        peer = json.load(f)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    xs = [p["threads"] for p in ours["sweep"]]
+    ax.plot(xs, [p["images_per_s"] for p in ours["sweep"]], marker="o", label="conveyor (threads)")
+    ax.plot([p["workers"] for p in peer["sweep"]], [p["images_per_s"] for p in peer["sweep"]], marker="s",
+            label="PyTorch DataLoader (workers)")
+    base = ours["sweep"][0]["images_per_s"] / ours["sweep"][0]["threads"]
+    ax.plot(xs, [base * x for x in xs], linestyle=":", color="gray", label="conveyor, linear scaling")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.set_xlabel("threads / workers")
+    ax.set_ylabel("images / s")
+    ax.set_title("decode + RandomResizedCrop(224) + flip + ColorJitter + batch 256", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Turns the output of one bench/gpu_run.sh call into bench/results/: a summary (Markdown and JSON) with
+every target's figure, its peer's figure measured in the same run, and their ratio, plus the raw JSON
+and logs the figures come from.
+
+    summarize_gpu_run.py RUN_DIR OUT_DIR --command "..." [--note "..."]
+
+RUN_DIR is the unpacked results.tgz of one call. Only what the run measured is written.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+
+
+def load(run, name):
+    path = os.path.join(run, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def machine_and_commit(run):
+    with open(os.path.join(run, "console.log")) as f:
+        head = f.read(2000)
+    gpu = re.search(r"GPU 0: ([^(]+)", head)
+    cpu = re.search(r"model name\s*: (.*)", head)
+    cores = re.search(r"\n(\d+)\n", head)
+    date = re.search(r"\n(\w{3} \w{3} +\d+ [\d:]+ \w+ UTC \d{4})", head)
+    commit = re.search(r"\n([0-9a-f]{7,40})\n", head)
+    return {
+        "gpu": gpu.group(1).strip() if gpu else None,
+        "cpu": cpu.group(1).strip() if cpu else None,
+        "cores": int(cores.group(1)) if cores else None,
+        "date": date.group(1) if date else None,
+        "commit": commit.group(1) if commit else None,
+    }
+
+
+def ops_figures(run):
+    ops, peer = load(run, "ops_bench.json"), load(run, "torchvision_decode.json")
+    if not ops or not peer:
+        return None
+    medians = {b["run_name"]: b["items_per_second"] for b in ops["benchmarks"]
+               if b.get("aggregate_name") == "median"}
+    chain = medians.get("chain/rrc224_flip_distort")
+    return {
+        "what": "decode + random_resized_crop(224) + flip + distort(.4,.4,.4), one core (taskset)",
+        "conveyor_images_per_s": chain,
+        "peer": "torchvision.io.decode_jpeg alone, same core, same 200 files",
+        "peer_images_per_s": peer["decode_only_images_per_s"],
+        "peer_full_chain_images_per_s": peer["images_per_s"],
+        "ratio": chain / peer["decode_only_images_per_s"] if chain else None,
+        "target_ratio": 1300 / 1280,
+        "decode_paths_images_per_s": {k: v for k, v in medians.items() if k.startswith("decode/")},
+        "chain_variants_images_per_s": {k: v for k, v in medians.items() if k.startswith("chain/")},
+    }
+
+
+def pipeline_figures(run):
+    ours, peer = load(run, "pipeline_throughput.json"), load(run, "torch_dataloader.json")
+    if not ours or not peer:
+        return None
+    sweep = {p["threads"]: p for p in ours.get("sweep", [])}
+    eff16 = sweep[16]["efficiency"] if 16 in sweep else None
+    return {
+        "what": "image_folder -> shuffle -> decode_random_resized_crop(224) -> flip -> distort -> batch(256), 16 threads",
+        "conveyor_images_per_s": ours["images_per_s"],
+        "peer": "PyTorch DataLoader, 16 workers, pin_memory, decode_jpeg + v2 RandomResizedCrop + flip + ColorJitter",
+        "peer_images_per_s": peer["images_per_s"],
+        "ratio": ours["images_per_s"] / peer["images_per_s"],
+        "target_ratio": 12000 / 5200,
+        "scaling_efficiency_1_to_16": eff16,
+        "target_efficiency": 0.8,
+        "peak_rss_mb": ours["peak_rss_mb"],
+        "checksums_equal_across_threads": ours.get("checksums_equal"),
+        "sweep": [{"threads": t, "images_per_s": p["images_per_s"], "efficiency": p["efficiency"]}
+                  for t, p in sorted(sweep.items())],
+        "peer_sweep": peer.get("sweep"),
+    }
+
+
+def train_figures(run):
+    fused, unfused = load(run, "train_step_fused.json"), load(run, "train_step_unfused.json")
+    peer, peer_unfused = load(run, "torch_resnet18.json"), load(run, "torch_resnet18_unfused.json")
+    if not fused or not peer:
+        return None
+    out = {
+        "what": "ResNet-18 training step, batch 256, 224x224, bf16, NHWC, data already on the GPU",
+        "conveyor_images_per_s": fused["images_per_s"],
+        "conveyor_warmup_s": fused["warmup_s"],
+        "conveyor_first_step_ms": fused["first_step_ms"],
+        "peer": "PyTorch torchvision resnet18, bf16 autocast, channels_last, SGD momentum",
+        "peer_images_per_s": peer["images_per_s"],
+        "peer_first_step_s": peer["first_step_s"],
+        "ratio": fused["images_per_s"] / peer["images_per_s"],
+        "target_ratio": 0.8,
+    }
+    if unfused:
+        out["conveyor_unfused_bn_images_per_s"] = unfused["images_per_s"]
+        out["conveyor_fused_over_unfused"] = fused["images_per_s"] / unfused["images_per_s"]
+    if peer_unfused:
+        out["peer_unfused_bn_images_per_s"] = peer_unfused["images_per_s"]
+    return out
+
+
+def fvp_figures(run):
+    fvp = load(run, "feed_vs_prefetch.json")
+    if not fvp:
+        return None
+    by_mode = {r["mode"]: r for r in fvp["results"]}
+    out = {"what": f"{fvp['model']}, batch {fvp['batch']}, {fvp['size']}x{fvp['size']}, {fvp['threads']} threads",
+           "results": fvp["results"]}
+    if "feed" in by_mode and "prefetch" in by_mode:
+        out["prefetch_over_feed"] = by_mode["prefetch"]["images_per_s"] / by_mode["feed"]["images_per_s"]
+        out["target_prefetch_over_feed"] = 10
+        out["prefetch_gpu_idle_fraction"] = by_mode["prefetch"]["idle_fraction"]
+    return out
+
+
+def fashion_figures(run):
+    path = os.path.join(run, "fashion_mnist.csv")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        rows = [line.strip().split(",") for line in f][1:]
+    last = rows[-1]
+    return {"what": "train_fashion_mnist: small ResNet, 15 epochs, pad 4 + random crop 28 + flip, JPEG files",
+            "epochs": int(last[0]), "final_test_accuracy": float(last[3]), "best_test_accuracy": max(float(r[3]) for r in rows),
+            "seconds_training_and_evaluation": float(last[6]), "target_accuracy": 0.935, "target_seconds": 120}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("out")
+    ap.add_argument("--command", required=True)
+    ap.add_argument("--note", default="")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    summary = {"machine": machine_and_commit(a.run), "command": a.command, "note": a.note}
+    for key, fn in [("ops_one_core", ops_figures), ("pipeline", pipeline_figures), ("train_step", train_figures),
+                    ("feed_vs_prefetch", fvp_figures), ("fashion_mnist", fashion_figures)]:
+        figures = fn(a.run)
+        if figures:
+            summary[key] = figures
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    for name in sorted(os.listdir(a.run)):
+        path = os.path.join(a.run, name)
+        if os.path.isfile(path) and not name.endswith(".trace.json") and os.path.getsize(path) < 200_000:
+            shutil.copy(path, os.path.join(a.out, name))
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
