@@ -51,18 +51,25 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         cat "$r/torchvision_decode.json" ;;
       pipeline)
         log "pipeline throughput"
-        run 240 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 3 --seed 7 \
+        run 240 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 \
           --sweep 1,2,4,8,16 --json "$r/pipeline_throughput.json" --trace "$r/pipeline.trace.json"
         run 240 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --workers 16 --batch 256 --size 224 \
-          --epochs 2 --sweep 1,4,16 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json" ;;
+          --epochs 1 --sweep 1,4,16 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json" ;;
       pipeline-variants)
         log "pipeline variants at 16 threads"
-        for v in "--deterministic 0" "--in-flight 64" "--in-flight 256" "--prefetch 8"; do
+        for v in "--deterministic 0" "--in-flight 64"; do
           echo "--- $v"
           # shellcheck disable=SC2086
-          run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 3 --seed 7 $v \
+          run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 6 --seed 7 $v \
             --json "$r/pipeline_variant_${v// /_}.json" | grep -E '^threads 16'
-        done ;;
+        done
+        # oneTBB's scalable allocator in place of glibc malloc (libjpeg and OpenCV allocate per image).
+        proxy=$(ls /tmp/bundle/lib/libtbbmalloc_proxy.so* 2>/dev/null | head -1)
+        if [ -n "$proxy" ]; then
+          echo "--- LD_PRELOAD=$(basename "$proxy")"
+          LD_PRELOAD=$proxy run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 \
+            --epochs 6 --seed 7 --sweep 1,16 --json "$r/pipeline_variant_tbbmalloc.json" | grep -E '^threads 16|^ +(1|16) '
+        fi ;;
       train)
         log "training step"
         run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 --json "$r/train_step_fused.json"

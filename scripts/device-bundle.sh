@@ -24,6 +24,8 @@ for name in "$@"; do
   strip -o "$stage/bundle/bin/$name" "$bin"
 done
 /work/shared/tools/device-libs "$stage/bundle/lib" "$stage"/bundle/bin/* >/dev/null
+# oneTBB's scalable allocator, for the benchmark variant that preloads it.
+cp -L /usr/lib/x86_64-linux-gnu/libtbbmalloc.so.2 /usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 "$stage/bundle/lib/"
 cp /work/shared/tools/device-env "$stage/bundle/tools/"
 tar -C "$stage" -cJf .carry/bundle.tar.xz bundle
 [ $photos -eq 0 ] || data/pack_photo_sources.sh .carry/photos "$build" >/dev/null
