@@ -60,7 +60,8 @@ struct PipelineOptions {
   int threads = 0;
   // true: batches and samples come in the order the chain defines, identical at any thread count.
   // false: samples are delivered as they finish, and batches are filled and delivered as they
-  // complete, which avoids waiting on a slow element; the set of elements is unchanged.
+  // complete, which avoids waiting on a slow element; the set of elements is unchanged (an error
+  // then arrives when its element finishes). With one thread, order is kept anyway.
   bool deterministic = true;
   OnError on_error = OnError::fail;
   // Base of every element's seed: sample_seed(seed, epoch, index).
@@ -83,8 +84,11 @@ class Pipeline;
 }  // namespace detail
 
 // An owning iterator: begin() starts the pipeline, the destructor stops it (cancels the work, wakes
-// every wait, joins the driver thread). Move-only. Not for concurrent use from several threads.
-// Use it in a range-for, or call next() to take ownership of each item.
+// every wait, joins the driver thread; in-flight elements stop at their next stage boundary, so it
+// returns once the ops running at that moment finish). Move-only. Not for concurrent use from several
+// threads, except stats(). Use it in a range-for, or call next() to take ownership of each item.
+// begin() also turns OpenCV's own thread pool off (cv::setNumThreads(0)) so that ops calling OpenCV do
+// not oversubscribe the arena's cores; that setting is process-wide in OpenCV.
 template <class Item>
 class Iterator {
  public:
@@ -136,7 +140,8 @@ class Dataset {
   static Dataset files(const std::vector<std::string>& paths, std::vector<std::int64_t> labels = {});
   // An ImageFolder tree: every sub-folder of `root` is a class (sorted by name, labels 0..K-1); its
   // regular files named *.jpg or *.jpeg (any case), at any depth, are the class's images, in sorted
-  // order. Symbolic links to directories are not followed (no loops), unreadable folders are skipped.
+  // order. Symbolic links to directories are not followed (no loops; a linked class folder is not a
+  // class), links to regular files are; unreadable folders are skipped.
   // Throws IoError when root cannot be listed, InvalidArgument when it holds no image.
   static Dataset image_folder(const std::filesystem::path& root);
   // A text file of "<path> <label>" lines; paths are relative to `root` (default: the list file's
@@ -176,8 +181,10 @@ class Dataset {
   // Samples kept ready ahead of the consumer when iterating samples (default 16).
   Dataset prefetch(std::size_t samples) const;
   // Groups samples into batches of fixed-size images written straight into pooled (pinned when a GPU is
-  // present) buffers. The sample shape is taken from the first element, or given; an element of another
-  // shape fails ("batch" stage). The last, smaller batch is kept unless drop_remainder.
+  // present) buffers: an op that writes Sample::output(shape) at the batch's shape writes into the
+  // sample's slot, and anything else is copied there on the worker. The sample shape is given, or
+  // taken from the first element that makes it through the maps (run once more for that). An element
+  // of another shape fails in the "batch" stage. The last, smaller batch is kept unless drop_remainder.
   BatchedDataset batch(std::size_t batch_size, bool drop_remainder = false) const;
   BatchedDataset batch(std::size_t batch_size, ImageShape sample_shape, bool drop_remainder = false) const;
 

@@ -14,8 +14,11 @@ namespace {
 std::atomic<std::size_t> allocations{0};  // every operator new in this program
 }  // namespace
 
-// The replacement operators are the one place where raw allocation is the point.
+// The replacement operators are the one place where raw allocation is the point. (GCC, inlining them
+// into their callers, takes the malloc/free pair for a new/free mismatch.)
 // NOLINTBEGIN(cppcoreguidelines-no-malloc,cppcoreguidelines-owning-memory)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t size) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size ? size : 1)) return p;
@@ -23,6 +26,7 @@ void* operator new(std::size_t size) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 // NOLINTEND(cppcoreguidelines-no-malloc,cppcoreguidelines-owning-memory)
 
 namespace conveyor {

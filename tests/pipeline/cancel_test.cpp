@@ -22,7 +22,7 @@ using testing::numbered_memory;
 using testing::stress_iterations;
 using testing::Watchdog;
 
-constexpr ImageShape kShape{16, 16, 3};
+constexpr ImageShape kShape{40, 40, 3};
 
 // An endless dataset whose maps do real work on every element.
 BatchedDataset endless(int threads, std::size_t batch, std::size_t prefetch) {
@@ -37,7 +37,7 @@ BatchedDataset endless(int threads, std::size_t batch, std::size_t prefetch) {
 }
 
 TEST(Cancel, DestroyingMidEpochUnderLoadReturnsPromptly) {
-  const int iterations = stress_iterations(12);
+  const int iterations = stress_iterations(24);
   for (int i = 0; i < iterations; ++i) {
     Watchdog watchdog(std::chrono::seconds(2), "destroy under load, iteration " + std::to_string(i));
     BatchIterator it = endless(2 + i % 7, 1 + i % 5, 1 + i % 3).begin();
@@ -46,7 +46,7 @@ TEST(Cancel, DestroyingMidEpochUnderLoadReturnsPromptly) {
 }
 
 TEST(Cancel, DestroyingWhileThePipelineWaitsForTheConsumer) {
-  for (int i = 0; i < stress_iterations(5); ++i) {
+  for (int i = 0; i < stress_iterations(10); ++i) {
     Watchdog watchdog(std::chrono::seconds(2), "destroy with a full queue");
     BatchIterator it = endless(3, 2, 1).begin();
     ASSERT_TRUE(it.next());
@@ -71,7 +71,7 @@ TEST(Cancel, DestroyingWhileTheConsumerHoldsEveryBufferKeepsTheBatchesValid) {
 }
 
 TEST(Cancel, DestroyingRightAfterBeginStopsTheShapeProbeToo) {
-  for (int i = 0; i < stress_iterations(20); ++i) {
+  for (int i = 0; i < stress_iterations(40); ++i) {
     Watchdog watchdog(std::chrono::seconds(2), "destroy right after begin");
     BatchIterator it = endless(4, 3, 2).begin();
   }
@@ -106,7 +106,7 @@ TEST(Cancel, DestroyingSampleIteratorsMidStream) {
 }
 
 TEST(Stress, ExceptionsAtRandomElementsUnderLoad) {
-  for (int i = 0; i < stress_iterations(6); ++i) {
+  for (int i = 0; i < stress_iterations(12); ++i) {
     Watchdog watchdog(std::chrono::seconds(5), "random exceptions, iteration " + std::to_string(i));
     const Dataset d = numbered_memory(120)
                           .shuffle(40, static_cast<std::uint64_t>(i))
@@ -143,7 +143,7 @@ TEST(Stress, ManyIteratorsOfOneDatasetRunAtOnceOnSeveralThreads) {
 }
 
 TEST(Stress, OutOfOrderDeliveryUnderLoadDeliversEveryElementOnce) {
-  for (int i = 0; i < stress_iterations(4); ++i) {
+  for (int i = 0; i < stress_iterations(8); ++i) {
     Watchdog watchdog(std::chrono::seconds(5), "out of order");
     BatchIterator it =
         numbered_memory(300, 1'000'000)
