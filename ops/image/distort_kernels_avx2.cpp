@@ -33,13 +33,12 @@ CONVEYOR_AVX2 int apply_rgb_row_avx2(std::uint8_t* row, int width, const ColorPa
   const __m128i rg_from_x1 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, 0, 3, 6);
   const __m128i b_from_x0 = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m128i b_from_x1 = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1);
-  // And back: from rg (r0..r7 g0..g7) and b (b0..b7) to the 16 + 8 interleaved bytes.
-  const __m128i out0_from_rg = _mm_setr_epi8(0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5);
-  const __m128i out0_from_b = _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1);
-  const __m128i out1_from_rg = _mm_setr_epi8(13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i out1_from_b = _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1, -1);
+  // The copy keeps the steps in registers: the stores into `row` could alias `pass` otherwise.
+  const int count = pass.count;
+  ColorAdjustment what[4] = {};
   __m256 factor[4], shift[4], hue[9];
-  for (int s = 0; s < pass.count; ++s) {
+  for (int s = 0; s < count; ++s) {
+    what[s] = pass.steps[s].what;
     factor[s] = _mm256_set1_ps(pass.steps[s].factor);
     shift[s] = _mm256_set1_ps(pass.steps[s].shift);
   }
@@ -56,53 +55,71 @@ CONVEYOR_AVX2 int apply_rgb_row_avx2(std::uint8_t* row, int width, const ColorPa
     const __m128i x1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
     const __m128i rg = _mm_or_si128(_mm_shuffle_epi8(x0, rg_from_x0), _mm_shuffle_epi8(x1, rg_from_x1));
     const __m128i bb = _mm_or_si128(_mm_shuffle_epi8(x0, b_from_x0), _mm_shuffle_epi8(x1, b_from_x1));
-    __m256 r = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(rg));
-    __m256 g = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(rg, 8)));
-    __m256 b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bb));
-    for (int s = 0; s < pass.count; ++s) {
-      switch (pass.steps[s].what) {
-        case ColorAdjustment::brightness:
-        case ColorAdjustment::contrast:
-          r = scale_and_shift(r, factor[s], shift[s]);
-          g = scale_and_shift(g, factor[s], shift[s]);
-          b = scale_and_shift(b, factor[s], shift[s]);
-          break;
-        case ColorAdjustment::saturation: {
-          const __m256 keep = _mm256_sub_ps(_mm256_set1_ps(1.0f), factor[s]);
-          const __m256 gray = _mm256_mul_ps(
-              _mm256_cvtepi32_ps(_mm256_cvttps_epi32(dot(gray_r, r, gray_g, g, gray_b, b))), keep);
-          r = scale_and_shift(r, factor[s], gray);
-          g = scale_and_shift(g, factor[s], gray);
-          b = scale_and_shift(b, factor[s], gray);
+    __m256i ri = _mm256_cvtepu8_epi32(rg), gi = _mm256_cvtepu8_epi32(_mm_srli_si128(rg, 8)),
+            bi = _mm256_cvtepu8_epi32(bb);
+    if (count > 0) {
+      __m256 r = _mm256_cvtepi32_ps(ri), g = _mm256_cvtepi32_ps(gi), b = _mm256_cvtepi32_ps(bi);
+      for (int s = 0;; ++s) {
+        // Each step's value before clamping and truncation: the last step leaves both to the integer
+        // packs below (cvttps2dq then saturation to 0..255 gives what to_8bit then cvttps2dq gives).
+        __m256 r2, g2, b2;
+        switch (what[s]) {
+          case ColorAdjustment::brightness:
+          case ColorAdjustment::contrast:
+            r2 = _mm256_add_ps(_mm256_mul_ps(r, factor[s]), shift[s]);
+            g2 = _mm256_add_ps(_mm256_mul_ps(g, factor[s]), shift[s]);
+            b2 = _mm256_add_ps(_mm256_mul_ps(b, factor[s]), shift[s]);
+            break;
+          case ColorAdjustment::saturation: {
+            const __m256 keep = _mm256_sub_ps(_mm256_set1_ps(1.0f), factor[s]);
+            const __m256 gray = _mm256_mul_ps(
+                _mm256_cvtepi32_ps(_mm256_cvttps_epi32(dot(gray_r, r, gray_g, g, gray_b, b))), keep);
+            r2 = _mm256_add_ps(_mm256_mul_ps(r, factor[s]), gray);
+            g2 = _mm256_add_ps(_mm256_mul_ps(g, factor[s]), gray);
+            b2 = _mm256_add_ps(_mm256_mul_ps(b, factor[s]), gray);
+            break;
+          }
+          case ColorAdjustment::hue:
+          default:
+            r2 = _mm256_add_ps(dot(hue[0], r, hue[1], g, hue[2], b), half);
+            g2 = _mm256_add_ps(dot(hue[3], r, hue[4], g, hue[5], b), half);
+            b2 = _mm256_add_ps(dot(hue[6], r, hue[7], g, hue[8], b), half);
+            break;
+        }
+        if (s + 1 == count) {
+          ri = _mm256_cvttps_epi32(r2);
+          gi = _mm256_cvttps_epi32(g2);
+          bi = _mm256_cvttps_epi32(b2);
           break;
         }
-        case ColorAdjustment::hue: {
-          const __m256 r2 = to_8bit(_mm256_add_ps(dot(hue[0], r, hue[1], g, hue[2], b), half));
-          const __m256 g2 = to_8bit(_mm256_add_ps(dot(hue[3], r, hue[4], g, hue[5], b), half));
-          const __m256 b2 = to_8bit(_mm256_add_ps(dot(hue[6], r, hue[7], g, hue[8], b), half));
-          r = r2;
-          g = g2;
-          b = b2;
-          break;
-        }
+        r = to_8bit(r2);
+        g = to_8bit(g2);
+        b = to_8bit(b2);
+      }
+      // Signed saturation to 16 bits, then unsigned to 8: every int lands where clamping to 0..255 puts it.
+      // In each 128-bit lane: r g b b, 4 pixels each; one byte shuffle interleaves them, one dword
+      // permutation closes the gap between the lanes.
+      const __m256i rg16 = _mm256_packs_epi32(ri, gi);
+      const __m256i bb16 = _mm256_packs_epi32(bi, bi);
+      const __m256i bytes = _mm256_packus_epi16(rg16, bb16);
+      const __m256i interleaved = _mm256_shuffle_epi8(
+          bytes, _mm256_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1,  //
+                                  0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1));
+      const __m256i packed = _mm256_permutevar8x32_epi32(interleaved, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), _mm256_extracti128_si256(packed, 1));
+      if (sums != nullptr) {
+        const __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(255);
+        ri = _mm256_min_epi32(_mm256_max_epi32(ri, zero), top);
+        gi = _mm256_min_epi32(_mm256_max_epi32(gi, zero), top);
+        bi = _mm256_min_epi32(_mm256_max_epi32(bi, zero), top);
       }
     }
-    const __m256i ri = _mm256_cvttps_epi32(r), gi = _mm256_cvttps_epi32(g), bi = _mm256_cvttps_epi32(b);
     if (sums != nullptr) {
       sum_r = _mm256_add_epi32(sum_r, ri);
       sum_g = _mm256_add_epi32(sum_g, gi);
       sum_b = _mm256_add_epi32(sum_b, bi);
     }
-    if (pass.count == 0) continue;  // a pass that only sums leaves the pixels alone
-    // 32-bit to 16-bit packs within 128-bit lanes: [r0..3 g0..3 | r4..7 g4..7]; reorder to [r | g].
-    const __m256i rg16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(ri, gi), 0xD8);
-    const __m256i bb16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(bi, bi), 0xD8);
-    const __m128i rg8 = _mm_packus_epi16(_mm256_castsi256_si128(rg16), _mm256_extracti128_si256(rg16, 1));
-    const __m128i b8 = _mm_packus_epi16(_mm256_castsi256_si128(bb16), _mm256_castsi256_si128(bb16));
-    const __m128i out0 = _mm_or_si128(_mm_shuffle_epi8(rg8, out0_from_rg), _mm_shuffle_epi8(b8, out0_from_b));
-    const __m128i out1 = _mm_or_si128(_mm_shuffle_epi8(rg8, out1_from_rg), _mm_shuffle_epi8(b8, out1_from_b));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), out0);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), out1);
   }
   if (sums != nullptr) {
     alignas(32) std::int32_t lanes[3][8];
@@ -117,35 +134,40 @@ CONVEYOR_AVX2 int apply_rgb_row_avx2(std::uint8_t* row, int width, const ColorPa
 
 CONVEYOR_AVX2 int apply_flat_row_avx2(std::uint8_t* row, int values, const ColorPass& pass,
                                       ChannelSums* sums) {
+  const int count = pass.count;
   __m256 factor[4], shift[4];
-  for (int s = 0; s < pass.count; ++s) {
+  for (int s = 0; s < count; ++s) {
     factor[s] = _mm256_set1_ps(pass.steps[s].factor);
     shift[s] = _mm256_set1_ps(pass.steps[s].shift);
   }
+  const __m256i zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(255);
+  // In each lane after the packs: values 0-3 of v0, v1, v2, v2 (low lane) and 4-7 (high lane).
+  const __m256i in_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   // Blocks of 24 values (8 RGB pixels): the channel of lane j of vector k is (8k + j) % 3 in every block.
-  __m256i sum[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  __m256i sum[3] = {zero, zero, zero};
   int i = 0;
   for (; i + 24 <= values; i += 24) {
     std::uint8_t* p = row + i;
-    __m256 v[3];
-    for (std::ptrdiff_t k = 0; k < 3; ++k)
-      v[k] = _mm256_cvtepi32_ps(
-          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k))));
-    for (int s = 0; s < pass.count; ++s)
-      for (int k = 0; k < 3; ++k) v[k] = scale_and_shift(v[k], factor[s], shift[s]);
     __m256i n[3];
-    for (int k = 0; k < 3; ++k) {
-      n[k] = _mm256_cvttps_epi32(v[k]);
-      if (sums != nullptr) sum[k] = _mm256_add_epi32(sum[k], n[k]);
+    for (std::ptrdiff_t k = 0; k < 3; ++k)
+      n[k] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k)));
+    if (count > 0) {
+      for (int k = 0; k < 3; ++k) {
+        __m256 v = _mm256_cvtepi32_ps(n[k]);
+        for (int s = 0; s + 1 < count; ++s) v = scale_and_shift(v, factor[s], shift[s]);
+        // The last step's clamp and truncation: cvttps2dq here, saturation in the packs.
+        n[k] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v, factor[count - 1]), shift[count - 1]));
+      }
+      const __m256i ab = _mm256_packs_epi32(n[0], n[1]);
+      const __m256i cc = _mm256_packs_epi32(n[2], n[2]);
+      const __m256i packed = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cc), in_order);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), _mm256_extracti128_si256(packed, 1));
+      if (sums != nullptr)
+        for (int k = 0; k < 3; ++k) n[k] = _mm256_min_epi32(_mm256_max_epi32(n[k], zero), top);
     }
-    if (pass.count == 0) continue;
-    // [v0 lo, v1 lo | v0 hi, v1 hi] -> [v0, v1] as 16-bit, then bytes.
-    const __m256i ab = _mm256_permute4x64_epi64(_mm256_packus_epi32(n[0], n[1]), 0xD8);
-    const __m256i cc = _mm256_permute4x64_epi64(_mm256_packus_epi32(n[2], n[2]), 0xD8);
-    const __m128i ab8 = _mm_packus_epi16(_mm256_castsi256_si128(ab), _mm256_extracti128_si256(ab, 1));
-    const __m128i c8 = _mm_packus_epi16(_mm256_castsi256_si128(cc), _mm256_castsi256_si128(cc));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), ab8);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), c8);
+    if (sums != nullptr)
+      for (int k = 0; k < 3; ++k) sum[k] = _mm256_add_epi32(sum[k], n[k]);
   }
   if (sums != nullptr) {
     alignas(32) std::int32_t lanes[3][8];

@@ -197,9 +197,11 @@ TEST(DistortKernels, EveryKernelGivesTheSameBytes) {
   const Image original =
       testing::make_picture(9, 203, 3, 13);  // 203 = 25 * 8 + 3: a tail for the portable one
   Rng rng(5);
-  for (int i = 0; i < 40; ++i) {
-    const ColorJitter jitter =
-        draw_color_jitter({.brightness = 0.5, .contrast = 0.5, .saturation = 0.9, .hue = 0.5}, rng);
+  for (int i = 0; i < 60; ++i) {
+    // Every fourth draw with factors far out of range: the kernels clamp values way beyond 0..255.
+    const double spread = i % 4 == 3 ? 40.0 : 0.5;
+    const ColorJitter jitter = draw_color_jitter(
+        {.brightness = spread, .contrast = spread, .saturation = 0.9 * spread, .hue = 0.5}, rng);
     detail::ColorPass pass;
     const bool flat = i % 2 == 1;  // brightness and contrast only: the kernels for interleaved bytes
     for (const ColorAdjustment what : jitter.order) {
@@ -210,6 +212,7 @@ TEST(DistortKernels, EveryKernelGivesTheSameBytes) {
                                                            : 0.0f;
       pass.steps[pass.count++] = {what, factor, what == ColorAdjustment::contrast ? 37.5f : 0.0f};
     }
+    if (i % 10 == 4) pass.count = 0;  // a pass that only sums
     pass.hue[0] = 0.7f, pass.hue[1] = 0.2f, pass.hue[2] = 0.1f, pass.hue[3] = -0.1f, pass.hue[4] = 1.05f;
     pass.hue[5] = 0.05f, pass.hue[6] = 0.3f, pass.hue[7] = -0.2f, pass.hue[8] = 0.9f;
     Image fast = original, portable = original;
@@ -220,6 +223,14 @@ TEST(DistortKernels, EveryKernelGivesTheSameBytes) {
     }
     EXPECT_EQ(testing::max_abs_diff(fast.view(), portable.view()), 0) << "draw " << i;
     for (int c = 0; c < 3; ++c) EXPECT_EQ(fast_sums.sum[c], portable_sums.sum[c]);
+    // Without sums the kernels take other paths (no clamped copies to add up).
+    Image fast_only = original, portable_only = original;
+    for (int y = 0; y < original.height(); ++y) {
+      detail::apply_color_row(fast_only.view().row(y), original.width(), 3, pass, nullptr);
+      detail::apply_color_row_portable(portable_only.view().row(y), original.width(), 3, pass, nullptr);
+    }
+    EXPECT_EQ(testing::max_abs_diff(fast_only.view(), portable_only.view()), 0) << "draw " << i;
+    EXPECT_EQ(testing::max_abs_diff(fast_only.view(), fast.view()), 0) << "draw " << i;
   }
 }
 
