@@ -64,7 +64,7 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
 }
 
 struct StepRecord {
-  double wall_ms, data_ms, copy_ms, compute_ms;
+  double wall_ms, data_ms, copy_ms, host_compute_ms;
 };
 
 class Recorder {
@@ -75,25 +75,27 @@ class Recorder {
     if (timed) steps_.push_back(record);
   }
 
-  ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total) {
+  // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
+  ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total, std::vector<double> step_times_ms) {
     auto median = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
       return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
     };
-    std::vector<double> wall, data, copy, compute;
+    std::vector<double> wall, data, copy;
     for (const auto& s : steps_) {
       wall.push_back(s.wall_ms);
       data.push_back(s.data_ms);
       copy.push_back(s.copy_ms);
-      compute.push_back(s.compute_ms);
     }
+    if (step_times_ms.size() > steps_.size())
+      step_times_ms.erase(step_times_ms.begin(), step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
     result_.images_per_s = wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
     result_.step_ms_median = median(wall, 0.5);
     result_.step_ms_p95 = median(wall, 0.95);
     result_.data_wait_ms = median(data, 0.5);
     result_.copy_ms = median(copy, 0.5);
-    result_.compute_ms = median(compute, 0.5);
+    result_.compute_ms = median(step_times_ms, 0.5);
     result_.data_wait_fraction = wall_ms > 0 ? data_ms_total / wall_ms : 0;
     result_.idle_fraction = wall_ms > 0 ? std::clamp(1.0 - compute_busy_ms / wall_ms, 0.0, 1.0) : 0;
     return result_;
@@ -170,7 +172,8 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
   }
   const double wall = ms_between(timed_start, Clock::now());
   recorder.result().loss_last = trainer.last_step().loss;
-  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total);
+  trainer.synchronize();
+  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
 }
 
 // prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
@@ -198,7 +201,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   const auto mode_start = Clock::now();
   auto it = batches.begin();
   Clock::time_point timed_start{};
-  double busy_at_timed_start = 0, data_total = 0;
+  double busy_at_timed_start = 0, copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
   for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
     const bool timed = step >= setup.warmup_steps;
@@ -206,15 +209,14 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
       trainer.synchronize();
       timed_start = previous = Clock::now();
       busy_at_timed_start = trainer.gpu_busy_ms();
+      copy_s_at_timed_start = feeder.stats().copy_seconds;
     }
     const auto a = Clock::now();
     std::optional<conveyor::Batch> batch = it.next();
     if (!batch) throw conveyor::Error("the pipeline ended early");
     const auto b = Clock::now();
-    const double copy_before = feeder.stats().copy_seconds;
     const conveyor::StagedBatch staged = feeder.stage(std::move(*batch));
     const auto c = Clock::now();
-    const double busy_before = trainer.gpu_busy_ms();
     trainer.step(staged);
     const auto d = Clock::now();
     if (step == 0) {
@@ -229,17 +231,20 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     }
     const auto now = Clock::now();
     // In an overlapped loop a step's cost is the time between two step launches; its copy and compute
-    // shares come from the device's own clocks (events), read as deltas.
+    // shares come from the device's own clocks (events), read after the loop.
     if (timed) data_total += ms_between(a, b);
-    recorder.add({ms_between(previous, now), ms_between(a, b), 1000 * (feeder.stats().copy_seconds - copy_before),
-                  trainer.gpu_busy_ms() - busy_before},
-                 timed);
+    recorder.add({ms_between(previous, now), ms_between(a, b), 0, 0}, timed);
     previous = now;
   }
   trainer.synchronize();
   const double wall = ms_between(timed_start, Clock::now());
   recorder.result().loss_last = trainer.last_step().loss;
-  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total);
+  feeder.synchronize();
+  ModeResult result =
+      recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
+  // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.
+  result.copy_ms = 1000 * (feeder.stats().copy_seconds - copy_s_at_timed_start) / setup.steps;
+  return result;
 }
 
 }  // namespace

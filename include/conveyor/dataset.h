@@ -65,11 +65,11 @@ struct PipelineOptions {
   OnError on_error = OnError::fail;
   // Base of every element's seed: sample_seed(seed, epoch, index).
   std::uint64_t seed = 0;
-  // Elements being processed at once (oneTBB's token limit); 0: 4 x threads. Bounds the memory of the
-  // elements in flight.
+  // Elements being processed at once (oneTBB's token limit); 0: 8 x threads. Bounds the memory of the
+  // elements in flight (each keeps its sample's bytes and scratch images).
   std::size_t max_in_flight = 0;
-  // When set, every stage of every element is recorded on the worker's track, the consumer's waits on
-  // a "consumer" track and the number of ready batches as a counter.
+  // When set, every stage of every element is recorded on the track of the arena slot (worker thread)
+  // that ran it, the consumer's waits on a "consumer" track and the number of ready items as a counter.
   std::shared_ptr<TraceRecorder> trace = nullptr;
   // Batches the consumer may keep alive while it asks for the next one (a device feeder that keeps
   // two in flight sets 2). The pool has room for them on top of the prefetched and in-flight batches;
@@ -133,7 +133,7 @@ class Dataset {
  public:
   // ---- sources ----
   // These files, with these labels (one per file; empty: every label is -1).
-  static Dataset files(std::vector<std::string> paths, std::vector<std::int64_t> labels = {});
+  static Dataset files(const std::vector<std::string>& paths, std::vector<std::int64_t> labels = {});
   // An ImageFolder tree: every sub-folder of `root` is a class (sorted by name, labels 0..K-1); its
   // regular files named *.jpg or *.jpeg (any case), at any depth, are the class's images, in sorted
   // order. Symbolic links to directories are not followed (no loops), unreadable folders are skipped.
@@ -145,7 +145,8 @@ class Dataset {
   // the line number of a malformed line.
   static Dataset list_file(const std::filesystem::path& list, const std::filesystem::path& root = {});
   // Encoded images held in memory; Sample::path is "<memory:N>".
-  static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers, std::vector<std::int64_t> labels = {});
+  static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers,
+                        std::vector<std::int64_t> labels = {});
 
   // ---- which elements, in what order ----
   // A buffered shuffle (tf.data's): keeps `buffer_size` elements and emits a random one of them each
@@ -225,7 +226,8 @@ class BatchedDataset {
 
  private:
   friend class Dataset;
-  BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape, bool drop_remainder);
+  BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape,
+                 bool drop_remainder);
 
   Dataset samples_;
   std::size_t batch_size_;

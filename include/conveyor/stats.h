@@ -40,13 +40,13 @@ struct SkippedSample {
 struct PipelineStats {
   static constexpr std::size_t kMaxSkippedSamples = 100;
 
-  int threads = 0;                // threads of the iterator's task arena
-  std::size_t max_in_flight = 0;  // elements processed at once at most (the pipeline's tokens)
-  std::uint64_t elements_in = 0;  // elements chosen by the source stage
-  std::uint64_t elements_out = 0; // elements delivered to the consumer (in batches or one by one)
-  std::uint64_t batches = 0;      // batches delivered to the consumer
-  std::uint64_t filtered = 0;     // elements a filter rejected
-  std::uint64_t skipped = 0;      // elements dropped because a stage failed and on_error = skip
+  int threads = 0;                 // threads of the iterator's task arena
+  std::size_t max_in_flight = 0;   // elements processed at once at most (the pipeline's tokens)
+  std::uint64_t elements_in = 0;   // elements chosen by the source stage
+  std::uint64_t elements_out = 0;  // elements delivered to the consumer (in batches or one by one)
+  std::uint64_t batches = 0;       // batches delivered to the consumer
+  std::uint64_t filtered = 0;      // elements a filter rejected
+  std::uint64_t skipped = 0;       // elements dropped because a stage failed and on_error = skip
   std::map<std::string, std::uint64_t> skip_reasons;  // "stage: kind" -> count, e.g. "read: io"
   std::vector<SkippedSample> skipped_samples;         // the first kMaxSkippedSamples skipped
   std::vector<StageStats> stages;                     // in pipeline order

@@ -82,7 +82,9 @@ class TraceRecorder {
 class TraceScope {
  public:
   TraceScope(TraceRecorder* recorder, int track, std::string_view name) noexcept
-      : recorder_(recorder), track_(track), name_(name),
+      : recorder_(recorder),
+        track_(track),
+        name_(name),
         start_(recorder ? TraceRecorder::now() : TraceRecorder::TimePoint{}) {}
   ~TraceScope() {
     if (recorder_) recorder_->complete(track_, name_, start_, TraceRecorder::now());

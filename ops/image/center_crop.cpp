@@ -12,7 +12,9 @@ namespace conveyor::ops {
 Rect center_crop_window(int image_height, int image_width, int height, int width) {
   if (height <= 0 || width <= 0) throw InvalidArgument("center_crop: empty crop");
   // torchvision: int(round((image_size - crop_size) / 2.0)), Python's round halves to even.
-  const auto offset = [](int image, int crop) { return static_cast<int>(std::nearbyint((image - crop) / 2.0)); };
+  const auto offset = [](int image, int crop) {
+    return static_cast<int>(std::nearbyint((image - crop) / 2.0));
+  };
   return {offset(image_width, width), offset(image_height, height), width, height};
 }
 
@@ -37,8 +39,8 @@ DecodeResult decode_center_crop(JpegDecoder& decoder, std::span<const std::uint8
                                 const DecodeOptions& options, Interpolation interpolation) {
   decoder.open(jpeg, options);
   const ImageShape full = decoder.shape(1);
-  return decode_resized_window(decoder, center_fit_window(full.height, full.width, out.height, out.width), out,
-                               interpolation);
+  return decode_resized_window(decoder, center_fit_window(full.height, full.width, out.height, out.width),
+                               out, interpolation);
 }
 
 }  // namespace conveyor::ops

@@ -1,9 +1,8 @@
 #include "conveyor/ops/crop.h"
 
-#include <opencv2/core.hpp>
-
 #include <algorithm>
 #include <cstring>
+#include <opencv2/core.hpp>
 #include <string>
 
 #include "conveyor/error.h"
@@ -13,10 +12,14 @@ namespace {
 
 int border_type(PadMode mode) {
   switch (mode) {
-    case PadMode::constant: return cv::BORDER_CONSTANT;
-    case PadMode::edge: return cv::BORDER_REPLICATE;
-    case PadMode::reflect: return cv::BORDER_REFLECT_101;
-    case PadMode::symmetric: return cv::BORDER_REFLECT;
+    case PadMode::constant:
+      return cv::BORDER_CONSTANT;
+    case PadMode::edge:
+      return cv::BORDER_REPLICATE;
+    case PadMode::reflect:
+      return cv::BORDER_REFLECT_101;
+    case PadMode::symmetric:
+      return cv::BORDER_REFLECT;
   }
   return cv::BORDER_CONSTANT;
 }
@@ -65,8 +68,8 @@ void crop_copy(ConstImageView image, Rect window, ImageView out, PadMode mode, s
     const std::uint8_t* src = image.row(sy);
     for (int ox = 0; ox < window.width; ++ox) {
       if (ox == left && inside_bytes > 0) {
-        std::memcpy(dst + static_cast<std::ptrdiff_t>(ox) * channels, src + static_cast<std::ptrdiff_t>(inside_begin) * channels,
-                    inside_bytes);
+        std::memcpy(dst + static_cast<std::ptrdiff_t>(ox) * channels,
+                    src + static_cast<std::ptrdiff_t>(inside_begin) * channels, inside_bytes);
         ox += inside_end - inside_begin - 1;
         continue;
       }
@@ -75,7 +78,8 @@ void crop_copy(ConstImageView image, Rect window, ImageView out, PadMode mode, s
         std::memset(pixel, value, static_cast<std::size_t>(channels));
       } else {
         const int sx = cv::borderInterpolate(window.x + ox, image.width, border);
-        std::memcpy(pixel, src + static_cast<std::ptrdiff_t>(sx) * channels, static_cast<std::size_t>(channels));
+        std::memcpy(pixel, src + static_cast<std::ptrdiff_t>(sx) * channels,
+                    static_cast<std::size_t>(channels));
       }
     }
   }
@@ -95,7 +99,8 @@ Rect random_crop_window(int image_height, int image_width, int height, int width
   return {x - padding, y - padding, width, height};
 }
 
-void random_crop(ConstImageView image, ImageView out, Rng& rng, int padding, PadMode mode, std::uint8_t value) {
+void random_crop(ConstImageView image, ImageView out, Rng& rng, int padding, PadMode mode,
+                 std::uint8_t value) {
   const Rect window = random_crop_window(image.height, image.width, out.height, out.width, padding, rng);
   crop_copy(image, window, out, mode, value);
 }

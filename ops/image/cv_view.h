@@ -8,7 +8,8 @@
 namespace conveyor::ops::detail {
 
 inline cv::Mat as_mat(ImageView view) {
-  return cv::Mat(view.height, view.width, CV_8UC(view.channels), view.data, static_cast<std::size_t>(view.stride));
+  return cv::Mat(view.height, view.width, CV_8UC(view.channels), view.data,
+                 static_cast<std::size_t>(view.stride));
 }
 
 // OpenCV has no const Mat header; callers only ever pass the result as an input array.

@@ -38,7 +38,8 @@ OutputSpace output_space(const JpegHeader& header, ColorMode mode) {
 
 void check_scale(int scale_denom) {
   if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
-    throw InvalidArgument("JPEG DCT scale must be 1/1, 1/2, 1/4 or 1/8, got 1/" + std::to_string(scale_denom));
+    throw InvalidArgument("JPEG DCT scale must be 1/1, 1/2, 1/4 or 1/8, got 1/" +
+                          std::to_string(scale_denom));
   }
 }
 
@@ -116,7 +117,8 @@ ConstImageView JpegDecoder::State::decode(Rect region, int scale_denom, ImageVie
                           std::to_string(height) + " image");
   }
   const ImageShape shape{region.height, region.width, space.channels};
-  if (!out.empty() && out.shape() != shape) throw InvalidArgument("JpegDecoder: output view has the wrong shape");
+  if (!out.empty() && out.shape() != shape)
+    throw InvalidArgument("JpegDecoder: output view has the wrong shape");
   const Rect stored = detail::stored_rect(region, turn, stored_width, stored_height);
 
   jpeg.start(scale_denom, space.jpeg, options.fast);
@@ -187,7 +189,8 @@ ImageShape JpegDecoder::shape(int scale_denom) const {
   if (header.width == 0) throw InvalidArgument("JpegDecoder: no image opened");
   const int width = scaled_size(header.width, scale_denom), height = scaled_size(header.height, scale_denom);
   const int channels = output_space(header, state_->options.color).channels;
-  return state_->orientation() >= 5 ? ImageShape{width, height, channels} : ImageShape{height, width, channels};
+  return state_->orientation() >= 5 ? ImageShape{width, height, channels}
+                                    : ImageShape{height, width, channels};
 }
 
 DecodeResult JpegDecoder::read(ImageView out, int scale_denom) {

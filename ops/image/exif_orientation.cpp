@@ -1,10 +1,9 @@
 #include "ops/image/exif_orientation.h"
 
-#include <opencv2/core.hpp>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <opencv2/core.hpp>
 #include <utility>
 
 #include "conveyor/error.h"
@@ -26,7 +25,8 @@ struct TiffReader {
   }
   std::uint16_t u16(std::size_t offset) const noexcept {
     const std::uint8_t* p = tiff.data() + offset;
-    return big_endian ? static_cast<std::uint16_t>(p[0] << 8 | p[1]) : static_cast<std::uint16_t>(p[1] << 8 | p[0]);
+    return big_endian ? static_cast<std::uint16_t>(p[0] << 8 | p[1])
+                      : static_cast<std::uint16_t>(p[1] << 8 | p[0]);
   }
   std::uint32_t u32(std::size_t offset) const noexcept {
     const std::uint32_t hi = u16(offset + (big_endian ? 0 : 2)), lo = u16(offset + (big_endian ? 2 : 0));
@@ -66,14 +66,22 @@ Rect stored_rect(Rect upright, int orientation, int stored_width, int stored_hei
   const auto source = [&](int x, int y) -> std::pair<int, int> {
     const int w = stored_width - 1, h = stored_height - 1;
     switch (orientation) {
-      case 2: return {w - x, y};
-      case 3: return {w - x, h - y};
-      case 4: return {x, h - y};
-      case 5: return {y, x};
-      case 6: return {y, h - x};
-      case 7: return {w - y, h - x};
-      case 8: return {w - y, x};
-      default: return {x, y};
+      case 2:
+        return {w - x, y};
+      case 3:
+        return {w - x, h - y};
+      case 4:
+        return {x, h - y};
+      case 5:
+        return {y, x};
+      case 6:
+        return {y, h - x};
+      case 7:
+        return {w - y, h - x};
+      case 8:
+        return {w - y, x};
+      default:
+        return {x, y};
     }
   };
   const auto [ax, ay] = source(upright.x, upright.y);
@@ -89,17 +97,31 @@ void apply_orientation(ConstImageView stored, int orientation, ImageView upright
   const cv::Mat src = as_mat(stored);
   cv::Mat dst = as_mat(upright);
   switch (orientation) {
-    case 2: cv::flip(src, dst, 1); break;
-    case 3: cv::flip(src, dst, -1); break;
-    case 4: cv::flip(src, dst, 0); break;
-    case 5: cv::transpose(src, dst); break;
-    case 6: cv::rotate(src, dst, cv::ROTATE_90_CLOCKWISE); break;
+    case 2:
+      cv::flip(src, dst, 1);
+      break;
+    case 3:
+      cv::flip(src, dst, -1);
+      break;
+    case 4:
+      cv::flip(src, dst, 0);
+      break;
+    case 5:
+      cv::transpose(src, dst);
+      break;
+    case 6:
+      cv::rotate(src, dst, cv::ROTATE_90_CLOCKWISE);
+      break;
     case 7:
       cv::transpose(src, dst);
       cv::flip(dst, dst, -1);
       break;
-    case 8: cv::rotate(src, dst, cv::ROTATE_90_COUNTERCLOCKWISE); break;
-    default: src.copyTo(dst); break;
+    case 8:
+      cv::rotate(src, dst, cv::ROTATE_90_COUNTERCLOCKWISE);
+      break;
+    default:
+      src.copyTo(dst);
+      break;
   }
 }
 

@@ -48,12 +48,18 @@ DecodeFailure failure_of(int code) noexcept {
 
 JpegColorSpace color_space_of(J_COLOR_SPACE space) noexcept {
   switch (space) {
-    case JCS_GRAYSCALE: return JpegColorSpace::gray;
-    case JCS_YCbCr: return JpegColorSpace::ycbcr;
-    case JCS_RGB: return JpegColorSpace::rgb;
-    case JCS_CMYK: return JpegColorSpace::cmyk;
-    case JCS_YCCK: return JpegColorSpace::ycck;
-    default: return JpegColorSpace::unknown;
+    case JCS_GRAYSCALE:
+      return JpegColorSpace::gray;
+    case JCS_YCbCr:
+      return JpegColorSpace::ycbcr;
+    case JCS_RGB:
+      return JpegColorSpace::rgb;
+    case JCS_CMYK:
+      return JpegColorSpace::cmyk;
+    case JCS_YCCK:
+      return JpegColorSpace::ycck;
+    default:
+      return JpegColorSpace::unknown;
   }
 }
 
@@ -109,7 +115,8 @@ void JpegDecompress::on_emit_message(j_common_ptr common, int level) {
     // The entropy decoder needed bits past the end of the data: the last row is incomplete.
     self.jump(DecodeFailure::truncated);
   }
-  if (self.warnings_are_errors_) self.jump(self.eof_seen_ ? DecodeFailure::truncated : DecodeFailure::warnings);
+  if (self.warnings_are_errors_)
+    self.jump(self.eof_seen_ ? DecodeFailure::truncated : DecodeFailure::warnings);
 }
 
 void JpegDecompress::on_progress(j_common_ptr common) {
@@ -175,9 +182,9 @@ void JpegDecompress::open(std::span<const std::uint8_t> jpeg, const DecodeOption
   }
   const auto pixels = static_cast<std::uint64_t>(header_.width) * static_cast<std::uint64_t>(header_.height);
   if (pixels > options.max_pixels) {
-    throw DecodeError(DecodeFailure::too_large, std::to_string(header_.width) + "x" +
-                                                    std::to_string(header_.height) + " is over the limit of " +
-                                                    std::to_string(options.max_pixels) + " pixels");
+    throw DecodeError(DecodeFailure::too_large,
+                      std::to_string(header_.width) + "x" + std::to_string(header_.height) +
+                          " is over the limit of " + std::to_string(options.max_pixels) + " pixels");
   }
 }
 
@@ -228,7 +235,8 @@ void JpegDecompress::read_rows(std::uint8_t* first, std::ptrdiff_t stride, int c
       done += got;
     }
   });
-  if (stalled) throw DecodeError(DecodeFailure::corrupt, "libjpeg delivered fewer rows than the header declares");
+  if (stalled)
+    throw DecodeError(DecodeFailure::corrupt, "libjpeg delivered fewer rows than the header declares");
 }
 
 }  // namespace conveyor::ops::detail

@@ -5,10 +5,12 @@
 #include <csetjmp>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>  // jpeglib.h needs FILE and size_t declared first
 #include <span>
 
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t declared first
 #include <jpeglib.h>
+// clang-format on
 
 #include "conveyor/error.h"
 #include "conveyor/ops/decode_jpeg.h"

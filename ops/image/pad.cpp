@@ -13,7 +13,8 @@ void pad(ConstImageView image, ImageView out, int top, int bottom, int left, int
 }
 
 void pad_to(ConstImageView image, ImageView out, PadMode mode, std::uint8_t value) {
-  if (out.height < image.height || out.width < image.width) throw InvalidArgument("pad_to: output is smaller");
+  if (out.height < image.height || out.width < image.width)
+    throw InvalidArgument("pad_to: output is smaller");
   const int top = (out.height - image.height) / 2, left = (out.width - image.width) / 2;
   pad(image, out, top, out.height - image.height - top, left, out.width - image.width - left, mode, value);
 }

@@ -23,7 +23,8 @@ int round_half_even(double x) { return static_cast<int>(std::nearbyint(x)); }
 // The window in the pixels of the image decoded at 1/scale, rounded to the nearest pixel and at least one.
 Rect scaled_window(Rect window, int scale, ImageShape scaled) {
   const auto scale_down = [scale](int v) { return (v + scale / 2) / scale; };
-  int x0 = std::min(scale_down(window.x), scaled.width - 1), y0 = std::min(scale_down(window.y), scaled.height - 1);
+  int x0 = std::min(scale_down(window.x), scaled.width - 1),
+      y0 = std::min(scale_down(window.y), scaled.height - 1);
   const int x1 = std::clamp(scale_down(window.right()), x0 + 1, scaled.width);
   const int y1 = std::clamp(scale_down(window.bottom()), y0 + 1, scaled.height);
   return {x0, y0, x1 - x0, y1 - y0};
@@ -58,19 +59,22 @@ Rect random_resized_crop_window(int height, int width, const RandomResizedCropOp
   return {(width - w) / 2, (height - h) / 2, w, h};
 }
 
-void random_resized_crop(ConstImageView image, ImageView out, const RandomResizedCropOptions& options, Rng& rng) {
+void random_resized_crop(ConstImageView image, ImageView out, const RandomResizedCropOptions& options,
+                         Rng& rng) {
   const Rect window = random_resized_crop_window(image.height, image.width, options, rng);
   resize(crop(image, window), out, options.interpolation);
 }
 
-DecodeResult decode_resized_window(JpegDecoder& decoder, Rect window, ImageView out, Interpolation interpolation) {
+DecodeResult decode_resized_window(JpegDecoder& decoder, Rect window, ImageView out,
+                                   Interpolation interpolation) {
   const ImageShape full = decoder.shape(1);
   if (out.empty()) throw InvalidArgument("decode_resized_window: empty output");
   if (out.channels != full.channels) {
     throw InvalidArgument("decode_resized_window: output has " + std::to_string(out.channels) +
                           " channels, the image decodes to " + std::to_string(full.channels));
   }
-  if (!window.inside(full.width, full.height)) throw InvalidArgument("decode_resized_window: window outside the image");
+  if (!window.inside(full.width, full.height))
+    throw InvalidArgument("decode_resized_window: window outside the image");
   const int scale = choose_dct_scale(window.width, window.height, out.width, out.height);
   const Rect region = scale == 1 ? window : scaled_window(window, scale, decoder.shape(scale));
   if (region.width == out.width && region.height == out.height) {
@@ -81,8 +85,8 @@ DecodeResult decode_resized_window(JpegDecoder& decoder, Rect window, ImageView 
   return {out.shape(), decoder.warnings(), scale, decoder.orientation()};
 }
 
-DecodeResult decode_random_resized_crop(JpegDecoder& decoder, std::span<const std::uint8_t> jpeg, ImageView out,
-                                        const RandomResizedCropOptions& options, Rng& rng) {
+DecodeResult decode_random_resized_crop(JpegDecoder& decoder, std::span<const std::uint8_t> jpeg,
+                                        ImageView out, const RandomResizedCropOptions& options, Rng& rng) {
   decoder.open(jpeg, options.decode);
   const ImageShape full = decoder.shape(1);
   const Rect window = random_resized_crop_window(full.height, full.width, options, rng);

@@ -12,9 +12,15 @@ void resize(ConstImageView image, ImageView out, Interpolation interpolation) {
   if (image.channels != out.channels) throw InvalidArgument("resize: input and output channels differ");
   int method = cv::INTER_LINEAR;
   switch (interpolation) {
-    case Interpolation::nearest: method = cv::INTER_NEAREST; break;
-    case Interpolation::linear: method = cv::INTER_LINEAR; break;
-    case Interpolation::area: method = cv::INTER_AREA; break;
+    case Interpolation::nearest:
+      method = cv::INTER_NEAREST;
+      break;
+    case Interpolation::linear:
+      method = cv::INTER_LINEAR;
+      break;
+    case Interpolation::area:
+      method = cv::INTER_AREA;
+      break;
   }
   cv::Mat dst = detail::as_mat(out);
   cv::resize(detail::as_mat(image), dst, dst.size(), 0, 0, method);

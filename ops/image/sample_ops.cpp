@@ -24,7 +24,8 @@ void check_size(int height, int width, const char* op) {
 
 ConstImageView current_image(const Sample& sample, const char* op) {
   const ConstImageView image = sample.image();
-  if (image.empty()) throw InvalidArgument(std::string(op) + ": the sample has no image yet (decode it first)");
+  if (image.empty())
+    throw InvalidArgument(std::string(op) + ": the sample has no image yet (decode it first)");
   return image;
 }
 
@@ -54,7 +55,8 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
             const Rect window = random_resized_crop_window(full.height, full.width, options, rng);
-            decode_resized_window(decoder, window, sample.output({size, size, full.channels}), options.interpolation);
+            decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
+                                  options.interpolation);
             sample.publish();
           }};
 }
@@ -66,7 +68,8 @@ SampleOp decode_center_crop(int size, DecodeOptions options) {
             decoder.open(sample.encoded, options);
             const ImageShape full = decoder.shape();
             const Rect window = center_fit_window(full.height, full.width, size, size);
-            decode_resized_window(decoder, window, sample.output({size, size, full.channels}), Interpolation::linear);
+            decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
+                                  Interpolation::linear);
             sample.publish();
           }};
 }
@@ -87,7 +90,8 @@ SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_
   if (top < 0 || bottom < 0 || left < 0 || right < 0) throw InvalidArgument("pad: negative margin");
   return {"pad", [=](Sample& sample) {
             const ConstImageView image = current_image(sample, "pad");
-            ImageView out = sample.output({image.height + top + bottom, image.width + left + right, image.channels});
+            ImageView out =
+                sample.output({image.height + top + bottom, image.width + left + right, image.channels});
             pad(image, out, top, bottom, left, right, mode, value);
             sample.publish();
           }};

@@ -47,7 +47,7 @@ bool BatchNormCudnn::allocate_fused(Context& ctx) {
                                                           z, x_desc_.get(), param_desc_.get(), act, &backward_bytes);
   if (s == CUDNN_STATUS_SUCCESS)
     s = cudnnGetBatchNormalizationTrainingExReserveSpaceSize(h, mode, ops, act, x_desc_.get(), &reserve_bytes);
-  if (cuda::is_not_supported(s)) return false;
+  if (cuda::is_not_supported(s) || CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_BAD_PARAM) return false;
   CONVEYOR_CUDNN(s, name_ + " (sizing the fused batch norm's workspace)");
   workspace_ = ctx.allocate(std::max(forward_bytes, backward_bytes), name_ + " batch-norm workspace");
   reserve_ = ctx.allocate(reserve_bytes, name_ + " batch-norm reserve space");
@@ -56,7 +56,10 @@ bool BatchNormCudnn::allocate_fused(Context& ctx) {
 
 void BatchNormCudnn::prepare(Context& ctx, const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy,
                              const Tensor& dx, const Tensor* dz, const BatchNormParams& params) {
-  if (path_ == Path::fused && !allocate_fused(ctx)) path_ = Path::cudnn_plain;
+  if (path_ == Path::fused && !allocate_fused(ctx)) {
+    declined_ = "the fused configuration's workspace query was declined";
+    path_ = Path::cudnn_plain;
+  }
   const bool needs_relu_grad = options_.relu && !options_.residual;
   while (true) {
     if (path_ != Path::fused) {
@@ -75,7 +78,11 @@ void BatchNormCudnn::prepare(Context& ctx, const Tensor& x, const Tensor* z, con
     if (s.status == CUDNN_STATUS_SUCCESS) s = run_backward(cuda, x, y, dy, dx, dz, params);
     if (s.status == CUDNN_STATUS_SUCCESS) s = run_forward_inference(cuda, x, z, y, params);
     if (s.status == CUDNN_STATUS_SUCCESS) return;
-    if (!cuda::is_not_supported(s.status)) check(s, "warm-up");
+    // cuDNN declines a type or layout with NOT_SUPPORTED, and some versions with BAD_PARAM; our kernels
+    // take every configuration, so both mean: fall back (describe() says why). Other failures are errors.
+    if (!cuda::is_not_supported(s.status) && CUDNN_STATUS_CATEGORY(s.status) != CUDNN_STATUS_BAD_PARAM)
+      check(s, "warm-up");
+    declined_ = std::string(s.call) + ": " + cudnnGetErrorString(s.status);
     path_ = path_ == Path::fused ? Path::cudnn_plain : Path::own;
   }
 }
@@ -206,10 +213,10 @@ void BatchNormCudnn::backward(CudaContext& cuda, const Tensor& x, const Tensor& 
 std::string BatchNormCudnn::describe() const {
   switch (path_) {
     case Path::fused: return "cuDNN fused (BatchNormalization*Ex, NHWC persistent)";
-    case Path::cudnn_plain: return "cuDNN batch norm + our ReLU/add kernels (fused configuration declined)";
+    case Path::cudnn_plain: return "cuDNN batch norm + our ReLU/add kernels (fused declined: " + declined_ + ")";
     case Path::own: break;
   }
-  return options_.fused ? "our kernels (cuDNN declined this configuration)"
+  return options_.fused ? "our batch-norm kernels (cuDNN declined: " + declined_ + ")"
                         : "unfused: separate mean, variance, normalize and ReLU kernels";
 }
 

@@ -62,6 +62,7 @@ class BatchNormCudnn {
   Buffer workspace_, reserve_;         // fused path
   Buffer relu_grad_;                   // plain and own paths, ReLU without residual
   Buffer partials_;                    // own path
+  std::string declined_;               // why cuDNN's path was left at warm-up, if it was
 };
 
 }  // namespace conveyor::nn

@@ -69,6 +69,7 @@ void CudaContext::require_workspace(std::size_t bytes) noexcept {
 }
 
 void CudaContext::allocate_workspace() {
+  release_search_workspace();  // the search is over: its scratch goes back before the workspace is taken
   if (workspace_needed_ <= workspace_.bytes()) return;
   workspace_.reset();
   workspace_ = pool_.allocate(workspace_needed_, stream_.get(), "cuDNN workspace shared by the layers");

@@ -16,7 +16,8 @@ std::shared_ptr<BatchPool> BatchPool::create(std::size_t max_buffers, std::size_
                                              bool want_pinned) {
   if (max_buffers == 0 || capacity == 0 || shape.empty())
     throw InvalidArgument("BatchPool: needs at least one buffer, a capacity and a non-empty sample shape");
-  return std::make_shared<BatchPool>(Key{}, max_buffers, capacity, shape, want_pinned && cuda_device_present());
+  return std::make_shared<BatchPool>(Key{}, max_buffers, capacity, shape,
+                                     want_pinned && cuda_device_present());
 }
 
 BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape, bool pinned)

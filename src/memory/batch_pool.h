@@ -71,7 +71,7 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   mutable std::mutex mutex_;
   std::condition_variable returned_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::vector<Slot*> free_;  // capacity reserved up front: giving back never allocates
+  std::vector<Slot*> free_;    // capacity reserved up front: giving back never allocates
   std::size_t allocated_ = 0;  // counts slots being made outside the lock too
   std::size_t waiters_ = 0;
   bool cancelled_ = false;

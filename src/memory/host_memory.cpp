@@ -34,14 +34,16 @@ HostAllocation::HostAllocation(std::size_t bytes, bool pinned) : size_(bytes), p
     throw InvalidArgument("HostAllocation: pinned memory needs a CUDA build");
 #endif
   } else {
-    data_ = static_cast<std::byte*>(::operator new(bytes, std::align_val_t{kAlignment}));
+    data_ = static_cast<std::byte*>(::operator new (bytes, std::align_val_t{kAlignment}));
   }
 }
 
 HostAllocation::~HostAllocation() { reset(); }
 
 HostAllocation::HostAllocation(HostAllocation&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), pinned_(other.pinned_) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      pinned_(other.pinned_) {}
 
 HostAllocation& HostAllocation::operator=(HostAllocation&& other) noexcept {
   if (this != &other) {
@@ -60,7 +62,7 @@ void HostAllocation::reset() noexcept {
     cudaFreeHost(data_);  // a destructor cannot report; the pointer came from cudaHostAlloc
 #endif
   } else {
-    ::operator delete(data_, std::align_val_t{kAlignment});
+    ::operator delete (data_, std::align_val_t{kAlignment});
   }
   data_ = nullptr;
 }

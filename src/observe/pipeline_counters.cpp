@@ -59,23 +59,27 @@ std::string format_stats(const PipelineStats& stats) {
   char line[256];
   std::snprintf(line, sizeof line, "threads %d, in flight %zu, elements in %llu out %llu, batches %llu\n",
                 stats.threads, stats.max_in_flight, static_cast<unsigned long long>(stats.elements_in),
-                static_cast<unsigned long long>(stats.elements_out), static_cast<unsigned long long>(stats.batches));
+                static_cast<unsigned long long>(stats.elements_out),
+                static_cast<unsigned long long>(stats.batches));
   out += line;
   for (const StageStats& stage : stats.stages) {
     const double mean_us = stage.count ? static_cast<double>(stage.busy_ns) / stage.count / 1e3 : 0.0;
-    std::snprintf(line, sizeof line, "  %-32s %10llu x %9.1f us  busy %8.3f s  failed %llu\n", stage.name.c_str(),
-                  static_cast<unsigned long long>(stage.count), mean_us, static_cast<double>(stage.busy_ns) / 1e9,
-                  static_cast<unsigned long long>(stage.failures));
+    std::snprintf(line, sizeof line, "  %-32s %10llu x %9.1f us  busy %8.3f s  failed %llu\n",
+                  stage.name.c_str(), static_cast<unsigned long long>(stage.count), mean_us,
+                  static_cast<double>(stage.busy_ns) / 1e9, static_cast<unsigned long long>(stage.failures));
     out += line;
   }
-  std::snprintf(line, sizeof line,
-                "queue: now %zu, max %zu, mean %.2f seen by the consumer (prefetch %zu); consumer waited %llu "
-                "times, %.3f s\n",
-                stats.queue.current, stats.queue.max, stats.queue.mean, stats.queue.capacity,
-                static_cast<unsigned long long>(stats.consumer_waits), static_cast<double>(stats.consumer_wait_ns) / 1e9);
+  std::snprintf(
+      line, sizeof line,
+      "queue: now %zu, max %zu, mean %.2f seen by the consumer (prefetch %zu); consumer waited %llu "
+      "times, %.3f s\n",
+      stats.queue.current, stats.queue.max, stats.queue.mean, stats.queue.capacity,
+      static_cast<unsigned long long>(stats.consumer_waits),
+      static_cast<double>(stats.consumer_wait_ns) / 1e9);
   out += line;
-  std::snprintf(line, sizeof line, "pool: %zu of %zu buffers%s; filtered %llu, skipped %llu\n", stats.pool_buffers,
-                stats.pool_capacity, stats.pinned ? " (pinned)" : "", static_cast<unsigned long long>(stats.filtered),
+  std::snprintf(line, sizeof line, "pool: %zu of %zu buffers%s; filtered %llu, skipped %llu\n",
+                stats.pool_buffers, stats.pool_capacity, stats.pinned ? " (pinned)" : "",
+                static_cast<unsigned long long>(stats.filtered),
                 static_cast<unsigned long long>(stats.skipped));
   out += line;
   for (const auto& [reason, count] : stats.skip_reasons)

@@ -65,6 +65,7 @@ void append_number(std::string& out, const char* format, double value) {
 }
 
 struct FileCloser {
+  // NOLINTNEXTLINE(cppcoreguidelines-owning-memory): the unique_ptr below is the owner
   void operator()(std::FILE* file) const noexcept { std::fclose(file); }
 };
 
@@ -96,7 +97,9 @@ TraceRecorder::Track* TraceRecorder::find(int track) const noexcept {
 }
 
 void TraceRecorder::append(Track& track, const Event& event) noexcept {
-  const std::size_t i = track.size.load(std::memory_order_relaxed);
+  // Acquire: the track's previous writer may have been another thread (one at a time, e.g. the
+  // successive holders of an arena slot).
+  const std::size_t i = track.size.load(std::memory_order_acquire);
   if (i >= track.capacity) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -174,10 +177,15 @@ std::string TraceRecorder::json() const {
   for (int id = 0; id < count; ++id) {
     const Track* track = find(id);
     const std::string tid = std::to_string(id);
-    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + tid + ",\"args\":{\"name\":";
+    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":";
+    out += tid;
+    out += ",\"args\":{\"name\":";
     append_escaped(out, track->name);
-    out += "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":" + tid +
-           ",\"args\":{\"sort_index\":" + tid + "}}";
+    out += "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":";
+    out += tid;
+    out += ",\"args\":{\"sort_index\":";
+    out += tid;
+    out += "}}";
     const std::size_t size = track->size.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < size; ++i) {
       const Event& e = track->chunks[i / Track::kChunk][i % Track::kChunk];
@@ -185,7 +193,9 @@ std::string TraceRecorder::json() const {
       append_escaped(out, std::string_view(e.name, e.name_length));
       out += ",\"ph\":\"";
       out.push_back(e.phase);
-      out += "\",\"pid\":1,\"tid\":" + tid + ",\"ts\":";
+      out += "\",\"pid\":1,\"tid\":";
+      out += tid;
+      out += ",\"ts\":";
       append_number(out, "%.3f", static_cast<double>(e.start_ns) / 1000.0);
       if (e.phase == 'X') {
         out += ",\"dur\":";

@@ -8,7 +8,8 @@
 
 namespace conveyor::detail {
 
-BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open)
+BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder,
+                               std::size_t max_open)
     : batch_size_(batch_size), shape_(shape), sample_bytes_(shape.bytes()), drop_remainder_(drop_remainder) {
   states_.reserve(max_open);
   free_.reserve(max_open);

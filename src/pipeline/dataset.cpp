@@ -13,7 +13,8 @@ std::shared_ptr<detail::DatasetNode> source_node(std::shared_ptr<const detail::S
   return node;
 }
 
-std::vector<std::int64_t> checked_labels(std::vector<std::int64_t> labels, std::size_t size, const char* what) {
+std::vector<std::int64_t> checked_labels(std::vector<std::int64_t> labels, std::size_t size,
+                                         const char* what) {
   if (labels.empty()) return std::vector<std::int64_t>(size, -1);
   if (labels.size() != size)
     throw InvalidArgument(std::string(what) + ": " + std::to_string(labels.size()) + " labels for " +
@@ -43,7 +44,7 @@ PipelinePlan make_plan(const DatasetNode& last) {
 
 // ---- sources ----
 
-Dataset Dataset::files(std::vector<std::string> paths, std::vector<std::int64_t> labels) {
+Dataset Dataset::files(const std::vector<std::string>& paths, std::vector<std::int64_t> labels) {
   detail::FileListing listing;
   std::size_t bytes = 0;
   for (const std::string& path : paths) bytes += path.size() + 1;
@@ -85,9 +86,10 @@ std::shared_ptr<detail::DatasetNode> Dataset::child() const {
 
 void Dataset::require_no_filter(const char* what) const {
   if (node_->has_filter)
-    throw InvalidArgument(std::string("Dataset::") + what +
-                          " after filter(): it would act on a stream whose length depends on the filter; call it "
-                          "before filter()");
+    throw InvalidArgument(
+        std::string("Dataset::") + what +
+        " after filter(): it would act on a stream whose length depends on the filter; call it "
+        "before filter()");
 }
 
 Dataset Dataset::shuffle(std::size_t buffer_size, std::uint64_t seed) const {
@@ -138,7 +140,8 @@ Dataset Dataset::take(std::uint64_t count) const {
 Dataset Dataset::map(SampleOp op) const {
   if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
   auto node = child();
-  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}};
+  node->step =
+      detail::Step{op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}};
   return Dataset(std::move(node));
 }
 
@@ -148,7 +151,9 @@ Dataset Dataset::map(std::string name, std::function<void(Sample&)> fn) const {
 
 Dataset Dataset::map(std::function<void(Sample&)> fn) const { return map(SampleOp{"map", std::move(fn)}); }
 
-Dataset Dataset::filter(std::function<bool(const Sample&)> keep) const { return filter("filter", std::move(keep)); }
+Dataset Dataset::filter(std::function<bool(const Sample&)> keep) const {
+  return filter("filter", std::move(keep));
+}
 
 Dataset Dataset::filter(std::string name, std::function<bool(const Sample&)> keep) const {
   if (!keep) throw InvalidArgument("Dataset::filter: no predicate");

@@ -21,9 +21,9 @@ struct Element {
   BufferState* buffer = nullptr;  // batches only: the buffer that holds this element's slot
   std::size_t slot = 0;
   Outcome outcome = Outcome::kept;
-  std::size_t failed_stage = 0;   // index into the pipeline's stage names
-  std::string error_kind;         // "io", "truncated", ...: the key of the skip counts
-  std::string error_reason;       // the exception's message
+  std::size_t failed_stage = 0;  // index into the pipeline's stage names
+  std::string error_kind;        // "io", "truncated", ...: the key of the skip counts
+  std::string error_reason;      // the exception's message
 };
 
 }  // namespace conveyor::detail

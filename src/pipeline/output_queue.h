@@ -28,11 +28,12 @@ class OutputQueue {
   struct Popped {
     Status status = Status::end;
     Item item;
-    std::size_t depth = 0;         // items ready when the consumer asked
-    std::size_t left = 0;          // items ready after this pop
+    std::size_t depth = 0;  // items ready when the consumer asked
+    std::size_t left = 0;   // items ready after this pop
     std::chrono::nanoseconds waited{0};
   };
 
+  // NOLINTNEXTLINE(bugprone-throw-keyword-missing): the ring holds exception_ptrs, it is not one
   explicit OutputQueue(std::size_t capacity) : ring_(capacity < 2 ? 2 : capacity) {}
 
   // Pipeline side. Returns the depth after the push.

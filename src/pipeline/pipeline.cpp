@@ -1,10 +1,10 @@
 // The driver and the consumer side of a Pipeline; the stage bodies are in pipeline_stages.cpp.
 #include "src/pipeline/pipeline.h"
 
-#include <opencv2/core/utility.hpp>
 #include <tbb/info.h>
 
 #include <algorithm>
+#include <opencv2/core/utility.hpp>
 
 #include "conveyor/error.h"
 #include "src/pipeline/tsan.h"
@@ -16,8 +16,11 @@ int resolve_threads(const PipelineOptions& options) {
   return options.threads > 0 ? options.threads : std::max(1, tbb::info::default_concurrency());
 }
 
+// In order, an element that takes long holds back those behind it until it is collected; enough tokens
+// let the other threads go on with later elements meanwhile. A token costs one Sample's buffers.
 std::size_t resolve_tokens(const PipelineOptions& options, int threads) {
-  return options.max_in_flight > 0 ? options.max_in_flight : static_cast<std::size_t>(std::max(4 * threads, 4));
+  return options.max_in_flight > 0 ? options.max_in_flight
+                                   : static_cast<std::size_t>(std::max(8 * threads, 8));
 }
 
 bool delivers_in_order(const PipelinePlan& plan, int threads) {
@@ -67,7 +70,11 @@ Pipeline::Pipeline(PipelinePlan plan)
     elements_.push_back(std::make_unique<Element>());
     free_elements_.push_back(elements_.back().get());
   }
-  if (trace_) consumer_track_ = trace_->track("consumer");
+  if (trace_) {
+    consumer_track_ = trace_->track("consumer");
+    slot_tracks_ = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(threads_));
+    for (int i = 0; i < threads_; ++i) slot_tracks_[static_cast<std::size_t>(i)].store(-1);
+  }
   // OpenCV's own thread pool would oversubscribe the arena's cores when an op calls cv::resize & co.
   // This setting is process-wide in OpenCV: every iterator sets the same value.
   cv::setNumThreads(0);
@@ -145,7 +152,9 @@ void Pipeline::start_batching(ImageShape shape) {
 void Pipeline::deliver(OutputQueue::Item item) {
   const std::size_t depth = queue_.push(std::move(item));
   counters_.queue_pushed(depth);
-  if (trace_) trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(), static_cast<double>(depth));
+  if (trace_)
+    trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(),
+                    static_cast<double>(depth));
 }
 
 OutputQueue::Popped Pipeline::pop() {
@@ -162,11 +171,13 @@ OutputQueue::Popped Pipeline::pop() {
   counters_.queue_popped(popped.depth);
   if (popped.waited.count() > 0) {
     counters_.consumer_waits.fetch_add(1, std::memory_order_relaxed);
-    counters_.consumer_wait_ns.fetch_add(static_cast<std::uint64_t>(popped.waited.count()), std::memory_order_relaxed);
+    counters_.consumer_wait_ns.fetch_add(static_cast<std::uint64_t>(popped.waited.count()),
+                                         std::memory_order_relaxed);
     if (trace_) trace_->complete(consumer_track_, "wait", start, start + popped.waited);
   }
   if (trace_ && popped.status == OutputQueue::Status::item)
-    trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(), static_cast<double>(popped.left));
+    trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(),
+                    static_cast<double>(popped.left));
   return popped;
 }
 
@@ -180,7 +191,8 @@ std::optional<Batch> Pipeline::next_batch() {
   if (popped.status == OutputQueue::Status::stuck) {
     throw Error("Iterator::next: all " + std::to_string(pool_capacity_) +
                 " batch buffers are lent out and none is ready: the consumer keeps more batches alive than "
-                "PipelineOptions::held_batches (" + std::to_string(plan_.options.held_batches) +
+                "PipelineOptions::held_batches (" +
+                std::to_string(plan_.options.held_batches) +
                 "); release batches before asking for more, or raise held_batches");
   }
   if (auto* error = std::get_if<std::exception_ptr>(&popped.item)) {

@@ -12,7 +12,6 @@
 // the driver; in-flight elements stop at their next stage boundary.
 #pragma once
 
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
@@ -105,9 +104,10 @@ class Pipeline {
   std::vector<Element*> free_elements_;
 
   // ---- tracing ----
+  // One track per arena slot: a slot is held by one thread at a time, so each track has one writer at a
+  // time. (A per-thread map, tbb::enumerable_thread_specific, would allocate through libtbb.)
   int consumer_track_ = -1;
-  tbb::enumerable_thread_specific<int> worker_tracks_{-1};
-  std::atomic<int> worker_count_{0};
+  std::unique_ptr<std::atomic<int>[]> slot_tracks_;
 
   // ---- consumer only ----
   bool finished_ = false;

@@ -34,7 +34,8 @@ const char* kind_of(const std::exception& error) {
 }
 
 std::string describe(ImageShape shape) {
-  return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" + std::to_string(shape.channels);
+  return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
+         std::to_string(shape.channels);
 }
 
 // The last op wrote its pixels elsewhere (it did not use Sample::output, or the shape differs): copy
@@ -42,9 +43,11 @@ std::string describe(ImageShape shape) {
 void copy_into_slot(const Sample& sample) {
   const ConstImageView image = sample.image();
   const ImageView slot = sample.slot();
-  if (image.empty()) throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
+  if (image.empty())
+    throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
   if (image.shape() != slot.shape())
-    throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " + describe(slot.shape()));
+    throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " +
+                        describe(slot.shape()));
   const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
   for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
 }
@@ -232,15 +235,19 @@ bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool pr
 }
 
 int Pipeline::worker_track() {
-  int& track = worker_tracks_.local();
-  if (track < 0) {
+  const int slot = tbb::this_task_arena::current_thread_index();
+  if (slot < 0 || slot >= threads_) return -1;
+  std::atomic<int>& track = slot_tracks_[static_cast<std::size_t>(slot)];
+  int id = track.load(std::memory_order_acquire);
+  if (id == -1) {
     try {
-      track = trace_->track("worker " + std::to_string(worker_count_.fetch_add(1)));
+      id = trace_->track("worker " + std::to_string(slot));
     } catch (const std::exception&) {
-      track = std::numeric_limits<int>::max();  // out of tracks: this thread records nothing
+      id = -2;  // out of tracks: this slot records nothing
     }
+    track.store(id, std::memory_order_release);
   }
-  return track == std::numeric_limits<int>::max() ? -1 : track;
+  return id;
 }
 
 // ---- collect: serial ----
@@ -271,7 +278,8 @@ void Pipeline::collect(Element& element) {
   const bool kept = element.outcome == Outcome::kept;
   if (!failed_) {
     if (plan_.batched) {
-      assembler_->arrive(*element.buffer, element.slot, kept, element.sample.label, element.sample.epoch, sink_);
+      assembler_->arrive(*element.buffer, element.slot, kept, element.sample.label, element.sample.epoch,
+                         sink_);
     } else if (kept) {
       deliver(std::move(element.sample));
     }

@@ -15,8 +15,10 @@
 
 #ifdef CONVEYOR_TSAN_ENABLED
 #include <sanitizer/tsan_interface.h>
-#define CONVEYOR_TSAN_ACQUIRE(address) __tsan_acquire(const_cast<void*>(static_cast<const volatile void*>(address)))
-#define CONVEYOR_TSAN_RELEASE(address) __tsan_release(const_cast<void*>(static_cast<const volatile void*>(address)))
+#define CONVEYOR_TSAN_ACQUIRE(address) \
+  __tsan_acquire(const_cast<void*>(static_cast<const volatile void*>(address)))
+#define CONVEYOR_TSAN_RELEASE(address) \
+  __tsan_release(const_cast<void*>(static_cast<const volatile void*>(address)))
 #else
 #define CONVEYOR_TSAN_ACQUIRE(address) static_cast<void>(address)
 #define CONVEYOR_TSAN_RELEASE(address) static_cast<void>(address)

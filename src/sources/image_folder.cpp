@@ -73,7 +73,8 @@ FileListing list_image_folder(const fs::path& root) {
     }
   }
   if (listing.paths.size() == 0)
-    throw InvalidArgument("image_folder: no .jpg/.jpeg image in a class folder under '" + root.string() + "'");
+    throw InvalidArgument("image_folder: no .jpg/.jpeg image in a class folder under '" + root.string() +
+                          "'");
   return listing;
 }
 

@@ -39,10 +39,12 @@ FileListing parse_list_file(const std::filesystem::path& list, const std::filesy
 
     // The label is the last field, so a path may contain spaces.
     const std::size_t split = line.find_last_of(" \t");
-    const std::string_view path = split == std::string_view::npos ? std::string_view() : trim(line.substr(0, split));
+    const std::string_view path =
+        split == std::string_view::npos ? std::string_view() : trim(line.substr(0, split));
     const std::string_view label_text = split == std::string_view::npos ? line : line.substr(split + 1);
     std::int64_t label = -1;
-    const auto [label_end, parse_error] = std::from_chars(label_text.data(), label_text.data() + label_text.size(), label);
+    const auto [label_end, parse_error] =
+        std::from_chars(label_text.data(), label_text.data() + label_text.size(), label);
     // A NUL byte cannot be part of a file name: the path would name another file than the one listed.
     if (path.empty() || path.find('\0') != std::string_view::npos || parse_error != std::errc() ||
         label_end != label_text.data() + label_text.size() || label < 0) {

@@ -16,11 +16,15 @@ GpuSteps::~GpuSteps() {
   if (graph_) cudaGraphDestroy(graph_);
 }
 
+void GpuSteps::wait_for(const StagedBatch& batch, cudaStream_t stream) {
+  if (batch.ready)
+    CONVEYOR_CUDA(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(batch.ready), 0), "trainer (waiting for a batch)");
+}
+
 void GpuSteps::stage(nn::Context& ctx, const StagedBatch& batch, std::size_t count, const ops::NormalizeParams& params,
                      const nn::Tensor& input, std::int64_t* labels) {
   const cudaStream_t stream = ctx.stream();
-  if (batch.ready)
-    CONVEYOR_CUDA(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(batch.ready), 0), "trainer (waiting for a batch)");
+  wait_for(batch, stream);
   const std::uint8_t* pixels = batch.pixels;
   const std::size_t pixel_bytes = count * batch.shape.bytes();
   const cudaMemcpyKind kind = batch.on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;

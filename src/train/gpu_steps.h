@@ -26,6 +26,9 @@ class GpuSteps {
   GpuSteps(const GpuSteps&) = delete;
   GpuSteps& operator=(const GpuSteps&) = delete;
 
+  // Makes the stream wait for batch.ready (stage() does it too; calling it first keeps the wait out of
+  // the step's timing).
+  void wait_for(const StagedBatch& batch, cudaStream_t stream);
   // Makes the stream wait for batch.ready, copies the first `count` labels (and, for a batch in host
   // memory, the pixels) into the step's own buffers, normalizes the pixels into `input` and records
   // batch.consumed: from then on the batch's buffers may be reused.

@@ -79,8 +79,17 @@ struct Network::Layers {
   nn::Buffer logits, dlogits, row_loss, row_correct, labels;
 };
 
-Network::Network(const NetworkSpec& spec, ParameterLayout& layout) : spec_(spec), layers_(std::make_unique<Layers>()) {
-  Layers& L = *layers_;
+Network::Network(const NetworkSpec& spec, ParameterLayout& layout) : spec_(spec), layers_(build(spec, layout)) {}
+
+void Network::release() noexcept {
+  // Rebuilding declares the same parameters in the same order, so a scratch layout takes them.
+  ParameterLayout scratch;
+  layers_ = build(spec_, scratch);
+}
+
+std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, ParameterLayout& layout) {
+  auto layers = std::make_unique<Layers>();
+  Layers& L = *layers;
   const bool resnet18 = spec.kind == ModelKind::resnet18;
   if (spec.batch < 1 || spec.input.empty() || spec.classes < 2 || spec.width < 1 || spec.blocks_per_stage < 1)
     throw InvalidArgument("network: batch, input shape, classes, width and blocks must be positive");
@@ -125,6 +134,7 @@ Network::Network(const NetworkSpec& spec, ParameterLayout& layout) : spec_(spec)
   L.fc_weight = layout.add("fc.weight", ParamGroup::weights, L.fc->weight_count(), ParamInit::uniform_fan_in, shape.c);
   L.fc_bias = layout.add("fc.bias", ParamGroup::vectors, spec.classes, ParamInit::uniform_fan_in, shape.c);
   L.loss.emplace("loss", spec.batch, spec.classes);
+  return layers;
 }
 
 Network::~Network() = default;

@@ -37,6 +37,9 @@ class Network {
   ~Network();
   Network(Network&&) noexcept;
 
+  // Drops every buffer and all GPU state of the layers (the network is as constructed again).
+  void release() noexcept;
+
   // Allocates activations and gradients, and prepares every layer on `ctx` (algorithm search, batch-norm
   // path checks): the running statistics are changed and must be restored afterwards.
   void prepare(nn::Context& ctx, ParameterStore& params);
@@ -65,6 +68,7 @@ class Network {
   struct Block;
   struct Layers;
   Activation& block_input(std::size_t i) const;
+  static std::unique_ptr<Layers> build(const NetworkSpec& spec, ParameterLayout& layout);
 
   NetworkSpec spec_;
   std::unique_ptr<Layers> layers_;

@@ -108,6 +108,17 @@ void ParameterStore::bind(nn::Context& ctx) {
   upload(ctx);
 }
 
+void ParameterStore::unbind() noexcept {
+  for (auto& b : master_) b = nn::Buffer();
+  for (auto& b : grad_) b = nn::Buffer();
+  for (auto& b : momentum_) b = nn::Buffer();
+  working_ = nn::Buffer();
+#ifdef CONVEYOR_HAVE_CUDA
+  hyper_ = nn::Buffer();
+#endif
+  on_gpu_ = false;
+}
+
 void ParameterStore::upload(nn::Context& ctx) {
   for (int g = 0; g < 3; ++g) to_context(ctx, master_[g], host_[g]);
   for (int g = 0; g < 2; ++g) to_context(ctx, momentum_[g], velocity_[g]);

@@ -55,6 +55,8 @@ class ParameterStore {
 
   // Allocates the context-side arrays (parameters, gradients, momentum) and uploads the host copy.
   void bind(nn::Context& ctx);
+  // Drops the context-side arrays (the host copy stays).
+  void unbind() noexcept;
   // Host copy -> context (also rebuilds the working copy); context -> host copy (synchronises).
   void upload(nn::Context& ctx);
   void download(nn::Context& ctx);

@@ -13,7 +13,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-nn::DType dtype_of(Precision p) {
+[[maybe_unused]] nn::DType dtype_of(Precision p) {
   return p == Precision::bf16 ? nn::DType::bf16 : p == Precision::fp16 ? nn::DType::f16 : nn::DType::f32;
 }
 
@@ -103,11 +103,17 @@ void Trainer::Impl::warmup() {
 #endif
     ctx->synchronize();
   } catch (...) {
-    gpu.reset();
-    ctx.reset();  // a later warmup() starts again from scratch
+    release();  // a later warmup() starts again from scratch
     throw;
   }
   warmup_seconds = elapsed_ms(start) / 1000.0;
+}
+
+void Trainer::Impl::release() noexcept {
+  network.release();
+  params.unbind();
+  gpu.reset();
+  ctx.reset();
 }
 
 void Trainer::Impl::run_step_body() {
@@ -166,6 +172,7 @@ void Trainer::Impl::step(const StagedBatch& batch) {
   }
 #ifdef CONVEYOR_HAVE_CUDA
   const cudaStream_t stream = ctx->stream();
+  gpu->wait_for(batch, stream);  // before the step's start event: waiting for data is not GPU work
   gpu->begin_step(stream, step_ms);
   stage(batch, batch.size);
   if (gpu->has_graph())
@@ -244,7 +251,9 @@ std::string Trainer::Impl::placement() const {
   if (!ctx->on_gpu() && options.precision != Precision::fp32)
     text += std::string(" (") + to_string(options.precision) + " asked; the CPU reference computes in fp32)";
   text += ", batch norm: " + network.batch_norm_paths();
+#ifdef CONVEYOR_HAVE_CUDA
   if (gpu && gpu->has_graph()) text += ", step replayed as a CUDA graph";
+#endif
   return text;
 }
 
@@ -254,10 +263,9 @@ std::string Trainer::Impl::placement() const {
 
 Trainer::Trainer(TrainerOptions options) : impl_(std::make_unique<Impl>(options)) {}
 Trainer::~Trainer() {
-  if (impl_ && impl_->ctx) {
-    DeviceScope scope(impl_->options.device);
-    impl_->gpu.reset();
-    impl_->ctx.reset();
+  if (impl_) {
+    DeviceScope scope(impl_->device_in_use());
+    impl_.reset();
   }
 }
 

@@ -56,10 +56,11 @@ class Trainer::Impl {
   TrainerOptions options;
   NetworkSpec spec;
   ParameterLayout layout;
-  Network network;  // fills `layout`, so it comes before `params`
-  ParameterStore params;
+  // The context is declared before everything that holds its memory, so that it is destroyed after.
   std::unique_ptr<nn::Context> ctx;
   std::unique_ptr<GpuSteps> gpu;
+  Network network;  // fills `layout`, so it comes before `params`
+  ParameterStore params;
   double warmup_seconds = 0;
   float loss_scale = 1;
   std::size_t steps = 0;
@@ -68,6 +69,8 @@ class Trainer::Impl {
  private:
   // Normalized pixels into the network's input and labels into its label buffer.
   void stage(const StagedBatch& batch, std::size_t count);
+  // Drops everything held on the context and the context itself (after a failed warm-up).
+  void release() noexcept;
   void check_batch(const StagedBatch& batch, std::size_t min_size) const;
   void run_step_body();
   nn::cpu::SgdHyper hyper() const;

@@ -51,10 +51,11 @@ TEST(DecodeErrors, DataCutAnywhereBeforeTheLastRowIsTruncated) {
   for (const bool progressive : {false, true}) {
     const Bytes jpeg = photo(progressive);
     const std::size_t scan = testing::scan_data_offset(jpeg);
-    for (const std::size_t keep : {std::size_t{2}, std::size_t{20}, scan - 3, scan, scan + 10, jpeg.size() / 2,
-                                   jpeg.size() * 9 / 10, jpeg.size() - 40}) {
+    for (const std::size_t keep : {std::size_t{2}, std::size_t{20}, scan - 3, scan, scan + 10,
+                                   jpeg.size() / 2, jpeg.size() * 9 / 10, jpeg.size() - 40}) {
       EXPECT_EQ(failure_of(first_bytes(jpeg, keep)), DecodeFailure::truncated)
-          << (progressive ? "progressive" : "baseline") << ", kept " << keep << " of " << jpeg.size() << " bytes";
+          << (progressive ? "progressive" : "baseline") << ", kept " << keep << " of " << jpeg.size()
+          << " bytes";
     }
   }
 }
@@ -126,9 +127,9 @@ TEST(DecodeErrors, TwelveBitAndLosslessFilesAreUnsupported) {
 TEST(DecodeErrors, ImagesOverThePixelLimitAreRefusedBeforeDecoding) {
   const Bytes jpeg = photo(false, 96, 128);
   DecodeOptions tight;
-  tight.max_pixels = 96 * 128 - 1;
+  tight.max_pixels = std::size_t{96} * 128 - 1;
   EXPECT_EQ(failure_of(jpeg, tight), DecodeFailure::too_large);
-  tight.max_pixels = 96 * 128;
+  tight.max_pixels = std::size_t{96} * 128;
   EXPECT_EQ(failure_of(jpeg, tight), std::nullopt);
   // A tiny file whose header claims 65000 x 65000 pixels: refused by the default limit at once.
   EXPECT_EQ(failure_of(testing::with_declared_size(jpeg, 65000, 65000)), DecodeFailure::too_large);
@@ -161,11 +162,18 @@ TEST(DecodeErrors, RandomlyDamagedFilesNeverCrashOrHang) {
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = rng.below(jpeg.size());
       switch (rng.below(4)) {
-        case 0: jpeg[at] = static_cast<std::uint8_t>(rng.next()); break;
-        case 1: jpeg.resize(std::max<std::size_t>(at, 1)); break;
-        case 2: jpeg.insert(jpeg.begin() + static_cast<std::ptrdiff_t>(at), rng.below(64), 0xFF); break;
-        default: jpeg.erase(jpeg.begin() + static_cast<std::ptrdiff_t>(at),
-                            jpeg.begin() + static_cast<std::ptrdiff_t>(std::min(jpeg.size(), at + rng.below(32))));
+        case 0:
+          jpeg[at] = static_cast<std::uint8_t>(rng.next());
+          break;
+        case 1:
+          jpeg.resize(std::max<std::size_t>(at, 1));
+          break;
+        case 2:
+          jpeg.insert(jpeg.begin() + static_cast<std::ptrdiff_t>(at), rng.below(64), 0xFF);
+          break;
+        default:
+          jpeg.erase(jpeg.begin() + static_cast<std::ptrdiff_t>(at),
+                     jpeg.begin() + static_cast<std::ptrdiff_t>(std::min(jpeg.size(), at + rng.below(32))));
       }
     }
     try {

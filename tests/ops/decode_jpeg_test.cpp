@@ -18,10 +18,14 @@ using testing::Subsampling;
 
 std::string name_of(Subsampling s) {
   switch (s) {
-    case Subsampling::s444: return "444";
-    case Subsampling::s422: return "422";
-    case Subsampling::s420: return "420";
-    case Subsampling::gray: return "gray";
+    case Subsampling::s444:
+      return "444";
+    case Subsampling::s422:
+      return "422";
+    case Subsampling::s420:
+      return "420";
+    case Subsampling::gray:
+      return "gray";
   }
   return "?";
 }
@@ -55,14 +59,17 @@ TEST_P(DecodeMatchesTurboJpeg, BitExactlyAtEveryPowerOfTwoScale) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, DecodeMatchesTurboJpeg,
-    ::testing::Combine(::testing::Values(Subsampling::s444, Subsampling::s422, Subsampling::s420, Subsampling::gray),
-                       ::testing::Bool(), ::testing::Values(61, 128), ::testing::Values(97, 1)),
-    [](const auto& info) {
-      return name_of(std::get<0>(info.param)) + (std::get<1>(info.param) ? "_progressive_" : "_baseline_") +
-             std::to_string(std::get<2>(info.param)) + "x" + std::to_string(std::get<3>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeMatchesTurboJpeg,
+                         ::testing::Combine(::testing::Values(Subsampling::s444, Subsampling::s422,
+                                                              Subsampling::s420, Subsampling::gray),
+                                            ::testing::Bool(), ::testing::Values(61, 128),
+                                            ::testing::Values(97, 1)),
+                         [](const auto& info) {
+                           return name_of(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_progressive_" : "_baseline_") +
+                                  std::to_string(std::get<2>(info.param)) + "x" +
+                                  std::to_string(std::get<3>(info.param));
+                         });
 
 TEST(DecodeJpeg, FastModeMatchesTurboJpegFastFlagsAndStaysCloseToAccurate) {
   const auto jpeg = jpeg_of(120, 161, Subsampling::s420);
@@ -84,7 +91,7 @@ TEST(DecodeJpeg, GrayFileGivesOneChannelWithKeepAndReplicatedRgbWithRgb) {
   const Image three = decode_jpeg(jpeg);
   ASSERT_EQ(one.shape(), (ImageShape{40, 33, 1}));
   ASSERT_EQ(three.shape(), (ImageShape{40, 33, 3}));
-  for (int i = 0; i < 40 * 33; ++i) {
+  for (std::size_t i = 0; i < 40 * 33; ++i) {
     ASSERT_EQ(three.data()[3 * i], one.data()[i]);
     ASSERT_EQ(three.data()[3 * i + 1], one.data()[i]);
     ASSERT_EQ(three.data()[3 * i + 2], one.data()[i]);
@@ -104,8 +111,11 @@ Image cmyk_reference(const std::vector<std::uint8_t>& jpeg, bool inverted) {
   const Image cmyk = testing::tj_decode(jpeg, 4);
   Image rgb(cmyk.height(), cmyk.width(), 3);
   for (int i = 0; i < cmyk.height() * cmyk.width(); ++i) {
-    const auto value = [&](int c) { return inverted ? int(cmyk.data()[4 * i + c]) : 255 - cmyk.data()[4 * i + c]; };
-    for (int c = 0; c < 3; ++c) rgb.data()[3 * i + c] = static_cast<std::uint8_t>((value(c) * value(3) + 127) / 255);
+    const auto value = [&](int c) {
+      return inverted ? int(cmyk.data()[4 * i + c]) : 255 - cmyk.data()[4 * i + c];
+    };
+    for (int c = 0; c < 3; ++c)
+      rgb.data()[3 * i + c] = static_cast<std::uint8_t>((value(c) * value(3) + 127) / 255);
   }
   return rgb;
 }
@@ -145,7 +155,7 @@ TEST(DecodeJpeg, CmykDecodedAsGrayIsTheLumaOfItsRgb) {
   const Image out = decode_jpeg(jpeg, gray);
   const Image rgb = cmyk_reference(jpeg, true);
   ASSERT_EQ(out.channels(), 1);
-  for (int i = 0; i < 20 * 23; ++i) {
+  for (std::size_t i = 0; i < 20 * 23; ++i) {
     const int r = rgb.data()[3 * i], g = rgb.data()[3 * i + 1], b = rgb.data()[3 * i + 2];
     ASSERT_NEAR(out.data()[i], 0.299 * r + 0.587 * g + 0.114 * b, 0.51);
   }
@@ -191,7 +201,9 @@ TEST(DecodeJpeg, WritesIntoAStridedViewAndLeavesThePaddingAlone) {
 TEST(DecodeJpeg, OneDecoderServesImagesOfDifferentSizesAndKinds) {
   JpegDecoder decoder;
   for (int i = 0; i < 12; ++i) {
-    const Subsampling subsampling = i % 4 == 0 ? Subsampling::gray : i % 2 ? Subsampling::s420 : Subsampling::s444;
+    const Subsampling subsampling = i % 4 == 0 ? Subsampling::gray
+                                    : i % 2    ? Subsampling::s420
+                                               : Subsampling::s444;
     const auto jpeg = jpeg_of(30 + 17 * i, 90 - 5 * i, subsampling, i % 3 == 0, i);
     decoder.open(jpeg);
     Image out(decoder.shape());

@@ -23,16 +23,28 @@ std::vector<std::uint8_t> jpeg_of(int height, int width, Subsampling subsampling
 // Windows that stress the edges: odd offsets, iMCU boundaries +-1, single pixels, the borders.
 std::vector<Rect> windows_for(int width, int height) {
   std::vector<Rect> windows = {
-      {0, 0, width, height},         {1, 1, width - 2, height - 2}, {0, 0, 1, 1},
-      {width - 1, height - 1, 1, 1}, {0, height - 1, 1, 1},          {width - 1, 0, 1, 1},
-      {0, height - 2, 2, 2},         {width - 4, height / 2, 4, 3}, {3, 5, 7, 9},                  {15, 15, 2, 2},
-      {16, 16, 17, 15},              {17, 7, width - 17, 1},        {width / 2, 0, width - width / 2, height},
-      {0, height / 3, width, 5},     {31, 33, 1, height - 33},      {width - 9, 1, 9, height - 1},
+      {0, 0, width, height},
+      {1, 1, width - 2, height - 2},
+      {0, 0, 1, 1},
+      {width - 1, height - 1, 1, 1},
+      {0, height - 1, 1, 1},
+      {width - 1, 0, 1, 1},
+      {0, height - 2, 2, 2},
+      {width - 4, height / 2, 4, 3},
+      {3, 5, 7, 9},
+      {15, 15, 2, 2},
+      {16, 16, 17, 15},
+      {17, 7, width - 17, 1},
+      {width / 2, 0, width - width / 2, height},
+      {0, height / 3, width, 5},
+      {31, 33, 1, height - 33},
+      {width - 9, 1, 9, height - 1},
   };
   Rng rng(width * 31 + height);
   for (int i = 0; i < 12; ++i) {
     const int w = 1 + static_cast<int>(rng.below(width)), h = 1 + static_cast<int>(rng.below(height));
-    windows.push_back({static_cast<int>(rng.below(width - w + 1)), static_cast<int>(rng.below(height - h + 1)), w, h});
+    windows.push_back(
+        {static_cast<int>(rng.below(width - w + 1)), static_cast<int>(rng.below(height - h + 1)), w, h});
   }
   std::vector<Rect> valid;
   for (const Rect& r : windows)
@@ -84,24 +96,22 @@ TEST_P(RoiDecode, EqualsFullDecodeCroppedBitForBitAtEveryScale) {
 std::string case_name(const ::testing::TestParamInfo<RoiCase>& info) {
   static const char* const kNames[] = {"444", "422", "420", "gray"};
   const RoiCase& c = info.param;
-  return std::string(kNames[static_cast<int>(c.subsampling)]) + (c.progressive ? "_progressive" : "_baseline") +
-         (c.fast ? "_fast" : "_accurate");
+  return std::string(kNames[static_cast<int>(c.subsampling)]) +
+         (c.progressive ? "_progressive" : "_baseline") + (c.fast ? "_fast" : "_accurate");
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, RoiDecode,
-                         ::testing::Values(RoiCase{Subsampling::s420, false, false},
-                                           RoiCase{Subsampling::s420, false, true},
-                                           RoiCase{Subsampling::s420, true, false},
-                                           RoiCase{Subsampling::s422, false, false},
-                                           RoiCase{Subsampling::s422, false, true},
-                                           RoiCase{Subsampling::s444, false, false},
-                                           RoiCase{Subsampling::gray, false, false},
-                                           RoiCase{Subsampling::gray, true, true}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, RoiDecode,
+    ::testing::Values(RoiCase{Subsampling::s420, false, false}, RoiCase{Subsampling::s420, false, true},
+                      RoiCase{Subsampling::s420, true, false}, RoiCase{Subsampling::s422, false, false},
+                      RoiCase{Subsampling::s422, false, true}, RoiCase{Subsampling::s444, false, false},
+                      RoiCase{Subsampling::gray, false, false}, RoiCase{Subsampling::gray, true, true}),
+    case_name);
 
 TEST(RoiDecode, CmykWindowEqualsFullDecodeCropped) {
   Image four(70, 90, 4);
-  for (int i = 0; i < 70 * 90 * 4; ++i) four.data()[i] = static_cast<std::uint8_t>(60 + (i * 7 + i / 360) % 190);
+  for (int i = 0; i < 70 * 90 * 4; ++i)
+    four.data()[i] = static_cast<std::uint8_t>(60 + (i * 7 + i / 360) % 190);
   expect_roi_equals_full_decode_cropped(testing::encode_cmyk_jpeg(four.view()), false);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conveyor/error.h"
+#include "ops/image/distort_kernels.h"  // internal: the kernels are compared directly
 #include "support/test_images.h"
 
 namespace conveyor::ops {
@@ -40,17 +41,19 @@ Image reference_distort(ConstImageView image, const ColorJitter& jitter) {
     if (what == ColorAdjustment::brightness && jitter.brightness != 1) {
       for (double& v : px) v = clamp_truncate(v * jitter.brightness);
     } else if (what == ColorAdjustment::contrast && jitter.contrast != 1) {
-      double mean = 0;
-      for (int i = 0; i < n; ++i) mean += channels == 3 ? gray_of(&px[3 * i]) : px[i];
-      mean /= n;
+      double sum[3] = {0, 0, 0};
+      for (int i = 0; i < n * channels; ++i) sum[i % channels] += px[i];
+      const double mean =
+          channels == 3 ? (0.2989 * sum[0] + 0.587 * sum[1] + 0.114 * sum[2]) / n : sum[0] / n;
       for (double& v : px) v = clamp_truncate(v * jitter.contrast + mean * (1 - jitter.contrast));
     } else if (what == ColorAdjustment::saturation && jitter.saturation != 1 && channels == 3) {
-      for (int i = 0; i < n; ++i) {
+      for (std::size_t i = 0; i < px.size() / 3; ++i) {
         const double g = gray_of(&px[3 * i]);
-        for (int c = 0; c < 3; ++c) px[3 * i + c] = clamp_truncate(px[3 * i + c] * jitter.saturation + g * (1 - jitter.saturation));
+        for (int c = 0; c < 3; ++c)
+          px[3 * i + c] = clamp_truncate(px[3 * i + c] * jitter.saturation + g * (1 - jitter.saturation));
       }
     } else if (what == ColorAdjustment::hue && jitter.hue != 0 && channels == 3) {
-      for (int i = 0; i < n; ++i) rotate_hue(&px[3 * i], jitter.hue);
+      for (std::size_t i = 0; i < px.size() / 3; ++i) rotate_hue(&px[3 * i], jitter.hue);
     }
   }
   Image out(image.shape());
@@ -63,7 +66,8 @@ TEST(Distort, EveryOrderAndFactorMatchesThePlainDefinition) {
     const Image original = testing::make_picture(37, 53, channels, 9);
     Rng rng(99);
     for (int i = 0; i < 60; ++i) {
-      const ColorJitter jitter = draw_color_jitter({.brightness = 0.6, .contrast = 0.6, .saturation = 0.8, .hue = 0.4}, rng);
+      const ColorJitter jitter =
+          draw_color_jitter({.brightness = 0.6, .contrast = 0.6, .saturation = 0.8, .hue = 0.4}, rng);
       Image image = original;
       distort(image.view(), jitter);
       const Image expected = reference_distort(original.view(), jitter);
@@ -93,9 +97,9 @@ TEST(Distort, BrightnessTruncatesLikeTorchvisionOnUint8) {
 TEST(Distort, ContrastZeroGivesTheGrayMeanEverywhere) {
   const Image original = testing::make_picture(20, 30, 3, 1);
   double mean = 0;
-  for (int i = 0; i < 600; ++i) {
+  for (std::size_t i = 0; i < 600; ++i) {
     const std::uint8_t* p = original.data() + 3 * i;
-    mean += std::floor(0.2989 * p[0] + 0.587 * p[1] + 0.114 * p[2]);
+    mean += 0.2989 * p[0] + 0.587 * p[1] + 0.114 * p[2];
   }
   mean /= 600;
   Image image = original;
@@ -141,7 +145,8 @@ TEST(Distort, DrawsFactorsInRangeAndEveryOrderEquallyOften) {
   Rng rng(3);
   std::map<std::array<ColorAdjustment, 4>, int> orders;
   for (int i = 0; i < 24000; ++i) {
-    const ColorJitter j = draw_color_jitter({.brightness = 0.4, .contrast = 1.5, .saturation = 0.4, .hue = 0.1}, rng);
+    const ColorJitter j =
+        draw_color_jitter({.brightness = 0.4, .contrast = 1.5, .saturation = 0.4, .hue = 0.1}, rng);
     ASSERT_GE(j.brightness, 0.6);
     ASSERT_LE(j.brightness, 1.4);
     ASSERT_GE(j.contrast, 0.0);  // max(0, 1 - 1.5)
@@ -170,7 +175,7 @@ TEST(Distort, BadRangesAreInvalidArguments) {
 
 TEST(Distort, WorksOnStridedViews) {
   const Image original = testing::make_picture(10, 11, 3, 4);
-  std::vector<std::uint8_t> memory(10 * 40, 0xEE);
+  std::vector<std::uint8_t> memory(std::size_t{10} * 40, 0xEE);
   const ImageView view(memory.data(), {10, 11, 3}, 40);
   for (int y = 0; y < 10; ++y) std::copy(original.view().row(y), original.view().row(y) + 33, view.row(y));
   ColorJitter jitter;
@@ -179,6 +184,43 @@ TEST(Distort, WorksOnStridedViews) {
   distort(view, jitter);
   EXPECT_LE(testing::max_abs_diff(view, reference_distort(original.view(), jitter).view()), 2);
   for (int y = 0; y < 10; ++y) EXPECT_EQ(memory[y * 40 + 39], 0xEE);
+}
+
+}  // namespace
+}  // namespace conveyor::ops
+
+namespace conveyor::ops {
+namespace {
+
+// The hand-written AVX2 kernel (where the CPU has it) and the portable one must give the same bytes.
+TEST(DistortKernels, EveryKernelGivesTheSameBytes) {
+  const Image original =
+      testing::make_picture(9, 203, 3, 13);  // 203 = 25 * 8 + 3: a tail for the portable one
+  Rng rng(5);
+  for (int i = 0; i < 40; ++i) {
+    const ColorJitter jitter =
+        draw_color_jitter({.brightness = 0.5, .contrast = 0.5, .saturation = 0.9, .hue = 0.5}, rng);
+    detail::ColorPass pass;
+    const bool flat = i % 2 == 1;  // brightness and contrast only: the kernels for interleaved bytes
+    for (const ColorAdjustment what : jitter.order) {
+      if (flat && (what == ColorAdjustment::saturation || what == ColorAdjustment::hue)) continue;
+      float factor = what == ColorAdjustment::brightness   ? static_cast<float>(jitter.brightness)
+                     : what == ColorAdjustment::contrast   ? static_cast<float>(jitter.contrast)
+                     : what == ColorAdjustment::saturation ? static_cast<float>(jitter.saturation)
+                                                           : 0.0f;
+      pass.steps[pass.count++] = {what, factor, what == ColorAdjustment::contrast ? 37.5f : 0.0f};
+    }
+    pass.hue[0] = 0.7f, pass.hue[1] = 0.2f, pass.hue[2] = 0.1f, pass.hue[3] = -0.1f, pass.hue[4] = 1.05f;
+    pass.hue[5] = 0.05f, pass.hue[6] = 0.3f, pass.hue[7] = -0.2f, pass.hue[8] = 0.9f;
+    Image fast = original, portable = original;
+    detail::ChannelSums fast_sums, portable_sums;
+    for (int y = 0; y < original.height(); ++y) {
+      detail::apply_color_row(fast.view().row(y), original.width(), 3, pass, &fast_sums);
+      detail::apply_color_row_portable(portable.view().row(y), original.width(), 3, pass, &portable_sums);
+    }
+    EXPECT_EQ(testing::max_abs_diff(fast.view(), portable.view()), 0) << "draw " << i;
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(fast_sums.sum[c], portable_sums.sum[c]);
+  }
 }
 
 }  // namespace

@@ -19,8 +19,10 @@ namespace {
 int source_index(int i, int n, PadMode mode) {
   if (i >= 0 && i < n) return i;
   switch (mode) {
-    case PadMode::constant: return -1;
-    case PadMode::edge: return i < 0 ? 0 : n - 1;
+    case PadMode::constant:
+      return -1;
+    case PadMode::edge:
+      return i < 0 ? 0 : n - 1;
     case PadMode::reflect: {
       if (n == 1) return 0;
       const int period = 2 * (n - 1);
@@ -62,8 +64,9 @@ TEST(CropCopy, MatchesNumpyPaddingRulesForEveryModeAndWindow) {
   for (const int channels : {1, 3}) {
     const Image image = testing::make_picture(7, 9, channels, 4);
     for (const PadMode mode : {PadMode::constant, PadMode::edge, PadMode::reflect, PadMode::symmetric}) {
-      for (const Rect window : {Rect{0, 0, 9, 7}, Rect{-4, -4, 17, 15}, Rect{-20, 3, 5, 2}, Rect{6, -9, 12, 30},
-                                Rect{-1, -1, 1, 1}, Rect{2, 1, 3, 3}, Rect{8, 6, 25, 1}}) {
+      for (const Rect window :
+           {Rect{0, 0, 9, 7}, Rect{-4, -4, 17, 15}, Rect{-20, 3, 5, 2}, Rect{6, -9, 12, 30},
+            Rect{-1, -1, 1, 1}, Rect{2, 1, 3, 3}, Rect{8, 6, 25, 1}}) {
         Image out(window.height, window.width, channels);
         crop_copy(image.view(), window, out.view(), mode, 77);
         const Image expected = reference_window(image.view(), window, mode, 77);
@@ -79,11 +82,13 @@ TEST(Pad, AddsMarginsAndPadToCentres) {
   const Image image = testing::make_picture(5, 6, 3, 8);
   Image out(5 + 1 + 2, 6 + 3 + 4, 3);
   pad(image.view(), out.view(), 1, 2, 3, 4, PadMode::reflect);
-  EXPECT_EQ(testing::max_abs_diff(out.view(), reference_window(image.view(), {-3, -1, 13, 8}, PadMode::reflect, 0).view()), 0);
+  EXPECT_EQ(testing::max_abs_diff(
+                out.view(), reference_window(image.view(), {-3, -1, 13, 8}, PadMode::reflect, 0).view()),
+            0);
   Image centred(8, 9, 3);
   pad_to(image.view(), centred.view(), PadMode::constant, 9);
-  EXPECT_EQ(testing::max_abs_diff(centred.view(),
-                                  reference_window(image.view(), {-1, -1, 9, 8}, PadMode::constant, 9).view()),
+  EXPECT_EQ(testing::max_abs_diff(
+                centred.view(), reference_window(image.view(), {-1, -1, 9, 8}, PadMode::constant, 9).view()),
             0);
   Image wrong(8, 8, 3);
   EXPECT_THROW(pad(image.view(), wrong.view(), 1, 2, 3, 4), InvalidArgument);
@@ -119,15 +124,17 @@ TEST(RandomCrop, IsTheWindowItDrewCopiedWithPaddingAndRepeatsForTheSameSeed) {
     random_crop(image.view(), again.view(), same, 4);
     const Rect window = random_crop_window(28, 28, 28, 28, 4, window_rng);
     EXPECT_EQ(testing::max_abs_diff(out.view(), again.view()), 0);
-    EXPECT_EQ(testing::max_abs_diff(out.view(), reference_window(image.view(), window, PadMode::constant, 0).view()), 0);
+    EXPECT_EQ(testing::max_abs_diff(out.view(),
+                                    reference_window(image.view(), window, PadMode::constant, 0).view()),
+              0);
   }
 }
 
 TEST(CenterCrop, RoundsOffsetsLikeTorchvision) {
   EXPECT_EQ(center_crop_window(256, 256, 224, 224), (Rect{16, 16, 224, 224}));
-  EXPECT_EQ(center_crop_window(7, 8, 4, 5), (Rect{2, 2, 5, 4}));  // round(1.5) = 2
-  EXPECT_EQ(center_crop_window(9, 10, 4, 5), (Rect{2, 2, 5, 4}));  // round(2.5) = 2 (half to even)
-  EXPECT_EQ(center_crop_window(4, 4, 6, 6), (Rect{-1, -1, 6, 6})); // larger than the image: reaches outside
+  EXPECT_EQ(center_crop_window(7, 8, 4, 5), (Rect{2, 2, 5, 4}));    // round(1.5) = 2
+  EXPECT_EQ(center_crop_window(9, 10, 4, 5), (Rect{2, 2, 5, 4}));   // round(2.5) = 2 (half to even)
+  EXPECT_EQ(center_crop_window(4, 4, 6, 6), (Rect{-1, -1, 6, 6}));  // larger than the image: reaches outside
   const Image image = testing::make_picture(9, 10, 3);
   EXPECT_EQ(center_crop(image.view(), 4, 5).data, image.view().at(2, 2));
 }
@@ -151,7 +158,10 @@ Image reference_flip(ConstImageView image, bool horizontal) {
 
 TEST(Flip, InPlaceAndCopyingMatchPlainLoopsForOddSizes) {
   for (const int channels : {1, 3}) {
-    for (const auto& [height, width] : {std::pair{1, 1}, std::pair{7, 13}, std::pair{224, 224}, std::pair{33, 2}}) {
+    for (const auto& [height, width] :
+         {std::pair{1, 1}, std::pair{7, 13}, std::pair{224, 224}, std::pair{33, 2}, std::pair{3, 31},
+          std::pair{3, 32}, std::pair{3, 33}, std::pair{2, 47}, std::pair{2, 48}, std::pair{2, 63},
+          std::pair{2, 64}, std::pair{2, 97}}) {
       const Image image = testing::make_picture(height, width, channels, 6);
       for (const bool horizontal : {true, false}) {
         const Image expected = reference_flip(image.view(), horizontal);

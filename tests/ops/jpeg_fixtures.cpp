@@ -38,14 +38,15 @@ std::size_t find_marker(std::span<const std::uint8_t> jpeg, Wanted wanted) {
 Image tj_decode(std::span<const std::uint8_t> jpeg, int channels, int scale_denom, bool fast) {
   TjHandle handle(tjInitDecompress(), tjDestroy);
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle.get(), jpeg.data(), jpeg.size(), &width, &height, &subsampling, &colorspace) != 0)
+  if (tjDecompressHeader3(handle.get(), jpeg.data(), jpeg.size(), &width, &height, &subsampling,
+                          &colorspace) != 0)
     throw std::runtime_error(std::string("tjDecompressHeader3: ") + tjGetErrorStr2(handle.get()));
   const tjscalingfactor factor{1, scale_denom};
   Image image(TJSCALED(height, factor), TJSCALED(width, factor), channels);
   const int format = channels == 1 ? TJPF_GRAY : channels == 3 ? TJPF_RGB : TJPF_CMYK;
   const int flags = fast ? TJFLAG_FASTDCT | TJFLAG_FASTUPSAMPLE : 0;
-  if (tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), image.data(), image.width(), 0, image.height(), format,
-                    flags) != 0)
+  if (tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), image.data(), image.width(), 0, image.height(),
+                    format, flags) != 0)
     throw std::runtime_error(std::string("tjDecompress2: ") + tjGetErrorStr2(handle.get()));
   return image;
 }
@@ -54,8 +55,8 @@ std::vector<std::uint8_t> encode_cmyk_jpeg(ConstImageView cmyk, int quality) {
   TjHandle handle(tjInitCompress(), tjDestroy);
   unsigned char* out = nullptr;
   unsigned long size = 0;
-  if (tjCompress2(handle.get(), cmyk.data, cmyk.width, static_cast<int>(cmyk.stride), cmyk.height, TJPF_CMYK, &out,
-                  &size, TJSAMP_420, quality, TJFLAG_ACCURATEDCT) != 0) {
+  if (tjCompress2(handle.get(), cmyk.data, cmyk.width, static_cast<int>(cmyk.stride), cmyk.height, TJPF_CMYK,
+                  &out, &size, TJSAMP_420, quality, TJFLAG_ACCURATEDCT) != 0) {
     tjFree(out);
     throw std::runtime_error(std::string("tjCompress2: ") + tjGetErrorStr2(handle.get()));
   }
@@ -117,7 +118,8 @@ std::vector<std::uint8_t> encode_with_libjpeg(ConstImageView image, const Libjpe
   return {buffer, buffer + size};
 }
 
-std::vector<std::uint8_t> with_exif_orientation(std::vector<std::uint8_t> jpeg, int orientation, bool big_endian) {
+std::vector<std::uint8_t> with_exif_orientation(std::vector<std::uint8_t> jpeg, int orientation,
+                                                bool big_endian) {
   const auto u16 = [&](std::uint16_t v) -> std::vector<std::uint8_t> {
     return big_endian ? std::vector<std::uint8_t>{std::uint8_t(v >> 8), std::uint8_t(v)}
                       : std::vector<std::uint8_t>{std::uint8_t(v), std::uint8_t(v >> 8)};

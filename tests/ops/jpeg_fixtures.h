@@ -25,7 +25,8 @@ struct LibjpegEncoding {
                                           // and component, refined in this many steps
 };
 // The image encoded through the libjpeg API (RGB, gray or CMYK input).
-std::vector<std::uint8_t> encode_with_libjpeg(ConstImageView image, const LibjpegEncoding& how, int quality = 90);
+std::vector<std::uint8_t> encode_with_libjpeg(ConstImageView image, const LibjpegEncoding& how,
+                                              int quality = 90);
 
 // The JPEG with an EXIF APP1 segment carrying `orientation`, inserted right after SOI.
 std::vector<std::uint8_t> with_exif_orientation(std::vector<std::uint8_t> jpeg, int orientation,

@@ -44,7 +44,8 @@ Image reference_block_mean(ConstImageView image, int factor) {
         int sum = 0;
         for (int dy = 0; dy < factor; ++dy)
           for (int dx = 0; dx < factor; ++dx) sum += image.at(y * factor + dy, x * factor + dx)[c];
-        out.view().at(y, x)[c] = static_cast<std::uint8_t>(std::lround(static_cast<double>(sum) / (factor * factor)));
+        out.view().at(y, x)[c] =
+            static_cast<std::uint8_t>(std::lround(static_cast<double>(sum) / (factor * factor)));
       }
   return out;
 }
@@ -52,7 +53,8 @@ Image reference_block_mean(ConstImageView image, int factor) {
 TEST(Resize, BilinearMatchesTheDefinitionWithinOneLevel) {
   for (const int channels : {1, 3}) {
     const Image image = testing::make_picture(97, 131, channels, 3);
-    for (const auto& [height, width] : {std::pair{224, 224}, std::pair{50, 61}, std::pair{97, 1}, std::pair{300, 17}}) {
+    for (const auto& [height, width] :
+         {std::pair{224, 224}, std::pair{50, 61}, std::pair{97, 1}, std::pair{300, 17}}) {
       Image out(height, width, channels);
       resize(image.view(), out.view());
       EXPECT_LE(testing::max_abs_diff(out.view(), reference_bilinear(image.view(), height, width).view()), 1)
@@ -83,7 +85,7 @@ TEST(Resize, NearestPicksSourcePixels) {
 
 TEST(Resize, SameSizeCopiesAndStridedViewsWork) {
   const Image image = testing::make_picture(40, 50, 3, 5);
-  std::vector<std::uint8_t> memory(40 * 200, 0x5A);
+  std::vector<std::uint8_t> memory(std::size_t{40} * 200, 0x5A);
   const ImageView out(memory.data(), {40, 50, 3}, 200);
   resize(image.view(), out);
   EXPECT_EQ(testing::max_abs_diff(out, image.view()), 0);

@@ -30,8 +30,8 @@ void run(const std::vector<SampleOp>& chain, Sample& sample) {
 
 Image copy_of(ConstImageView view) {
   Image image(view.shape());
-  for (int y = 0; y < view.height; ++y)
-    std::copy(view.row(y), view.row(y) + view.width * view.channels, image.data() + y * view.width * view.channels);
+  const std::ptrdiff_t bytes = static_cast<std::ptrdiff_t>(view.width) * view.channels;
+  for (int y = 0; y < view.height; ++y) std::copy(view.row(y), view.row(y) + bytes, image.data() + y * bytes);
   return image;
 }
 
@@ -56,7 +56,7 @@ TEST(SampleOps, DecodeGivesTheWholeImage) {
 
 TEST(SampleOps, TheLastOpOfAChainWritesIntoTheSlotAndInPlaceOpsStayThere) {
   const auto jpeg = testing::make_jpeg(120, 160, 3, 2);
-  std::vector<std::uint8_t> slot(32 * 32 * 3);
+  std::vector<std::uint8_t> slot(std::size_t{32} * 32 * 3);
   Sample sample = sample_of(jpeg, 77);
   sample.bind_slot(ImageView(slot.data(), {32, 32, 3}));
   const std::vector<SampleOp> chain = {decode_random_resized_crop(32), flip_horizontal(1.0),
@@ -78,8 +78,9 @@ TEST(SampleOps, ResultsDependOnTheSeedOnlyNotOnTheThread) {
   const std::vector<std::vector<std::uint8_t>> jpegs = {testing::make_jpeg(100, 150, 3, 1),
                                                         testing::make_jpeg(150, 100, 3, 2),
                                                         testing::make_jpeg(90, 90, 1, 3, 90, true)};
-  const std::vector<SampleOp> chain = {decode_random_resized_crop(40), flip_horizontal(), flip_vertical(),
-                                       distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4, .hue = 0.1})};
+  const std::vector<SampleOp> chain = {
+      decode_random_resized_crop(40), flip_horizontal(), flip_vertical(),
+      distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4, .hue = 0.1})};
   constexpr int kSamples = 48;
   const auto make = [&](int i) {
     Sample sample = sample_of(jpegs[i % jpegs.size()], sample_seed(5, 0, static_cast<std::uint64_t>(i)));
@@ -87,9 +88,11 @@ TEST(SampleOps, ResultsDependOnTheSeedOnlyNotOnTheThread) {
     return copy_of(sample.image());
   };
   std::vector<Image> sequential;
+  sequential.reserve(kSamples);
   for (int i = 0; i < kSamples; ++i) sequential.push_back(make(i));
   std::vector<Image> threaded(kSamples);
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int t = 0; t < 4; ++t)
     workers.emplace_back([&, t] {
       for (int i = kSamples - 1 - t; i >= 0; i -= 4) threaded[i] = make(i);  // another order, other threads
@@ -132,7 +135,8 @@ TEST(SampleOps, FlipProbabilityIsHonoured) {
 TEST(SampleOps, FashionMnistRecipePadsAndCropsGrayImages) {
   const auto jpeg = testing::make_jpeg(28, 28, 1, 4);
   Sample sample = sample_of(jpeg, 12);
-  const std::vector<SampleOp> chain = {decode({.color = ColorMode::keep}), random_crop(28, 28, 4), flip_horizontal()};
+  const std::vector<SampleOp> chain = {decode({.color = ColorMode::keep}), random_crop(28, 28, 4),
+                                       flip_horizontal()};
   run(chain, sample);
   EXPECT_EQ(sample.image().shape(), (ImageShape{28, 28, 1}));
   Image expected(28, 28, 1);

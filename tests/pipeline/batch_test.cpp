@@ -34,7 +34,8 @@ std::vector<std::uint8_t> expected_pixels(std::uint64_t number, std::uint64_t ep
   return {image.data, image.data + image.shape().bytes()};
 }
 
-std::vector<std::int64_t> all_labels(const BatchedDataset& dataset, std::vector<std::size_t>* sizes = nullptr) {
+std::vector<std::int64_t> all_labels(const BatchedDataset& dataset,
+                                     std::vector<std::size_t>* sizes = nullptr) {
   std::vector<std::int64_t> labels;
   for (const Batch& batch : dataset) {
     labels.insert(labels.end(), batch.labels().begin(), batch.labels().end());
@@ -75,7 +76,8 @@ TEST(Batch, EverySlotHoldsItsSamplesPixelsAndLabelInOrder) {
 }
 
 TEST(Batch, TheLastOpWritesStraightIntoTheSlotSoNothingIsCopied) {
-  BatchIterator it = numbered_memory(12).map(fill_from_seed(kShape)).with_options({.threads = 2}).batch(4).begin();
+  BatchIterator it =
+      numbered_memory(12).map(fill_from_seed(kShape)).with_options({.threads = 2}).batch(4).begin();
   while (it.next()) {
   }
   const PipelineStats stats = it.stats();
@@ -87,7 +89,8 @@ TEST(Batch, TheLastOpWritesStraightIntoTheSlotSoNothingIsCopied) {
 
 TEST(Batch, AnImageLeftOutsideTheSlotIsCopiedIntoIt) {
   // The second op reads the slot and writes a new image, which goes to scratch memory.
-  const Dataset d = numbered_memory(9, kNoClasses).map(fill_from_seed(kShape)).map(testing::negate_into_new_image());
+  const Dataset d =
+      numbered_memory(9, kNoClasses).map(fill_from_seed(kShape)).map(testing::negate_into_new_image());
   BatchIterator it = d.with_options({.threads = 2, .seed = 3}).batch(4).begin();
   std::size_t n = 0;
   while (std::optional<Batch> batch = it.next()) {
@@ -141,7 +144,8 @@ TEST(Batch, AnotherShapeIsSkippedWhenAsked) {
                          .batch(4)
                          .begin();
   std::vector<std::int64_t> labels;
-  while (std::optional<Batch> batch = it.next()) labels.insert(labels.end(), batch->labels().begin(), batch->labels().end());
+  while (std::optional<Batch> batch = it.next())
+    labels.insert(labels.end(), batch->labels().begin(), batch->labels().end());
   EXPECT_EQ(labels, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11}));
   const PipelineStats stats = it.stats();
   EXPECT_EQ(stats.skipped, 1u);
@@ -202,7 +206,8 @@ TEST(Holes, AWholeBatchOfDropsIsClosedUp) {
 }
 
 TEST(Holes, EverythingDroppedGivesNoBatch) {
-  const Dataset d = numbered_memory(10).map(fill_from_seed(kShape)).filter([](const Sample&) { return false; });
+  const Dataset d =
+      numbered_memory(10).map(fill_from_seed(kShape)).filter([](const Sample&) { return false; });
   EXPECT_TRUE(all_labels(d.batch(3, kShape)).empty());
 }
 
@@ -220,7 +225,11 @@ TEST(Batch, EpochAndSequenceFollowTheFirstSample) {
 TEST(Batch, ABatchOutlivesItsIterator) {
   std::optional<Batch> kept;
   {
-    BatchIterator it = numbered_memory(100, kNoClasses).map(fill_from_seed(kShape)).with_options({.seed = 2}).batch(4).begin();
+    BatchIterator it = numbered_memory(100, kNoClasses)
+                           .map(fill_from_seed(kShape))
+                           .with_options({.seed = 2})
+                           .batch(4)
+                           .begin();
     kept = it.next();
   }
   ASSERT_TRUE(kept);
@@ -233,7 +242,12 @@ TEST(Batch, ABatchOutlivesItsIterator) {
 TEST(Pool, NeverGrowsBeyondItsConfiguredSizeInALongRun) {
   const PipelineOptions options{.threads = 3, .max_in_flight = 8, .held_batches = 1};
   auto run = [&](std::size_t elements) {
-    BatchIterator it = numbered_memory(elements).map(fill_from_seed(kShape)).with_options(options).batch(4).prefetch(2).begin();
+    BatchIterator it = numbered_memory(elements)
+                           .map(fill_from_seed(kShape))
+                           .with_options(options)
+                           .batch(4)
+                           .prefetch(2)
+                           .begin();
     std::size_t batches = 0;
     while (it.next()) ++batches;
     EXPECT_EQ(batches, (elements + 3) / 4);
@@ -251,7 +265,12 @@ TEST(Pool, NeverGrowsBeyondItsConfiguredSizeInALongRun) {
 
 TEST(Pool, AConsumerThatKeepsEveryBatchGetsAnErrorNotAHang) {
   testing::Watchdog watchdog(std::chrono::seconds(10), "hoarding consumer");
-  BatchIterator it = numbered_memory(400).map(fill_from_seed(kShape)).with_options({.threads = 2}).batch(2).prefetch(1).begin();
+  BatchIterator it = numbered_memory(400)
+                         .map(fill_from_seed(kShape))
+                         .with_options({.threads = 2})
+                         .batch(2)
+                         .prefetch(1)
+                         .begin();
   std::vector<Batch> hoard;
   EXPECT_THROW(
       {

@@ -95,7 +95,12 @@ TEST(Cancel, DestroyingWhileAMapIsSlowWaitsOnlyForThatMap) {
 TEST(Cancel, DestroyingSampleIteratorsMidStream) {
   for (int i = 0; i < stress_iterations(10); ++i) {
     Watchdog watchdog(std::chrono::seconds(2), "destroy a sample iterator");
-    SampleIterator it = numbered_memory(50).repeat().map(fill_from_seed(kShape)).with_options({.threads = 3}).prefetch(1 + i % 4).begin();
+    SampleIterator it = numbered_memory(50)
+                            .repeat()
+                            .map(fill_from_seed(kShape))
+                            .with_options({.threads = 3})
+                            .prefetch(1 + i % 4)
+                            .begin();
     for (int k = 0; k < i % 6; ++k) ASSERT_TRUE(it.next());
   }
 }
@@ -109,24 +114,30 @@ TEST(Stress, ExceptionsAtRandomElementsUnderLoad) {
                           .map(testing::throw_when(testing::one_in_seven));
     const int threads = 2 + i % 6;
     // skip: every batch but the last is full and the stats count every failure
-    BatchIterator skipping = d.with_options({.threads = threads, .on_error = OnError::skip, .seed = 9}).batch(5).begin();
+    BatchIterator skipping =
+        d.with_options({.threads = threads, .on_error = OnError::skip, .seed = 9}).batch(5).begin();
     std::uint64_t delivered = 0;
     while (std::optional<Batch> batch = skipping.next()) delivered += batch->size();
     EXPECT_EQ(delivered + skipping.stats().skipped, 120u);
     // fail: the error arrives, and the iterator then ends cleanly
     BatchIterator failing = d.with_options({.threads = threads, .seed = 9}).batch(5).begin();
-    EXPECT_THROW(while (failing.next()) {}, PipelineError);
+    EXPECT_THROW(while (failing.next()){}, PipelineError);
     EXPECT_FALSE(failing.next());
   }
 }
 
 TEST(Stress, ManyIteratorsOfOneDatasetRunAtOnceOnSeveralThreads) {
   Watchdog watchdog(std::chrono::seconds(20), "concurrent iterators");
-  const BatchedDataset d = numbered_memory(150).shuffle(30, 3).map(fill_from_seed(kShape)).with_options({.threads = 2, .seed = 4}).batch(7);
+  const BatchedDataset d = numbered_memory(150)
+                               .shuffle(30, 3)
+                               .map(fill_from_seed(kShape))
+                               .with_options({.threads = 2, .seed = 4})
+                               .batch(7);
   const std::uint64_t reference = testing::checksum_of(d);
   std::vector<std::uint64_t> results(4);
   std::vector<std::thread> consumers;
-  for (std::size_t t = 0; t < results.size(); ++t) consumers.emplace_back([&, t] { results[t] = testing::checksum_of(d); });
+  for (std::size_t t = 0; t < results.size(); ++t)
+    consumers.emplace_back([&, t] { results[t] = testing::checksum_of(d); });
   for (std::thread& consumer : consumers) consumer.join();
   for (const std::uint64_t result : results) EXPECT_EQ(result, reference);
 }
@@ -134,12 +145,13 @@ TEST(Stress, ManyIteratorsOfOneDatasetRunAtOnceOnSeveralThreads) {
 TEST(Stress, OutOfOrderDeliveryUnderLoadDeliversEveryElementOnce) {
   for (int i = 0; i < stress_iterations(4); ++i) {
     Watchdog watchdog(std::chrono::seconds(5), "out of order");
-    BatchIterator it = numbered_memory(300, 1'000'000)
-                           .map(fill_from_seed(kShape))
-                           .map(testing::throw_when(testing::one_in_seven))
-                           .with_options({.threads = 4, .deterministic = false, .on_error = OnError::skip, .seed = 2})
-                           .batch(8)
-                           .begin();
+    BatchIterator it =
+        numbered_memory(300, 1'000'000)
+            .map(fill_from_seed(kShape))
+            .map(testing::throw_when(testing::one_in_seven))
+            .with_options({.threads = 4, .deterministic = false, .on_error = OnError::skip, .seed = 2})
+            .batch(8)
+            .begin();
     std::vector<int> seen(300, 0);
     std::size_t partial = 0;
     while (std::optional<Batch> batch = it.next()) {

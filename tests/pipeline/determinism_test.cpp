@@ -50,8 +50,10 @@ TEST_F(Determinism, ChecksumIsTheSameAtPrefetchOneAndSixtyFour) {
 TEST_F(Determinism, ChecksumIsTheSameWithSixtyFourThreadsAndAnyTokenCount) {
   const std::uint64_t reference = checksum_of(jpegs().with_options({.threads = 1, .seed = 3}).batch(6));
   EXPECT_EQ(checksum_of(jpegs().with_options({.threads = 64, .seed = 3}).batch(6)), reference);
-  EXPECT_EQ(checksum_of(jpegs().with_options({.threads = 4, .seed = 3, .max_in_flight = 1}).batch(6)), reference);
-  EXPECT_EQ(checksum_of(jpegs().with_options({.threads = 4, .seed = 3, .max_in_flight = 100}).batch(6)), reference);
+  EXPECT_EQ(checksum_of(jpegs().with_options({.threads = 4, .seed = 3, .max_in_flight = 1}).batch(6)),
+            reference);
+  EXPECT_EQ(checksum_of(jpegs().with_options({.threads = 4, .seed = 3, .max_in_flight = 100}).batch(6)),
+            reference);
 }
 
 TEST_F(Determinism, OutOfOrderDeliveryGivesTheSameSamplesInOtherBatches) {

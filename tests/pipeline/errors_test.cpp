@@ -37,7 +37,8 @@ TEST(Fail, TheErrorReachesTheConsumerAtTheFailedElementsBatch) {
                            .begin();
     std::vector<std::int64_t> labels;
     try {
-      while (std::optional<Batch> batch = it.next()) labels.insert(labels.end(), batch->labels().begin(), batch->labels().end());
+      while (std::optional<Batch> batch = it.next())
+        labels.insert(labels.end(), batch->labels().begin(), batch->labels().end());
       FAIL() << "no error";
     } catch (const PipelineError& error) {
       EXPECT_EQ(error.path(), "<memory:13>");

@@ -19,7 +19,8 @@ SampleOp fill_from_seed(ImageShape shape, std::string name) {
                     const std::uint64_t base = combine_seeds(sample.seed, bytes_hash);
                     for (int y = 0; y < out.height; ++y)
                       for (int x = 0; x < out.width * out.channels; ++x)
-                        out.row(y)[x] = static_cast<std::uint8_t>(mix64(base + static_cast<std::uint64_t>(y) * 4096 + x));
+                        out.row(y)[x] =
+                            static_cast<std::uint8_t>(mix64(base + static_cast<std::uint64_t>(y) * 4096 + x));
                     sample.publish();
                   }};
 }
@@ -39,21 +40,25 @@ SampleOp decode_and_crop(int size) {
   return SampleOp{"decode_and_crop", [size](Sample& sample) {
                     std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
                     int width = 0, height = 0, subsampling = 0, colorspace = 0;
-                    if (tjDecompressHeader3(handle.get(), sample.encoded.data(), sample.encoded.size(), &width,
-                                            &height, &subsampling, &colorspace) != 0)
+                    if (tjDecompressHeader3(handle.get(), sample.encoded.data(), sample.encoded.size(),
+                                            &width, &height, &subsampling, &colorspace) != 0)
                       throw std::runtime_error(std::string("not a JPEG: ") + tjGetErrorStr2(handle.get()));
                     const ImageView full = sample.output({height, width, 3});
-                    if (tjDecompress2(handle.get(), sample.encoded.data(), sample.encoded.size(), full.data, width,
-                                      static_cast<int>(full.stride), height, TJPF_RGB, 0) != 0)
+                    if (tjDecompress2(handle.get(), sample.encoded.data(), sample.encoded.size(), full.data,
+                                      width, static_cast<int>(full.stride), height, TJPF_RGB, 0) != 0)
                       throw std::runtime_error(std::string("decode: ") + tjGetErrorStr2(handle.get()));
                     sample.publish();
-                    if (width < size || height < size) throw std::runtime_error("image smaller than the crop");
+                    if (width < size || height < size)
+                      throw std::runtime_error("image smaller than the crop");
                     Rng rng(sample.seed, 7);
-                    const int top = static_cast<int>(rng.below(static_cast<std::uint64_t>(height - size + 1)));
-                    const int left = static_cast<int>(rng.below(static_cast<std::uint64_t>(width - size + 1)));
+                    const int top = static_cast<int>(
+                        rng.below(static_cast<std::uint64_t>(height) - static_cast<std::uint64_t>(size) + 1));
+                    const int left = static_cast<int>(
+                        rng.below(static_cast<std::uint64_t>(width) - static_cast<std::uint64_t>(size) + 1));
                     const ConstImageView in = sample.image();
                     const ImageView out = sample.output({size, size, 3});
-                    for (int y = 0; y < size; ++y) std::memcpy(out.row(y), in.at(top + y, left), static_cast<std::size_t>(size) * 3);
+                    for (int y = 0; y < size; ++y)
+                      std::memcpy(out.row(y), in.at(top + y, left), static_cast<std::size_t>(size) * 3);
                     sample.publish();
                   }};
 }
@@ -85,11 +90,12 @@ std::uint64_t number_of(const Sample& sample) {
   return value;
 }
 
-std::filesystem::path make_jpeg_folder(const TempDir& dir, int classes, int per_class, int height, int width) {
-  const std::filesystem::path root = dir / "images";
+std::filesystem::path make_jpeg_folder(const TempDir& dir, int classes, int per_class, int height,
+                                       int width) {
+  std::filesystem::path root = dir / "images";
   for (int c = 0; c < classes; ++c)
     for (int i = 0; i < per_class; ++i) {
-      const auto seed = static_cast<std::uint64_t>(c * 1000 + i + 1);
+      const std::uint64_t seed = static_cast<std::uint64_t>(c) * 1000 + static_cast<std::uint64_t>(i) + 1;
       write_file(root / ("class_" + std::to_string(c)) / ("img_" + std::to_string(i) + ".jpg"),
                  make_jpeg(height, width, 3, seed, 85));
     }

@@ -57,7 +57,8 @@ TEST(Stats, CountEveryStageAndWhatWasDelivered) {
 }
 
 TEST(Stats, CanBeReadWhileThePipelineRuns) {
-  BatchIterator it = numbered_memory(200).map(fill_from_seed({4, 4, 3})).with_options({.threads = 2}).batch(4).begin();
+  BatchIterator it =
+      numbered_memory(200).map(fill_from_seed({4, 4, 3})).with_options({.threads = 2}).batch(4).begin();
   std::uint64_t last_in = 0;
   while (std::optional<Batch> batch = it.next()) {
     const PipelineStats stats = it.stats();
@@ -94,9 +95,7 @@ TEST(Trace, OtherCodeAddsItsOwnTracksAndEvents) {
   const int step = trace.track("training step");
   const auto t0 = TraceRecorder::now();
   trace.complete(step, "forward \"fp32\"", t0, t0 + std::chrono::microseconds(1500));
-  {
-    TraceScope scope(&trace, step, "backward");
-  }
+  { TraceScope scope(&trace, step, "backward"); }
   trace.counter("loss", t0, 2.5);
   trace.instant(step, "epoch end", t0);
   EXPECT_EQ(trace.events(), 4u);

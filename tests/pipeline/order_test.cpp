@@ -22,9 +22,10 @@ struct Seen {
   friend bool operator==(const Seen&, const Seen&) = default;
 };
 
-std::vector<Seen> run(const Dataset& dataset, PipelineOptions options = {.threads = 3}) {
+std::vector<Seen> run(const Dataset& dataset, const PipelineOptions& options = {.threads = 3}) {
   std::vector<Seen> seen;
-  for (const Sample& s : dataset.with_options(options)) seen.push_back({number_of(s), s.epoch, s.index, s.seed});
+  for (const Sample& s : dataset.with_options(options))
+    seen.push_back({number_of(s), s.epoch, s.index, s.seed});
   return seen;
 }
 
@@ -80,7 +81,8 @@ TEST(Shuffle, DiffersPerEpochAndPerSeedAndRepeatsForTheSameSeed) {
     EXPECT_EQ(epoch, iota(0, 50));
   }
   EXPECT_EQ(numbers(run(numbered_memory(50).shuffle(50, 1))), std::vector<std::uint64_t>(epochs[0]));
-  EXPECT_NE(numbers(run(numbered_memory(50).shuffle(50, 2))), numbers(run(numbered_memory(50).shuffle(50, 1))));
+  EXPECT_NE(numbers(run(numbered_memory(50).shuffle(50, 2))),
+            numbers(run(numbered_memory(50).shuffle(50, 1))));
 }
 
 TEST(Shard, ShardsPartitionEveryEpochAndKeepTheGlobalIndexAndSeed) {
@@ -94,7 +96,9 @@ TEST(Shard, ShardsPartitionEveryEpochAndKeepTheGlobalIndexAndSeed) {
     }
   }
   ASSERT_EQ(union_of_shards.size(), whole.size());
-  auto key = [](const Seen& a, const Seen& b) { return std::tie(a.epoch, a.index) < std::tie(b.epoch, b.index); };
+  auto key = [](const Seen& a, const Seen& b) {
+    return std::tie(a.epoch, a.index) < std::tie(b.epoch, b.index);
+  };
   std::sort(union_of_shards.begin(), union_of_shards.end(), key);
   std::vector<Seen> sorted_whole = whole;
   std::sort(sorted_whole.begin(), sorted_whole.end(), key);
@@ -130,7 +134,7 @@ TEST(Repeat, CountsEpochsAndForeverNeedsATake) {
   ASSERT_EQ(seen.size(), 25u);
   EXPECT_EQ(seen[24].epoch, 2u);
   EXPECT_EQ(seen[24].number, 4u);
-  EXPECT_EQ(seen[24].index, 4u);  // the index restarts every epoch
+  EXPECT_EQ(seen[24].index, 4u);                           // the index restarts every epoch
   EXPECT_TRUE(run(Dataset::memory({}).repeat()).empty());  // an empty dataset repeated forever ends
 }
 
@@ -158,9 +162,7 @@ TEST(Filter, OrderingAfterAFilterIsRejected) {
 }
 
 TEST(Map, RunsInOrderOnEveryElementAndCommutesWithOrdering) {
-  auto tag = [](char c) {
-    return SampleOp{std::string(1, c), [c](Sample& s) { s.path.push_back(c); }};
-  };
+  auto tag = [](char c) { return SampleOp{std::string(1, c), [c](Sample& s) { s.path.push_back(c); }}; };
   std::vector<std::string> paths;
   for (const Sample& s : numbered_memory(3).map(tag('a')).map(tag('b')).with_options({.threads = 2}))
     paths.push_back(s.path);

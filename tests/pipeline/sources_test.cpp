@@ -68,12 +68,12 @@ TEST(ImageFolder, ListsOnlyRegularJpegFiles) {
 TEST(ImageFolder, SymlinkLoopsAndDanglingLinksAreNeitherFollowedNorListed) {
   TempDir dir;
   write_file(dir / "dog" / "a.jpg", bytes_of("a"));
-  fs::create_directory_symlink(dir / "dog", dir / "dog" / "loop");       // a directory loop
-  fs::create_directory_symlink(dir.path(), dir / "dog" / "up.jpg");     // a directory link named .jpg
+  fs::create_directory_symlink(dir / "dog", dir / "dog" / "loop");   // a directory loop
+  fs::create_directory_symlink(dir.path(), dir / "dog" / "up.jpg");  // a directory link named .jpg
   fs::create_symlink(dir / "dog" / "missing.jpg", dir / "dog" / "dangling.jpg");
   fs::create_symlink(dir / "dog" / "self.jpg", dir / "dog" / "self.jpg");  // a file link loop
-  fs::create_directory_symlink(dir / "dog", dir / "alias");              // a class folder link
-  fs::create_symlink(dir / "dog" / "a.jpg", dir / "dog" / "link.jpg");   // a link to a real image counts
+  fs::create_directory_symlink(dir / "dog", dir / "alias");                // a class folder link
+  fs::create_symlink(dir / "dog" / "a.jpg", dir / "dog" / "link.jpg");     // a link to a real image counts
   const Dataset dataset = Dataset::image_folder(dir.path());
   EXPECT_EQ(dataset.class_names(), (std::vector<std::string>{"dog"}));
   const std::vector<Sample> samples = all_samples(dataset);
@@ -105,10 +105,11 @@ TEST(ListFile, PathsAreRelativeToTheRootAndMayContainSpaces) {
   write_file(dir / "data" / "a.jpg", bytes_of("A"));
   write_file(dir / "data" / "my photo.jpg", bytes_of("B"));
   write_file(dir / "abs.jpg", bytes_of("C"));
-  const std::string list = "# path label\n\ndata/a.jpg 3\r\n  data/my photo.jpg\t7  \n" +
-                           (dir / "abs.jpg").string() + " 0\n";
+  const std::string list =
+      "# path label\n\ndata/a.jpg 3\r\n  data/my photo.jpg\t7  \n" + (dir / "abs.jpg").string() + " 0\n";
   write_file(dir / "lists" / "train.txt", bytes_of(list));
-  const std::vector<Sample> samples = all_samples(Dataset::list_file(dir / "lists" / "train.txt", dir.path()));
+  const std::vector<Sample> samples =
+      all_samples(Dataset::list_file(dir / "lists" / "train.txt", dir.path()));
   ASSERT_EQ(samples.size(), 3u);
   EXPECT_EQ(samples[0].path, (dir / "data" / "a.jpg").string());
   EXPECT_EQ(samples[0].label, 3);
@@ -154,7 +155,8 @@ TEST(Files, UnlabelledFilesHaveLabelMinusOne) {
 }
 
 TEST(Memory, BuffersAreNamedByTheirPosition) {
-  const std::vector<Sample> samples = all_samples(Dataset::memory({bytes_of("one"), bytes_of("two")}, {4, 5}));
+  const std::vector<Sample> samples =
+      all_samples(Dataset::memory({bytes_of("one"), bytes_of("two")}, {4, 5}));
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_EQ(samples[1].path, "<memory:1>");
   EXPECT_EQ(samples[1].encoded, bytes_of("two"));

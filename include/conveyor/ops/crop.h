@@ -27,7 +27,7 @@ Rect random_crop_window(int image_height, int image_width, int height, int width
 
 // random_crop_window, then crop_copy into `out` (whose shape gives the size): padding and crop in one
 // copy, without the padded image ever existing.
-void random_crop(ConstImageView image, ImageView out, Rng& rng, int padding = 0, PadMode mode = PadMode::constant,
-                 std::uint8_t value = 0);
+void random_crop(ConstImageView image, ImageView out, Rng& rng, int padding = 0,
+                 PadMode mode = PadMode::constant, std::uint8_t value = 0);
 
 }  // namespace conveyor::ops

@@ -68,7 +68,9 @@ struct DecodeResult {
 JpegHeader read_jpeg_header(std::span<const std::uint8_t> jpeg, bool read_orientation = false);
 
 // Size of one side of an image decoded at 1/scale_denom (libjpeg rounds up).
-constexpr int scaled_size(int size, int scale_denom) noexcept { return (size + scale_denom - 1) / scale_denom; }
+constexpr int scaled_size(int size, int scale_denom) noexcept {
+  return (size + scale_denom - 1) / scale_denom;
+}
 
 // The largest DCT scale denominator among 1, 2, 4, 8 at which a width x height window still covers at
 // least target_width x target_height pixels, so that resizing to the target only ever shrinks.
@@ -112,7 +114,8 @@ class JpegDecoder {
 };
 
 // One-shot helpers (each makes a decoder: reuse a JpegDecoder in loops).
-DecodeResult decode_jpeg(std::span<const std::uint8_t> jpeg, ImageView out, const DecodeOptions& options = {});
+DecodeResult decode_jpeg(std::span<const std::uint8_t> jpeg, ImageView out,
+                         const DecodeOptions& options = {});
 DecodeResult decode_jpeg(std::span<const std::uint8_t> jpeg, Image& out, const DecodeOptions& options = {});
 Image decode_jpeg(std::span<const std::uint8_t> jpeg, const DecodeOptions& options = {});
 DecodeResult decode_jpeg_region(std::span<const std::uint8_t> jpeg, Rect region, ImageView out,

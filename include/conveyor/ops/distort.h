@@ -1,16 +1,19 @@
 // Colour distortion as torchvision's ColorJitter: brightness, contrast, saturation and hue, each with a
 // random factor, applied in a random order, on 8-bit pixels in place.
 //
-// What each adjustment does to the image as it stands at its turn (x: a channel value, all in float and
-// truncated back to 8 bits after every adjustment, as torchvision does on uint8 tensors):
+// What each adjustment does to the image as it stands at its turn (x: a channel value; every result is
+// clamped to [0, 255] and truncated to 8 bits, as torchvision does on uint8 tensors):
 //   brightness f:  x * f
-//   contrast f:    x * f + m * (1 - f), m = mean over the image of floor(0.2989 R + 0.587 G + 0.114 B)
+//   contrast f:    x * f + m * (1 - f), m = 0.2989 mean(R) + 0.587 mean(G) + 0.114 mean(B) of the image
+//                  (torchvision floors each pixel's gray value before the mean: m is about half a level
+//                  higher here, which moves results by at most half a level)
 //   saturation f:  x * f + l * (1 - f), l = floor(0.2989 R + 0.587 G + 0.114 B) of the same pixel
 //   hue h:         rotates the pixel's chroma by h turns around the gray axis (YIQ rotation, one 3x3
 //                  matrix); torchvision goes through HSV instead, which costs far more on 8 bits.
-// each result clamped to [0, 255]. Gray images: brightness and contrast as above, saturation and hue do
-// nothing. The whole jitter runs in one or two passes over the pixels (two when a contrast follows
-// another adjustment, whose result it needs the mean of).
+// Gray images: brightness and contrast as above (m: the mean value), saturation and hue do nothing.
+// Cost: one pass over the pixels, two when contrast follows another adjustment (it needs the mean of that
+// one's result, which the first pass sums on its way); a pass of brightness and contrast alone runs on the
+// interleaved bytes as they are.
 #pragma once
 
 #include <array>

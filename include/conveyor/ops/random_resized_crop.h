@@ -28,17 +28,19 @@ struct RandomResizedCropOptions {
 Rect random_resized_crop_window(int height, int width, const RandomResizedCropOptions& options, Rng& rng);
 
 // A random window of decoded pixels resized into `out`.
-void random_resized_crop(ConstImageView image, ImageView out, const RandomResizedCropOptions& options, Rng& rng);
+void random_resized_crop(ConstImageView image, ImageView out, const RandomResizedCropOptions& options,
+                         Rng& rng);
 
 // Decodes only a random window of a JPEG and resizes it into `out`, whose channels must match the decoded
 // image's (decoder.shape().channels after open: 3, or 1 for gray files with ColorMode::keep or gray). The
 // window is drawn in full-resolution coordinates; it is decoded at the largest DCT scale (1/2, 1/4, 1/8)
 // at which it still covers `out`, which moves its edges by less than one decoded pixel.
-DecodeResult decode_random_resized_crop(JpegDecoder& decoder, std::span<const std::uint8_t> jpeg, ImageView out,
-                                        const RandomResizedCropOptions& options, Rng& rng);
+DecodeResult decode_random_resized_crop(JpegDecoder& decoder, std::span<const std::uint8_t> jpeg,
+                                        ImageView out, const RandomResizedCropOptions& options, Rng& rng);
 
 // Decodes `window` (full-resolution, upright coordinates) at the best DCT scale and resizes it into
 // `out`: the building block of the fused crops.
-DecodeResult decode_resized_window(JpegDecoder& decoder, Rect window, ImageView out, Interpolation interpolation);
+DecodeResult decode_resized_window(JpegDecoder& decoder, Rect window, ImageView out,
+                                   Interpolation interpolation);
 
 }  // namespace conveyor::ops

@@ -15,7 +15,8 @@ struct Rect {
   bool empty() const noexcept { return width <= 0 || height <= 0; }
   // True when the rectangle lies inside a width x height image.
   bool inside(int image_width, int image_height) const noexcept {
-    return x >= 0 && y >= 0 && width > 0 && height > 0 && x + width <= image_width && y + height <= image_height;
+    return x >= 0 && y >= 0 && width > 0 && height > 0 && x + width <= image_width &&
+           y + height <= image_height;
   }
   friend bool operator==(const Rect&, const Rect&) = default;
 };

@@ -44,13 +44,15 @@ SampleOp decode_center_crop(int size, DecodeOptions options = {});
 SampleOp random_crop(int height, int width, int padding = 0, PadMode mode = PadMode::constant);
 
 // image -> image with margins.
-SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant, std::uint8_t value = 0);
+SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant,
+             std::uint8_t value = 0);
 
 // Mirrors the image in place with probability p.
 SampleOp flip_horizontal(double p = 0.5);
 SampleOp flip_vertical(double p = 0.5);
 
-// Colour jitter in place (see distort.h), e.g. distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}).
+// Colour jitter in place (see distort.h), e.g. distort({.brightness = 0.4, .contrast = 0.4, .saturation =
+// 0.4}).
 SampleOp distort(DistortOptions options);
 
 // image -> height x width.

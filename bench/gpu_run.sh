@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# gpu_run.sh PHASE... — the benchmark runs on the GPU machine, from the bundle scripts/device-bundle.sh
+# made (.carry/). Every log and JSON lands in $OUT/results.tgz (and the console). Phases:
+#   devices   list_devices (text and JSON)
+#   tests     the GPU test programs (device feeder, layers vs CPU reference, trainer)
+#   data      the ImageNet-like set (5,000 images) from the carried photos
+#   ops       ops_bench on one core beside torchvision's decode peer on the same core
+#   pipeline  pipeline_throughput (16 threads, sweep) beside PyTorch's DataLoader (16 workers, sweep)
+#   pipeline-variants  pipeline_throughput at 16 threads with other scheduling settings
+#   train     train_step_bench ResNet-18 (fused and unfused batch norm) beside PyTorch's ResNet-18
+#   fvp       feed_vs_prefetch, ResNet-18, batch 256, 16 threads, traces
+#   fashion   Fashion-MNIST JPEGs from the carried IDX files, then train_fashion_mnist (15 epochs)
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+root=$PWD
+out=${OUT:-/tmp/out}
+r=$out/r
+mkdir -p "$r"
+tar xf .carry/bundle.tar.xz -C /tmp
+# shellcheck disable=SC1091
+source /tmp/bundle/tools/device-env /tmp/bundle/lib
+bin=/tmp/bundle/bin
+data=/tmp/data
+imagenet=$data/imagenet-like-5000/train
+log() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
+run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo "!!! rc=$rc: $*"; return 0; }
+
+{
+  log "machine"; nvidia-smi -L; nproc; grep -m1 'model name' /proc/cpuinfo; date -u; cat "$root/.carry/commit" 2>/dev/null
+  for phase in "$@"; do
+    case "$phase" in
+      devices)
+        log devices
+        run 60 "$bin/list_devices"
+        run 60 "$bin/list_devices" --json >"$r/list_devices.json" ;;
+      tests)
+        log "gpu tests"
+        for t in conveyor_device_gpu_tests conveyor_nn_gpu_tests; do
+          [ -x "$bin/$t" ] && run 300 "$bin/$t" --gtest_output=json:"$r/$t.json" 2>&1 | tail -60
+        done ;;
+      data)
+        log data
+        run 120 "$bin/make_imagenet_like" --out "$data/imagenet-like-5000" --count 5000 --sources "$root/.carry/photos"
+        du -sh "$data/imagenet-like-5000" ;;
+      ops)
+        log "ops on one core"
+        CONVEYOR_BENCH_IMAGES=$imagenet run 240 taskset -c 2 "$bin/ops_bench" --benchmark_repetitions=3 \
+          --benchmark_report_aggregates_only=true --benchmark_out_format=json --benchmark_out="$r/ops_bench.json" \
+          --benchmark_filter='decode/|chain/' 2>&1 | grep -E 'median|mean' | grep -v _cv
+        run 120 taskset -c 2 python3 "$root/bench/peers/torchvision_decode.py" --images "$imagenet" >"$r/torchvision_decode.json"
+        cat "$r/torchvision_decode.json" ;;
+      pipeline)
+        log "pipeline throughput"
+        run 240 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 3 --seed 7 \
+          --sweep 1,2,4,8,16 --json "$r/pipeline_throughput.json" --trace "$r/pipeline.trace.json"
+        run 240 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --workers 16 --batch 256 --size 224 \
+          --epochs 2 --sweep 1,4,16 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json" ;;
+      pipeline-variants)
+        log "pipeline variants at 16 threads"
+        for v in "--deterministic 0" "--in-flight 64" "--in-flight 256" "--prefetch 8"; do
+          echo "--- $v"
+          # shellcheck disable=SC2086
+          run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 3 --seed 7 $v \
+            --json "$r/pipeline_variant_${v// /_}.json" | grep -E '^threads 16'
+        done ;;
+      train)
+        log "training step"
+        run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 --json "$r/train_step_fused.json"
+        run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 30 --warmup 5 --unfused-bn --json "$r/train_step_unfused.json"
+        run 180 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 50 --warmup 10 --json "$r/torch_resnet18.json"
+        run 180 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 30 --warmup 5 --unfused-bn --json "$r/torch_resnet18_unfused.json" ;;
+      fvp)
+        log "feed vs prefetch"
+        run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --threads 16 --batch 256 --steps 30 --warmup 3 \
+          --json "$r/feed_vs_prefetch.json" --trace-dir "$r/traces"
+        [ -x "$bin/quickstart" ] && run 120 "$bin/quickstart" "$imagenet" 30 ;;
+      fashion)
+        log "fashion-mnist"
+        run 120 "$bin/make_fashion_mnist" --help >/dev/null 2>&1
+        mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
+        run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
+        run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --epochs 15 --csv "$r/fashion_mnist.csv" ;;
+      *) echo "unknown phase $phase" ;;
+    esac
+  done
+  log done
+} 2>&1 | tee "$r/console.log"
+tar -C "$r" -czf "$out/results.tgz" .
