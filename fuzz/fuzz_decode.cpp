@@ -96,8 +96,17 @@ void check_window_is_exact(std::span<const std::uint8_t> data, conveyor::Rng& rn
   decoder.read_region({x, y, w, h}, window.view(), denom);
   const conveyor::ConstImageView a = whole.view(), b = window.view();
   for (int row = 0; row < h; ++row) {
-    if (std::memcmp(a.at(y + row, x), b.row(row), static_cast<std::size_t>(w) * shape.channels) != 0)
+    for (int i = 0; i < w * shape.channels; ++i) {
+      if (a.at(y + row, x)[i] == b.row(row)[i]) continue;
+      std::fprintf(
+          stderr,
+          "fuzz_decode: %dx%dx%d image at 1/%d (colour mode %d, fast %d, EXIF %d): window %dx%d+%d+%d "
+          "differs at row %d, column %d, channel %d: %d in the window, %d in the whole decode\n",
+          shape.height, shape.width, shape.channels, denom, static_cast<int>(options.color), options.fast,
+          options.apply_exif_orientation, w, h, x, y, row, i / shape.channels, i % shape.channels,
+          b.row(row)[i], a.at(y + row, x)[i]);
       fail("a window decode differs from the crop of the whole decode");
+    }
   }
 }
 
