@@ -96,8 +96,11 @@ Bytes make_444_jpeg(int height, int width, std::uint64_t seed) {
   return tj_compress(rgb.data(), height, width, TJPF_RGB, TJSAMP_444);
 }
 
-Bytes make_arithmetic_jpeg(int height, int width, std::uint64_t seed) {
-  const Image rgb = make_picture(height, width, 3, seed);
+namespace {
+
+// Encodes through the libjpeg API; `configure` runs after jpeg_set_defaults.
+template <class Configure>
+Bytes encode_with_libjpeg(const Image& picture, Configure&& configure) {
   auto c = std::make_unique<Compressor>();
   c->cinfo.err = jpeg_std_error(&c->errors);
   c->errors.error_exit = Compressor::on_error;
@@ -105,20 +108,39 @@ Bytes make_arithmetic_jpeg(int height, int width, std::uint64_t seed) {
   if (setjmp(c->jump) != 0) throw std::runtime_error("libjpeg could not encode with arithmetic coding");
   jpeg_create_compress(&c->cinfo);
   jpeg_mem_dest(&c->cinfo, &c->out, &c->size);
-  c->cinfo.image_width = static_cast<JDIMENSION>(width);
-  c->cinfo.image_height = static_cast<JDIMENSION>(height);
-  c->cinfo.input_components = 3;
-  c->cinfo.in_color_space = JCS_RGB;
+  c->cinfo.image_width = static_cast<JDIMENSION>(picture.width());
+  c->cinfo.image_height = static_cast<JDIMENSION>(picture.height());
+  c->cinfo.input_components = picture.channels();
+  c->cinfo.in_color_space = picture.channels() == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_set_defaults(&c->cinfo);
   jpeg_set_quality(&c->cinfo, 90, TRUE);
-  c->cinfo.arith_code = TRUE;
+  configure(c->cinfo);
   jpeg_start_compress(&c->cinfo, TRUE);
   while (c->cinfo.next_scanline < c->cinfo.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(rgb.view().row(static_cast<int>(c->cinfo.next_scanline)));
+    JSAMPROW row = const_cast<JSAMPROW>(picture.view().row(static_cast<int>(c->cinfo.next_scanline)));
     jpeg_write_scanlines(&c->cinfo, &row, 1);
   }
   jpeg_finish_compress(&c->cinfo);
   return Bytes(c->out, c->out + c->size);
+}
+
+}  // namespace
+
+Bytes make_arithmetic_jpeg(int height, int width, std::uint64_t seed) {
+  return encode_with_libjpeg(make_picture(height, width, 3, seed),
+                             [](jpeg_compress_struct& cinfo) { cinfo.arith_code = TRUE; });
+}
+
+Bytes make_incomplete_progressive_jpeg(int height, int width, int channels, std::uint64_t seed) {
+  // DC of every component at half precision, then AC 1..5 of each component at a quarter: no refinement
+  // scan ever follows, so coefficients stay coarse and AC 6..63 stay zero.
+  std::vector<jpeg_scan_info> scans;
+  scans.push_back({channels, {0, 1, 2, 0}, 0, 0, 0, 1});
+  for (int c = 0; c < channels; ++c) scans.push_back({1, {c, 0, 0, 0}, 1, 5, 0, 2});
+  return encode_with_libjpeg(make_picture(height, width, channels, seed), [&](jpeg_compress_struct& cinfo) {
+    cinfo.scan_info = scans.data();
+    cinfo.num_scans = static_cast<int>(scans.size());
+  });
 }
 
 Bytes with_precision(Bytes jpeg, int precision) {

@@ -19,6 +19,11 @@ Bytes make_cmyk_jpeg(int height, int width, std::uint64_t seed = 1);
 // A picture encoded through the libjpeg API with arithmetic entropy coding (arith_code = TRUE).
 Bytes make_arithmetic_jpeg(int height, int width, std::uint64_t seed = 1);
 
+// A progressive picture (1 or 3 channels) whose scan script sends the DC coefficients and only a coarse
+// first band of AC coefficients, never refined: a valid file (libjpeg's encoder accepts the script) that
+// a decoder completes with zeros, and the one case where libjpeg applies its block smoothing.
+Bytes make_incomplete_progressive_jpeg(int height, int width, int channels, std::uint64_t seed = 1);
+
 // A baseline RGB picture with 4:4:4 sampling (no chroma subsampling).
 Bytes make_444_jpeg(int height, int width, std::uint64_t seed = 1);
 
