@@ -76,7 +76,8 @@ case "$cmd" in
       dir=build; opts=(); filter=()
     fi
     build "$dir" "${opts[@]}"
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 "${filter[@]}" ;;
+    # --no-tests=error: a label that matches nothing must fail, not pass quietly.
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}" ;;
   fuzz) deps; exec "$root/scripts/fuzz.sh" "$@" ;;
   *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$cmd" = help ] || exit 2 ;;
 esac
