@@ -3,6 +3,9 @@
 #pragma once
 
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cstddef>
 #include <cstdio>
@@ -23,7 +26,12 @@ inline constexpr bool kSanitized = false;
 #endif
 
 // Resident set size in bytes, from /proc/self/statm (its second field, in pages); 0 when unreadable.
+// First hands the allocator's free memory back to the system (glibc keeps it in per-thread arenas, more
+// of them when threads contend, so without this the figure follows the machine's load, not the program).
 inline std::size_t resident_bytes() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen("/proc/self/statm", "r"),
                                                              std::fclose);
   if (!file) return 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -71,7 +72,7 @@ T pick(Rng& rng, std::initializer_list<T> choices) {
   return *(choices.begin() + rng.below(choices.size()));
 }
 
-TEST(Stress, CreatingPartlyConsumingAndDestroyingPipelinesThousandsOfTimes) {
+TEST(FaultsAndLoad, CreatingPartlyConsumingAndDestroyingPipelinesThousandsOfTimes) {
   const int runs = iterations(2000);
   const Dataset source = tiny_jpegs();
   testing::TempDir dir;  // some runs read files, a few of them missing or broken
@@ -103,12 +104,29 @@ TEST(Stress, CreatingPartlyConsumingAndDestroyingPipelinesThousandsOfTimes) {
         .seed = rng.next(),
         .held_batches = 2};
     Dataset samples = augmented(from_files ? files : source).repeat(2);
-    if (rng.bernoulli(0.3))
-      samples = samples.map(explode_at(static_cast<std::int64_t>(rng.below(kElements))));
+    std::set<std::int64_t> bad;  // the labels that fail: missing or broken files, the exploding element
+    if (from_files) bad = {5, 7, 16, 18};
+    if (rng.bernoulli(0.3)) {
+      const auto exploding = static_cast<std::int64_t>(rng.below(kElements));
+      samples = samples.map(explode_at(exploding));
+      bad.insert(exploding);
+    }
+    // What arrives, in order (deterministic) or as a multiset: both epochs without the bad elements
+    // (skip), or everything before the first bad one (fail).
+    std::vector<std::int64_t> expected;
+    for (std::size_t i = 0; i < 2 * kElements; ++i) {
+      const auto label = static_cast<std::int64_t>(i % kElements);
+      if (!bad.count(label))
+        expected.push_back(label);
+      else if (options.on_error == OnError::fail)
+        break;
+    }
+    std::vector<std::int64_t> delivered;
     const std::uint64_t wanted = rng.below(2 * kElements / batch + 2);  // from none to past the end
 
     const Watchdog watchdog(std::chrono::seconds(10), "stress run " + std::to_string(run));
     BatchIterator it = samples.with_options(options).batch(batch).prefetch(prefetch).begin();
+    bool kept_one = false;
     try {
       for (std::uint64_t k = 0; k < wanted; ++k) {
         std::optional<Batch> next = it.next();
@@ -116,27 +134,55 @@ TEST(Stress, CreatingPartlyConsumingAndDestroyingPipelinesThousandsOfTimes) {
         ++batches_seen;
         ASSERT_EQ(next->sample_shape(), kShape);
         ASSERT_LE(next->size(), batch);
-        for (const std::int64_t label : next->labels()) ASSERT_LT(static_cast<std::size_t>(label), kElements);
+        delivered.insert(delivered.end(), next->labels().begin(), next->labels().end());
         const PipelineStats stats = it.stats();
         ASSERT_LE(stats.pool_buffers, stats.pool_capacity);
-        if (rng.bernoulli(0.05) && kept.size() < 4) kept.push_back(std::move(*next));
+        // At most one per iterator: with the batch being asked for, that is the held_batches = 2 allowed.
+        if (!kept_one && kept.size() < 4 && rng.bernoulli(0.05)) {
+          kept.push_back(std::move(*next));
+          kept_one = true;
+        }
       }
     } catch (const PipelineError& error) {
       ASSERT_EQ(options.on_error, OnError::fail) << error.what();
+      // It names one of the bad elements (in order: the first one).
+      const auto named = std::find_if(bad.begin(), bad.end(), [&](std::int64_t label) {
+        return error.path() == (from_files ? paths[static_cast<std::size_t>(label)]
+                                           : "<memory:" + std::to_string(label) + ">");
+      });
+      ASSERT_NE(named, bad.end()) << error.what();
+      if (options.deterministic) {
+        ASSERT_EQ(*named, *bad.begin()) << error.what();
+      }
+    }
+    if (options.deterministic) {
+      ASSERT_LE(delivered.size(), expected.size()) << "run " << run;
+      ASSERT_TRUE(std::equal(delivered.begin(), delivered.end(), expected.begin())) << "run " << run;
+    } else {
+      std::map<std::int64_t, int> counts;
+      for (const std::int64_t label : delivered) ++counts[label];
+      for (const auto& [label, count] : counts) {
+        ASSERT_EQ(bad.count(label), 0u) << "run " << run;
+        ASSERT_LE(count, 2) << "run " << run;
+      }
     }
     if (kept.size() == 4) kept.clear();  // their pools die with them
   }                                      // each iterator dies with work in flight
 
   EXPECT_GT(batches_seen, static_cast<std::uint64_t>(runs));
   if (!testing::kSanitized && resident_after_warmup > 0) {
-    const std::size_t growth =
-        testing::resident_bytes() - std::min(testing::resident_bytes(), resident_after_warmup);
-    EXPECT_LT(growth, std::size_t{64} << 20)
+    const std::size_t now = testing::resident_bytes();
+    const std::size_t growth = now - std::min(now, resident_after_warmup);
+    std::printf("resident memory: %zu KiB after %d runs, %zu KiB after %d\n", resident_after_warmup >> 10,
+                runs / 4, now >> 10, runs);
+    // Generous: LeakSanitizer finds leaks in the ASan build; this catches memory that stays reachable but
+    // grows with every pipeline made (a pool, a cache, a thread's buffers): 170 KB a run at 2,000 runs.
+    EXPECT_LT(growth, std::size_t{256} << 20)
         << "resident memory grew by " << growth << " bytes over " << runs - runs / 4 << " runs";
   }
 }
 
-TEST(Stress, AMapThatThrowsOnARandomElementFailsThereOrSkipsExactlyIt) {
+TEST(FaultsAndLoad, AMapThatThrowsOnARandomElementFailsThereOrSkipsExactlyIt) {
   const Dataset source = tiny_jpegs();
   const int runs = std::max(1, iterations(2000) / 10);
   for (int run = 0; run < runs; ++run) {
@@ -186,7 +232,7 @@ TEST(Stress, AMapThatThrowsOnARandomElementFailsThereOrSkipsExactlyIt) {
   }
 }
 
-TEST(Stress, AConsumerThatStopsMidEpochLeavesNothingRunningAndKeepsItsBatchesValid) {
+TEST(FaultsAndLoad, AConsumerThatStopsMidEpochLeavesNothingRunningAndKeepsItsBatchesValid) {
   const Dataset endless = augmented(tiny_jpegs()).repeat();
   const int runs = std::max(1, iterations(2000) / 10);
   for (int run = 0; run < runs; ++run) {
@@ -224,7 +270,7 @@ TEST(Stress, AConsumerThatStopsMidEpochLeavesNothingRunningAndKeepsItsBatchesVal
 
 // The extremes of the pipeline's two knobs deliver the same bytes: with 1 and 64 threads on this
 // machine's few cores, and a prefetch depth of 1 and 64.
-TEST(Stress, OneAndSixtyFourThreadsWithPrefetchOneAndSixtyFourDeliverTheSameEpoch) {
+TEST(FaultsAndLoad, OneAndSixtyFourThreadsWithPrefetchOneAndSixtyFourDeliverTheSameEpoch) {
   const Dataset source = augmented(tiny_jpegs()).shuffle(kElements, 4).repeat(3);
   std::optional<std::vector<std::uint8_t>> reference;
   for (const int threads : {1, 64}) {
@@ -249,7 +295,7 @@ TEST(Stress, OneAndSixtyFourThreadsWithPrefetchOneAndSixtyFourDeliverTheSameEpoc
 }
 
 // One long-lived iterator: memory is bounded by configuration, not by how long it runs.
-TEST(Stress, ResidentMemoryStaysFlatOverALongRun) {
+TEST(FaultsAndLoad, ResidentMemoryStaysFlatOverALongRun) {
   const std::uint64_t batches = static_cast<std::uint64_t>(std::max(40, iterations(2000) * 2));
   const Watchdog watchdog(std::chrono::seconds(120), "long run");
   BatchIterator it =
