@@ -4,6 +4,7 @@
 #   ./conveyor.sh test                 build and run the test suite
 #   ./conveyor.sh test --sanitize asan the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   ./conveyor.sh test --sanitize tsan the concurrency tests under ThreadSanitizer
+#   ./conveyor.sh fuzz [SECONDS]       fuzz the JPEG decode and augmentation ops (scripts/fuzz.sh)
 #   ./conveyor.sh build | deps | data  the single steps
 # Idempotent: every step checks first and stays quiet when there is nothing to do.
 set -euo pipefail
@@ -14,6 +15,7 @@ jobs=$(nproc)
 # Everything the project needs, from Debian 12's packages.
 packages=(
   g++ cmake ninja-build pkg-config file
+  clang libclang-rt-14-dev
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
   libgtest-dev libbenchmark-dev
   python3 python3-matplotlib
@@ -63,13 +65,19 @@ case "$cmd" in
     if [ "${1:-}" = "--sanitize" ]; then
       case "${2:-}" in
         asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=() ;;
-        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=(-L concurrency) ;;
+        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=(-L concurrency)
+          # Any report fails the test; oneTBB's internals (not built with TSan) are suppressed, nothing else.
+          tsan_options="halt_on_error=1 second_deadlock_stack=1"
+          [ -f "$root/tests/tsan.supp" ] && tsan_options="suppressions=$root/tests/tsan.supp $tsan_options"
+          export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }$tsan_options" ;;
         *) say "unknown sanitizer '${2:-}' (asan or tsan)"; exit 2 ;;
       esac
     else
       dir=build; opts=(); filter=()
     fi
     build "$dir" "${opts[@]}"
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 "${filter[@]}" ;;
-  *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; [ "$cmd" = help ] || exit 2 ;;
+    # --no-tests=error: a label that matches nothing must fail, not pass quietly.
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}" ;;
+  fuzz) deps; exec "$root/scripts/fuzz.sh" "$@" ;;
+  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$cmd" = help ] || exit 2 ;;
 esac

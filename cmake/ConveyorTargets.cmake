@@ -5,7 +5,16 @@ function(conveyor_add_test name)
   add_executable(${name} ${ARG_SOURCES} ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE conveyor::conveyor conveyor_test_support GTest::gtest GTest::gtest_main)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  # Not gtest_discover_tests' PROPERTIES: it passes name-value pairs through a list, so a second label
+  # became a property name and "ctest -L concurrency" found no test. ctest reads this script after the
+  # discovered tests (TEST_INCLUDE_FILES are read in order) and labels them all.
+  if(ARG_LABELS)
+    set(script "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+    file(WRITE "${script}"
+         "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\")\nendif()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+  endif()
 endfunction()
 
 # conveyor_add_benchmark(NAME SOURCES...): a Google Benchmark program (--benchmark_format=json).

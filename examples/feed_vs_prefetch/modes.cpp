@@ -33,7 +33,8 @@ void read_file_naively(const std::string& path, std::vector<std::uint8_t>& bytes
   bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Element `index` of the endless stream every mode reads: the same file, label and seed everywhere.
+// Element `index` of the endless stream every mode reads: the same file, label and seed everywhere. A
+// failure names the file, the stage and the reason, as the pipeline's PipelineError does in prefetch mode.
 void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& sample, conveyor::ImageView slot) {
   const std::size_t n = setup.paths.size();
   sample.recycle();
@@ -42,14 +43,23 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
   sample.seed = conveyor::sample_seed(setup.seed, sample.epoch, sample.index);
   sample.path = setup.paths[sample.index];
   sample.label = setup.labels[sample.index];
-  read_file_naively(sample.path, sample.encoded);
-  sample.bind_slot(slot);
-  for (const auto& op : setup.ops) op.apply(sample);
-  if (!sample.in_slot()) {
-    const conveyor::ConstImageView image = sample.image();
-    if (image.shape() != slot.shape()) throw conveyor::Error("sample of unexpected shape from " + sample.path);
-    for (int y = 0; y < image.height; ++y)
-      std::memcpy(slot.row(y), image.row(y), static_cast<std::size_t>(image.width) * image.channels);
+  std::string stage = "read";
+  try {
+    read_file_naively(sample.path, sample.encoded);
+    sample.bind_slot(slot);
+    for (const auto& op : setup.ops) {
+      stage = op.name;
+      op.apply(sample);
+    }
+    stage = "batch";
+    if (!sample.in_slot()) {
+      const conveyor::ConstImageView image = sample.image();
+      if (image.shape() != slot.shape()) throw conveyor::Error("sample of unexpected shape");
+      for (int y = 0; y < image.height; ++y)
+        std::memcpy(slot.row(y), image.row(y), static_cast<std::size_t>(image.width) * image.channels);
+    }
+  } catch (const std::exception& error) {
+    throw conveyor::PipelineError(sample.path, stage, error.what());
   }
 }
 

@@ -6,7 +6,10 @@
 // for AVX2 and chosen when the program loads (function multiversioning). Where AVX2 is there, RGB rows go
 // to the hand-written kernel instead (distort_kernels_avx2.cpp), which computes the same thing, bit for bit,
 // with the pixels kept in registers.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// Not under the sanitizers: the clones' ifunc resolver runs while the program is being relocated, before
+// the sanitizer runtime is up, and its instrumented code crashes there (every TSan program did at start).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define CONVEYOR_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define CONVEYOR_TARGET_CLONES

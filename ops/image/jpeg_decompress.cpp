@@ -194,6 +194,10 @@ void JpegDecompress::start(int scale_denom, J_COLOR_SPACE space, bool fast) {
   cinfo_.scale_denom = static_cast<unsigned>(scale_denom);
   cinfo_.dct_method = fast ? JDCT_IFAST : JDCT_ISLOW;
   cinfo_.do_fancy_upsampling = fast ? FALSE : TRUE;
+  // Block smoothing only ever applies to a progressive file that lacks refinement scans, and libjpeg-turbo
+  // 2.1 smooths a cropped or skipped-into window with other neighbours than the whole image: off, so a
+  // window stays exactly the crop of the whole decode (found by fuzzing, fuzz/regressions/).
+  cinfo_.do_block_smoothing = FALSE;
   guarded([&] { jpeg_start_decompress(&cinfo_); });
   // A progressive image is read whole by jpeg_start_decompress. If the data ran out between two scans,
   // some coefficients never got their last refinement: the image would come out blurred or gray.

@@ -51,6 +51,8 @@ Dataset Dataset::files(const std::vector<std::string>& paths, std::vector<std::i
   listing.paths.reserve(paths.size(), bytes);
   for (const std::string& path : paths) {
     if (path.empty()) throw InvalidArgument("Dataset::files: empty path");
+    if (path.find('\0') != std::string::npos)  // it would open the file named by the part before the NUL
+      throw InvalidArgument("Dataset::files: a path contains a NUL byte");
     listing.paths.add(path);
   }
   listing.labels = checked_labels(std::move(labels), paths.size(), "Dataset::files");

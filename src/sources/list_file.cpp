@@ -45,8 +45,9 @@ FileListing parse_list_file(const std::filesystem::path& list, const std::filesy
     std::int64_t label = -1;
     const auto [label_end, parse_error] =
         std::from_chars(label_text.data(), label_text.data() + label_text.size(), label);
-    if (path.empty() || parse_error != std::errc() || label_end != label_text.data() + label_text.size() ||
-        label < 0) {
+    // A NUL byte cannot be part of a file name: the path would name another file than the one listed.
+    if (path.empty() || path.find('\0') != std::string_view::npos || parse_error != std::errc() ||
+        label_end != label_text.data() + label_text.size() || label < 0) {
       throw InvalidArgument("list_file '" + list.string() + "', line " + std::to_string(line_number) +
                             ": expected '<path> <label>' with a label >= 0, got '" + std::string(line) + "'");
     }

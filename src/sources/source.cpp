@@ -50,7 +50,9 @@ std::string_view PathTable::operator[](std::size_t i) const noexcept {
 }
 
 void read_file(const char* path, std::vector<std::uint8_t>& bytes) {
-  FileDescriptor fd(::open(path, O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (and the iterator's
+  // destructor with it); the fstat below then refuses it. Regular files ignore the flag.
+  FileDescriptor fd(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) throw IoError(io_failure("cannot open", path, errno));
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) throw IoError(io_failure("cannot stat", path, errno));

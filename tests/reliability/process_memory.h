@@ -1,0 +1,44 @@
+// Resident memory of this process, and whether a sanitizer runs (they keep freed memory in quarantine and
+// shadow, so resident memory says nothing about leaks there; LeakSanitizer checks those builds instead).
+#pragma once
+
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+
+namespace conveyor::testing {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// Resident set size in bytes, from /proc/self/statm (its second field, in pages); 0 when unreadable.
+// First hands the allocator's free memory back to the system (glibc keeps it in per-thread arenas, more
+// of them when threads contend, so without this the figure follows the machine's load, not the program).
+inline std::size_t resident_bytes() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen("/proc/self/statm", "r"),
+                                                             std::fclose);
+  if (!file) return 0;
+  unsigned long size = 0, resident = 0;
+  const int fields = std::fscanf(file.get(), "%lu %lu", &size, &resident);
+  return fields == 2 ? static_cast<std::size_t>(resident) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))
+                     : 0;
+}
+
+}  // namespace conveyor::testing
