@@ -68,7 +68,7 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         if [ -n "$proxy" ]; then
           echo "--- LD_PRELOAD=$(basename "$proxy")"
           LD_PRELOAD=$proxy run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 \
-            --epochs 6 --seed 7 --sweep 1,16 --json "$r/pipeline_variant_tbbmalloc.json" | grep -E '^threads 16|^ +(1|16) '
+            --epochs 3 --seed 7 --sweep 1,16 --json "$r/pipeline_variant_tbbmalloc.json" | grep -E '^threads 16|^ +(1|16) '
         fi ;;
       train)
         log "training step"
