@@ -45,7 +45,7 @@ build() {
     cmake -S "$root" -B "$dir" -G Ninja -Wno-dev "$@" >"$dir.configure.log" 2>&1 ||
       { cat "$dir.configure.log"; exit 1; }
   fi
-  cmake --build "$dir" -j "$jobs" -- --quiet
+  cmake --build "$dir" -j "$jobs" -- --quiet | { grep -v '^ninja: no work to do' || true; }
 }
 
 data() {
@@ -59,7 +59,13 @@ case "$cmd" in
   data) deps; build build; data ;;
   demo)
     deps; build build; data
-    exec "$root/build/examples/feed_vs_prefetch" "$@" ;;
+    if [ $# -eq 0 ]; then
+      # By default the run also leaves its JSON, a plot and Chrome traces under build/demo/.
+      mkdir -p "$root/build/demo"
+      set -- --json "$root/build/demo/feed_vs_prefetch.json" --plot "$root/build/demo/feed_vs_prefetch.png" \
+             --trace-dir "$root/build/demo/traces"
+    fi
+    exec "$root/build/examples/feed_vs_prefetch/feed_vs_prefetch" "$@" ;;
   test)
     deps
     if [ "${1:-}" = "--sanitize" ]; then
