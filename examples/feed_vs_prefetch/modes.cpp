@@ -63,8 +63,9 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
   }
 }
 
+// One step as the training thread saw it; the compute share comes from the trainer's own clocks.
 struct StepRecord {
-  double wall_ms, data_ms, copy_ms, host_compute_ms;
+  double wall_ms, data_ms, copy_ms;
 };
 
 class Recorder {
@@ -77,7 +78,7 @@ class Recorder {
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
   ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total, std::vector<double> step_times_ms) {
-    auto median = [](std::vector<double> v, double q) {
+    auto quantile = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
       return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
@@ -91,11 +92,11 @@ class Recorder {
     if (step_times_ms.size() > steps_.size())
       step_times_ms.erase(step_times_ms.begin(), step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
     result_.images_per_s = wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
-    result_.step_ms_median = median(wall, 0.5);
-    result_.step_ms_p95 = median(wall, 0.95);
-    result_.data_wait_ms = median(data, 0.5);
-    result_.copy_ms = median(copy, 0.5);
-    result_.compute_ms = median(step_times_ms, 0.5);
+    result_.step_ms_median = quantile(wall, 0.5);
+    result_.step_ms_p95 = quantile(wall, 0.95);
+    result_.data_wait_ms = quantile(data, 0.5);
+    result_.copy_ms = quantile(copy, 0.5);
+    result_.compute_ms = quantile(step_times_ms, 0.5);
     result_.data_wait_fraction = wall_ms > 0 ? data_ms_total / wall_ms : 0;
     result_.idle_fraction = wall_ms > 0 ? std::clamp(1.0 - compute_busy_ms / wall_ms, 0.0, 1.0) : 0;
     return result_;
@@ -168,7 +169,7 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
       trace->complete(track, "step + wait", c, d);
     }
     if (timed) data_total += ms_between(a, b);
-    recorder.add({ms_between(a, d), ms_between(a, b), ms_between(b, c), ms_between(c, d)}, timed);
+    recorder.add({ms_between(a, d), ms_between(a, b), ms_between(b, c)}, timed);
   }
   const double wall = ms_between(timed_start, Clock::now());
   recorder.result().loss_last = trainer.last_step().loss;
@@ -233,7 +234,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     // In an overlapped loop a step's cost is the time between two step launches; its copy and compute
     // shares come from the device's own clocks (events), read after the loop.
     if (timed) data_total += ms_between(a, b);
-    recorder.add({ms_between(previous, now), ms_between(a, b), 0, 0}, timed);
+    recorder.add({ms_between(previous, now), ms_between(a, b), 0}, timed);
     previous = now;
   }
   trainer.synchronize();
