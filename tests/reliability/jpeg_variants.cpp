@@ -13,30 +13,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "support/jpeg_markers.h"
 #include "support/test_images.h"
 
 namespace conveyor::testing {
 namespace {
 
 using TjHandle = std::unique_ptr<void, int (*)(tjhandle)>;
-
-bool is_frame_marker(std::uint8_t code) {
-  return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC;
-}
-
-// Offset of the first marker (FF code) for which `wanted` holds, walking the segments after SOI.
-template <class Wanted>
-std::size_t find_marker(std::span<const std::uint8_t> jpeg, Wanted wanted) {
-  std::size_t at = 2;
-  while (at + 4 <= jpeg.size()) {
-    if (jpeg[at] != 0xFF) throw std::runtime_error("find_marker: lost in the segments");
-    const std::uint8_t code = jpeg[at + 1];
-    if (wanted(code)) return at;
-    if (code == 0xDA) break;  // entropy-coded data follows
-    at += 2 + (static_cast<std::size_t>(jpeg[at + 2]) << 8 | jpeg[at + 3]);
-  }
-  throw std::runtime_error("find_marker: no such marker");
-}
 
 Bytes tj_compress(const std::uint8_t* pixels, int height, int width, int format, int subsampling) {
   TjHandle handle(tjInitCompress(), tjDestroy);
