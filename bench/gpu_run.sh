@@ -5,7 +5,10 @@
 #   tests     the GPU test programs (device feeder, layers vs CPU reference, trainer)
 #   data      the ImageNet-like set (5,000 images) from the carried photos
 #   ops       ops_bench on one core beside torchvision's decode peer on the same core
-#   pipeline  pipeline_throughput (16 threads, sweep) beside PyTorch's DataLoader (16 workers, sweep)
+#   pipeline  pipeline_throughput (16 threads, sweep) beside PyTorch's DataLoader (16 workers; sweep on 1 epoch)
+#   pairs     pipeline_throughput (16 threads) and the DataLoader (16 workers), alternately, three times each
+#   ceiling   the machine's own scaling for this work: ops_bench's chain alone on one core, then 16 copies at
+#             once, one per core (no pipeline, nothing shared but the machine)
 #   pipeline-variants  pipeline_throughput at 16 threads with other scheduling settings
 #   train     train_step_bench ResNet-18 (fused and unfused batch norm) beside PyTorch's ResNet-18
 #   fvp       feed_vs_prefetch, ResNet-18, batch 256, 16 threads, traces
@@ -54,7 +57,27 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         run 240 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 \
           --sweep 1,2,4,8,16 --json "$r/pipeline_throughput.json" --trace "$r/pipeline.trace.json"
         run 240 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --workers 16 --batch 256 --size 224 \
-          --epochs 1 --sweep 1,4,16 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json" ;;
+          --epochs 4 --seed 7 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json"
+        run 240 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --batch 256 --size 224 \
+          --epochs 1 --seed 7 --sweep 1,4,16 --json "$r/torch_dataloader_sweep.json" ;;
+      pairs)
+        log "pipeline and DataLoader, alternately"
+        for i in 1 2 3; do
+          run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 \
+            --json "$r/pair_${i}_conveyor.json" | grep -E '^threads 16'
+          run 120 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --workers 16 --batch 256 --size 224 \
+            --epochs 4 --seed 7 --json "$r/pair_${i}_torch.json" --conveyor-json "$r/pair_${i}_conveyor.json" | tail -2
+        done ;;
+      ceiling)
+        log "scaling ceiling: one copy of the one-core chain, then 16 copies at once"
+        chain=(env CONVEYOR_BENCH_IMAGES="$imagenet" "$bin/ops_bench" --benchmark_filter='^chain/rrc224_flip_distort$'
+               --benchmark_min_time=8 --benchmark_out_format=json)
+        run 120 taskset -c 2 "${chain[@]}" --benchmark_out="$r/ceiling_1_core2.json" | grep chain
+        for c in $(seq 0 $(($(nproc) - 1))); do
+          run 180 taskset -c "$c" "${chain[@]}" --benchmark_out="$r/ceiling_16_core$c.json" >/dev/null &
+        done
+        wait
+        grep -h '"items_per_second"' "$r"/ceiling_16_core*.json ;;
       pipeline-variants)
         log "pipeline variants at 16 threads"
         for v in "--deterministic 0" "--in-flight 64"; do

@@ -65,8 +65,10 @@ def pipeline_figures(run):
         return None
     sweep = {p["threads"]: p for p in ours.get("sweep", [])}
     eff16 = sweep[16]["efficiency"] if 16 in sweep else None
-    return {
+    peer_sweep = load(run, "torch_dataloader_sweep.json")
+    out = {
         "what": "image_folder -> shuffle -> decode_random_resized_crop(224) -> flip -> distort -> batch(256), 16 threads",
+        "timing": "images after the first W batches over the time from batch W to the last (W = threads or workers)",
         "conveyor_images_per_s": ours["images_per_s"],
         "peer": "PyTorch DataLoader, 16 workers, pin_memory, decode_jpeg + v2 RandomResizedCrop + flip + ColorJitter",
         "peer_images_per_s": peer["images_per_s"],
@@ -78,8 +80,48 @@ def pipeline_figures(run):
         "checksums_equal_across_threads": ours.get("checksums_equal"),
         "sweep": [{"threads": t, "images_per_s": p["images_per_s"], "efficiency": p["efficiency"]}
                   for t, p in sorted(sweep.items())],
-        "peer_sweep": peer.get("sweep"),
+        "peer_sweep": (peer_sweep or peer).get("sweep"),
     }
+    for rule in ("images_per_s_after_first_batch", "images_per_s_overall"):
+        if ours.get(rule) and peer.get(rule):
+            out[f"ratio_{rule.removeprefix('images_per_s_')}"] = {
+                "conveyor": ours[rule], "peer": peer[rule], "ratio": ours[rule] / peer[rule]}
+    return out
+
+
+def pairs_figures(run):
+    """pipeline_throughput and the DataLoader run alternately: one ratio per pair, and their median."""
+    pairs = []
+    for i in range(1, 10):
+        ours, peer = load(run, f"pair_{i}_conveyor.json"), load(run, f"pair_{i}_torch.json")
+        if ours and peer and peer["images_per_s"]:
+            pairs.append({"conveyor_images_per_s": ours["images_per_s"], "peer_images_per_s": peer["images_per_s"],
+                          "ratio": ours["images_per_s"] / peer["images_per_s"]})
+    if not pairs:
+        return None
+    ratios = sorted(p["ratio"] for p in pairs)
+    return {"what": "pipeline_throughput (16 threads) and torch_dataloader.py (16 workers) alternately, 20,000 images each",
+            "pairs": pairs, "median_ratio": ratios[len(ratios) // 2], "target_ratio": 12000 / 5200}
+
+
+def ceiling_figures(run):
+    """The chain's speed on one core alone and on each of 16 cores at once: the machine's own scaling."""
+    def rate(name):
+        data = load(run, name)
+        if not data:
+            return None
+        runs = [b for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+        return runs[0]["items_per_second"] if runs else None
+
+    alone = rate("ceiling_1_core2.json")
+    together = [rate(name) for name in sorted(os.listdir(run)) if name.startswith("ceiling_16_core")]
+    together = [r for r in together if r]
+    if not alone or not together:
+        return None
+    return {"what": "ops_bench chain/rrc224_flip_distort, one process per core (taskset), nothing shared but the machine",
+            "one_core_alone_images_per_s": alone, "copies_at_once": len(together),
+            "sum_images_per_s": sum(together), "per_core_images_per_s": together,
+            "efficiency": sum(together) / (len(together) * alone)}
 
 
 def train_figures(run):
@@ -141,7 +183,8 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     summary = {"machine": machine_and_commit(a.run), "command": a.command, "note": a.note}
-    for key, fn in [("ops_one_core", ops_figures), ("pipeline", pipeline_figures), ("train_step", train_figures),
+    for key, fn in [("ops_one_core", ops_figures), ("pipeline", pipeline_figures),
+                    ("pipeline_pairs", pairs_figures), ("scaling_ceiling", ceiling_figures), ("train_step", train_figures),
                     ("feed_vs_prefetch", fvp_figures), ("fashion_mnist", fashion_figures)]:
         figures = fn(a.run)
         if figures:

@@ -5,8 +5,18 @@ The same work per image: read the file, torchvision.io.decode_jpeg on a uint8 te
 v2 RandomResizedCrop(size) + RandomHorizontalFlip(0.5) + ColorJitter(.4, .4, .4) on the uint8 tensor,
 batches of 256 in pinned memory, 16 worker processes. The folder is listed with conveyor's
 image_folder rules (class = sorted sub-folder, *.jpg/*.jpeg in any case, sorted paths; --limit keeps
-the first N). The first batch (worker start-up, first decodes) is timed apart; images_per_s is the
-steady state after it, as in pipeline_throughput.
+the first N).
+
+--epochs E repeats the list E times and reads it as one shuffled pass, as pipeline_throughput's
+repeat(E) does: a DataLoader drains and restarts its workers at each epoch's end, a cost that a small
+test folder would show every 20 batches but an ImageNet epoch (5,000 batches) hardly ever.
+
+Timing, the same rule as pipeline_throughput: images_per_s counts the images of the batches after the
+first W (W = the worker count, at least 1) over the time from batch W's arrival to the last batch's.
+Each worker makes whole batches and all start together, so the first W batches arrive at about the same
+moment; a clock started at the first batch would credit the loader with the work of the other W - 1
+batches, done before the clock started. Also reported: the rate after the
+first batch only (images_per_s_after_first_batch) and over the whole run (images_per_s_overall).
 
   torch_dataloader.py --data DIR [--workers 16] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
                       [--limit N] [--sweep 1,2,4,8,16] [--json FILE] [--conveyor-json FILE]
@@ -68,9 +78,10 @@ class JpegFolder(torch.utils.data.Dataset):
 
 
 def run(samples, args, workers):
-    """One timed pass: {"workers", "images_per_s", "images", "time_to_first_batch_s", "steady_s"}."""
+    """One timed pass: {"workers", "images_per_s", "images_per_s_after_first_batch",
+    "images_per_s_overall", "images", "warmup_batches", "time_to_first_batch_s", "steady_s"}."""
     torch.manual_seed(args.seed)
-    dataset = JpegFolder(samples, args.size)
+    dataset = JpegFolder(samples * args.epochs, args.size)
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=args.batch,
@@ -78,27 +89,31 @@ def run(samples, args, workers):
         num_workers=workers,
         pin_memory=True,
         drop_last=False,
-        persistent_workers=workers > 0 and args.epochs > 1,
     )
     start = time.perf_counter()
-    first = None
-    images = 0
-    steady_images = 0
-    for _ in range(args.epochs):
-        for batch, labels in loader:
-            images += batch.shape[0]
-            if first is None:
-                first = time.perf_counter()
-            else:
-                steady_images += batch.shape[0]
+    arrivals = []  # (time, images) per batch
+    for batch, labels in loader:
+        arrivals.append((time.perf_counter(), batch.shape[0]))
     end = time.perf_counter()
-    steady = end - first if first is not None else 0.0
+
+    def rate_after(warmup):
+        if len(arrivals) <= warmup:
+            return 0.0
+        seconds = end - arrivals[warmup - 1][0]
+        return sum(n for _, n in arrivals[warmup:]) / seconds if seconds > 0 else 0.0
+
+    # W warm-up batches, fewer when the run is too short to leave half of it after them.
+    warmup = min(max(workers, 1), max(1, len(arrivals) // 2))
+    images = sum(n for _, n in arrivals)
     return {
         "workers": workers,
-        "images_per_s": steady_images / steady if steady > 0 else 0.0,
+        "images_per_s": rate_after(warmup),
+        "images_per_s_after_first_batch": rate_after(1),
+        "images_per_s_overall": images / (end - start),
         "images": images,
-        "time_to_first_batch_s": (first - start) if first is not None else 0.0,
-        "steady_s": steady,
+        "warmup_batches": warmup,
+        "time_to_first_batch_s": (arrivals[0][0] - start) if arrivals else 0.0,
+        "steady_s": (end - arrivals[warmup - 1][0]) if arrivals else 0.0,
     }
 
 
@@ -135,6 +150,9 @@ def main():
     result = {
         "benchmark": "torch_dataloader",
         "images_per_s": main_point["images_per_s"],
+        "images_per_s_after_first_batch": main_point["images_per_s_after_first_batch"],
+        "images_per_s_overall": main_point["images_per_s_overall"],
+        "warmup_batches": main_point["warmup_batches"],
         "workers": main_point["workers"],
         "batch": args.batch,
         "images": main_point["images"],
@@ -147,8 +165,10 @@ def main():
                     "torch": torch.__version__, "torchvision": torchvision.__version__},
         "sweep": points,
     }
-    print(f"torch DataLoader, {result['workers']} workers: {result['images_per_s']:.1f} images/s steady "
-          f"({result['images']} images, first batch after {result['time_to_first_batch_s']:.3f} s)")
+    print(f"torch DataLoader, {result['workers']} workers: {result['images_per_s']:.1f} images/s steady after "
+          f"{result['warmup_batches']} warm-up batches ({result['images_per_s_after_first_batch']:.1f} after the "
+          f"first batch, {result['images_per_s_overall']:.1f} overall; {result['images']} images, first batch "
+          f"after {result['time_to_first_batch_s']:.3f} s)")
     if args.conveyor_json:
         with open(args.conveyor_json) as file:
             conveyor = json.load(file)
@@ -156,6 +176,9 @@ def main():
         result["conveyor_images_per_s"] = conveyor["images_per_s"]
         result["conveyor_threads"] = conveyor.get("threads")
         result["ratio_conveyor_to_torch"] = ratio
+        for rule in ("images_per_s_after_first_batch", "images_per_s_overall"):
+            if conveyor.get(rule) and result[rule]:
+                result[f"ratio_conveyor_to_torch_{rule.removeprefix('images_per_s_')}"] = conveyor[rule] / result[rule]
         print(f"conveyor, {conveyor.get('threads')} threads: {conveyor['images_per_s']:.1f} images/s; "
               f"ratio conveyor / torch = {ratio:.2f}")
     if args.json:

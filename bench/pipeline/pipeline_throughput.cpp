@@ -1,9 +1,13 @@
 // pipeline_throughput: images per second of the full CPU input pipeline on a folder of JPEGs,
 //   image_folder -> shuffle -> decode_random_resized_crop(S) -> flip_horizontal(0.5)
 //   -> distort(.4, .4, .4) -> batch(B) (pinned when a GPU is present) -> prefetch
-// at one thread count or a sweep of them. The first batch is timed apart (time_to_first_batch_s): it
-// includes listing the folder, the shape probe and the pool's first allocations; images_per_s is the
-// steady state after it. A checksum over every batch's bytes and labels, in order, shows that the
+// at one thread count or a sweep of them. Warm-up is timed apart: images_per_s counts the images of the
+// batches after the first W (W = the thread count, at least 1) over the time from batch W's arrival to
+// the last batch's. bench/peers/torch_dataloader.py applies the same rule with W = its worker count:
+// there each worker makes whole batches, so its first W batches arrive together and a clock started at
+// the first batch would credit it with work done before the clock started. Also written: the rate after
+// the first batch only (images_per_s_after_first_batch) and over the whole run including start-up
+// (images_per_s_overall). A checksum over every batch's bytes and labels, in order, shows that the
 // result does not depend on the thread count.
 //
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
@@ -22,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "conveyor/dataset.h"
@@ -172,9 +177,11 @@ class Checksum {
 
 struct Result {
   int threads = 0;
-  double images_per_s = 0;
+  double images_per_s = 0;  // after the warm-up batches (see the file comment)
+  double images_per_s_after_first_batch = 0;
+  double images_per_s_overall = 0;
   std::uint64_t images = 0;
-  std::uint64_t steady_images = 0;
+  std::uint64_t warmup_batches = 0;
   double steady_s = 0;
   double first_batch_s = 0;
   std::uint64_t checksum = 0;
@@ -206,24 +213,34 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   Checksum checksum;
   conveyor::BatchIterator it = batches.begin();
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
-  Clock::time_point steady_start{};
+  std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
+    arrivals.emplace_back(Clock::now(), batch->size());
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
     checksum.add(batch->pixels().data(), batch->pixels().size());
     checksum.add(batch->labels().data(), batch->labels().size_bytes());
     result.images += batch->size();
-    if (steady_start == Clock::time_point{}) {
-      steady_start = Clock::now();
-      result.first_batch_s = std::chrono::duration<double>(steady_start - start).count();
-    } else {
-      result.steady_images += batch->size();
-    }
   }
   const auto end = Clock::now();
-  result.steady_s =
-      steady_start == Clock::time_point{} ? 0.0 : std::chrono::duration<double>(end - steady_start).count();
-  result.images_per_s =
-      result.steady_s > 0 ? static_cast<double>(result.steady_images) / result.steady_s : 0.0;
+  const auto rate_after = [&](std::size_t warmup) {
+    if (arrivals.size() <= warmup) return 0.0;
+    std::uint64_t images = 0;
+    for (std::size_t i = warmup; i < arrivals.size(); ++i) images += arrivals[i].second;
+    const double seconds = std::chrono::duration<double>(end - arrivals[warmup - 1].first).count();
+    return seconds > 0 ? static_cast<double>(images) / seconds : 0.0;
+  };
+  // W warm-up batches, fewer when the run is too short to leave half of it after them.
+  result.warmup_batches = std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)),
+                                                std::max<std::size_t>(1, arrivals.size() / 2));
+  if (!arrivals.empty()) {
+    result.first_batch_s = std::chrono::duration<double>(arrivals.front().first - start).count();
+    result.steady_s =
+        std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
+    result.images_per_s = rate_after(result.warmup_batches);
+    result.images_per_s_after_first_batch = rate_after(1);
+    result.images_per_s_overall =
+        static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
+  }
   result.checksum = checksum.value();
   result.stats = it.stats();
   return result;
@@ -272,10 +289,14 @@ std::string point_json(const Result& r, double efficiency) {
   char text[512];
   std::snprintf(
       text, sizeof text,
-      "{\"threads\": %d, \"images_per_s\": %.1f, \"images\": %llu, \"time_to_first_batch_s\": %.3f, "
-      "\"steady_s\": %.3f, \"efficiency\": %.3f, \"checksum\": \"%s\", \"skipped\": %llu}",
-      r.threads, r.images_per_s, static_cast<unsigned long long>(r.images), r.first_batch_s, r.steady_s,
-      efficiency, hex(r.checksum).c_str(), static_cast<unsigned long long>(r.stats.skipped));
+      "{\"threads\": %d, \"images_per_s\": %.1f, \"images_per_s_after_first_batch\": %.1f, "
+      "\"images_per_s_overall\": %.1f, \"images\": %llu, \"warmup_batches\": %llu, "
+      "\"time_to_first_batch_s\": %.3f, \"steady_s\": %.3f, \"efficiency\": %.3f, \"checksum\": \"%s\", "
+      "\"skipped\": %llu}",
+      r.threads, r.images_per_s, r.images_per_s_after_first_batch, r.images_per_s_overall,
+      static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.warmup_batches),
+      r.first_batch_s, r.steady_s, efficiency, hex(r.checksum).c_str(),
+      static_cast<unsigned long long>(r.stats.skipped));
   return text;
 }
 
@@ -299,10 +320,14 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
       config.deterministic ? "true" : "false");
   out += text;
   std::snprintf(text, sizeof text,
-                "  \"images_per_s\": %.1f,\n  \"threads\": %d,\n  \"images\": %llu,\n  \"skipped\": %llu,\n"
+                "  \"images_per_s\": %.1f,\n  \"images_per_s_after_first_batch\": %.1f,\n"
+                "  \"images_per_s_overall\": %.1f,\n  \"warmup_batches\": %llu,\n"
+                "  \"threads\": %d,\n  \"images\": %llu,\n  \"skipped\": %llu,\n"
                 "  \"checksum\": \"%s\",\n  \"peak_rss_mb\": %.1f,\n  \"time_to_first_batch_s\": %.3f,\n"
                 "  \"steady_s\": %.3f,\n  \"pinned\": %s,\n  \"pool_buffers\": %zu,\n",
-                main.images_per_s, main.threads, static_cast<unsigned long long>(main.images),
+                main.images_per_s, main.images_per_s_after_first_batch, main.images_per_s_overall,
+                static_cast<unsigned long long>(main.warmup_batches), main.threads,
+                static_cast<unsigned long long>(main.images),
                 static_cast<unsigned long long>(main.stats.skipped), hex(main.checksum).c_str(),
                 peak_rss_mb(), main.first_batch_s, main.steady_s, main.stats.pinned ? "true" : "false",
                 main.stats.pool_buffers);
@@ -371,10 +396,12 @@ int main(int argc, char** argv) {
       main_run = sweep.back();
     }
     std::printf(
-        "threads %d: %.1f images/s steady (%llu images, first batch after %.3f s), skipped %llu, "
-        "checksum %s, peak RSS %.1f MB\n",
-        main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.images),
-        main_run.first_batch_s, static_cast<unsigned long long>(main_run.stats.skipped),
+        "threads %d: %.1f images/s steady after %llu warm-up batches (%.1f after the first batch, %.1f "
+        "overall; %llu images, first batch after %.3f s), skipped %llu, checksum %s, peak RSS %.1f MB\n",
+        main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.warmup_batches),
+        main_run.images_per_s_after_first_batch, main_run.images_per_s_overall,
+        static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
+        static_cast<unsigned long long>(main_run.stats.skipped),
         hex(main_run.checksum).c_str(), peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
     for (const Result& r : sweep)
