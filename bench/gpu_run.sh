@@ -5,7 +5,7 @@
 #   tests     the GPU test programs (device feeder, layers vs CPU reference, trainer)
 #   data      the ImageNet-like set (5,000 images) from the carried photos
 #   ops       ops_bench on one core beside torchvision's decode peer on the same core
-#   pipeline  pipeline_throughput (16 threads, sweep) beside PyTorch's DataLoader (16 workers; sweep on 1 epoch)
+#   pipeline  pipeline_throughput (sweep 1-16 threads, median of 3 runs each) beside PyTorch's DataLoader (16 workers; sweep on 1 epoch)
 #   pairs     pipeline_throughput (16 threads) and the DataLoader (16 workers), alternately, three times each
 #   ceiling   the machine's own scaling for this work: ops_bench's chain alone on one core, then 16 copies at
 #             once, one per core (no pipeline, nothing shared but the machine)
@@ -54,7 +54,7 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         cat "$r/torchvision_decode.json" ;;
       pipeline)
         log "pipeline throughput"
-        run 240 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 \
+        run 400 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 --repeat 3 \
           --sweep 1,2,4,8,16 --json "$r/pipeline_throughput.json" --trace "$r/pipeline.trace.json"
         run 240 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --workers 16 --batch 256 --size 224 \
           --epochs 4 --seed 7 --json "$r/torch_dataloader.json" --conveyor-json "$r/pipeline_throughput.json"
