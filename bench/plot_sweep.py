@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Plots images/s against threads for conveyor (pipeline_throughput --sweep) and PyTorch's DataLoader
-(torch_dataloader.py --sweep), measured in the same run.
+(torch_dataloader.py --sweep), measured in the same run; optionally the DataLoader's figure on the same
+number of images as conveyor's (torch_dataloader.py without --sweep) as one more point.
 
-    plot_sweep.py PIPELINE_THROUGHPUT.json TORCH_DATALOADER.json OUT.png
+    plot_sweep.py PIPELINE_THROUGHPUT.json TORCH_DATALOADER_SWEEP.json OUT.png [TORCH_DATALOADER.json]
 """
 import json
 import sys
@@ -13,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def main(ours_path, peer_path, out_path):
+def main(ours_path, peer_path, out_path, peer_main_path=None):
     with open(ours_path) as f:
         ours = json.load(f)
     with open(peer_path) as f:
@@ -21,8 +22,14 @@ def main(ours_path, peer_path, out_path):
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     xs = [p["threads"] for p in ours["sweep"]]
     ax.plot(xs, [p["images_per_s"] for p in ours["sweep"]], marker="o", label="conveyor (threads)")
+    peer_images = peer["sweep"][-1]["images"]
     ax.plot([p["workers"] for p in peer["sweep"]], [p["images_per_s"] for p in peer["sweep"]], marker="s",
-            label="PyTorch DataLoader (workers)")
+            label=f"PyTorch DataLoader (workers), {peer_images:,} images")
+    if peer_main_path:
+        with open(peer_main_path) as f:
+            peer_main = json.load(f)
+        ax.plot([peer_main["workers"]], [peer_main["images_per_s"]], marker="D", linestyle="none", color="C3",
+                label=f"PyTorch DataLoader, {peer_main['images']:,} images")
     base = ours["sweep"][0]["images_per_s"] / ours["sweep"][0]["threads"]
     ax.plot(xs, [base * x for x in xs], linestyle=":", color="gray", label="conveyor, linear scaling")
     ax.set_xscale("log", base=2)
@@ -38,6 +45,6 @@ def main(ours_path, peer_path, out_path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
     main(*sys.argv[1:])
