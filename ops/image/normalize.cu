@@ -12,23 +12,17 @@
 #include "conveyor/error.h"
 #include "ops/image/normalize.h"
 #include "src/device/cuda_check.h"
+#include "src/device/float_convert.cuh"
 
 namespace conveyor::ops {
 namespace {
+
+using ::conveyor::detail::from_float;
 
 struct Affine {
   float scale[4];
   float bias[4];
 };
-
-template <class Out>
-__device__ __forceinline__ Out convert(float v);
-template <>
-__device__ __forceinline__ float convert<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half convert<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 convert<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // Element i of the NHWC input goes to out_index(i) of the output.
 template <bool Nchw>
@@ -57,7 +51,7 @@ __global__ void normalize_kernel(const std::uint8_t* __restrict__ in, std::size_
       alignas(16) Out values[16];
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        values[j] = convert<Out>(fmaf(static_cast<float>(bytes[j]), a.scale[c], a.bias[c]));
+        values[j] = from_float<Out>(fmaf(static_cast<float>(bytes[j]), a.scale[c], a.bias[c]));
         c = c + 1 == channels ? 0 : c + 1;
       }
       if constexpr (!Nchw) {
@@ -73,7 +67,7 @@ __global__ void normalize_kernel(const std::uint8_t* __restrict__ in, std::size_
     } else {
       for (std::size_t i = base; i < total && i < base + 16; ++i) {
         out[out_index<Nchw>(i, channels, image_elems, plane)] =
-            convert<Out>(fmaf(static_cast<float>(in[i]), a.scale[c], a.bias[c]));
+            from_float<Out>(fmaf(static_cast<float>(in[i]), a.scale[c], a.bias[c]));
         c = c + 1 == channels ? 0 : c + 1;
       }
     }

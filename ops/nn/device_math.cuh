@@ -8,26 +8,12 @@
 #include <cstdint>
 
 #include "ops/nn/tensor.h"
+#include "src/device/float_convert.cuh"
 
 namespace conveyor::nn::kernels {
 
-template <class T>
-__device__ __forceinline__ float to_float(T v);
-template <>
-__device__ __forceinline__ float to_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <class T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+using ::conveyor::detail::from_float;
+using ::conveyor::detail::to_float;
 
 // 16 bytes of T: one vector load or store.
 template <class T>

@@ -10,68 +10,55 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
+__device__ __forceinline__ float relu(float x) { return x > 0.f ? x : 0.f; }
+
+// The element-wise maps, as y = op(a) or y = op(a, b) on float values (every storage type converts to
+// float and back exactly, so a value passed through unchanged keeps its bits).
 struct Relu {
-  __device__ float operator()(float x) const { return x > 0.f ? x : 0.f; }
+  static constexpr bool kBinary = false;
+  __device__ float operator()(float x, float) const { return relu(x); }
+};
+struct ReluBackward {  // a = the forward output y, b = dy
+  static constexpr bool kBinary = true;
+  __device__ float operator()(float y, float dy) const { return y > 0.f ? dy : 0.f; }
+};
+struct AddRelu {
+  static constexpr bool kBinary = true;
+  __device__ float operator()(float a, float b) const { return relu(a + b); }
 };
 
-// Packs first, then the tail (count % pack) one by one. No __restrict__: these run in place.
-template <class T>
-__global__ void relu_kernel(std::size_t count, const T* x, T* y, bool vector) {
+// y[e] = op(a[e], b[e]) (b unread for a one-input op): 16-byte packs first when every pointer allows,
+// then the tail (count % pack) one by one. No __restrict__: these run in place.
+template <class T, class Op>
+__global__ void map_kernel(std::size_t count, const T* a, const T* b, T* y, bool vector, Op op) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t packs = count / Pack<T>::kSize;
-    for (std::size_t p = i; p < packs; p += stride) {
-      Pack<T> v = load_pack<T>(x, p);
-#pragma unroll
-      for (int j = 0; j < Pack<T>::kSize; ++j) v.v[j] = from_float<T>(Relu{}(to_float(v.v[j])));
-      store_pack(y, p, v);
-    }
-    done = packs * Pack<T>::kSize;
-  }
-  for (std::size_t e = done + i; e < count; e += stride) y[e] = from_float<T>(Relu{}(to_float(x[e])));
-}
-
-template <class T>
-__global__ void relu_backward_kernel(std::size_t count, const T* y, const T* dy, T* dx, bool vector) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t packs = count / Pack<T>::kSize;
-    for (std::size_t p = i; p < packs; p += stride) {
-      const Pack<T> yv = load_pack<T>(y, p);
-      Pack<T> g = load_pack<T>(dy, p);
-#pragma unroll
-      for (int j = 0; j < Pack<T>::kSize; ++j)
-        if (!(to_float(yv.v[j]) > 0.f)) g.v[j] = from_float<T>(0.f);
-      store_pack(dx, p, g);
-    }
-    done = packs * Pack<T>::kSize;
-  }
-  for (std::size_t e = done + i; e < count; e += stride) dx[e] = to_float(y[e]) > 0.f ? dy[e] : from_float<T>(0.f);
-}
-
-template <class T>
-__global__ void add_relu_kernel(std::size_t count, const T* a, const T* b, T* y, bool vector) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   std::size_t done = 0;
   if (vector) {
     const std::size_t packs = count / Pack<T>::kSize;
     for (std::size_t p = i; p < packs; p += stride) {
       Pack<T> av = load_pack<T>(a, p);
-      const Pack<T> bv = load_pack<T>(b, p);
+      Pack<T> bv{};
+      if constexpr (Op::kBinary) bv = load_pack<T>(b, p);
 #pragma unroll
       for (int j = 0; j < Pack<T>::kSize; ++j)
-        av.v[j] = from_float<T>(Relu{}(to_float(av.v[j]) + to_float(bv.v[j])));
+        av.v[j] = from_float<T>(op(to_float(av.v[j]), Op::kBinary ? to_float(bv.v[j]) : 0.f));
       store_pack(y, p, av);
     }
     done = packs * Pack<T>::kSize;
   }
   for (std::size_t e = done + i; e < count; e += stride)
-    y[e] = from_float<T>(Relu{}(to_float(a[e]) + to_float(b[e])));
+    y[e] = from_float<T>(op(to_float(a[e]), Op::kBinary ? to_float(b[e]) : 0.f));
+}
+
+// Launches map_kernel over `count` elements of the working type.
+template <class Op>
+void launch_map(DType type, std::size_t count, const void* a, const void* b, void* y, cudaStream_t stream) {
+  dispatch(type, [&]<class T>() {
+    const bool vector = aligned16(a) && (!Op::kBinary || aligned16(b)) && aligned16(y);
+    map_kernel<T><<<grid_for(count / Pack<T>::kSize + 1, kThreads), kThreads, 0, stream>>>(
+        count, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), vector, Op{});
+  });
 }
 
 __global__ void add_bias_kernel(int n, int out, const float* __restrict__ bias, float* y) {
@@ -102,31 +89,19 @@ __global__ void convert_kernel(std::size_t count, const float* __restrict__ src,
 
 void relu_forward(DType type, std::size_t count, const void* x, void* y, cudaStream_t stream,
                   const std::string& layer) {
-  dispatch(type, [&]<class T>() {
-    const bool vector = aligned16(x) && aligned16(y);
-    relu_kernel<T><<<grid_for(count / Pack<T>::kSize + 1, kThreads), kThreads, 0, stream>>>(
-        count, static_cast<const T*>(x), static_cast<T*>(y), vector);
-  });
+  launch_map<Relu>(type, count, x, nullptr, y, stream);
   CONVEYOR_CUDA(cudaGetLastError(), layer + " (ReLU)");
 }
 
 void relu_backward(DType type, std::size_t count, const void* y, const void* dy, void* dx, cudaStream_t stream,
                    const std::string& layer) {
-  dispatch(type, [&]<class T>() {
-    const bool vector = aligned16(y) && aligned16(dy) && aligned16(dx);
-    relu_backward_kernel<T><<<grid_for(count / Pack<T>::kSize + 1, kThreads), kThreads, 0, stream>>>(
-        count, static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), vector);
-  });
+  launch_map<ReluBackward>(type, count, y, dy, dx, stream);
   CONVEYOR_CUDA(cudaGetLastError(), layer + " (ReLU backward)");
 }
 
 void add_relu_forward(DType type, std::size_t count, const void* a, const void* b, void* y, cudaStream_t stream,
                       const std::string& layer) {
-  dispatch(type, [&]<class T>() {
-    const bool vector = aligned16(a) && aligned16(b) && aligned16(y);
-    add_relu_kernel<T><<<grid_for(count / Pack<T>::kSize + 1, kThreads), kThreads, 0, stream>>>(
-        count, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), vector);
-  });
+  launch_map<AddRelu>(type, count, a, b, y, stream);
   CONVEYOR_CUDA(cudaGetLastError(), layer + " (residual add + ReLU)");
 }
 
