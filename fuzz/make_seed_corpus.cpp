@@ -6,21 +6,17 @@
 // The pictures are smooth gradients with a disc and some texture, so every coefficient band has work.
 #include <turbojpeg.h>
 
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-// clang-format on
-
 #include <cmath>
-#include <csetjmp>
 #include <cstdint>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "support/libjpeg_encode.h"
 
 namespace {
 
@@ -59,47 +55,15 @@ Bytes tj_encode(int height, int width, int format, int subsampling, int flags, i
   return Bytes(out, out + size);
 }
 
-// Through the libjpeg API, for what TurboJPEG does not offer: arithmetic coding and restart markers.
-struct Compressor {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr errors{};
-  std::jmp_buf jump{};
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  static void on_error(j_common_ptr common) {
-    std::longjmp(static_cast<Compressor*>(common->client_data)->jump, 1);
-  }
-  ~Compressor() {
-    jpeg_destroy_compress(&cinfo);
-    std::free(out);  // jpeg_mem_dest allocates with malloc
-  }
-};
-
+// Through the libjpeg API (tests/support/libjpeg_encode.h), for what TurboJPEG does not offer:
+// arithmetic coding and restart markers.
 Bytes libjpeg_encode(int height, int width, bool arithmetic, int restart_rows) {
   const Bytes pixels = picture(height, width, 3);
-  auto c = std::make_unique<Compressor>();
-  c->cinfo.err = jpeg_std_error(&c->errors);
-  c->errors.error_exit = Compressor::on_error;
-  c->cinfo.client_data = c.get();
-  if (setjmp(c->jump) != 0) throw std::runtime_error("libjpeg failed to encode");
-  jpeg_create_compress(&c->cinfo);
-  jpeg_mem_dest(&c->cinfo, &c->out, &c->size);
-  c->cinfo.image_width = static_cast<JDIMENSION>(width);
-  c->cinfo.image_height = static_cast<JDIMENSION>(height);
-  c->cinfo.input_components = 3;
-  c->cinfo.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c->cinfo);
-  jpeg_set_quality(&c->cinfo, 85, TRUE);
-  c->cinfo.arith_code = arithmetic ? TRUE : FALSE;
-  c->cinfo.restart_in_rows = restart_rows;
-  jpeg_start_compress(&c->cinfo, TRUE);
-  while (c->cinfo.next_scanline < c->cinfo.image_height) {
-    JSAMPROW row =
-        const_cast<JSAMPROW>(pixels.data() + static_cast<std::size_t>(c->cinfo.next_scanline) * width * 3);
-    jpeg_write_scanlines(&c->cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&c->cinfo);
-  return Bytes(c->out, c->out + c->size);
+  return conveyor::testing::encode_with_libjpeg(pixels.data(), height, width, 3, width * 3, 85,
+                                                [&](jpeg_compress_struct& cinfo) {
+                                                  cinfo.arith_code = arithmetic ? TRUE : FALSE;
+                                                  cinfo.restart_in_rows = restart_rows;
+                                                });
 }
 
 // An EXIF APP1 segment holding only the orientation tag, inserted after SOI.

@@ -1,19 +1,15 @@
 #include "jpeg_variants.h"
 
-// clang-format off
-#include <cstdio>  // jpeglib.h needs FILE and size_t first
-#include <jpeglib.h>
-// clang-format on
 #include <turbojpeg.h>
 
 #include <algorithm>
-#include <csetjmp>
-#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "support/jpeg_markers.h"
+#include "support/libjpeg_encode.h"
 #include "support/test_images.h"
 
 namespace conveyor::testing {
@@ -37,24 +33,6 @@ Bytes tj_compress(const std::uint8_t* pixels, int height, int width, int format,
   tjFree(out);
   return bytes;
 }
-
-// libjpeg's compressor with its fatal errors turned into a longjmp back to encode_arithmetic (the
-// default handler calls exit()). Only trivially destructible objects live between setjmp and the calls.
-struct Compressor {
-  jpeg_compress_struct cinfo{};
-  jpeg_error_mgr errors{};
-  std::jmp_buf jump{};
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-
-  static void on_error(j_common_ptr common) {
-    std::longjmp(static_cast<Compressor*>(common->client_data)->jump, 1);
-  }
-  ~Compressor() {
-    jpeg_destroy_compress(&cinfo);
-    std::free(out);  // jpeg_mem_dest allocates with malloc
-  }
-};
 
 }  // namespace
 
@@ -81,30 +59,11 @@ Bytes make_444_jpeg(int height, int width, std::uint64_t seed) {
 
 namespace {
 
-// Encodes through the libjpeg API; `configure` runs after jpeg_set_defaults.
+// Through the libjpeg API, at quality 90 like the TurboJPEG encodes above.
 template <class Configure>
 Bytes encode_with_libjpeg(const Image& picture, Configure&& configure) {
-  auto c = std::make_unique<Compressor>();
-  c->cinfo.err = jpeg_std_error(&c->errors);
-  c->errors.error_exit = Compressor::on_error;
-  c->cinfo.client_data = c.get();
-  if (setjmp(c->jump) != 0) throw std::runtime_error("libjpeg could not encode with arithmetic coding");
-  jpeg_create_compress(&c->cinfo);
-  jpeg_mem_dest(&c->cinfo, &c->out, &c->size);
-  c->cinfo.image_width = static_cast<JDIMENSION>(picture.width());
-  c->cinfo.image_height = static_cast<JDIMENSION>(picture.height());
-  c->cinfo.input_components = picture.channels();
-  c->cinfo.in_color_space = picture.channels() == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  jpeg_set_defaults(&c->cinfo);
-  jpeg_set_quality(&c->cinfo, 90, TRUE);
-  configure(c->cinfo);
-  jpeg_start_compress(&c->cinfo, TRUE);
-  while (c->cinfo.next_scanline < c->cinfo.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(picture.view().row(static_cast<int>(c->cinfo.next_scanline)));
-    jpeg_write_scanlines(&c->cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&c->cinfo);
-  return Bytes(c->out, c->out + c->size);
+  return testing::encode_with_libjpeg(picture.data(), picture.height(), picture.width(), picture.channels(),
+                                      picture.view().stride, 90, std::forward<Configure>(configure));
 }
 
 }  // namespace
