@@ -76,6 +76,11 @@ struct PipelineOptions {
   // two in flight sets 2). The pool has room for them on top of the prefetched and in-flight batches;
   // a consumer that keeps more makes next() throw Error instead of waiting forever for a buffer.
   std::size_t held_batches = 1;
+  // The read stage refuses a file larger than this (IoError in the "read" stage, skipped and counted
+  // under on_error = skip) before reading any of it: a stray disk image or video named .jpg must not
+  // take memory it would keep (an element's byte buffer keeps its capacity). 0: no limit. A real JPEG of
+  // decode's default pixel limit is far smaller.
+  std::size_t max_file_bytes = std::size_t{256} << 20;
 };
 
 namespace detail {

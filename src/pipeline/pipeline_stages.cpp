@@ -184,7 +184,9 @@ void Pipeline::process(Element& element, bool probing) noexcept {
   const int track = trace_ && !probing ? worker_track() : -1;
   Sample& sample = element.sample;
   if (!run_stage(element, read_stage_, track, probing,
-                 [&] { plan_.source->load(element.source_index, sample.encoded); }))
+                 [&] {
+                   plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
+                 }))
     return;
   for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
     if (stop_.load(std::memory_order_relaxed)) {

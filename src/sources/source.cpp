@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 #include <system_error>
 
 #include "conveyor/error.h"
@@ -49,7 +50,7 @@ std::string_view PathTable::operator[](std::size_t i) const noexcept {
   return std::string_view(blob_.data() + offsets_[i], end - offsets_[i] - 1);
 }
 
-void read_file(const char* path, std::vector<std::uint8_t>& bytes) {
+void read_file(const char* path, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (and the iterator's
   // destructor with it); the fstat below then refuses it. Regular files ignore the flag.
   FileDescriptor fd(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -58,6 +59,10 @@ void read_file(const char* path, std::vector<std::uint8_t>& bytes) {
   if (::fstat(fd.get(), &info) != 0) throw IoError(io_failure("cannot stat", path, errno));
   if (!S_ISREG(info.st_mode)) throw IoError(std::string("'") + path + "' is not a regular file");
   const auto size = static_cast<std::size_t>(info.st_size);
+  if (max_bytes != 0 && size > max_bytes) {
+    throw IoError(std::string("'") + path + "' is " + std::to_string(size) + " bytes, over the limit of " +
+                  std::to_string(max_bytes) + " (PipelineOptions::max_file_bytes)");
+  }
   bytes.resize(size);
   std::size_t got = 0;
   // One read() returns the whole file for regular files; the loop only covers signals and files that
@@ -91,9 +96,9 @@ std::shared_ptr<const Source> Source::memory(std::vector<std::vector<std::uint8_
   return source;
 }
 
-void Source::load(std::size_t i, std::vector<std::uint8_t>& bytes) const {
+void Source::load(std::size_t i, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const {
   if (buffers_.empty()) {
-    read_file(paths_.c_str(i), bytes);
+    read_file(paths_.c_str(i), bytes, max_bytes);
   } else {
     bytes.assign(buffers_[i].begin(), buffers_[i].end());
   }

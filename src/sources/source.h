@@ -40,8 +40,9 @@ FileListing list_image_folder(const std::filesystem::path& root);
 FileListing parse_list_file(const std::filesystem::path& list, const std::filesystem::path& root);
 
 // Reads a whole file with one open, one fstat and (normally) one read into `bytes`, reusing its
-// capacity. Throws IoError naming the path and the system's reason.
-void read_file(const char* path, std::vector<std::uint8_t>& bytes);
+// capacity. Throws IoError naming the path and the system's reason, or the size when the file is
+// larger than `max_bytes` (0: no limit).
+void read_file(const char* path, std::vector<std::uint8_t>& bytes, std::size_t max_bytes = 0);
 
 class Source {
  public:
@@ -54,8 +55,9 @@ class Source {
   std::int64_t label(std::size_t i) const noexcept { return labels_[i]; }
   const std::vector<std::string>& class_names() const noexcept { return class_names_; }
 
-  // Element i's encoded bytes into `bytes`: the pipeline's "read" stage, run in parallel.
-  void load(std::size_t i, std::vector<std::uint8_t>& bytes) const;
+  // Element i's encoded bytes into `bytes`: the pipeline's "read" stage, run in parallel. Files larger
+  // than `max_bytes` (0: no limit) are refused (in-memory buffers are the caller's already).
+  void load(std::size_t i, std::vector<std::uint8_t>& bytes, std::size_t max_bytes = 0) const;
 
  private:
   PathTable paths_;  // "<memory:N>" for in-memory buffers

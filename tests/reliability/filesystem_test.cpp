@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,6 +92,42 @@ TEST_F(Files, AFileReplacedByADirectoryAfterListingFailsInTheReadStage) {
   ASSERT_TRUE(error);
   EXPECT_EQ(error->path(), path.string());
   EXPECT_EQ(error->stage(), "read");
+}
+
+TEST_F(Files, AFileOverTheSizeLimitIsRefusedInTheReadStageBeforeItIsRead) {
+  image("cats/a.jpg", 1);
+  const fs::path big = dir_ / "cats/b.jpg";
+  testing::write_file(big, std::vector<std::uint8_t>(5000, 0xFF));  // 5,000 bytes, not even a JPEG
+  image("cats/c.jpg", 3);
+  const std::uintmax_t small_size = fs::file_size(dir_ / "cats/a.jpg");
+  ASSERT_LT(small_size, 4000u);
+  const Dataset folder = Dataset::image_folder(dir_.path()).map(ops::decode());
+
+  SampleIterator failing = folder.with_options({.threads = 2, .max_file_bytes = 4000}).begin();
+  try {
+    while (failing.next()) {
+    }
+    FAIL() << "the 5,000-byte file passed a 4,000-byte limit";
+  } catch (const PipelineError& error) {
+    EXPECT_EQ(error.path(), big.string());
+    EXPECT_EQ(error.stage(), "read");  // refused by size, not by the decoder
+    EXPECT_NE(error.reason().find("5000 bytes, over the limit of 4000"), std::string::npos) << error.reason();
+  }
+
+  SampleIterator skipping =
+      folder.with_options({.threads = 2, .on_error = OnError::skip, .max_file_bytes = 4000}).begin();
+  std::vector<std::string> paths;
+  while (std::optional<Sample> sample = skipping.next()) paths.push_back(sample->path);
+  EXPECT_EQ(paths, (std::vector<std::string>{(dir_ / "cats/a.jpg").string(), (dir_ / "cats/c.jpg").string()}));
+  EXPECT_EQ(skipping.stats().skip_reasons, (std::map<std::string, std::uint64_t>{{"read: io", 1}}));
+
+  // 0: no limit; the file is read and the decoder refuses it instead.
+  SampleIterator unlimited =
+      folder.with_options({.threads = 2, .on_error = OnError::skip, .max_file_bytes = 0}).begin();
+  while (unlimited.next()) {
+  }
+  EXPECT_EQ(unlimited.stats().skipped, 1u);
+  EXPECT_EQ(unlimited.stats().skip_reasons.count("read: io"), 0u);
 }
 
 TEST_F(Files, AnUnreadableFileFailsInTheReadStage) {
