@@ -78,8 +78,9 @@ struct PipelineOptions {
   std::size_t held_batches = 1;
   // The read stage refuses a file larger than this (IoError in the "read" stage, skipped and counted
   // under on_error = skip) before reading any of it: a stray disk image or video named .jpg must not
-  // take memory it would keep (an element's byte buffer keeps its capacity). 0: no limit. A real JPEG of
-  // decode's default pixel limit is far smaller.
+  // take memory it would keep (an element's byte buffer keeps its capacity). 0: no limit. Training photos
+  // are far smaller; raise it for huge scans (decode's 100 M pixel limit admits high-quality JPEGs of a
+  // few hundred MB).
   std::size_t max_file_bytes = std::size_t{256} << 20;
 };
 
