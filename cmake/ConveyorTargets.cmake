@@ -23,3 +23,13 @@ function(conveyor_add_benchmark name)
   target_link_libraries(${name} PRIVATE conveyor::conveyor benchmark::benchmark)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
 endfunction()
+
+# conveyor_record_commit(TARGET): defines CONVEYOR_GIT_COMMIT for TARGET as the commit CMake was
+# configured at, for the JSON a benchmark writes (re-run cmake to refresh it; nothing outside git).
+function(conveyor_record_commit target)
+  execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                  OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(commit)
+    target_compile_definitions(${target} PRIVATE CONVEYOR_GIT_COMMIT="${commit}")
+  endif()
+endfunction()
