@@ -25,11 +25,12 @@ function(conveyor_add_benchmark name)
 endfunction()
 
 # conveyor_record_commit(TARGET): defines CONVEYOR_GIT_COMMIT for TARGET as the commit CMake was
-# configured at, for the JSON a benchmark writes (re-run cmake to refresh it; nothing outside git).
+# configured at, for the JSON a benchmark writes (re-run cmake to refresh it); "unknown" outside git.
 function(conveyor_record_commit target)
   execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
                   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(commit)
-    target_compile_definitions(${target} PRIVATE CONVEYOR_GIT_COMMIT="${commit}")
+  if(NOT commit)
+    set(commit unknown)
   endif()
+  target_compile_definitions(${target} PRIVATE CONVEYOR_GIT_COMMIT="${commit}")
 endfunction()

@@ -35,10 +35,6 @@
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
 
-#ifndef CONVEYOR_GIT_COMMIT
-#define CONVEYOR_GIT_COMMIT "unknown"
-#endif
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

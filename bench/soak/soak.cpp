@@ -24,10 +24,6 @@
 #include "conveyor/ops.h"
 #include "soak_report.h"
 
-#ifndef CONVEYOR_GIT_COMMIT
-#define CONVEYOR_GIT_COMMIT "unknown"
-#endif
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

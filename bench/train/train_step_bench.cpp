@@ -27,10 +27,6 @@
 #include "src/device/device_memory.h"
 #endif
 
-#ifndef CONVEYOR_GIT_COMMIT
-#define CONVEYOR_GIT_COMMIT "unknown"
-#endif
-
 namespace {
 
 using namespace conveyor;
