@@ -22,16 +22,9 @@ using testing::relative_error;
 using testing::upload;
 using testing::within;
 
-class GpuKernels : public ::testing::TestWithParam<DType> {
+class GpuKernels : public testing::GpuTypedTest {
  protected:
-  void SetUp() override {
-    CONVEYOR_REQUIRE_GPU();
-    gpu = std::make_unique<Context>(0, GetParam());
-  }
-  DType type() const { return GetParam(); }
   double tolerance() const { return type() == DType::f32 ? 1e-4 : type() == DType::bf16 ? 2e-2 : 5e-3; }
-  std::string tag(const std::string& what) const { return what + " [" + to_string(type()) + "]"; }
-  std::unique_ptr<Context> gpu;
 };
 
 TEST_P(GpuKernels, LinearOnCublas) {

@@ -23,16 +23,10 @@ using testing::relative_error;
 using testing::upload;
 using testing::within;
 
-class GpuLayers : public ::testing::TestWithParam<DType> {
+class GpuLayers : public testing::GpuTypedTest {
  protected:
-  void SetUp() override {
-    CONVEYOR_REQUIRE_GPU();
-    gpu = std::make_unique<Context>(0, GetParam());
-  }
-  DType type() const { return GetParam(); }
   double forward_tolerance() const { return type() == DType::f32 ? 1e-4 : type() == DType::bf16 ? 2e-2 : 5e-3; }
   double backward_tolerance() const { return type() == DType::f32 ? 1e-3 : type() == DType::bf16 ? 2e-2 : 5e-3; }
-  std::string tag(const std::string& what) const { return what + " [" + to_string(type()) + "]"; }
   Buffer empty(std::size_t count) { return gpu->allocate(count * element_size(type()), "test output"); }
   std::vector<float> read(const Buffer& b, std::size_t count) { return download(*gpu, b, count, type()); }
 
@@ -70,8 +64,6 @@ class GpuLayers : public ::testing::TestWithParam<DType> {
     EXPECT_TRUE(within(tag(name + " backward filter"), relative_error(read(DW, w.size()), dw_ref),
                        backward_tolerance()));
   }
-
-  std::unique_ptr<Context> gpu;
 };
 
 TEST_P(GpuLayers, Conv3x3Stride1) { check_conv("conv 3x3/1 32->32", {{8, 14, 14, 32}, 32, 3, 1, 1}); }

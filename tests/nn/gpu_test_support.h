@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,19 @@ double relative_error(const std::vector<float>& actual, const std::vector<float>
 ::testing::AssertionResult within(const std::string& what, double error, double tolerance);
 
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo = -1.f, float hi = 1.f);
+
+// Base of the GPU tests run once per storage type: a context on GPU 0 working in that type; skipped
+// without a GPU.
+class GpuTypedTest : public ::testing::TestWithParam<nn::DType> {
+ protected:
+  void SetUp() override {
+    CONVEYOR_REQUIRE_GPU();
+    gpu = std::make_unique<nn::Context>(0, GetParam());
+  }
+  nn::DType type() const { return GetParam(); }
+  // "what [bf16]": names a comparison with the type it ran in.
+  std::string tag(const std::string& what) const { return what + " [" + nn::to_string(type()) + "]"; }
+  std::unique_ptr<nn::Context> gpu;
+};
 
 }  // namespace conveyor::testing
