@@ -52,6 +52,10 @@ struct TrainerOptions {
   int blocks_per_stage = 2;              // small_resnet: BasicBlocks per stage
   double bn_momentum = 0.1, bn_epsilon = 1e-5;
   bool cuda_graph = false;  // GPU: replay forward + backward + SGD as one CUDA graph captured at warm-up
+  // GPU: convolution algorithms from cuDNN's heuristics, deterministic ones only, instead of the fastest
+  // by timing (which can pick differently from one run to the next): the same options and batches give
+  // the same numbers every run. Steps may be slower.
+  bool deterministic = false;
 };
 
 struct StepStats {

@@ -38,6 +38,7 @@ Context::Context(int device, DType dtype, std::size_t memory_limit_bytes)
     : dtype_(dtype), device_(device), cuda_(std::make_unique<CudaContext>(device, dtype, memory_limit_bytes)) {}
 
 CudaContext& Context::cuda() const { return *cuda_; }
+void Context::set_deterministic_algorithms(bool on) { cuda_->set_deterministic_algorithms(on); }
 cudaStream_t Context::stream() const { return cuda_->stream(); }
 #endif
 

@@ -53,6 +53,9 @@ class Context {
   Context(int device, DType dtype, std::size_t memory_limit_bytes = 0);
   CudaContext& cuda() const;
   cudaStream_t stream() const;
+  // Convolution algorithms by cuDNN's heuristics, deterministic ones only (TrainerOptions::deterministic);
+  // set before the layers are prepared.
+  void set_deterministic_algorithms(bool on);
 #endif
   ~Context();
   Context(const Context&) = delete;

@@ -19,14 +19,18 @@ std::string shape_key(const ConvGeometry& g, DType type, bool backward_data) {
          (backward_data ? " +dgrad" : "");
 }
 
-// The fastest candidate that ran and fits the scratch it was timed with (cudnnFind returns them sorted).
+// The first usable candidate: it ran (or cuDNN expects it to), fits the workspace budget and, when asked,
+// is deterministic. cudnnFind*Ex sorts by measured time, cudnnGet*_v7 by cuDNN's expectation.
 template <class Perf>
-const Perf& fastest(const Perf* perf, int count, std::size_t budget, const std::string& layer, const char* what) {
+const Perf& first_usable(const Perf* perf, int count, std::size_t budget, bool deterministic_only,
+                         const std::string& layer, const char* what) {
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= budget) return perf[i];
-  throw DeviceError(layer + ": cuDNN has no " + what + " algorithm for this shape and precision (" +
-                    std::to_string(count) + " candidates tried, workspace budget " + std::to_string(budget) +
-                    " bytes)");
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= budget &&
+        (!deterministic_only || perf[i].determinism == CUDNN_DETERMINISTIC))
+      return perf[i];
+  throw DeviceError(layer + ": cuDNN has no " + (deterministic_only ? "deterministic " : "") + what +
+                    " algorithm for this shape and precision (" + std::to_string(count) +
+                    " candidates, workspace budget " + std::to_string(budget) + " bytes)");
 }
 
 }  // namespace
@@ -60,40 +64,66 @@ void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void
     algorithms_ = found->second;
   } else {
     const auto [scratch, budget] = cuda.search_workspace();
+    // Deterministic: cuDNN's heuristic order, which depends only on the shape and the card, so every run
+    // takes the same algorithms. Otherwise: timed on these tensors, the fastest that fits.
+    const bool heuristic = cuda.deterministic_algorithms();
     ConvAlgorithms& a = algorithms_;
     {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int count = 0;
-      CONVEYOR_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(cuda.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w,
-                                                            forward_desc_.get(), y_desc_.get(), y.data,
-                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, scratch,
-                                                            budget),
-                     name_ + " (algorithm search, forward)");
-      const auto& best = fastest(perf, count, budget, name_, "forward");
-      a.forward = best.algo, a.forward_math = best.mathType, a.forward_bytes = best.memory, a.forward_ms = best.time;
+      if (heuristic) {
+        CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+                                                              forward_desc_.get(), y_desc_.get(),
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+                       name_ + " (algorithm heuristics, forward)");
+      } else {
+        CONVEYOR_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(cuda.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w,
+                                                              forward_desc_.get(), y_desc_.get(), y.data,
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, scratch,
+                                                              budget),
+                       name_ + " (algorithm search, forward)");
+      }
+      const auto& best = first_usable(perf, count, budget, heuristic, name_, "forward");
+      a.forward = best.algo, a.forward_math = best.mathType, a.forward_bytes = best.memory;
+      a.forward_ms = heuristic ? -1.f : best.time;
     }
     {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int count = 0;
-      // y stands in for dy: same shape, and only the timing matters here.
-      CONVEYOR_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                         cuda.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
-                         w_desc_.get(), dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, scratch, budget),
-                     name_ + " (algorithm search, backward filter)");
-      const auto& best = fastest(perf, count, budget, name_, "backward-filter");
+      if (heuristic) {
+        CONVEYOR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                           cuda.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(), w_desc_.get(),
+                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
+                       name_ + " (algorithm heuristics, backward filter)");
+      } else {
+        // y stands in for dy: same shape, and only the timing matters here.
+        CONVEYOR_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                           cuda.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
+                           w_desc_.get(), dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, scratch, budget),
+                       name_ + " (algorithm search, backward filter)");
+      }
+      const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-filter");
       a.backward_filter = best.algo, a.backward_filter_math = best.mathType;
-      a.backward_filter_bytes = best.memory, a.backward_filter_ms = best.time;
+      a.backward_filter_bytes = best.memory, a.backward_filter_ms = heuristic ? -1.f : best.time;
     }
     if (needs_input_grad_) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int count = 0;
-      CONVEYOR_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                         cuda.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(),
-                         x_desc_.get(), dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
-                     name_ + " (algorithm search, backward data)");
-      const auto& best = fastest(perf, count, budget, name_, "backward-data");
+      if (heuristic) {
+        CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                           cuda.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(), x_desc_.get(),
+                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                       name_ + " (algorithm heuristics, backward data)");
+      } else {
+        CONVEYOR_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+                           cuda.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(),
+                           x_desc_.get(), dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch,
+                           budget),
+                       name_ + " (algorithm search, backward data)");
+      }
+      const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-data");
       a.backward_data = best.algo, a.backward_data_math = best.mathType;
-      a.backward_data_bytes = best.memory, a.backward_data_ms = best.time;
+      a.backward_data_bytes = best.memory, a.backward_data_ms = heuristic ? -1.f : best.time;
       a.has_backward_data = true;
     }
     cache.emplace(key, a);
@@ -143,16 +173,18 @@ void ConvCudnn::backward_filter(CudaContext& cuda, const Tensor& x, const Tensor
 }
 
 std::string ConvCudnn::describe() const {
-  char text[256];
+  const auto one = [](const char* what, int algo, float ms) {
+    char text[96];
+    if (ms < 0)
+      std::snprintf(text, sizeof text, "%s algo %d (heuristic, deterministic)", what, algo);
+    else
+      std::snprintf(text, sizeof text, "%s algo %d (%.3f ms)", what, algo, ms);
+    return std::string(text);
+  };
   const ConvAlgorithms& a = algorithms_;
-  std::snprintf(text, sizeof text, "fwd algo %d (%.3f ms), bwd-filter algo %d (%.3f ms)", static_cast<int>(a.forward),
-                a.forward_ms, static_cast<int>(a.backward_filter), a.backward_filter_ms);
-  std::string s = text;
-  if (a.has_backward_data) {
-    std::snprintf(text, sizeof text, ", bwd-data algo %d (%.3f ms)", static_cast<int>(a.backward_data),
-                  a.backward_data_ms);
-    s += text;
-  }
+  std::string s = one("fwd", static_cast<int>(a.forward), a.forward_ms) + ", " +
+                  one("bwd-filter", static_cast<int>(a.backward_filter), a.backward_filter_ms);
+  if (a.has_backward_data) s += ", " + one("bwd-data", static_cast<int>(a.backward_data), a.backward_data_ms);
   return s;
 }
 

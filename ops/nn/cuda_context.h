@@ -66,7 +66,7 @@ struct ConvAlgorithms {
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   cudnnMathType_t forward_math{}, backward_data_math{}, backward_filter_math{};
   std::size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
-  float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0;
+  float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0;  // negative: not timed (heuristics)
   bool has_backward_data = false;
 };
 
@@ -99,6 +99,10 @@ class CudaContext {
 
   // Algorithms per convolution shape: ResNet-18's repeated shapes are searched once.
   std::map<std::string, ConvAlgorithms>& conv_algorithms() noexcept { return conv_algorithms_; }
+  // true: layers take cuDNN's heuristic choice among deterministic algorithms instead of timing them
+  // (set before the layers are prepared; TrainerOptions::deterministic).
+  void set_deterministic_algorithms(bool on) noexcept { deterministic_algorithms_ = on; }
+  bool deterministic_algorithms() const noexcept { return deterministic_algorithms_; }
 
  private:
   int device_;
@@ -113,6 +117,7 @@ class CudaContext {
   cuda::DeviceBuffer search_;
   std::size_t workspace_needed_ = 0;
   std::map<std::string, ConvAlgorithms> conv_algorithms_;
+  bool deterministic_algorithms_ = false;
 };
 
 }  // namespace conveyor::nn

@@ -81,6 +81,7 @@ void Trainer::Impl::warmup() {
     if (!limit && options.memory_fraction > 0)
       limit = cuda::DeviceMemoryPool::limit_from_fraction(options.device, options.memory_fraction);
     ctx = std::make_unique<nn::Context>(options.device, dtype_of(options.precision), limit);
+    ctx->set_deterministic_algorithms(options.deterministic);
     // fp16 gradients would underflow: the loss is scaled by a constant and SGD divides it out again.
     loss_scale = options.precision == Precision::fp16 ? 1024.f : 1.f;
 #endif
