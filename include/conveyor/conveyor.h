@@ -9,6 +9,7 @@
 #include "conveyor/image.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
+#include "conveyor/read_file.h"
 #include "conveyor/sample.h"
 #include "conveyor/staged_batch.h"
 #include "conveyor/stats.h"
