@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
 #include "conveyor/batch.h"
@@ -16,6 +14,7 @@
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
+#include "conveyor/read_file.h"
 
 namespace feed_vs_prefetch {
 namespace {
@@ -24,13 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// The naive way to read a file, as a hand-written loop would: an ifstream, read to the end.
-void read_file_naively(const std::string& path, std::vector<std::uint8_t>& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw conveyor::IoError("cannot open " + path);
-  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // Element `index` of the endless stream every mode reads: the same file, label and seed everywhere. A
@@ -46,7 +38,9 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
   sample.label = setup.labels[sample.index];
   std::string stage = "read";
   try {
-    read_file_naively(sample.path, sample.encoded);
+    // The pipeline's own read (one open, fstat and read, the same size limit): the naive modes differ
+    // from prefetch in their scheduling only, not in how a file is read.
+    conveyor::read_file(sample.path.c_str(), sample.encoded, conveyor::PipelineOptions{}.max_file_bytes);
     sample.bind_slot(slot);
     for (const auto& op : setup.ops) {
       stage = op.name;

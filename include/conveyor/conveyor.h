@@ -18,6 +18,7 @@
 #include "conveyor/library_version.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
+#include "conveyor/read_file.h"
 #include "conveyor/sample.h"
 #include "conveyor/stats.h"
 #include "conveyor/tensor.h"
