@@ -2,6 +2,7 @@
 #pragma once
 
 #include "conveyor/batch.h"
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/device.h"
 #include "conveyor/device_feeder.h"
