@@ -18,16 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/batch.h"
+#include "conveyor/cuda/device_feeder.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
-#include "conveyor/train.h"
-
-#ifdef CONVEYOR_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "src/device/cuda_handles.h"
-#include "src/device/device_memory.h"
-#endif
+#include "conveyor/train/trainer.h"
 
 namespace {
 
@@ -106,39 +101,21 @@ int main(int argc, char** argv) try {
   o.mean = {123.675f, 116.28f, 103.53f};
   o.std = {58.395f, 57.12f, 57.375f};
 
-  // Random pixels and labels, fixed for the run.
+  // Random pixels and labels, fixed for the run, staged once where the trainer reads them (on the GPU for
+  // a GPU run) and held for the whole run.
   const auto n = static_cast<std::size_t>(args.batch);
-  std::vector<std::uint8_t> pixels(n * shape.bytes());
-  std::vector<std::int64_t> labels(n);
+  PageableBatchBuffer host(n, shape);
   Rng rng(42);
-  for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.below(256));
-  for (auto& l : labels) l = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(o.num_classes)));
-  StagedBatch batch{pixels.data(), labels.data(), n, shape, false, -1, nullptr, nullptr};
-#ifdef CONVEYOR_HAVE_CUDA
-  // The input lives on the GPU for the whole run (declared before the trainer, so it outlives it; the
-  // stream outlives the buffers, which are freed on it).
-  std::unique_ptr<cuda::DeviceMemoryPool> pool;
-  std::optional<cuda::Stream> stream;
-  cuda::DeviceBuffer device_pixels, device_labels;
-  if (args.device >= 0) {
-    cuda::DeviceGuard guard(args.device);
-    pool = std::make_unique<cuda::DeviceMemoryPool>(args.device);
-    stream.emplace();
-    device_pixels = pool->allocate(pixels.size(), stream->get(), "benchmark pixels");
-    device_labels = pool->allocate(labels.size() * 8, stream->get(), "benchmark labels");
-    CONVEYOR_CUDA(cudaMemcpyAsync(device_pixels.data(), pixels.data(), pixels.size(), cudaMemcpyHostToDevice,
-                                  stream->get()),
-                  "bench");
-    CONVEYOR_CUDA(cudaMemcpyAsync(device_labels.data(), labels.data(), labels.size() * 8,
-                                  cudaMemcpyHostToDevice, stream->get()),
-                  "bench");
-    stream->synchronize();
-    batch.pixels = device_pixels.as<std::uint8_t>();
-    batch.labels = device_labels.as<std::int64_t>();
-    batch.on_device = true;
-    batch.device = args.device;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ImageView image = host.slot(i);
+    for (std::size_t b = 0; b < shape.bytes(); ++b) image.data[b] = static_cast<std::uint8_t>(rng.below(256));
+    host.labels()[i] = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(o.num_classes)));
   }
-#endif
+  Placement placement;
+  placement.gpu = args.device >= 0;
+  placement.device = args.device;
+  DeviceFeeder feeder(placement, {.depth = 1});
+  const DeviceBatch batch = feeder.stage(host.batch(n));
 
   train::Trainer trainer(o);
   auto start = Clock::now();

@@ -11,13 +11,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "conveyor/cuda/device.h"
 #include "conveyor/dataset.h"
-#include "conveyor/device.h"
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
 #include "conveyor/trace.h"
-#include "conveyor/train.h"
+#include "conveyor/train/trainer.h"
 #include "modes.h"
 #include "options.h"
 #include "plot_script.h"

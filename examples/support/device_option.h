@@ -6,7 +6,7 @@
 #include <exception>
 #include <string>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 
 namespace example_support {
 

@@ -14,13 +14,14 @@
 #include <string>
 #include <thread>
 
+#include "conveyor/cuda/device.h"
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/dataset.h"
-#include "conveyor/device.h"
-#include "conveyor/device_feeder.h"
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
-#include "conveyor/train.h"
+#include "conveyor/train/trainer.h"
 #include "device_option.h"
 #include "plot_script.h"
 
@@ -138,7 +139,8 @@ int main(int argc, char** argv) try {
   conveyor::PipelineOptions pipeline;
   pipeline.threads = threads;
   pipeline.held_batches = kFeederDepth;
-  conveyor::DeviceFeeder feeder(placement, kFeederDepth);
+  pipeline.host_memory = conveyor::host_memory_for(placement);  // page-locked for a GPU: asynchronous copies
+  conveyor::DeviceFeeder feeder(placement, {.depth = kFeederDepth});
 
   std::ofstream csv;
   if (!o.csv.empty()) {
