@@ -10,6 +10,10 @@
 #pragma once
 
 #include <pybind11/pybind11.h>
+// In every file of the module or in none (pybind11's rule): the conversions of std::vector, std::map,
+// std::optional and std::filesystem::path.
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 namespace conveyor::python {
 

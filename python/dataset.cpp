@@ -3,9 +3,6 @@
 // split): `for batch in ds:` twice runs the chain twice.
 #include "conveyor/dataset.h"
 
-#include <pybind11/stl.h>
-#include <pybind11/stl/filesystem.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <string>

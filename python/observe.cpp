@@ -1,9 +1,6 @@
 // What a running pipeline and a feeder report (conveyor/stats.h, FeederStats), and the Chrome-trace
 // recorder (conveyor/trace.h) whose times, in Python, are seconds on time.monotonic()'s clock (the clock of
 // C++'s steady_clock on Linux), so a training loop can add its own events to the pipeline's trace.
-#include <pybind11/stl.h>
-#include <pybind11/stl/filesystem.h>
-
 #include <chrono>
 #include <memory>
 #include <string>

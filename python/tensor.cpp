@@ -87,37 +87,47 @@ py::capsule export_dlpack(const Tensor& tensor, const py::object& stream, const 
   return to_capsule(to_dlpack(tensor.view, tensor.owner));
 }
 
-py::buffer_info host_buffer(const Tensor& tensor) {
+// numpy's array interface (version 3) for host memory: numpy.asarray(tensor) views it without a copy and
+// keeps the Tensor (and so the memory) as the array's base. (Not the buffer protocol: pybind11 2.10 cannot
+// raise from a buffer getter, and bfloat16 or device memory must raise.)
+py::dict array_interface(const Tensor& tensor) {
   const TensorView& view = tensor.view;
   if (view.on_device())
     throw py::buffer_error("conveyor.Tensor: memory on " + device_name(view) +
-                           " has no buffer protocol; use torch.from_dlpack (or another DLPack consumer)");
-  std::string format;
+                           " cannot be viewed by numpy; use torch.from_dlpack (or another DLPack consumer)");
+  const char* type = nullptr;
   switch (view.dtype) {
     case DType::uint8:
-      format = py::format_descriptor<std::uint8_t>::format();
+      type = "|u1";
       break;
     case DType::int64:
-      format = py::format_descriptor<std::int64_t>::format();
+      type = "<i8";
       break;
     case DType::float32:
-      format = py::format_descriptor<float>::format();
+      type = "<f4";
       break;
     case DType::float16:
-      format = "e";  // IEEE half, as the struct module and numpy spell it
+      type = "<f2";
       break;
     case DType::bfloat16:
       throw py::buffer_error(
-          "conveyor.Tensor: bfloat16 has no buffer-protocol format; use a DLPack consumer "
-          "that knows it (torch.from_dlpack)");
+          "conveyor.Tensor: numpy has no bfloat16; use a DLPack consumer that knows it "
+          "(torch.from_dlpack)");
   }
-  const auto item = static_cast<py::ssize_t>(dtype_size(view.dtype));
-  std::vector<py::ssize_t> shape, strides;
+  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
+  py::tuple shape(static_cast<std::size_t>(view.ndim)), strides(static_cast<std::size_t>(view.ndim));
   for (int d = 0; d < view.ndim; ++d) {
-    shape.push_back(view.shape[static_cast<std::size_t>(d)]);
-    strides.push_back(view.strides[static_cast<std::size_t>(d)] * item);
+    const auto i = static_cast<std::size_t>(d);
+    shape[i] = view.shape[i];
+    strides[i] = view.strides[i] * item;
   }
-  return py::buffer_info(view.data, item, format, view.ndim, shape, strides, /*readonly=*/false);
+  py::dict out;
+  out["version"] = 3;
+  out["typestr"] = type;
+  out["shape"] = shape;
+  out["strides"] = strides;
+  out["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(view.data), false);
+  return out;
 }
 
 py::tuple to_tuple(const std::array<std::int64_t, TensorView::kMaxDims>& values, int count) {
@@ -130,9 +140,10 @@ py::tuple to_tuple(const std::array<std::int64_t, TensorView::kMaxDims>& values,
 
 void bind_tensor(py::module_& module) {
   py::class_<Tensor>(
-      module, "Tensor", py::buffer_protocol(),
+      module, "Tensor",
       "One tensor of a batch, without a copy: torch.from_dlpack(t), numpy.from_dlpack(t) (host "
-      "memory), or numpy.asarray(t) (host memory). Keeps its batch's memory from being reused "
+      "memory), or numpy.asarray(t) (host memory, through __array_interface__). Keeps its batch's memory "
+      "from being reused "
       "while it, or a tensor made from it, lives.")
       .def(
           "__dlpack__",
@@ -147,7 +158,10 @@ void bind_tensor(py::module_& module) {
           "-1: no synchronization, else a cudaStream_t as an int): it waits for the batch's data, and the "
           "batch's memory is not reused before it has passed the point where the batch is released.")
       .def("__dlpack_device__", &dlpack_device, "(device type, device index) as DLPack numbers them.")
-      .def_buffer(&host_buffer)
+      .def_property_readonly(
+          "__array_interface__", &array_interface,
+          "numpy's view of host memory (numpy.asarray(tensor)); raises BufferError for device "
+          "memory and bfloat16.")
       .def_property_readonly("shape",
                              [](const Tensor& self) { return to_tuple(self.view.shape, self.view.ndim); })
       .def_property_readonly(

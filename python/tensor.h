@@ -1,6 +1,6 @@
 // conveyor.Tensor: one tensor of a batch (images, pixels or labels) as Python sees it. It implements the
 // DLPack protocol (__dlpack__, __dlpack_device__), so torch.from_dlpack, numpy.from_dlpack, jax.dlpack and
-// cupy.from_dlpack take it without a copy, and, in host memory, the buffer protocol (numpy.asarray).
+// cupy.from_dlpack take it without a copy, and, in host memory, numpy's array interface (numpy.asarray).
 //
 // A Tensor keeps the memory it views: while it, or a DLPack consumer's tensor made from it, lives, the
 // batch's buffer stays out of its pool (host batches) or its feeder's ring slot stays held (device
