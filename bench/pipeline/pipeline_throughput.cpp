@@ -8,11 +8,13 @@
 // the first batch would credit it with work done before the clock started. Also written: the rate after
 // the first batch only (images_per_s_after_first_batch) and over the whole run including start-up
 // (images_per_s_overall). A checksum over every batch's bytes and labels, in order, shows that the
-// result does not depend on the thread count.
+// result does not depend on the thread count; --checksum 0 leaves it out, so that the consumer does no
+// work at all, as bench/pipeline/pipeline_throughput.py (the same run from Python) does.
 //
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
 //                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
+//                       [--checksum 1|0]
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -55,6 +57,7 @@ struct Config {
   int repeat = 1;
   std::size_t in_flight = 0;  // 0: the library's default
   bool deterministic = true;
+  bool checksum = true;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -63,7 +66,7 @@ struct Config {
       "pipeline_throughput: %s\n"
       "usage: pipeline_throughput --data DIR [--threads N] [--batch B] [--size S] [--epochs E] [--seed K]\n"
       "         [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16] [--limit N]\n"
-      "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0]\n",
+      "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0] [--checksum 1|0]\n",
       problem.c_str());
   std::exit(2);
 }
@@ -107,6 +110,8 @@ Config parse(int argc, char** argv) {
       config.in_flight = parse_number(flag, value);
     else if (flag == "--deterministic")
       config.deterministic = parse_number(flag, value) != 0;
+    else if (flag == "--checksum")
+      config.checksum = parse_number(flag, value) != 0;
     else if (flag == "--on-error") {
       if (value == "fail")
         config.on_error = conveyor::OnError::fail;
@@ -181,6 +186,7 @@ struct Result {
   double steady_s = 0;
   double first_batch_s = 0;
   std::uint64_t checksum = 0;
+  bool checksummed = true;
   conveyor::PipelineStats stats;
 };
 
@@ -212,10 +218,11 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
     arrivals.emplace_back(Clock::now(), batch->size());
+    result.images += batch->size();
+    if (!config.checksum) continue;
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
     checksum.add(batch->pixels().data(), batch->pixels().size());
     checksum.add(batch->labels().data(), batch->labels().size_bytes());
-    result.images += batch->size();
   }
   const auto end = Clock::now();
   const auto rate_after = [&](std::size_t warmup) {
@@ -230,14 +237,14 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
                                                 std::max<std::size_t>(1, arrivals.size() / 2));
   if (!arrivals.empty()) {
     result.first_batch_s = std::chrono::duration<double>(arrivals.front().first - start).count();
-    result.steady_s =
-        std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
+    result.steady_s = std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
     result.images_per_s = rate_after(result.warmup_batches);
     result.images_per_s_after_first_batch = rate_after(1);
     result.images_per_s_overall =
         static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
   }
   result.checksum = checksum.value();
+  result.checksummed = config.checksum;
   result.stats = it.stats();
   return result;
 }
@@ -281,6 +288,8 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
+std::string checksum_text(const Result& r) { return r.checksummed ? hex(r.checksum) : "off"; }
+
 std::string point_json(const Result& r, double efficiency) {
   char text[512];
   std::snprintf(
@@ -291,7 +300,7 @@ std::string point_json(const Result& r, double efficiency) {
       "\"skipped\": %llu}",
       r.threads, r.images_per_s, r.images_per_s_after_first_batch, r.images_per_s_overall,
       static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.warmup_batches),
-      r.first_batch_s, r.steady_s, efficiency, hex(r.checksum).c_str(),
+      r.first_batch_s, r.steady_s, efficiency, checksum_text(r).c_str(),
       static_cast<unsigned long long>(r.stats.skipped));
   return text;
 }
@@ -308,12 +317,12 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
       text, sizeof text,
       "  \"config\": {\"data\": %s, \"batch\": %zu, \"size\": %d, \"epochs\": %llu, \"seed\": %llu, "
       "\"on_error\": \"%s\", \"limit\": %llu, \"prefetch\": %zu, \"repeat\": %d, \"in_flight\": %zu, "
-      "\"deterministic\": %s},\n",
+      "\"deterministic\": %s, \"checksum\": %s},\n",
       json_string(config.data).c_str(), config.batch, config.size,
       static_cast<unsigned long long>(config.epochs), static_cast<unsigned long long>(config.seed),
       config.on_error == conveyor::OnError::skip ? "skip" : "fail",
       static_cast<unsigned long long>(config.limit), config.prefetch, config.repeat, main.stats.max_in_flight,
-      config.deterministic ? "true" : "false");
+      config.deterministic ? "true" : "false", config.checksum ? "true" : "false");
   out += text;
   std::snprintf(text, sizeof text,
                 "  \"images_per_s\": %.1f,\n  \"images_per_s_after_first_batch\": %.1f,\n"
@@ -324,7 +333,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                 main.images_per_s, main.images_per_s_after_first_batch, main.images_per_s_overall,
                 static_cast<unsigned long long>(main.warmup_batches), main.threads,
                 static_cast<unsigned long long>(main.images),
-                static_cast<unsigned long long>(main.stats.skipped), hex(main.checksum).c_str(),
+                static_cast<unsigned long long>(main.stats.skipped), checksum_text(main).c_str(),
                 peak_rss_mb(), main.first_batch_s, main.steady_s, main.stats.pinned ? "true" : "false",
                 main.stats.pool_buffers);
   out += text;
@@ -386,7 +395,7 @@ int main(int argc, char** argv) {
                                  : 0.0);
         std::printf("%8d %12.1f %10.1f%% %10.3f  %s\n", sweep.back().threads, sweep.back().images_per_s,
                     100.0 * efficiency.back(), sweep.back().first_batch_s,
-                    hex(sweep.back().checksum).c_str());
+                    checksum_text(sweep.back()).c_str());
         std::fflush(stdout);
       }
       main_run = sweep.back();
@@ -397,8 +406,8 @@ int main(int argc, char** argv) {
         main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.warmup_batches),
         main_run.images_per_s_after_first_batch, main_run.images_per_s_overall,
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
-        static_cast<unsigned long long>(main_run.stats.skipped),
-        hex(main_run.checksum).c_str(), peak_rss_mb());
+        static_cast<unsigned long long>(main_run.stats.skipped), checksum_text(main_run).c_str(),
+        peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
     for (const Result& r : sweep)
       if (r.checksum != main_run.checksum)
