@@ -1,6 +1,7 @@
 """The Python-overhead benchmark's two scripts end to end on a small folder (speeds are not checked, only
 that they measure what they say): pipeline_throughput.py through the module, and python_overhead.py
-running it against the C++ pipeline_throughput (skipped when the benchmarks are not built)."""
+running it against the C++ pipeline_throughput (CONVEYOR_PIPELINE_THROUGHPUT, or the build folder's;
+skipped when there is none)."""
 import json
 import os
 import pathlib
@@ -36,7 +37,8 @@ def test_pipeline_throughput_py_counts_every_image_with_the_cpp_timing_rule(imag
 
 
 def test_python_overhead_runs_both_sides_alternately(image_folder, tmp_path):
-    cpp = pathlib.Path(MODULE_DIR).parent / "bench" / "pipeline" / "pipeline_throughput"
+    cpp = os.environ.get("CONVEYOR_PIPELINE_THROUGHPUT") or \
+        pathlib.Path(MODULE_DIR).parent / "bench" / "pipeline" / "pipeline_throughput"
     if not os.access(cpp, os.X_OK):
         pytest.skip(f"no {cpp} (benchmarks not built)")
     out = tmp_path / "overhead.json"
