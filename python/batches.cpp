@@ -103,10 +103,10 @@ py::object iterate_batches(const BatchedDataset& dataset) {
 void bind_batches(py::module_& module) {
   py::class_<PyBatch>(
       module, "Batch",
-      "A batch in host memory: images (N, H, W, C) uint8 and labels (N,) int64, as Tensors "
-      "(DLPack, numpy.asarray). Valid until its iterator moves on; kept Tensors keep their "
-      "memory (the pool then has fewer buffers: past PipelineOptions.held_batches kept batches, "
-      "the iterator raises instead of waiting).")
+      "A batch in host memory: images (N, H, W, C) uint8 and labels (N,) int64, as Tensors (DLPack, "
+      "numpy.asarray). Valid until its iterator moves on; kept Tensors keep their memory (the pool then has "
+      "fewer buffers: past PipelineOptions.held_batches kept batches, the iterator raises instead of "
+      "waiting).")
       .def_property_readonly(
           "images", [](const PyBatch& b) { return host_tensor(b.lease, false); },
           "The pixels, (N, H, W, C) uint8.")

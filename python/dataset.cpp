@@ -131,8 +131,8 @@ void bind_options(py::module_& module) {
 
 void bind_dataset_class(py::module_& module) {
   py::class_<Dataset>(module, "Dataset",
-                      "An immutable description of an input pipeline; every method returns a new Dataset and "
-                      "nothing runs until it is iterated (yielding Samples) or batched and iterated.")
+                      "An immutable description of an input pipeline; every method returns a new Dataset "
+                      "and nothing runs until it is iterated (yielding Samples) or batched and iterated.")
       .def_static(
           "image_folder",
           [](const std::filesystem::path& root) {
@@ -141,8 +141,7 @@ void bind_dataset_class(py::module_& module) {
           },
           py::arg("root"),
           "Every sub-folder of root is a class (sorted, labels 0..K-1); its *.jpg / *.jpeg files, at any "
-          "depth, "
-          "are the class's images, in sorted order.")
+          "depth, are the class's images, in sorted order.")
       .def_static(
           "files",
           [](const py::iterable& paths, std::vector<std::int64_t> labels) {
@@ -194,8 +193,7 @@ void bind_dataset_class(py::module_& module) {
           },
           py::arg("keep"), py::arg("name") = "filter",
           "Keeps the elements for which keep(sample) is true (a read-only conveyor.Sample). Runs under the "
-          "GIL, "
-          "one element at a time: slow. shuffle, shard, skip and take may not follow a filter.")
+          "GIL, one element at a time: slow. shuffle, shard, skip and take may not follow a filter.")
       .def(
           "with_options",
           [](const Dataset& self, const py::object& options, const py::kwargs& keywords) {
@@ -231,8 +229,8 @@ void bind_dataset_class(py::module_& module) {
 
 void bind_batched_dataset(py::module_& module) {
   py::class_<BatchedDataset>(module, "BatchedDataset",
-                             "A Dataset grouped into batches; iterating yields conveyor.Batch (host memory), "
-                             "to_device(...) yields conveyor.DeviceBatch.")
+                             "A Dataset grouped into batches; iterating yields conveyor.Batch (host "
+                             "memory), to_device(...) yields conveyor.DeviceBatch.")
       .def("prefetch", &BatchedDataset::prefetch, py::arg("batches"),
            "Batches kept ready ahead of the consumer (the pipeline pauses while this many are ready).")
       .def(

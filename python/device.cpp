@@ -28,18 +28,23 @@ constexpr Choice<ops::TensorLayout> kLayouts[] = {{"NCHW", ops::TensorLayout::ch
                                                   {"NHWC", ops::TensorLayout::hwc}};
 
 // torch's spelling ("cuda:0") and conveyor's ("gpu:0") both work; str() lets torch.device objects in too.
-Placement place(const py::object& device) {
+DeviceSpec device_spec(const py::object& device) {
   std::string text = py::str(device);
   if (text == "cuda" || text.rfind("cuda:", 0) == 0) text = "gpu" + text.substr(4);
-  DeviceSpec spec;
   try {
-    spec = DeviceSpec::parse(text);
+    return DeviceSpec::parse(text);
   } catch (const InvalidArgument&) {
     throw InvalidArgument(
         "device must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\" (or \"gpu\", \"gpu:N\"); got \"" +
         std::string(py::str(device)) + "\"");
   }
-  return resolve(spec);
+}
+
+// Resolving the placement and making the feeder start CUDA (a context, streams, a thread) can take a
+// while and needs no Python.
+std::shared_ptr<DeviceFeeder> make_feeder(const DeviceSpec& spec, const FeederOptions& options) {
+  py::gil_scoped_release released;
+  return std::make_shared<DeviceFeeder>(resolve(spec), options);
 }
 
 // 1 to 4 per-channel values: a number for every channel, or a sequence (the channels it leaves out keep
@@ -141,8 +146,8 @@ PyDeviceBatch stage(DeviceFeeder& feeder, const PyBatch& handle) {
   Batch& batch = handle.lease->get();
   if (handle.lease->item.use_count() != 1)
     throw Error(
-        "DeviceFeeder.stage: tensors of this batch are still alive; the feeder takes the batch over, so "
-        "let them go first (or stage the dataset with feed())");
+        "DeviceFeeder.stage: tensors of this batch are still alive; the feeder takes the batch over, so let "
+        "them go first (or stage the dataset with feed())");
   Batch taken = std::move(batch);
   handle.lease->item.reset();
   auto lease = std::make_shared<Lease<DeviceBatch>>();
@@ -155,13 +160,11 @@ PyDeviceBatch stage(DeviceFeeder& feeder, const PyBatch& handle) {
 
 constexpr const char* kNormalizeDoc =
     "dtype \"float32\", \"float16\" or \"bfloat16\" (torch dtypes too), or given mean/std: the feeder also "
-    "makes "
-    "the model's input, (pixel - mean) / std per channel in `layout` (\"NCHW\" or \"NHWC\"), on the GPU (on "
-    "the "
-    "CPU for device=\"cpu\"); mean and std are on the 0..255 scale of the pixels (ImageNet's: mean=[123.675, "
-    "116.28, 103.53], std=[58.395, 57.12, 57.375]), a number or 1 to 4 values. dtype None (or \"uint8\") "
-    "without mean and std: images are the uint8 NHWC pixels. depth: ring slots (1 to 8), that is batches on "
-    "their way or held at once.";
+    "makes the model's input, (pixel - mean) / std per channel in `layout` (\"NCHW\" or \"NHWC\"), on the "
+    "GPU (on the CPU for device=\"cpu\"); mean and std are on the 0..255 scale of the pixels (ImageNet's: "
+    "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]), a number or 1 to 4 values. dtype None "
+    "(or \"uint8\") without mean and std: images are the uint8 NHWC pixels. depth: ring slots (1 to 8), "
+    "that is batches on their way or held at once.";
 
 void bind_placement(py::module_& module) {
   py::class_<Placement>(module, "Placement", "Where a feeder puts its batches, and why.")
@@ -175,14 +178,13 @@ void bind_placement(py::module_& module) {
 void bind_device_batch(py::module_& module) {
   py::class_<PyDeviceBatch>(
       module, "DeviceBatch",
-      "A batch where its consumer reads it (GPU memory, or host memory for device=\"cpu\"). "
-      "Valid until its iterator moves on; a kept Tensor (or a tensor made from it) keeps its "
-      "ring slot held, and a feeder whose every slot is held raises rather than overwrite one.")
+      "A batch where its consumer reads it (GPU memory, or host memory for device=\"cpu\"). Valid until its "
+      "iterator moves on; a kept Tensor (or a tensor made from it) keeps its ring slot held, and a feeder "
+      "whose every slot is held raises rather than overwrite one.")
       .def_property_readonly(
           "images", [](const PyDeviceBatch& b) { return batch_tensor(b, Part::images); },
           "The normalized images when the feeder makes them ((N, C, H, W) or (N, H, W, C) in dtype), else "
-          "the "
-          "uint8 pixels (N, H, W, C).")
+          "the uint8 pixels (N, H, W, C).")
       .def_property_readonly(
           "pixels", [](const PyDeviceBatch& b) { return batch_tensor(b, Part::pixels); },
           "(N, H, W, C) uint8 as the pipeline made them.")
@@ -228,14 +230,12 @@ void bind_feeder(py::module_& module) {
   py::class_<DeviceFeeder, std::shared_ptr<DeviceFeeder>> feeder(
       module, "DeviceFeeder",
       "Moves ready batches to where the training step reads them: on a GPU, copied on the feeder's own "
-      "stream "
-      "into a ring of `depth` device buffers (normalized there when asked) and made ready on its consumer "
-      "stream; on the CPU, viewed in place.");
+      "stream into a ring of `depth` device buffers (normalized there when asked) and made ready on its "
+      "consumer stream; on the CPU, viewed in place.");
   feeder
       .def(py::init([](const py::object& device, int depth, const py::object& dtype,
                        const std::string& layout, const py::object& mean, const py::object& std) {
-             return std::make_shared<DeviceFeeder>(place(device),
-                                                   feeder_options(depth, dtype, layout, mean, std));
+             return make_feeder(device_spec(device), feeder_options(depth, dtype, layout, mean, std));
            }),
            py::arg("device") = "auto", py::kw_only(), py::arg("depth") = 3, py::arg("dtype") = py::none(),
            py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
@@ -244,8 +244,7 @@ void bind_feeder(py::module_& module) {
                .c_str())
       .def("feed", &feed, py::arg("dataset"),
            "Iterates the dataset's batches through this feeder (page-locked host buffers for a GPU, room in "
-           "the "
-           "pipeline for the batches the feeder holds): yields DeviceBatch.")
+           "the pipeline for the batches the feeder holds): yields DeviceBatch.")
       .def("stage", &stage, py::arg("batch"),
            "Starts moving one host Batch (none of whose tensors may be alive) and returns its DeviceBatch.")
       .def(
@@ -282,8 +281,7 @@ void bind_feeder(py::module_& module) {
 
 py::object to_device(const BatchedDataset& dataset, const py::object& device, const py::object& dtype,
                      const std::string& layout, const py::object& mean, const py::object& std, int depth) {
-  return feed(std::make_shared<DeviceFeeder>(place(device), feeder_options(depth, dtype, layout, mean, std)),
-              dataset);
+  return feed(make_feeder(device_spec(device), feeder_options(depth, dtype, layout, mean, std)), dataset);
 }
 
 void bind_device(py::module_& module) {

@@ -49,15 +49,19 @@ class PythonIterator {
   PythonIterator& operator=(PythonIterator&&) = delete;
   ~PythonIterator() { stop(); }
 
-  // The next item, or std::nullopt at the end (after close() too). Waits with the GIL released.
+  // The next item, or std::nullopt at the end (after close() too). Waits with the GIL released, so
+  // another Python thread could call in meanwhile: that is refused (the C++ iterator is not for
+  // concurrent use).
   auto next() -> decltype(std::declval<CppIterator&>().next()) {
     if (!iterator_) return std::nullopt;
+    const Busy busy(busy_);
     py::gil_scoped_release released;
     return iterator_->next();
   }
   // Stops the pipeline now; stats() keeps the last figures.
   void close() {
     if (!iterator_) return;
+    if (busy_) throw Error("conveyor: an iterator cannot be closed while another thread waits in its next()");
     stats_ = iterator_->stats();
     stop();
   }
@@ -77,9 +81,25 @@ class PythonIterator {
     }
   }
 
+  // Marks the iterator in use for the length of a next() call; set and cleared with the GIL held.
+  class Busy {
+   public:
+    explicit Busy(bool& flag) : flag_(flag) {
+      if (flag_) throw Error("conveyor: an iterator is used from two threads at once");
+      flag_ = true;
+    }
+    ~Busy() { flag_ = false; }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    bool& flag_;
+  };
+
   Keep keep_;  // before the iterator: destroyed after it
   std::optional<CppIterator> iterator_;
   PipelineStats stats_;
+  bool busy_ = false;
 };
 
 // Python iterators over a dataset's samples and over a batched dataset's host batches.

@@ -20,8 +20,7 @@ PYBIND11_MODULE(conveyor, module) {
   using namespace conveyor::python;
   module.doc() =
       "conveyor: a C++ input pipeline that keeps GPUs fed (oneTBB, libjpeg-turbo ROI decode, batches in "
-      "pinned "
-      "memory, a device feeder), with batches handed over zero-copy through DLPack.";
+      "pinned memory, a device feeder), with batches handed over zero-copy through DLPack.";
   module.attr("__version__") = conveyor::library_version();
   module.attr("built_with_cuda") = py::bool_(CONVEYOR_BUILT_WITH_CUDA != 0);
 

@@ -79,8 +79,8 @@ void bind_trace(py::module_& module) {
   py::class_<TraceRecorder, std::shared_ptr<TraceRecorder>>(
       module, "TraceRecorder",
       "A Chrome-trace recorder (chrome://tracing, https://ui.perfetto.dev). Give it to a pipeline "
-      "(with_options(trace=recorder)) to record every stage of every element; add your own tracks and events "
-      "with times in seconds of time.monotonic().")
+      "(with_options(trace=recorder)) to record every stage of every element; add your own tracks and "
+      "events with times in seconds of time.monotonic().")
       .def(py::init<std::size_t>(), py::arg("max_events_per_track") = std::size_t{1} << 20)
       .def("track", &TraceRecorder::track, py::arg("name"), "A new track (a row in the viewer); its number.")
       .def(

@@ -37,18 +37,18 @@ ops::DecodeOptions decode_options(const std::string& color, bool apply_exif_orie
   py::arg("fast") = false
 
 constexpr const char* kDecodeDoc =
-    " Decode options: color \"rgb\" (3 channels whatever the file holds), \"gray\" or \"keep\"; "
+    "Decode options: color \"rgb\" (3 channels whatever the file holds), \"gray\" or \"keep\"; "
     "apply_exif_orientation turns the image upright; images over max_pixels are refused before any "
-    "allocation; warnings_are_errors makes libjpeg's warnings (corrupt but decodable data) errors; fast uses "
-    "libjpeg's fast IDCT and plain chroma upsampling (10-20 % faster, about 0.6 levels of mean difference).";
+    "allocation; warnings_are_errors makes libjpeg's warnings (corrupt but decodable data) errors; fast "
+    "uses libjpeg's fast IDCT and plain chroma upsampling (10-20 % faster, about 0.6 levels of mean "
+    "difference).";
 
 }  // namespace
 
 void bind_ops(py::module_& ops_module) {
-  py::class_<SampleOp>(
-      ops_module, "SampleOp",
-      "A named step that transforms one sample (made by the functions of conveyor.ops, given to "
-      "Dataset.map). The name appears in errors, stats and traces.")
+  py::class_<SampleOp>(ops_module, "SampleOp",
+                       "A named step that transforms one sample (made by the functions of conveyor.ops, "
+                       "given to Dataset.map). The name appears in errors, stats and traces.")
       .def_property_readonly("name", [](const SampleOp& op) { return op.name; })
       .def("__repr__", [](const SampleOp& op) { return "conveyor.ops.SampleOp('" + op.name + "')"; });
 
@@ -78,10 +78,11 @@ void bind_ops(py::module_& ops_module) {
       py::arg("size"), py::kw_only(), py::arg("scale_min") = 0.08, py::arg("scale_max") = 1.0,
       py::arg("ratio_min") = 3.0 / 4, py::arg("ratio_max") = 4.0 / 3, py::arg("interpolation") = "linear",
       CONVEYOR_DECODE_ARGS,
-      (std::string("size x size: torchvision's RandomResizedCrop, decoding only the window, at the DCT scale "
-                   "(1/2, 1/4, 1/8) it allows, then resizing it. The window covers [scale_min, scale_max] of "
-                   "the area with a width/height ratio in [ratio_min, ratio_max] (log-uniform); "
-                   "interpolation \"linear\", \"nearest\" or \"area\".") +
+      (std::string(
+           "size x size: torchvision's RandomResizedCrop, decoding only the window, at the DCT scale (1/2, "
+           "1/4, 1/8) it allows, then resizing it. The window covers [scale_min, scale_max] of the area "
+           "with a width/height ratio in [ratio_min, ratio_max] (log-uniform); interpolation \"linear\", "
+           "\"nearest\" or \"area\".") +
        kDecodeDoc)
           .c_str());
 
@@ -130,8 +131,8 @@ void bind_ops(py::module_& ops_module) {
       py::kw_only(), py::arg("brightness") = 0.0, py::arg("contrast") = 0.0, py::arg("saturation") = 0.0,
       py::arg("hue") = 0.0,
       "Colour jitter in place, as torchvision's ColorJitter: factors drawn from [max(0, 1 - b), 1 + b] for "
-      "brightness, contrast and saturation and a hue shift from [-hue, hue] turns (hue <= 0.5), applied in a "
-      "random order. 0 leaves an adjustment out.");
+      "brightness, contrast and saturation and a hue shift from [-hue, hue] turns (hue <= 0.5), applied in "
+      "a random order. 0 leaves an adjustment out.");
 
   ops_module.def(
       "resize",

@@ -149,8 +149,8 @@ void bind_sample_class(py::module_& module) {
       .def_property(
           "image", [](const PySample& s) { return image_copy(s.get()); },
           [](const PySample& s, const py::buffer& pixels) { set_image(s.get_writable(), pixels); },
-          "The current pixels as an (H, W, C) uint8 memoryview (numpy.asarray takes it), a copy; None before "
-          "an op produced pixels. Assign a (H, W) or (H, W, C) uint8 array to replace them.")
+          "The current pixels as an (H, W, C) uint8 memoryview (numpy.asarray takes it), a copy; None "
+          "before an op produced pixels. Assign a (H, W) or (H, W, C) uint8 array to replace them.")
       .def_property_readonly(
           "shape",
           [](const PySample& s) -> py::object {

@@ -52,8 +52,7 @@ void make_reader(const Tensor& tensor, const py::object& stream) {
   if (code == 0)
     throw InvalidArgument(
         "__dlpack__: stream=0 is ambiguous in the DLPack protocol; pass 1 for the legacy default stream, 2 "
-        "for "
-        "the per-thread default stream, or the stream's handle");
+        "for the per-thread default stream, or the stream's handle");
 #if CONVEYOR_BUILT_WITH_CUDA
   cudaStream_t handle = code == 1   ? cudaStreamLegacy
                         : code == 2 ? cudaStreamPerThread
@@ -72,8 +71,8 @@ py::capsule export_dlpack(const Tensor& tensor, const py::object& stream, const 
   (void)max_version;  // always the unversioned DLPack 0.x capsule, which every consumer still takes
   if (!copy.is_none() && copy.cast<bool>())
     throw py::buffer_error(
-        "conveyor.Tensor.__dlpack__: copy=True is not supported; conveyor exports its "
-        "memory without copying (copy the consumer's tensor instead)");
+        "conveyor.Tensor.__dlpack__: copy=True is not supported; conveyor exports its memory without "
+        "copying (copy the consumer's tensor instead)");
   if (!dl_device.is_none() && !dl_device.equal(dlpack_device(tensor)))
     throw py::buffer_error(
         "conveyor.Tensor.__dlpack__: the tensor is on " + device_name(tensor.view) +
@@ -111,8 +110,7 @@ py::dict array_interface(const Tensor& tensor) {
       break;
     case DType::bfloat16:
       throw py::buffer_error(
-          "conveyor.Tensor: numpy has no bfloat16; use a DLPack consumer that knows it "
-          "(torch.from_dlpack)");
+          "conveyor.Tensor: numpy has no bfloat16; use a DLPack consumer that knows it (torch.from_dlpack)");
   }
   const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
   py::tuple shape(static_cast<std::size_t>(view.ndim)), strides(static_cast<std::size_t>(view.ndim));
@@ -141,10 +139,9 @@ py::tuple to_tuple(const std::array<std::int64_t, TensorView::kMaxDims>& values,
 void bind_tensor(py::module_& module) {
   py::class_<Tensor>(
       module, "Tensor",
-      "One tensor of a batch, without a copy: torch.from_dlpack(t), numpy.from_dlpack(t) (host "
-      "memory), or numpy.asarray(t) (host memory, through __array_interface__). Keeps its batch's memory "
-      "from being reused "
-      "while it, or a tensor made from it, lives.")
+      "One tensor of a batch, without a copy: torch.from_dlpack(t), numpy.from_dlpack(t) (host memory), or "
+      "numpy.asarray(t) (host memory, through __array_interface__). Keeps its batch's memory from being "
+      "reused while it, or a tensor made from it, lives.")
       .def(
           "__dlpack__",
           [](const Tensor& self, const py::object& stream, const py::object& max_version,
@@ -152,16 +149,15 @@ void bind_tensor(py::module_& module) {
              const py::object& copy) { return export_dlpack(self, stream, max_version, dl_device, copy); },
           py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
           py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
-          "A DLPack capsule viewing this tensor (DLPack's Python protocol). For memory on a GPU, `stream` is "
-          "the consumer's CUDA stream (None or 1: the legacy default stream, 2: the per-thread default "
-          "stream, "
-          "-1: no synchronization, else a cudaStream_t as an int): it waits for the batch's data, and the "
-          "batch's memory is not reused before it has passed the point where the batch is released.")
+          "A DLPack capsule viewing this tensor (DLPack's Python protocol). For memory on a GPU, `stream` "
+          "is the consumer's CUDA stream (None or 1: the legacy default stream, 2: the per-thread default "
+          "stream, -1: no synchronization, else a cudaStream_t as an int): it waits for the batch's data, "
+          "and the batch's memory is not reused before it has passed the point where the batch is released.")
       .def("__dlpack_device__", &dlpack_device, "(device type, device index) as DLPack numbers them.")
       .def_property_readonly(
           "__array_interface__", &array_interface,
-          "numpy's view of host memory (numpy.asarray(tensor)); raises BufferError for device "
-          "memory and bfloat16.")
+          "numpy's view of host memory (numpy.asarray(tensor)); raises BufferError for device memory and "
+          "bfloat16.")
       .def_property_readonly("shape",
                              [](const Tensor& self) { return to_tuple(self.view.shape, self.view.ndim); })
       .def_property_readonly(

@@ -79,3 +79,30 @@ def test_dropping_an_iterator_while_python_maps_run_does_not_deadlock(large_fold
     for _ in range(10):
         break_after(ds.batch(4).prefetch(2), 2)  # the iterator's destructor joins maps waiting for the GIL
     assert len(calls) >= 10 * 2 * 4
+
+
+def test_an_iterator_used_from_two_threads_at_once_refuses_the_second(image_folder):
+    go = threading.Event()
+
+    def wait_for_go(sample):  # holds the first element until the test lets it through
+        go.wait()
+
+    it = iter(conveyor.Dataset.image_folder(image_folder).map(wait_for_go).with_options(threads=2))
+    refused, results = threading.Event(), []
+
+    def take():
+        try:
+            results.append(next(it).index)
+        except conveyor.Error as error:
+            results.append(str(error))
+            refused.set()
+
+    takers = [threading.Thread(target=take) for _ in range(2)]
+    for t in takers:
+        t.start()
+    assert refused.wait(60), "neither call of next() was refused"  # the other one waits inside next()
+    go.set()
+    for t in takers:
+        t.join()
+    it.close()
+    assert sorted(results, key=str) == [0, "conveyor: an iterator is used from two threads at once"]
