@@ -8,6 +8,14 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
+# Where torch is installed (the GPU machine), it is loaded first: torch and the module both need
+# libcudart.so.13, a process keeps the first one it loads, and torch's may be newer than the toolkit the
+# module was built with (the module works with a newer one, torch perhaps not with an older one).
+try:
+    import torch  # noqa: F401
+except ImportError:
+    pass
+
 try:
     import conveyor
 except ImportError:  # run by hand: python3 -m pytest tests/python, after ./conveyor.sh build
