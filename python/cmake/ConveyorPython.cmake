@@ -30,15 +30,20 @@ macro(conveyor_find_python found_var)
                    "(Debian: python3-dev)")
   else()
     # Debian's pybind11-dev installs a CMake package; pip's pybind11 tells where its own is.
-    find_package(pybind11 2.10 CONFIG QUIET)
+    # No version asked of find_package (a version file accepting only its own major version would refuse
+    # pip's pybind11 3); the minimum is checked below.
+    find_package(pybind11 CONFIG QUIET)
     if(NOT pybind11_FOUND)
       execute_process(COMMAND ${Python3_EXECUTABLE} -m pybind11 --cmakedir OUTPUT_VARIABLE conveyor_pybind11_dir
                       OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
       if(conveyor_pybind11_dir)
-        find_package(pybind11 2.10 CONFIG QUIET HINTS ${conveyor_pybind11_dir} NO_DEFAULT_PATH)
+        find_package(pybind11 CONFIG QUIET HINTS ${conveyor_pybind11_dir} NO_DEFAULT_PATH)
       endif()
     endif()
-    if(NOT pybind11_FOUND)
+    if(pybind11_FOUND AND pybind11_VERSION VERSION_LESS 2.10)
+      message(STATUS "conveyor: Python module not built: pybind11 ${pybind11_VERSION} is older than 2.10")
+      set(pybind11_FOUND FALSE)
+    elseif(NOT pybind11_FOUND)
       message(STATUS "conveyor: Python module not built: pybind11 not found (Debian: pybind11-dev; pip: pybind11)")
     else()
       set(CONVEYOR_PYTHON_EXECUTABLE ${Python3_EXECUTABLE} CACHE INTERNAL "The Python the module is built for")
