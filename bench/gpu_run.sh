@@ -13,6 +13,10 @@
 #   train     train_step_bench ResNet-18 (fused and unfused batch norm) beside PyTorch's ResNet-18
 #   fvp       feed_vs_prefetch, ResNet-18, batch 256, 16 threads, traces
 #   fashion   Fashion-MNIST JPEGs from the carried IDX files, then train_fashion_mnist (15 epochs)
+#   python    the Python module built here (bundle made with --python) and its tests, GPU ones included
+#   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
+#   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
+#             and compiled (bench/peers/torch_train_from_jpeg.py); needs the python phase first
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -110,6 +114,18 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
         run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
         run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --epochs 15 --csv "$r/fashion_mnist.csv" ;;
+      python)
+        log "python module: build and tests"
+        run 580 "$root/scripts/test_python_on_gpu_machine.sh" /tmp/bundle build-python ;;
+      python-overhead)
+        log "python overhead: the same pipeline iterated from C++ and from Python"
+        run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
+          --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
+          --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
+      train-from-jpeg)
+        log "ResNet-18 in PyTorch fed three ways"
+        run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" \
+          --conveyor-python "$root/build-python" --json "$r/torch_train_from_jpeg.json" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

@@ -8,11 +8,14 @@
 // the first batch would credit it with work done before the clock started. Also written: the rate after
 // the first batch only (images_per_s_after_first_batch) and over the whole run including start-up
 // (images_per_s_overall). A checksum over every batch's bytes and labels, in order (BatchChecksum),
-// shows that the result does not depend on the thread count. See --help for the options.
+// shows that the result does not depend on the thread count; --checksum 0 leaves it out, so that the
+// consumer does no work at all, as bench/pipeline/pipeline_throughput.py (the same run from Python) does.
+// See --help for the options.
 //
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
 //                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
+//                       [--checksum 1|0]
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -58,6 +61,7 @@ struct Config {
   int repeat = 1;
   std::size_t in_flight = 0;  // 0: the library's default
   bool deterministic = true;
+  bool checksum = true;
 };
 
 Config parse(int argc, char** argv) {
@@ -97,6 +101,8 @@ Config parse(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--deterministic", config.deterministic, "deliver in order (1) or as ready (0)")
       ->capture_default_str();
+  app.add_option("--checksum", config.checksum, "checksum every batch (1) or leave the consumer idle (0)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
     // Checked here rather than with required(): CLI11 would report it before an unknown flag.
@@ -119,7 +125,7 @@ struct Result {
   std::uint64_t warmup_batches = 0;
   double steady_s = 0;
   double first_batch_s = 0;
-  std::string checksum;  // BatchChecksum::hex() of every batch, in order
+  std::string checksum;  // BatchChecksum::hex() of every batch, in order; "off" with --checksum 0
   conveyor::PipelineStats stats;
 };
 
@@ -151,9 +157,10 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
     arrivals.emplace_back(Clock::now(), batch->size());
+    result.images += batch->size();
+    if (!config.checksum) continue;
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
     checksum.add(*batch);
-    result.images += batch->size();
   }
   const auto end = Clock::now();
   const auto rate_after = [&](std::size_t warmup) {
@@ -174,7 +181,7 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
     result.images_per_s_overall =
         static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
   }
-  result.checksum = checksum.hex();
+  result.checksum = config.checksum ? checksum.hex() : "off";
   result.stats = it.stats();
   return result;
 }
@@ -236,7 +243,8 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"prefetch", config.prefetch},
                    {"repeat", config.repeat},
                    {"in_flight", main.stats.max_in_flight},
-                   {"deterministic", config.deterministic}};
+                   {"deterministic", config.deterministic},
+                   {"checksum", config.checksum}};
   out["images_per_s"] = main.images_per_s;
   out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
   out["images_per_s_overall"] = main.images_per_s_overall;
