@@ -17,6 +17,10 @@
 #             then graph and eager runs around torch_resnet18.py's eager/graph/compile (2 alternating rounds)
 #   fashion-recipes  train_fashion_mnist's input path alone, then recipes fast16,fast18,fast20 x seeds 1,2,3,
 #             beside the PyTorch anchors (data in GPU memory: the three recipes; DataLoader: fast18)
+#   python    the Python module built here (bundle made with --python) and its tests, GPU ones included
+#   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
+#   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
+#             and compiled (bench/peers/torch_train_from_jpeg.py); needs the python phase first
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -138,6 +142,18 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
         run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
         run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --eval-every 1 --csv "$r/fashion_mnist.csv" ;;
+      python)
+        log "python module: build and tests"
+        run 580 "$root/scripts/test_python_on_gpu_machine.sh" /tmp/bundle build-python ;;
+      python-overhead)
+        log "python overhead: the same pipeline iterated from C++ and from Python"
+        run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
+          --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
+          --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
+      train-from-jpeg)
+        log "ResNet-18 in PyTorch fed three ways"
+        run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" \
+          --conveyor-python "$root/build-python" --json "$r/torch_train_from_jpeg.json" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

@@ -4,6 +4,7 @@
 // otherwise). Named recipes (--recipe, --list-recipes) and several seeds in one call (--seeds 1,2,3: the
 // median is what counts); prints loss, train and test accuracy, images/s and the data-wait fraction per
 // epoch; writes JSON, a CSV and a PNG of the curves when asked.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,28 +21,12 @@
 
 #include "conveyor/error.h"
 #include "conveyor/train/library_versions.h"
+#include "device_option.h"
+#include "plot_script.h"
 #include "recipes.h"
 #include "training_run.h"
 
 namespace {
-
-constexpr const char* kUsage =
-    "usage: train_fashion_mnist [--data DIR] [--recipe NAME[,NAME...]] [--seeds K[,K...]] [--eval-every N]\n"
-    "                           [--device auto|cpu|gpu:N] [--threads N] [--train-subset N] [--test-subset "
-    "N]\n"
-    "                           [--precision bf16|fp16|fp32] [--no-graph] [--json FILE] [--csv FILE]\n"
-    "                           [--plot FILE.png] [--checkpoint FILE] [--resume FILE]\n"
-    "                           [--epochs E] [--batch B] [--lr PEAK] [--width W]   (override the recipes)\n"
-    "       train_fashion_mnist --list-recipes\n"
-    "       train_fashion_mnist --input-only [--data DIR] [--recipe NAME] [--threads N] [--device ...]\n"
-    "DIR holds train.txt and test.txt (\"path label\" lines), as ./conveyor.sh demo makes them under\n"
-    "data/generated/fashion-mnist. Every recipe runs once per seed, a fresh model each time; the summary "
-    "gives\n"
-    "each recipe's median final test accuracy and seconds (training and evaluation, warm-up excluded).\n"
-    "--eval-every N evaluates the test split after every N-th epoch too (default 0: after the last only).\n"
-    "--input-only runs the recipe's input path alone for 3 epochs (read, decode, crop, flip, batch, copy to "
-    "the\n"
-    "device) and prints images/s: the most the training loop can be fed.\n";
 
 struct Options {
   std::string data = "data/generated/fashion-mnist";
@@ -50,104 +35,83 @@ struct Options {
   std::vector<std::string> recipes{default_recipe().name};
   std::vector<std::uint64_t> seeds{1};
   int threads = 0, eval_every = 0;
-  bool graph = true, list = false, input_only = false;
+  bool eager = false, list = false, input_only = false;
   std::string device = "auto", precision = "bf16", json, csv, plot, checkpoint, resume;
   std::size_t train_subset = 0, test_subset = 0;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "train_fashion_mnist: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
+// A CLI11 check that accepts recipe names (recipes.h), naming the choices otherwise.
+CLI::Validator recipe_name() {
+  return CLI::Validator(
+      [](const std::string& name) {
+        try {
+          find_recipe(name);
+          return std::string();
+        } catch (const std::exception& error) {
+          return std::string(error.what());
+        }
+      },
+      "NAME");
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    if (comma > start) out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
+// On --help prints the usage and exits 0; on a bad argument says why and exits 2.
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (flag == "--list-recipes") {
-      o.list = true;
-      continue;
-    }
-    if (flag == "--input-only") {
-      o.input_only = true;
-      continue;
-    }
-    if (flag == "--no-graph") {
-      o.graph = false;
-      continue;
-    }
-    if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
-    const std::string value = argv[++i];
-    auto number = [&](const std::string& text, double lo, double hi) {
-      char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || v < lo || v > hi)
-        usage_error(std::string(flag) + ": bad value " + text);
-      return v;
-    };
-    if (flag == "--data") {
-      o.data = value;
-    } else if (flag == "--recipe") {
-      o.recipes = split(value);
-      if (o.recipes.empty()) usage_error("--recipe: no name");
-      for (const std::string& name : o.recipes) try {
-          find_recipe(name);
-        } catch (const conveyor::InvalidArgument& e) {
-          usage_error(e.what());
-        }
-    } else if (flag == "--seeds" || flag == "--seed") {
-      o.seeds.clear();
-      for (const std::string& s : split(value))
-        o.seeds.push_back(static_cast<std::uint64_t>(number(s, 0, 1e18)));
-      if (o.seeds.empty()) usage_error(std::string(flag) + ": no seed");
-    } else if (flag == "--epochs") {
-      o.epochs = static_cast<int>(number(value, 1, 1000));
-    } else if (flag == "--batch") {
-      o.batch = static_cast<int>(number(value, 1, 65536));
-    } else if (flag == "--width") {
-      o.width = static_cast<int>(number(value, 1, 1024));
-    } else if (flag == "--lr") {
-      o.lr = number(value, 1e-9, 100);
-    } else if (flag == "--eval-every") {
-      o.eval_every = static_cast<int>(number(value, 0, 1000));
-    } else if (flag == "--device") {
-      o.device = value;
-    } else if (flag == "--threads") {
-      o.threads = static_cast<int>(number(value, 0, 4096));
-    } else if (flag == "--train-subset") {
-      o.train_subset = static_cast<std::size_t>(number(value, 0, 1e9));
-    } else if (flag == "--test-subset") {
-      o.test_subset = static_cast<std::size_t>(number(value, 0, 1e9));
-    } else if (flag == "--precision") {
-      o.precision = value;
-    } else if (flag == "--json") {
-      o.json = value;
-    } else if (flag == "--csv") {
-      o.csv = value;
-    } else if (flag == "--plot") {
-      o.plot = value;
-    } else if (flag == "--checkpoint") {
-      o.checkpoint = value;
-    } else if (flag == "--resume") {
-      o.resume = value;
-    } else {
-      usage_error("unknown option " + std::string(flag));
-    }
+  std::string names;
+  for (const Recipe& r : recipes()) names += "\n  " + r.name + ": " + r.summary;
+  CLI::App app(
+      "train_fashion_mnist: trains the small ResNet on Fashion-MNIST through the whole stack (JPEG files,\n"
+      "the pipeline, pinned batches, the device feeder, the training step replayed as a CUDA graph) and\n"
+      "prints loss, accuracy, images/s and the data-wait fraction per epoch. Every recipe runs once per\n"
+      "seed, a fresh model each time; the summary gives each recipe's median final test accuracy and\n"
+      "seconds (training and evaluation, warm-up excluded). Recipes:" +
+      names);
+  app.add_option("--data", o.data,
+                 "folder with train.txt and test.txt (\"path label\" lines), as ./conveyor.sh data makes it")
+      ->capture_default_str();
+  app.add_option("--recipe", o.recipes, "recipes to run, comma-separated (--list-recipes prints them)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(recipe_name());
+  app.add_option("--seeds,--seed", o.seeds, "seeds, comma-separated: each recipe once per seed")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--eval-every", o.eval_every,
+                 "also evaluate the test split after every N-th epoch (0: after the last one only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--device", o.device, "where the model trains")
+      ->capture_default_str()
+      ->check(example_support::device_spec());
+  app.add_option("--threads", o.threads, "pipeline threads (0: all cores)")->check(CLI::Range(0, 4096));
+  app.add_option("--train-subset", o.train_subset, "train on a random N of the training images (0: all)");
+  app.add_option("--test-subset", o.test_subset, "test on the first N test images (0: all)");
+  app.add_option("--precision", o.precision, "arithmetic of the training step")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_flag("--no-graph", o.eager,
+               "run every step eagerly (default: replayed as one CUDA graph on a GPU)");
+  app.add_option("--epochs", o.epochs, "override the recipes' passes over the training set")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--batch", o.batch, "override the recipes' images per step")->check(CLI::Range(1, 65536));
+  app.add_option("--lr", o.lr, "override the recipes' peak learning rate")->check(CLI::Range(1e-9, 100.0));
+  app.add_option("--width", o.width, "override the recipes' channels of the first stage")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--json", o.json, "write every run, epoch by epoch, and the summary to FILE");
+  CLI::Option* csv = app.add_option("--csv", o.csv, "write one line per run and epoch to FILE");
+  app.add_option("--plot", o.plot,
+                 "draw the curves into FILE.png " + example_support::help_text("plot_training.py"))
+      ->needs(csv);
+  app.add_option("--checkpoint", o.checkpoint, "save the trainer to FILE after every epoch");
+  app.add_option("--resume", o.resume, "load the trainer from FILE before training");
+  app.add_flag("--list-recipes", o.list, "print the recipes as JSON and exit");
+  app.add_flag("--input-only", o.input_only,
+               "run the recipe's input path alone for 3 epochs (read, decode, crop, flip, batch, copy to the "
+               "device) and print images/s: the most the training loop can be fed");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
   return o;
 }
@@ -215,14 +179,12 @@ int main(int argc, char** argv) try {
     std::printf("%s\n", recipes_json(234).c_str());
     return 0;
   }
-  if (!o.plot.empty() && o.csv.empty())
-    throw conveyor::InvalidArgument("--plot needs --csv (it is drawn from it)");
   RunSettings settings;
   settings.placement = conveyor::resolve(conveyor::DeviceSpec::parse(o.device));
   settings.precision = conveyor::train::parse_precision(o.precision);
   settings.threads = o.threads ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   settings.eval_every = o.eval_every;
-  settings.cuda_graph = o.graph;
+  settings.cuda_graph = !o.eager;
   settings.checkpoint = o.checkpoint;
   settings.resume = o.resume;
 
@@ -306,7 +268,7 @@ int main(int argc, char** argv) try {
                 {"eval_every", o.eval_every},
                 {"overrides",
                  {{"epochs", o.epochs}, {"batch", o.batch}, {"width", o.width}, {"peak_lr", o.lr}}},
-                {"cuda_graph", o.graph},
+                {"cuda_graph", !o.eager},
                 {"libraries", versions},
                 {"recipes", recipes_used},
                 {"runs", all},
@@ -316,12 +278,7 @@ int main(int argc, char** argv) try {
     if (!out) throw conveyor::IoError("cannot write " + o.json);
   }
   if (!o.csv.empty()) write_csv(o.csv, runs);
-  if (!o.plot.empty()) {
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" +
-                                std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" + o.csv +
-                                "' '" + o.plot + "'";
-    if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
-  }
+  if (!o.plot.empty()) example_support::plot("plot_training.py", o.csv, o.plot);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_fashion_mnist: %s\n", e.what());
