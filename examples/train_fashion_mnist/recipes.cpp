@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numbers>
 
 #include "conveyor/error.h"
 
@@ -34,7 +35,9 @@ std::vector<Recipe> make_recipes() {
   return {sized(18), sized(16), sized(20), baseline};
 }
 
-double cosine(double peak, double progress) { return 0.5 * peak * (1 + std::cos(progress * M_PI)); }
+double cosine(double peak, double progress) {
+  return 0.5 * peak * (1 + std::cos(progress * std::numbers::pi));
+}
 
 }  // namespace
 

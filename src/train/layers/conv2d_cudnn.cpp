@@ -23,14 +23,18 @@ const Perf& first_usable(const Perf* perf, int count, std::size_t budget, bool d
                     " candidates, workspace budget " + std::to_string(budget) + " bytes)");
 }
 
-// Whether cuDNN's heuristics (cudnnGet*_v7, which list every algorithm of the direction in each math type
-// with its status for these descriptors) report `choice` as supported. fp32 runs FMA math whatever was
-// stored, so only the algorithm counts there.
+// Whether cuDNN's heuristics (cudnnGet*_v7, which list every algorithm of the direction with its status
+// for these descriptors) report `choice`'s algorithm as supported, and its math type is one cuDNN has. The
+// pair itself is then put to cuDNN by asking for its workspace with that math type set (what a search
+// returned runs that way: the layer sets each direction's math type to the one its search reported).
 template <class Perf>
-bool listed_as_supported(const Perf* perf, int count, const AlgorithmChoice& choice, bool match_math) {
+bool listed_as_supported(const Perf* perf, int count, const AlgorithmChoice& choice) {
+  const int m = choice.math;
+  if (m != CUDNN_DEFAULT_MATH && m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+      m != CUDNN_FMA_MATH)
+    return false;
   for (int i = 0; i < count; ++i)
-    if (static_cast<int>(perf[i].algo) == choice.algorithm && perf[i].status == CUDNN_STATUS_SUCCESS &&
-        (!match_math || static_cast<int>(perf[i].mathType) == choice.math))
+    if (static_cast<int>(perf[i].algo) == choice.algorithm && perf[i].status == CUDNN_STATUS_SUCCESS)
       return true;
   return false;
 }
@@ -131,10 +135,9 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
           std::to_string(budget) + " available now";
     return std::nullopt;
   }
-  const bool match_math = dtype_ != DType::f32;
-  // Sets a descriptor's math type to the cached one (16-bit only) and asks cuDNN for the workspace.
+  // 16-bit types run the math type the search reported; fp32 stays on FMA math (no TF32) whatever was stored.
   auto math_for = [&](const AlgorithmChoice& c) {
-    return match_math ? static_cast<cudnnMathType_t>(c.math) : CUDNN_FMA_MATH;
+    return dtype_ != DType::f32 ? static_cast<cudnnMathType_t>(c.math) : CUDNN_FMA_MATH;
   };
   ConvAlgorithms a;
   a.from_disk = true;
@@ -144,7 +147,8 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
     if (!problem.empty()) return;
     if (!listed)
       problem = std::string(direction) + " algorithm " + std::to_string(c.algorithm) + " (math " +
-                std::to_string(c.math) + ") is not one cuDNN lists as supported for this shape";
+                std::to_string(c.math) +
+                ") is not one cuDNN lists as supported for this shape, or the math type is unknown";
     else if (sized != CUDNN_STATUS_SUCCESS)
       problem = std::string(direction) + " algorithm " + std::to_string(c.algorithm) +
                 ": cuDNN sizes no workspace for it (" + cudnnGetErrorString(sized) + ")";
@@ -160,7 +164,7 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
                                                           2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
                    name_ + " (checking cached algorithms, forward)");
     const AlgorithmChoice& c = cached.forward;
-    const bool listed = listed_as_supported(perf, count, c, match_math);
+    const bool listed = listed_as_supported(perf, count, c);
     cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
     if (listed) {
       CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), math_for(c)), name_);
@@ -181,7 +185,7 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
                        2 * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
                    name_ + " (checking cached algorithms, backward filter)");
     const AlgorithmChoice& c = cached.backward_filter;
-    const bool listed = listed_as_supported(perf, count, c, match_math);
+    const bool listed = listed_as_supported(perf, count, c);
     cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
     if (listed) {
       CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_filter_desc_.get(), math_for(c)), name_);
@@ -202,7 +206,7 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
                        2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
                    name_ + " (checking cached algorithms, backward data)");
     const AlgorithmChoice& c = *cached.backward_data;
-    const bool listed = listed_as_supported(perf, count, c, match_math);
+    const bool listed = listed_as_supported(perf, count, c);
     cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
     if (listed) {
       CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_data_desc_.get(), math_for(c)), name_);
