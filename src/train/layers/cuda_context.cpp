@@ -86,8 +86,10 @@ void CudaContext::allocate_workspace() {
   workspace_ = pool_.allocate(workspace_needed_, stream_.get(), "cuDNN workspace shared by the layers");
 }
 
-std::size_t CudaContext::workspace_budget() const {
-  if (search_) return search_.bytes();
+std::size_t CudaContext::workspace_budget() {
+  // Fixed at its first use, so that a warm-up that reuses cached choices judges them against the room a
+  // search would have had (with the search's scratch allocated, later measures would differ).
+  if (workspace_budget_) return *workspace_budget_;
   std::size_t left = 0;
   if (pool_.limit()) {
     left = pool_.limit() > pool_.in_use() ? pool_.limit() - pool_.in_use() : 0;
@@ -96,7 +98,8 @@ std::size_t CudaContext::workspace_budget() const {
     CONVEYOR_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "cuDNN algorithm search");
     left = free_bytes;
   }
-  return std::min<std::size_t>(left / 2, std::size_t{1} << 30) & ~std::size_t{255};
+  workspace_budget_ = std::min<std::size_t>(left / 2, std::size_t{1} << 30) & ~std::size_t{255};
+  return *workspace_budget_;
 }
 
 std::pair<void*, std::size_t> CudaContext::search_workspace() {

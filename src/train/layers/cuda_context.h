@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -96,8 +97,8 @@ class CudaContext {
   std::size_t workspace_bytes() const noexcept { return workspace_.bytes(); }
 
   // The most workspace one algorithm may take: up to 1 GiB, at most half of what the limit or the card
-  // has left (the search's scratch once it is allocated).
-  std::size_t workspace_budget() const;
+  // has left when it is first asked for.
+  std::size_t workspace_budget();
   // Scratch of workspace_budget() bytes for cudnnFind*Ex while it times candidate algorithms (algorithms
   // needing more are skipped). Freed by release_search_workspace().
   std::pair<void*, std::size_t> search_workspace();
@@ -130,6 +131,7 @@ class CudaContext {
   cuda::DeviceBuffer workspace_;
   cuda::DeviceBuffer search_;
   std::size_t workspace_needed_ = 0;
+  std::optional<std::size_t> workspace_budget_;
   std::map<std::string, ConvAlgorithms> conv_algorithms_;
   bool deterministic_algorithms_ = false;
   AlgorithmEnvironment environment_;
