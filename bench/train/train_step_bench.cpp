@@ -1,11 +1,13 @@
 // train_step_bench: the training step alone, on random uint8 images already where the step reads them
 // (device memory on a GPU), so only the step is measured: normalize on the GPU, forward, loss, backward,
-// SGD. Warm-up (context, algorithm search, first-call costs) and the first real step are reported
-// apart from the steady state; steady-state step times are CUDA events around each step (median, p95),
-// and images/s is also given from the wall clock over all timed steps.
+// SGD (replayed as one CUDA graph unless --no-graph). Warm-up (context, algorithm choice, first-call
+// costs, graph capture; its parts and what the cuDNN algorithm cache gave are printed) and the first real
+// step are reported apart from the steady state; steady-state step times are CUDA events around each step
+// (median, p95), and images/s is also given from the wall clock over all timed steps.
 //
 //   train_step_bench --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 10 [--unfused-bn]
-//                    [--graph] [--device 0|cpu] [--size 224] [--json FILE]        (--help says more)
+//                    [--no-graph] [--device 0|cpu] [--size 224] [--json FILE]     (--help says more)
+// The algorithm cache is the Trainer's: $CONVEYOR_ALGORITHM_CACHE names its folder (or "off").
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -33,7 +35,7 @@ struct Args {
   train::ModelKind model = train::ModelKind::resnet18;
   int batch = 256, steps = 50, warmup = 10, size = 0, device = 0;
   train::Precision precision = train::Precision::bf16;
-  bool fused = true, graph = false;
+  bool fused = true, graph = true;
   std::string json;
 };
 
@@ -41,10 +43,12 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   std::string model = "resnet18", precision = "bf16", device = "0";
-  bool unfused = false;
+  bool unfused = false, eager = false;
   CLI::App app(
-      "train_step_bench: the training step alone (normalize, forward, loss, backward, SGD) on random\n"
-      "images already where the step reads them; warm-up and the first step are reported apart.");
+      "train_step_bench: the training step alone (normalize, forward, loss, backward, SGD, replayed as a\n"
+      "CUDA graph) on random images already where the step reads them; warm-up (its parts and the cuDNN\n"
+      "algorithm cache: $CONVEYOR_ALGORITHM_CACHE names its folder, or off) and the first step are\n"
+      "reported apart.");
   app.add_option("--model", model, "the network")
       ->capture_default_str()
       ->check(CLI::IsMember({"resnet18", "small_resnet"}));
@@ -57,7 +61,9 @@ Args parse(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--unfused-bn", unfused, "batch norm as separate mean, variance and normalize steps");
-  app.add_flag("--graph", a.graph, "run the step as a CUDA graph");
+  app.add_flag("--no-graph", eager, "run the step eagerly (default: replayed as one CUDA graph)");
+  bool graph_flag = false;  // the default; the flag stays so that older command lines still run
+  app.add_flag("--graph", graph_flag, "the default: the step replayed as one CUDA graph");
   app.add_option("--device", device, "GPU index, or cpu for the CPU reference")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu"}) | CLI::Range(0, 1024));
@@ -72,6 +78,7 @@ Args parse(int argc, char** argv) {
   a.model = train::parse_model(model);
   a.precision = train::parse_precision(precision);
   a.fused = !unfused;
+  a.graph = !eager;
   a.device = device == "cpu" ? -1 : std::stoi(device);
   return a;
 }
@@ -114,7 +121,7 @@ int main(int argc, char** argv) try {
   Placement placement;
   placement.gpu = args.device >= 0;
   placement.device = args.device;
-  DeviceFeeder feeder(placement, {.depth = 1});
+  DeviceFeeder feeder(placement, {.depth = 1, .normalize = std::nullopt});
   const DeviceBatch batch = feeder.stage(host.batch(n));
 
   train::Trainer trainer(o);
@@ -140,12 +147,25 @@ int main(int argc, char** argv) try {
   const double images_per_s_wall = static_cast<double>(args.batch) * args.steps / wall_s;
 
   std::printf("placement        %s\n", trainer.placement().c_str());
-  std::printf("model            %s, batch %d, %dx%dx%d, %s, batch norm %s%s\n", train::to_string(args.model),
-              args.batch, size, size, shape.channels, train::to_string(args.precision),
-              args.fused ? "fused" : "unfused", args.graph ? ", CUDA graph" : "");
+  const train::WarmupReport& w = trainer.warmup_report();
+  const auto& cache = w.algorithm_cache;
+  std::printf("model            %s, batch %d, %dx%dx%d, %s, batch norm %s, %s\n",
+              train::to_string(args.model), args.batch, size, size, shape.channels,
+              train::to_string(args.precision), args.fused ? "fused" : "unfused",
+              w.graph                     ? "step replayed as a CUDA graph"
+              : !w.graph_fallback.empty() ? "eager (graph capture failed)"
+              : args.graph                ? "eager (no graphs on the CPU)"
+                                          : "eager (--no-graph)");
   std::printf(
-      "warm-up          %.3f s (context, handles, allocations, algorithm search, one throwaway step)\n",
-      warmup_s);
+      "warm-up          %.3f s: context and handles %.3f, allocations and algorithms %.3f, throwaway step "
+      "%.3f, "
+      "graph capture %.3f\n",
+      warmup_s, w.context_seconds, w.prepare_seconds, w.first_step_seconds, w.capture_seconds);
+  if (!cache.file.empty())
+    std::printf("algorithm cache  %zu shapes reused, %zu searched, %zu rejected, %zu warnings (%s)\n",
+                cache.reused, cache.searched, cache.rejected, cache.warnings, cache.file.c_str());
+  for (const std::string& m : cache.messages) std::printf("                 %s\n", m.c_str());
+  if (!w.graph_fallback.empty()) std::printf("graph fallback   %s\n", w.graph_fallback.c_str());
   std::printf("first step       %.2f ms\n", first_step_ms);
   std::printf(
       "steady state     median %.3f ms, p95 %.3f ms over %zu steps -> %.0f images/s (wall clock: %.0f "
@@ -161,9 +181,18 @@ int main(int argc, char** argv) try {
         {"size", size},
         {"precision", train::to_string(args.precision)},
         {"fused_bn", args.fused},
-        {"graph", args.graph},
+        {"graph", w.graph},
+        {"graph_asked", args.graph},
         {"placement", trainer.placement()},
         {"warmup_s", warmup_s},
+        {"warmup_context_s", w.context_seconds},
+        {"warmup_prepare_s", w.prepare_seconds},
+        {"warmup_first_step_s", w.first_step_seconds},
+        {"warmup_capture_s", w.capture_seconds},
+        {"algorithm_cache_reused", cache.reused},
+        {"algorithm_cache_searched", cache.searched},
+        {"algorithm_cache_rejected", cache.rejected},
+        {"algorithm_cache_warnings", cache.warnings},
         {"first_step_ms", first_step_ms},
         {"steps", timed.size()},
         {"step_ms_median", median},

@@ -1,6 +1,7 @@
 #include "src/train/network.h"
 
 #include "conveyor/error.h"
+#include "src/train/layers/mirror.h"
 
 namespace conveyor::train {
 
@@ -77,6 +78,7 @@ struct Network::Layers {
   ParamRef fc_weight, fc_bias;
   std::optional<nn::SoftmaxCrossEntropy> loss;
   nn::Buffer logits, dlogits, row_loss, row_correct, labels;
+  nn::Buffer first_logits;  // evaluation with the mirror image: the first pass's logits
 };
 
 Network::Network(const NetworkSpec& spec, ParameterLayout& layout) : spec_(spec), layers_(build(spec, layout)) {}
@@ -159,6 +161,7 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
   L.features.allocate(ctx, true);
   const auto rows = static_cast<std::size_t>(spec_.batch), classes = static_cast<std::size_t>(spec_.classes);
   L.logits = ctx.allocate(rows * classes * sizeof(float), "fc output (logits)");
+  L.first_logits = ctx.allocate(rows * classes * sizeof(float), "logits of the unmirrored pass (evaluation)");
   L.dlogits = ctx.allocate(rows * classes * nn::element_size(ctx.dtype()), "logits gradient");
   L.row_loss = ctx.allocate(rows * sizeof(float), "per-image loss");
   L.row_correct = ctx.allocate(rows * sizeof(int), "per-image correctness");
@@ -209,11 +212,23 @@ void Network::forward(nn::Context& ctx, const ParameterStore& p, bool training) 
   L.fc->forward(ctx, L.features.x, p.weight(L.fc_weight), p.vector(L.fc_bias), L.logits.as<float>());
 }
 
-void Network::loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient) {
+void Network::forward_evaluation(nn::Context& ctx, const ParameterStore& p, bool mirrored_too) {
+  Layers& L = *layers_;
+  forward(ctx, p, false);
+  if (!mirrored_too) return;
+  const std::size_t count = static_cast<std::size_t>(spec_.batch) * static_cast<std::size_t>(spec_.classes);
+  nn::copy_floats(ctx, L.logits.as<const float>(), L.first_logits.as<float>(), count);
+  nn::mirror_width(ctx, L.input.x);
+  forward(ctx, p, false);
+  nn::average_into(ctx, L.logits.as<float>(), L.first_logits.as<const float>(), count);
+}
+
+void Network::loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient,
+                   float label_smoothing) {
   Layers& L = *layers_;
   L.loss->forward_backward(ctx, L.logits.as<const float>(), L.labels.as<const std::int64_t>(), valid_rows,
                            grad_scale / static_cast<float>(spec_.batch), with_gradient ? L.dlogits.data() : nullptr,
-                           L.row_loss.as<float>(), L.row_correct.as<int>());
+                           L.row_loss.as<float>(), L.row_correct.as<int>(), label_smoothing);
 }
 
 void Network::backward(nn::Context& ctx, ParameterStore& p) {
