@@ -33,7 +33,12 @@ constexpr const char* kUsage =
     "bf16|fp16|fp32]\n"
     "                           [--width 16|32] [--csv FILE] [--plot FILE.png] [--checkpoint FILE] [--resume "
     "FILE]\n"
-    "                           [--seed K]\n"
+    "                           [--seed K] [--checkpoint-every STEPS] [--stop-after STEPS] [--deterministic "
+    "0|1]\n"
+    "--checkpoint FILE saves the run at the end of every epoch (and every STEPS steps); --resume FILE goes "
+    "on\n"
+    "from such a checkpoint: the same epoch, position in the data, learning-rate schedule and model.\n"
+    "--stop-after STEPS ends the run after that many steps with a checkpoint, as a preemption would.\n"
     "DIR holds train.txt and test.txt (\"path label\" lines), as ./conveyor.sh demo makes them under\n"
     "data/generated/fashion-mnist.\n";
 
@@ -44,6 +49,9 @@ struct Options {
   std::string device = "auto", precision = "bf16", csv, plot, checkpoint, resume;
   std::size_t train_subset = 0, test_subset = 0;
   std::uint64_t seed = 1;
+  std::uint64_t checkpoint_every = 0;  // steps; 0: at the end of each epoch only
+  std::uint64_t stop_after = 0;        // steps; 0: run to the end
+  bool deterministic = false;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -98,6 +106,12 @@ Options parse(int argc, char** argv) {
       o.resume = value;
     else if (flag == "--seed")
       o.seed = static_cast<std::uint64_t>(number(0, 1e18));
+    else if (flag == "--checkpoint-every")
+      o.checkpoint_every = static_cast<std::uint64_t>(number(0, 1e12));
+    else if (flag == "--stop-after")
+      o.stop_after = static_cast<std::uint64_t>(number(0, 1e12));
+    else if (flag == "--deterministic")
+      o.deterministic = number(0, 1) != 0;
     else
       usage_error("unknown option " + std::string(flag));
   }
@@ -106,6 +120,24 @@ Options parse(int argc, char** argv) {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Where the run starts: the checkpoint's progress with --resume, the beginning otherwise. A run never
+// starts over silently: an existing --checkpoint file without --resume is an error (it would be
+// overwritten by a run from scratch).
+conveyor::train::TrainingProgress starting_point(const Options& o, conveyor::train::Trainer& trainer) {
+  if (!o.resume.empty()) {
+    conveyor::train::TrainingProgress progress = trainer.load_checkpoint(o.resume);
+    std::printf("resuming from %s: epoch %llu, step %llu of it (%llu steps done)\n", o.resume.c_str(),
+                static_cast<unsigned long long>(progress.epoch + 1),
+                static_cast<unsigned long long>(progress.step_in_epoch),
+                static_cast<unsigned long long>(progress.steps));
+    return progress;
+  }
+  if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint))
+    throw conveyor::InvalidArgument("checkpoint " + o.checkpoint + " exists: pass --resume " + o.checkpoint +
+                                    " to go on from it, or remove it to start over");
+  return {};
 }
 
 }  // namespace
@@ -148,8 +180,9 @@ int main(int argc, char** argv) try {
   t.device = placement.gpu ? placement.device : -1;
   t.seed = o.seed;
   if (o.width) t.width = o.width;
+  t.deterministic = o.deterministic;
   conveyor::train::Trainer trainer(t);
-  if (!o.resume.empty()) trainer.load(o.resume);
+  conveyor::train::TrainingProgress progress = starting_point(o, trainer);
   std::printf("%s\ntrainer: %s\ndata: %zu training images (%zu steps of %d per epoch), %s\n",
               placement.description.c_str(), trainer.placement().c_str(), train_size, steps_per_epoch,
               o.batch, o.data.c_str());
@@ -174,30 +207,50 @@ int main(int argc, char** argv) try {
   const auto run_start = Clock::now();
   const double total_steps = static_cast<double>(steps_per_epoch) * o.epochs;
   double final_test = 0;
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+  for (int epoch = static_cast<int>(progress.epoch); epoch < o.epochs; ++epoch) {
     // A new order and new augmentations every epoch: the seed of the epoch's pipeline changes.
     pipeline.seed = conveyor::combine_seeds(o.seed, static_cast<std::uint64_t>(epoch));
     const auto batches = train_files.shuffle(train_size, pipeline.seed)
                              .map(decode_gray)
                              .map(conveyor::ops::random_crop(28, 28, /*padding=*/4))
                              .map(conveyor::ops::flip_horizontal(0.5))
-                             .with_options(pipeline)
+                             .with_options(conveyor::PipelineOptionChanges::all(pipeline))
                              .batch(static_cast<std::size_t>(o.batch), shape, /*drop_remainder=*/true)
                              .prefetch(4);
     const auto epoch_start = Clock::now();
     double loss_sum = 0, correct = 0, seen = 0, wait_s = 0;
-    std::size_t step = 0;
-    auto it = batches.begin();
+    // A resumed epoch starts where its iterator stood (its figures cover the steps taken since).
+    const bool resumed = static_cast<std::uint64_t>(epoch) == progress.epoch && progress.step_in_epoch > 0;
+    std::size_t step = resumed ? static_cast<std::size_t>(progress.step_in_epoch) : 0;
+    const std::size_t first_step = step;
+    auto it = resumed ? batches.begin(progress.data) : batches.begin();
+    auto save = [&](std::uint64_t next_epoch, std::uint64_t step_in_epoch) {
+      progress.epoch = next_epoch;
+      progress.step_in_epoch = step_in_epoch;
+      progress.data = step_in_epoch > 0 ? it.state() : conveyor::IteratorState{};
+      trainer.save_checkpoint(o.checkpoint, progress);
+    };
     for (;;) {
       const auto wait_start = Clock::now();
       std::optional<conveyor::Batch> batch = it.next();
       wait_s += seconds_since(wait_start);
       if (!batch) break;
       // Cosine decay from the base rate to zero over the whole run.
-      const double progress = (static_cast<double>(epoch) * steps_per_epoch + step) / total_steps;
-      trainer.set_learning_rate(0.5 * o.lr * (1 + std::cos(progress * 3.141592653589793)));
+      const double done = (static_cast<double>(epoch) * steps_per_epoch + step) / total_steps;
+      trainer.set_learning_rate(0.5 * o.lr * (1 + std::cos(done * 3.141592653589793)));
       trainer.step(feeder.stage(std::move(*batch)));
       ++step;
+      ++progress.steps;
+      if (o.stop_after > 0 && progress.steps == o.stop_after) {
+        if (o.checkpoint.empty()) throw conveyor::InvalidArgument("--stop-after needs --checkpoint");
+        save(static_cast<std::uint64_t>(epoch), step);
+        std::printf("stopped after %llu steps; go on with --resume %s\n",
+                    static_cast<unsigned long long>(progress.steps), o.checkpoint.c_str());
+        return 0;
+      }
+      if (!o.checkpoint.empty() && o.checkpoint_every > 0 && progress.steps % o.checkpoint_every == 0 &&
+          step < steps_per_epoch)
+        save(static_cast<std::uint64_t>(epoch), step);
       // Reading a step's loss waits for the device, so only every 20th step is read.
       if (step % 20 == 0 || step == steps_per_epoch) {
         const auto s = trainer.last_step();
@@ -208,11 +261,11 @@ int main(int argc, char** argv) try {
     }
     trainer.synchronize();
     const double epoch_s = seconds_since(epoch_start);
-    const double images_per_s = static_cast<double>(step) * o.batch / epoch_s;
+    const double images_per_s = static_cast<double>(step - first_step) * o.batch / epoch_s;
 
     // Evaluation: inference-mode batch norm on the whole test split (kept remainder).
     const auto test_batches = test_files.map(decode_gray)
-                                  .with_options(pipeline)
+                                  .with_options(conveyor::PipelineOptionChanges::all(pipeline))
                                   .batch(static_cast<std::size_t>(o.batch), shape)
                                   .prefetch(4);
     double test_correct = 0, test_seen = 0;
@@ -232,7 +285,7 @@ int main(int argc, char** argv) try {
     if (csv.is_open())
       csv << epoch + 1 << ',' << loss << ',' << train_acc << ',' << final_test << ',' << images_per_s << ','
           << wait_s / epoch_s << ',' << seconds_since(run_start) << '\n';
-    if (!o.checkpoint.empty()) trainer.save(o.checkpoint);
+    if (!o.checkpoint.empty()) save(static_cast<std::uint64_t>(epoch) + 1, 0);
   }
   std::printf("final test accuracy %.2f%% after %d epochs, %.1f s of training and evaluation\n",
               100 * final_test, o.epochs, seconds_since(run_start));
