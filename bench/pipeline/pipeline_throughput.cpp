@@ -13,6 +13,14 @@
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
 //                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
+//                       [--shards N --shard I] [--state-out FILE] [--resume FILE ...] [--batch-log FILE]
+//                       [--sample-log FILE]
+//
+// Resume (issue 15): --state-out writes the iterator's state after every batch (atomically); --resume
+// starts from such a file (given once per shard of the run that wrote them, they are combined: the rest of
+// the epoch is split over this run's --shards); --batch-log writes "epoch first_index checksum" per batch
+// and --sample-log "epoch index checksum label" per sample (the checksum of its pixels), each line flushed
+// before the state is written, so that a run killed at any moment and resumed gives the same lines.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -31,6 +39,7 @@
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/iterator_state.h"
 #include "conveyor/ops.h"
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
@@ -55,6 +64,9 @@ struct Config {
   int repeat = 1;
   std::size_t in_flight = 0;  // 0: the library's default
   bool deterministic = true;
+  std::size_t shards = 1, shard = 0;
+  std::string state_out, batch_log, sample_log;
+  std::vector<std::string> resume;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -63,7 +75,8 @@ struct Config {
       "pipeline_throughput: %s\n"
       "usage: pipeline_throughput --data DIR [--threads N] [--batch B] [--size S] [--epochs E] [--seed K]\n"
       "         [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16] [--limit N]\n"
-      "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0]\n",
+      "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0] [--shards N --shard I]\n"
+      "         [--state-out FILE] [--resume FILE ...] [--batch-log FILE] [--sample-log FILE]\n",
       problem.c_str());
   std::exit(2);
 }
@@ -107,6 +120,18 @@ Config parse(int argc, char** argv) {
       config.in_flight = parse_number(flag, value);
     else if (flag == "--deterministic")
       config.deterministic = parse_number(flag, value) != 0;
+    else if (flag == "--shards")
+      config.shards = parse_number(flag, value);
+    else if (flag == "--shard")
+      config.shard = parse_number(flag, value);
+    else if (flag == "--state-out")
+      config.state_out = value;
+    else if (flag == "--resume")
+      config.resume.push_back(value);
+    else if (flag == "--batch-log")
+      config.batch_log = value;
+    else if (flag == "--sample-log")
+      config.sample_log = value;
     else if (flag == "--on-error") {
       if (value == "fail")
         config.on_error = conveyor::OnError::fail;
@@ -127,9 +152,20 @@ Config parse(int argc, char** argv) {
   if (config.data.empty()) usage("--data is required");
   if (config.batch == 0 || config.size <= 0 || config.prefetch == 0 || config.repeat <= 0)
     usage("sizes must be positive");
+  if (config.shards == 0 || config.shard >= config.shards) usage("--shard must be below --shards");
+  const bool resumable = !config.state_out.empty() || !config.resume.empty() || !config.batch_log.empty() ||
+                         !config.sample_log.empty();
+  if (resumable && (!config.sweep.empty() || config.repeat != 1))
+    usage("--state-out, --resume, --batch-log and --sample-log make one run: no --sweep or --repeat");
   if (config.threads == 0)
     config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return config;
+}
+
+std::string hex(std::uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
+  return text;
 }
 
 // xxHash64-style: four independent multiply-rotate lanes over 8-byte words, so hashing every byte of
@@ -171,6 +207,53 @@ class Checksum {
   std::uint64_t length_ = 0;
 };
 
+// ---- resume (issue 15): one small function per flag ----
+
+// --resume: one state continues that iterator; the states of all shards of a run are combined first.
+conveyor::BatchIterator resume_or_begin(const conveyor::BatchedDataset& batches, const Config& config) {
+  if (config.resume.empty()) return batches.begin();
+  std::vector<conveyor::IteratorState> states;
+  for (const std::string& file : config.resume) states.push_back(conveyor::IteratorState::load(file));
+  return batches.begin(states.size() == 1 ? states.front() : conveyor::IteratorState::combine(states));
+}
+
+// A log file whose lines are flushed one by one (so that a killed run leaves every line it wrote).
+std::unique_ptr<std::FILE, int (*)(std::FILE*)> open_log(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(path.empty() ? nullptr : std::fopen(path.c_str(), "w"),
+                                                       std::fclose);
+  if (!path.empty() && !file) throw std::runtime_error("cannot write " + path);
+  return file;
+}
+
+// --batch-log: "epoch first_index checksum" (pixels and labels of the batch).
+void log_batch(std::FILE* log, const conveyor::Batch& batch) {
+  if (log == nullptr) return;
+  Checksum sum;
+  sum.add(batch.pixels().data(), batch.pixels().size());
+  sum.add(batch.labels().data(), batch.labels().size_bytes());
+  std::fprintf(log, "%llu %llu %s\n", static_cast<unsigned long long>(batch.epoch()),
+               static_cast<unsigned long long>(batch.samples()[0].index), hex(sum.value()).c_str());
+  std::fflush(log);
+}
+
+// --sample-log: "epoch index checksum label" per sample (its pixels): exactly-once checks across shards.
+void log_samples(std::FILE* log, const conveyor::Batch& batch) {
+  if (log == nullptr) return;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    Checksum sum;
+    sum.add(batch.image(i).data, batch.image(i).shape().bytes());
+    std::fprintf(log, "%llu %llu %s %lld\n", static_cast<unsigned long long>(batch.samples()[i].epoch),
+                 static_cast<unsigned long long>(batch.samples()[i].index), hex(sum.value()).c_str(),
+                 static_cast<long long>(batch.labels()[i]));
+  }
+  std::fflush(log);
+}
+
+// --state-out: after the batch's lines, so that the state never covers a batch whose lines are missing.
+void save_state(const std::string& path, const conveyor::BatchIterator& it) {
+  if (!path.empty()) it.state().save(path);
+}
+
 struct Result {
   int threads = 0;
   double images_per_s = 0;  // after the warm-up batches (see the file comment)
@@ -189,9 +272,12 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   const auto start = Clock::now();
   conveyor::Dataset files = conveyor::Dataset::image_folder(config.data);
   if (config.limit > 0) files = files.take(config.limit);
+  // The whole-epoch shuffle (seeded from the pipeline seed): its state restores in O(1). shard(1, 0) when
+  // unsharded, so that every state can be combined into another shard count.
   const conveyor::BatchedDataset batches =
-      files.shuffle(10'000, config.seed)
+      files.shuffle()
           .repeat(config.epochs)
+          .shard(config.shards, config.shard)
           .map(ops::decode_random_resized_crop(config.size))
           .map(ops::flip_horizontal(0.5))
           .map(ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
@@ -207,7 +293,8 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   Result result;
   result.threads = threads;
   Checksum checksum;
-  conveyor::BatchIterator it = batches.begin();
+  conveyor::BatchIterator it = resume_or_begin(batches, config);
+  const auto batch_log = open_log(config.batch_log), sample_log = open_log(config.sample_log);
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
@@ -216,6 +303,9 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
     checksum.add(batch->pixels().data(), batch->pixels().size());
     checksum.add(batch->labels().data(), batch->labels().size_bytes());
     result.images += batch->size();
+    log_batch(batch_log.get(), *batch);
+    log_samples(sample_log.get(), *batch);
+    save_state(config.state_out, it);
   }
   const auto end = Clock::now();
   const auto rate_after = [&](std::size_t warmup) {
@@ -230,8 +320,7 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
                                                 std::max<std::size_t>(1, arrivals.size() / 2));
   if (!arrivals.empty()) {
     result.first_batch_s = std::chrono::duration<double>(arrivals.front().first - start).count();
-    result.steady_s =
-        std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
+    result.steady_s = std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
     result.images_per_s = rate_after(result.warmup_batches);
     result.images_per_s_after_first_batch = rate_after(1);
     result.images_per_s_overall =
@@ -273,12 +362,6 @@ std::string json_string(const std::string& text) {
     out += c;
   }
   return out + "\"";
-}
-
-std::string hex(std::uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
-  return text;
 }
 
 std::string point_json(const Result& r, double efficiency) {
@@ -397,8 +480,8 @@ int main(int argc, char** argv) {
         main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.warmup_batches),
         main_run.images_per_s_after_first_batch, main_run.images_per_s_overall,
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
-        static_cast<unsigned long long>(main_run.stats.skipped),
-        hex(main_run.checksum).c_str(), peak_rss_mb());
+        static_cast<unsigned long long>(main_run.stats.skipped), hex(main_run.checksum).c_str(),
+        peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
     for (const Result& r : sweep)
       if (r.checksum != main_run.checksum)
