@@ -156,7 +156,7 @@ int main(int argc, char** argv) try {
   conveyor::Dataset train_files = conveyor::Dataset::list_file(root / "train.txt");
   conveyor::Dataset test_files = conveyor::Dataset::list_file(root / "test.txt");
   if (o.train_subset)
-    train_files = train_files.shuffle(train_files.source_size(), o.seed).take(o.train_subset);
+    train_files = train_files.shuffle(conveyor::Dataset::whole_epoch, o.seed).take(o.train_subset);
   if (o.test_subset) test_files = test_files.take(o.test_subset);
   const std::size_t train_size =
       o.train_subset ? std::min(o.train_subset, train_files.source_size()) : train_files.source_size();
@@ -210,7 +210,8 @@ int main(int argc, char** argv) try {
   for (int epoch = static_cast<int>(progress.epoch); epoch < o.epochs; ++epoch) {
     // A new order and new augmentations every epoch: the seed of the epoch's pipeline changes.
     pipeline.seed = conveyor::combine_seeds(o.seed, static_cast<std::uint64_t>(epoch));
-    const auto batches = train_files.shuffle(train_size, pipeline.seed)
+    // The whole-epoch shuffle: a resumed epoch's iterator restores in O(1) (a buffered one replays).
+    const auto batches = train_files.shuffle(conveyor::Dataset::whole_epoch, pipeline.seed)
                              .map(decode_gray)
                              .map(conveyor::ops::random_crop(28, 28, /*padding=*/4))
                              .map(conveyor::ops::flip_horizontal(0.5))

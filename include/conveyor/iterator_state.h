@@ -39,6 +39,8 @@ class IteratorState {
  public:
   // The state of an iterator that has delivered nothing (begin(IteratorState{}) == begin()).
   IteratorState();
+  // True for that default state (it has nothing to save); a state an iterator gives is never empty.
+  bool empty() const noexcept { return data_ == nullptr; }
 
   // Batches (samples, for a sample iterator) and elements delivered up to this state, counting those before
   // any earlier restore; a resumed batch iterator numbers its batches (Batch::sequence) from batches().

@@ -112,6 +112,9 @@ Pipeline::~Pipeline() {
   }
   queue_.cancel();
   decode_budget_.cancel();  // a decode waiting for memory gives up
+  {
+    std::lock_guard lock(free_mutex_);  // a source stage between its check of stop_ and its wait sees it
+  }
   element_freed_.notify_all();
   {
     std::lock_guard lock(watchdog_mutex_);

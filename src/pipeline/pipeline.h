@@ -96,7 +96,8 @@ class Pipeline {
   // ---- watchdog (watchdog.cpp) ----
   void watch() noexcept;
   void check_stalls();
-  void abandon(Element& element, StallReport& report);
+  // Gives the element up unless it is finishing already; true (and its report counted) when it did.
+  bool abandon(Element& element, StallReport& report);
 
   // ---- configuration ----
   const PipelinePlan plan_;

@@ -48,8 +48,9 @@ void Pipeline::check_stalls() {
       report.worker = watch.worker;
       report.thread_id = watch.thread_id;
     }
-    if (abandoning_) abandon(element, report);
-    counters_.record_stall(report);
+    // An abandoned element's report is counted before its place is filled: the consumer may see the end
+    // of the stream the moment that happens, and its stats must show why an element is missing.
+    if (!abandoning_ || !abandon(element, report)) counters_.record_stall(report);
     if (trace_ && watchdog_track_ >= 0)
       trace_->instant(
           watchdog_track_,
@@ -59,22 +60,24 @@ void Pipeline::check_stalls() {
   }
 }
 
-void Pipeline::abandon(Element& element, StallReport& report) {
+bool Pipeline::abandon(Element& element, StallReport& report) {
   std::lock_guard lock(collect_mutex_);
   Fate fate = Fate::running;
   // Fails when the element has already started copying its result or reached collect: then it finishes.
-  if (!element.fate.compare_exchange_strong(fate, Fate::abandoned)) return;
+  if (!element.fate.compare_exchange_strong(fate, Fate::abandoned)) return false;
   report.abandoned = true;
   counters_.record_skip(report.path, report.stage, "stalled",
                         "stalled for " + std::to_string(report.elapsed.count() / 1'000'000) +
                             " ms (stall_limit " + std::to_string(plan_.options.stall_limit.count()) +
                             " ms) and abandoned");
+  counters_.record_stall(report);
   const Arrival hole{true, nullptr, element.sequence, element.buffer, element.slot};
   if (in_order_) {
     arrive_in_order(hole);
   } else {
     collect_hole(hole);
   }
+  return true;
 }
 
 }  // namespace conveyor::detail

@@ -227,8 +227,7 @@ void save_checkpoint(const std::filesystem::path& file, const TrainerOptions& op
       tensor_path(file, progress.steps, ".optimizer.safetensors"), momentum,
       {{"producer", "conveyor"}, {"content", "SGD momentum buffers, named after their parameters"}});
   json data = nullptr;
-  if (progress.data.batches() > 0 || progress.data.elements() > 0)
-    data = json::parse(progress.data.to_json());
+  if (!progress.data.empty()) data = json::parse(progress.data.to_json());
   const json body = {{"model", model_json(options)},
                      {"options", options_json(options)},
                      {"progress",

@@ -87,28 +87,31 @@ TEST(Watchdog, AnElementStuckInAStageIsReportedWithItsStagePathTimeAndThread) {
           .map(fill_from_seed(kShape))
           .map("slow",
                [](Sample& sample) {
-                 if (number_of(sample) == 5) std::this_thread::sleep_for(400ms);
+                 if (number_of(sample) == 5) std::this_thread::sleep_for(1500ms);
                })
-          .with_options({.threads = 3, .trace = trace, .stall_limit = 100ms, .on_stall = reports.callback()})
+          .with_options({.threads = 3, .trace = trace, .stall_limit = 300ms, .on_stall = reports.callback()})
           .batch(4)
           .begin();
   std::vector<std::uint64_t> labels = labels_of(it);
   EXPECT_EQ(labels.size(), 24u);  // reported, not dropped: on_error is fail
   const PipelineStats stats = it.stats();
-  ASSERT_EQ(stats.stalls, 1u);
+  // On a loaded machine another element may be descheduled past the limit too: look for element 5's.
+  std::vector<StallReport> fives;
+  for (const StallReport& r : stats.stall_reports)
+    if (r.path == "<memory:5>") fives.push_back(r);
+  ASSERT_EQ(fives.size(), 1u);
+  EXPECT_EQ(stats.stalls, stats.stall_reports.size());
   EXPECT_EQ(stats.abandoned, 0u);
-  ASSERT_EQ(stats.stall_reports.size(), 1u);
-  const StallReport& report = stats.stall_reports.front();
+  const StallReport& report = fives.front();
   EXPECT_EQ(report.stage, "slow");
-  EXPECT_EQ(report.path, "<memory:5>");
   EXPECT_EQ(report.index, 5u);
-  EXPECT_GE(report.elapsed, 100ms);
+  EXPECT_GE(report.elapsed, 300ms);
   EXPECT_GE(report.worker, 0);
   EXPECT_GT(report.thread_id, 0u);
   EXPECT_FALSE(report.abandoned);
-  const std::vector<StallReport> called = reports.all();
-  ASSERT_EQ(called.size(), 1u);
-  EXPECT_EQ(called.front().path, "<memory:5>");
+  int called = 0;
+  for (const StallReport& r : reports.all()) called += r.path == "<memory:5>";
+  EXPECT_EQ(called, 1);
   EXPECT_NE(format_stats(stats).find("in 'slow' on worker"), std::string::npos);
 
   trace->write_json(dir / "trace.json");
@@ -152,7 +155,7 @@ TEST(Watchdog, UnderSkipAStuckElementIsAbandonedAndTheBatchesGoOnWithoutIt) {
         .with_options({.threads = 3,
                        .on_error = OnError::skip,
                        .seed = 4,
-                       .stall_limit = 50ms,
+                       .stall_limit = 500ms,
                        .abandon_stalled = true});
   };
   // The reference: the same run with element 5 filtered out before it reaches the gate.
@@ -195,7 +198,7 @@ TEST(Watchdog, AbandonedSamplesAreLeftOutOfASampleIteratorToo) {
                  if (number_of(sample) == 3) gate.wait();
                })
           .with_options(
-              {.threads = 2, .on_error = OnError::skip, .stall_limit = 30ms, .abandon_stalled = true})
+              {.threads = 2, .on_error = OnError::skip, .stall_limit = 500ms, .abandon_stalled = true})
           .begin();
   std::vector<std::uint64_t> numbers;
   while (std::optional<Sample> sample = it.next()) numbers.push_back(number_of(*sample));
