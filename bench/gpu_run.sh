@@ -16,6 +16,10 @@
 #   resume    (after fashion) train_fashion_mnist 15 epochs in deterministic mode, uninterrupted and stopped at
 #             step 1,700 (in epoch 8, 234 steps an epoch) then resumed in a new process: the two final lines
 #             must be equal; then PyTorch loads the checkpoint's weights (scripts/check_safetensors.py)
+#   python    the Python module built here (bundle made with --python) and its tests, GPU ones included
+#   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
+#   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
+#             and compiled (bench/peers/torch_train_from_jpeg.py); needs the python phase first
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -125,6 +129,18 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         b=$(grep '^final test accuracy' "$r/resume_resumed.log" | sed 's/, [0-9.]* s of.*//')
         if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "RESUME OK: $a"; else echo "!!! RESUME DIFFERS: '$a' vs '$b'"; fi
         run 120 python3 "$root/scripts/check_safetensors.py" "$r/whole.json" ;;
+      python)
+        log "python module: build and tests"
+        run 580 "$root/scripts/test_python_on_gpu_machine.sh" /tmp/bundle build-python ;;
+      python-overhead)
+        log "python overhead: the same pipeline iterated from C++ and from Python"
+        run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
+          --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
+          --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
+      train-from-jpeg)
+        log "ResNet-18 in PyTorch fed three ways"
+        run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" \
+          --conveyor-python "$root/build-python" --json "$r/torch_train_from_jpeg.json" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

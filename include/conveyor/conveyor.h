@@ -5,6 +5,7 @@
 
 #include "conveyor/atomic_file.h"
 #include "conveyor/batch.h"
+#include "conveyor/batch_checksum.h"
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/cuda/device_feeder.h"
