@@ -17,6 +17,9 @@
 #             then graph and eager runs around torch_resnet18.py's eager/graph/compile (2 alternating rounds)
 #   fashion-recipes  train_fashion_mnist's input path alone, then recipes fast16,fast18,fast20 x seeds 1,2,3,
 #             beside the PyTorch anchors (data in GPU memory: the three recipes; DataLoader: fast18)
+#   resume    (after fashion) train_fashion_mnist 15 epochs in deterministic mode, uninterrupted and stopped at
+#             step 1,700 (in epoch 8, 234 steps an epoch) then resumed in a new process: the two final lines
+#             must be equal; then PyTorch loads the checkpoint's weights (scripts/check_safetensors.py)
 #   python    the Python module built here (bundle made with --python) and its tests, GPU ones included
 #   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
 #   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
@@ -142,6 +145,18 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
         run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
         run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --eval-every 1 --csv "$r/fashion_mnist.csv" ;;
+      resume)
+        log "fashion-mnist: interrupted and resumed against uninterrupted (deterministic)"
+        fm=(--data "$data/fashion-mnist" --epochs 15 --seed 3 --deterministic 1)
+        run 400 "$bin/train_fashion_mnist" "${fm[@]}" --checkpoint "$r/whole.json" --csv "$r/resume_whole.csv" \
+          | tee "$r/resume_whole.log" | tail -3
+        run 200 "$bin/train_fashion_mnist" "${fm[@]}" --checkpoint "$r/resumed.json" --stop-after 1700 | tail -2
+        run 400 "$bin/train_fashion_mnist" "${fm[@]}" --checkpoint "$r/resumed.json" --resume "$r/resumed.json" \
+          --csv "$r/resume_resumed.csv" | tee "$r/resume_resumed.log" | tail -3
+        a=$(grep '^final test accuracy' "$r/resume_whole.log" | sed 's/, [0-9.]* s of.*//')
+        b=$(grep '^final test accuracy' "$r/resume_resumed.log" | sed 's/, [0-9.]* s of.*//')
+        if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "RESUME OK: $a"; else echo "!!! RESUME DIFFERS: '$a' vs '$b'"; fi
+        run 120 python3 "$root/scripts/check_safetensors.py" "$r/whole.json" ;;
       python)
         log "python module: build and tests"
         run 580 "$root/scripts/test_python_on_gpu_machine.sh" /tmp/bundle build-python ;;

@@ -15,7 +15,14 @@
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
 //                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
-//                       [--checksum 1|0]
+//                       [--checksum 1|0] [--shards N --shard I] [--state-out FILE] [--resume FILE ...]
+//                       [--batch-log FILE] [--sample-log FILE]
+//
+// Resume (issue 15): --state-out writes the iterator's state after every batch (atomically); --resume
+// starts from such a file (given once per shard of the run that wrote them, they are combined: the rest of
+// the epoch is split over this run's --shards); --batch-log writes "epoch first_index checksum" per batch
+// and --sample-log "epoch index checksum label" per sample (XXH3 of its pixels), each line flushed before
+// the state is written, so that a run killed at any moment and resumed gives the same lines.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -37,6 +44,7 @@
 #include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/iterator_state.h"
 #include "conveyor/ops.h"
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
@@ -62,6 +70,9 @@ struct Config {
   std::size_t in_flight = 0;  // 0: the library's default
   bool deterministic = true;
   bool checksum = true;
+  std::size_t shards = 1, shard = 0;
+  std::string state_out, batch_log, sample_log;
+  std::vector<std::string> resume;
 };
 
 Config parse(int argc, char** argv) {
@@ -103,10 +114,26 @@ Config parse(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--checksum", config.checksum, "checksum every batch (1) or leave the consumer idle (0)")
       ->capture_default_str();
+  app.add_option("--shards", config.shards, "split the data into N shards (shard(N, I))")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--shard", config.shard, "the shard this run reads")->capture_default_str();
+  app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
+  app.add_option("--resume", config.resume,
+                 "start from the state in FILE; one FILE per shard of the run that wrote them combines them");
+  app.add_option("--batch-log", config.batch_log, "write \"epoch first_index checksum\" per batch to FILE");
+  app.add_option("--sample-log", config.sample_log,
+                 "write \"epoch index checksum label\" per sample to FILE");
   try {
     app.parse(argc, argv);
     // Checked here rather than with required(): CLI11 would report it before an unknown flag.
     if (config.data.empty()) throw CLI::RequiredError("--data");
+    if (config.shard >= config.shards) throw CLI::ValidationError("--shard", "must be below --shards");
+    const bool resumable = !config.state_out.empty() || !config.resume.empty() || !config.batch_log.empty() ||
+                           !config.sample_log.empty();
+    if (resumable && (!config.sweep.empty() || config.repeat != 1))
+      throw CLI::ValidationError("--state-out, --resume, --batch-log, --sample-log",
+                                 "one run: no --sweep or --repeat");
   } catch (const CLI::ParseError& error) {
     std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
@@ -114,6 +141,52 @@ Config parse(int argc, char** argv) {
   if (config.threads == 0)
     config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return config;
+}
+
+// ---- resume (issue 15): one small function per flag ----
+
+// --resume: one state continues that iterator; the states of all shards of a run are combined first.
+conveyor::BatchIterator resume_or_begin(const conveyor::BatchedDataset& batches, const Config& config) {
+  if (config.resume.empty()) return batches.begin();
+  std::vector<conveyor::IteratorState> states;
+  for (const std::string& file : config.resume) states.push_back(conveyor::IteratorState::load(file));
+  return batches.begin(states.size() == 1 ? states.front() : conveyor::IteratorState::combine(states));
+}
+
+// A log file whose lines are flushed one by one (so that a killed run leaves every line it wrote).
+std::unique_ptr<std::FILE, int (*)(std::FILE*)> open_log(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(path.empty() ? nullptr : std::fopen(path.c_str(), "w"),
+                                                       std::fclose);
+  if (!path.empty() && !file) throw std::runtime_error("cannot write " + path);
+  return file;
+}
+
+// --batch-log: "epoch first_index checksum" (BatchChecksum of the batch's pixels and labels).
+void log_batch(std::FILE* log, const conveyor::Batch& batch) {
+  if (log == nullptr) return;
+  conveyor::BatchChecksum sum;
+  sum.add(batch);
+  std::fprintf(log, "%llu %llu %s\n", static_cast<unsigned long long>(batch.epoch()),
+               static_cast<unsigned long long>(batch.samples()[0].index), sum.hex().c_str());
+  std::fflush(log);
+}
+
+// --sample-log: "epoch index checksum label" per sample (its pixels): exactly-once checks across shards.
+void log_samples(std::FILE* log, const conveyor::Batch& batch) {
+  if (log == nullptr) return;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    conveyor::BatchChecksum sum;
+    sum.add({batch.image(i).data, batch.image(i).shape().bytes()});
+    std::fprintf(log, "%llu %llu %s %lld\n", static_cast<unsigned long long>(batch.samples()[i].epoch),
+                 static_cast<unsigned long long>(batch.samples()[i].index), sum.hex().c_str(),
+                 static_cast<long long>(batch.labels()[i]));
+  }
+  std::fflush(log);
+}
+
+// --state-out: after the batch's lines, so that the state never covers a batch whose lines are missing.
+void save_state(const std::string& path, const conveyor::BatchIterator& it) {
+  if (!path.empty()) it.state().save(path);
 }
 
 struct Result {
@@ -134,9 +207,12 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   const auto start = Clock::now();
   conveyor::Dataset files = conveyor::Dataset::image_folder(config.data);
   if (config.limit > 0) files = files.take(config.limit);
+  // The whole-epoch shuffle (seeded from the pipeline seed): its state restores in O(1). shard(1, 0) when
+  // unsharded, so that every state can be combined into another shard count.
   const conveyor::BatchedDataset batches =
-      files.shuffle(10'000, config.seed)
+      files.shuffle()
           .repeat(config.epochs)
+          .shard(config.shards, config.shard)
           .map(ops::decode_random_resized_crop(config.size))
           .map(ops::flip_horizontal(0.5))
           .map(ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
@@ -152,12 +228,16 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   Result result;
   result.threads = threads;
   conveyor::BatchChecksum checksum;
-  conveyor::BatchIterator it = batches.begin();
+  conveyor::BatchIterator it = resume_or_begin(batches, config);
+  const auto batch_log = open_log(config.batch_log), sample_log = open_log(config.sample_log);
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
     arrivals.emplace_back(Clock::now(), batch->size());
     result.images += batch->size();
+    log_batch(batch_log.get(), *batch);
+    log_samples(sample_log.get(), *batch);
+    save_state(config.state_out, it);
     if (!config.checksum) continue;
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
     checksum.add(*batch);

@@ -38,6 +38,9 @@ struct Options {
   bool eager = false, list = false, input_only = false;
   std::string device = "auto", precision = "bf16", json, csv, plot, checkpoint, resume;
   std::size_t train_subset = 0, test_subset = 0;
+  std::uint64_t checkpoint_every = 0;  // steps; 0: at the end of each epoch only
+  std::uint64_t stop_after = 0;        // steps; 0: run to the end
+  bool deterministic = false;
 };
 
 // A CLI11 check that accepts recipe names (recipes.h), naming the choices otherwise.
@@ -102,8 +105,17 @@ Options parse(int argc, char** argv) {
   app.add_option("--plot", o.plot,
                  "draw the curves into FILE.png " + example_support::help_text("plot_training.py"))
       ->needs(csv);
-  app.add_option("--checkpoint", o.checkpoint, "save the trainer to FILE after every epoch");
-  app.add_option("--resume", o.resume, "load the trainer from FILE before training");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "save the run (model, optimizer, schedule, data position) to FILE after every epoch");
+  app.add_option("--resume", o.resume,
+                 "go on from the checkpoint FILE: its epoch, position in the data, schedule and model");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "also save the checkpoint every STEPS steps")
+      ->needs("--checkpoint");
+  app.add_option("--stop-after", o.stop_after, "end after STEPS steps with a checkpoint, as a preemption would")
+      ->needs("--checkpoint");
+  app.add_option("--deterministic", o.deterministic,
+                 "GPU: deterministic convolution algorithms, so that a run repeats (and resumes) bit for bit")
+      ->capture_default_str();
   app.add_flag("--list-recipes", o.list, "print the recipes as JSON and exit");
   app.add_flag("--input-only", o.input_only,
                "run the recipe's input path alone for 3 epochs (read, decode, crop, flip, batch, copy to the "
@@ -187,6 +199,11 @@ int main(int argc, char** argv) try {
   settings.cuda_graph = !o.eager;
   settings.checkpoint = o.checkpoint;
   settings.resume = o.resume;
+  settings.checkpoint_every = o.checkpoint_every;
+  settings.stop_after = o.stop_after;
+  settings.deterministic = o.deterministic;
+  if ((!o.checkpoint.empty() || !o.resume.empty()) && (o.recipes.size() != 1 || o.seeds.size() != 1))
+    throw conveyor::InvalidArgument("--checkpoint and --resume belong to one run: one recipe and one seed");
 
   const std::filesystem::path root(o.data);
   if (!std::filesystem::exists(root / "train.txt"))
@@ -197,7 +214,7 @@ int main(int argc, char** argv) try {
   data.train_size = data.train.source_size();
   if (o.train_subset) {
     // The same subset for every run: chosen with a fixed seed, not the run's.
-    data.train = data.train.shuffle(data.train.source_size(), 1).take(o.train_subset);
+    data.train = data.train.shuffle(conveyor::Dataset::whole_epoch, 1).take(o.train_subset);
     data.train_size = std::min(o.train_subset, data.train_size);
   }
   if (o.test_subset) data.test = data.test.take(o.test_subset);
@@ -218,6 +235,7 @@ int main(int argc, char** argv) try {
     for (const std::uint64_t seed : o.seeds) runs.push_back(train_once(recipe, seed, data, settings));
   }
   if (o.input_only) return 0;
+  if (!runs.empty() && runs.back().stopped) return 0;  // --stop-after: the checkpoint is the result
 
   std::printf("\n%-10s %-12s %10s %12s %s\n", "recipe", "seeds", "median acc", "median s",
               "(accuracy, seconds)");

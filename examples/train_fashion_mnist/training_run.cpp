@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/cuda/pinned_memory.h"
@@ -40,6 +41,7 @@ conveyor::train::TrainerOptions trainer_options(const Recipe& r, std::uint64_t s
   t.std = {90.02f, 90.02f, 90.02f};
   t.device = s.placement.gpu ? s.placement.device : -1;
   t.seed = seed;
+  t.deterministic = s.deterministic;
   return t;
 }
 
@@ -59,7 +61,8 @@ void print_warmup(const conveyor::train::Trainer& trainer) {
 // The epoch's training batches: shuffled with the epoch's seed, decoded, padded and cropped, flipped.
 conveyor::BatchedDataset training_batches(const Recipe& recipe, const FashionData& data,
                                           const conveyor::PipelineOptions& pipeline) {
-  conveyor::Dataset images = data.train.shuffle(data.train_size, pipeline.seed)
+  // The whole-epoch shuffle: a resumed epoch's iterator restores in O(1) (a buffered one would replay).
+  conveyor::Dataset images = data.train.shuffle(conveyor::Dataset::whole_epoch, pipeline.seed)
                                  .map(conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray}));
   if (recipe.crop_padding > 0) images = images.map(conveyor::ops::random_crop(28, 28, recipe.crop_padding));
   if (recipe.train_flip) images = images.map(conveyor::ops::flip_horizontal(0.5));
@@ -74,6 +77,22 @@ conveyor::PipelineOptions pipeline_options(const RunSettings& settings) {
   pipeline.held_batches = kFeederDepth;
   pipeline.host_memory = conveyor::host_memory_for(settings.placement);  // page-locked for a GPU
   return pipeline;
+}
+
+// Where the run starts: the checkpoint's progress with settings.resume, the beginning otherwise.
+conveyor::train::TrainingProgress starting_point(const RunSettings& settings, conveyor::train::Trainer& trainer) {
+  if (!settings.resume.empty()) {
+    conveyor::train::TrainingProgress progress = trainer.load_checkpoint(settings.resume);
+    std::printf("resuming from %s: epoch %llu, step %llu of it (%llu steps done)\n", settings.resume.c_str(),
+                static_cast<unsigned long long>(progress.epoch + 1),
+                static_cast<unsigned long long>(progress.step_in_epoch),
+                static_cast<unsigned long long>(progress.steps));
+    return progress;
+  }
+  if (!settings.checkpoint.empty() && std::filesystem::exists(settings.checkpoint))
+    throw conveyor::InvalidArgument("checkpoint " + settings.checkpoint + " exists: pass --resume " +
+                                    settings.checkpoint + " to go on from it, or remove it to start over");
+  return {};
 }
 
 }  // namespace
@@ -103,7 +122,7 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
   if (steps_per_epoch == 0) throw conveyor::InvalidArgument("the batch is larger than the training set");
 
   conveyor::train::Trainer trainer(trainer_options(recipe, seed, settings));
-  if (!settings.resume.empty()) trainer.load(settings.resume);
+  conveyor::train::TrainingProgress progress = starting_point(settings, trainer);
   trainer.warmup();
   RunResult result;
   result.recipe = recipe.name;
@@ -121,9 +140,8 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
 
   std::printf("%5s %8s %9s %9s %10s %9s %7s\n", "epoch", "loss", "train acc", "test acc", "images/s",
               "data wait", "s");
-  std::size_t step = 0;
   const auto run_start = Clock::now();
-  for (int epoch = 0; epoch < recipe.epochs; ++epoch) {
+  for (int epoch = static_cast<int>(progress.epoch); epoch < recipe.epochs; ++epoch) {
     // A new order and new augmentations every epoch: the seed of the epoch's pipeline changes.
     pipeline.seed = conveyor::combine_seeds(seed, static_cast<std::uint64_t>(epoch));
     const auto batches = training_batches(recipe, data, pipeline);
@@ -132,16 +150,35 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
     EpochRecord record;
     record.epoch = epoch + 1;
     double loss_sum = 0, correct = 0, seen = 0, wait_s = 0;
-    std::size_t epoch_steps = 0;
-    auto it = batches.begin();
+    // A resumed epoch starts where its iterator stood (its figures cover the steps taken since).
+    const bool resumed = static_cast<std::uint64_t>(epoch) == progress.epoch && progress.step_in_epoch > 0;
+    std::size_t epoch_steps = resumed ? static_cast<std::size_t>(progress.step_in_epoch) : 0;
+    const std::size_t first_step = epoch_steps;
+    auto it = resumed ? batches.begin(progress.data) : batches.begin();
+    auto save = [&](std::uint64_t next_epoch, std::uint64_t step_in_epoch) {
+      progress.epoch = next_epoch;
+      progress.step_in_epoch = step_in_epoch;
+      progress.data = step_in_epoch > 0 ? it.state() : conveyor::IteratorState{};
+      trainer.save_checkpoint(settings.checkpoint, progress);
+    };
     for (;;) {
       const auto wait_start = Clock::now();
       std::optional<conveyor::Batch> next = it.next();
       wait_s += seconds_since(wait_start);
       if (!next) break;
-      trainer.set_learning_rate(learning_rate(recipe, step, steps_per_epoch));
+      trainer.set_learning_rate(learning_rate(recipe, static_cast<std::size_t>(progress.steps), steps_per_epoch));
       trainer.step(feeder.stage(std::move(*next)));
-      ++step, ++epoch_steps;
+      ++epoch_steps, ++progress.steps;
+      if (settings.stop_after > 0 && progress.steps == settings.stop_after) {
+        save(static_cast<std::uint64_t>(epoch), epoch_steps);
+        std::printf("stopped after %llu steps; go on with --resume %s\n",
+                    static_cast<unsigned long long>(progress.steps), settings.checkpoint.c_str());
+        result.stopped = true;
+        return result;
+      }
+      if (!settings.checkpoint.empty() && settings.checkpoint_every > 0 &&
+          progress.steps % settings.checkpoint_every == 0 && epoch_steps < steps_per_epoch)
+        save(static_cast<std::uint64_t>(epoch), epoch_steps);
       if (epoch_steps % kSampleEvery == 0 || epoch_steps == steps_per_epoch) {
         const auto s = trainer.last_step();
         loss_sum += s.loss * static_cast<double>(s.images);
@@ -153,7 +190,7 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
     const double train_s = seconds_since(epoch_start);
     record.loss = seen ? loss_sum / seen : 0;
     record.train_accuracy = seen ? correct / seen : 0;
-    record.images_per_s = static_cast<double>(epoch_steps * batch) / train_s;
+    record.images_per_s = static_cast<double>((epoch_steps - first_step) * batch) / train_s;
     record.data_wait_fraction = wait_s / train_s;
 
     const bool last = epoch + 1 == recipe.epochs;
@@ -177,12 +214,12 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
                 record.seconds);
     std::fflush(stdout);
     result.epochs.push_back(record);
-    if (!settings.checkpoint.empty()) trainer.save(settings.checkpoint);
+    if (!settings.checkpoint.empty()) save(static_cast<std::uint64_t>(epoch) + 1, 0);
   }
   result.seconds = seconds_since(run_start);
   std::printf(
-      "[%s, seed %llu] final test accuracy %.2f%% after %d epochs, %.2f s of training and evaluation\n",
-      recipe.name.c_str(), static_cast<unsigned long long>(seed), 100 * result.final_test_accuracy,
-      recipe.epochs, result.seconds);
+      "final test accuracy %.2f%% after %d epochs, %.2f s of training and evaluation [%s, seed %llu]\n",
+      100 * result.final_test_accuracy, recipe.epochs, result.seconds, recipe.name.c_str(),
+      static_cast<unsigned long long>(seed));
   return result;
 }

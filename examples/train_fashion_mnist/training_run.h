@@ -19,7 +19,10 @@ struct RunSettings {
   int threads = 16;
   int eval_every = 0;  // evaluate after every N-th epoch; 0: after the last one only
   bool cuda_graph = true;
-  std::string resume, checkpoint;  // checkpoint files (optional)
+  std::string resume, checkpoint;      // checkpoint files (optional)
+  std::uint64_t checkpoint_every = 0;  // also save every N steps (0: at the end of each epoch only)
+  std::uint64_t stop_after = 0;        // end after N steps with a checkpoint, as a preemption would (0: never)
+  bool deterministic = false;          // deterministic convolution algorithms (a run repeats bit for bit)
 };
 
 struct EpochRecord {
@@ -40,6 +43,7 @@ struct RunResult {
   std::vector<EpochRecord> epochs;
   double final_test_accuracy = 0;
   double seconds = 0;  // first epoch's start to the last evaluation's end (warm-up excluded)
+  bool stopped = false;  // ended early by RunSettings::stop_after
 };
 
 // The data of a run: the list files read once, shared by every run of the process.
@@ -54,6 +58,9 @@ struct FashionData {
 std::vector<double> input_images_per_s(const Recipe& recipe, std::uint64_t seed, const FashionData& data,
                                        const RunSettings& settings, int epochs);
 
-// Prints the warm-up and a line per epoch on stdout as it goes.
+// Prints the warm-up and a line per epoch on stdout as it goes. With settings.resume it goes on from that
+// checkpoint (its epoch, its position in the epoch's data, its schedule and model); with
+// settings.checkpoint it saves there after every epoch (and every checkpoint_every steps). An existing
+// checkpoint without resume is an error: a run never silently starts over on top of one.
 RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData& data,
                      const RunSettings& settings);

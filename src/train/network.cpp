@@ -17,9 +17,9 @@ struct Network::Activation {
 
   void allocate(nn::Context& ctx, bool with_grad) {
     const std::size_t bytes = shape.count() * nn::element_size(ctx.dtype());
-    const std::string dims = std::string(" (") + nn::to_string(ctx.dtype()) + " " + std::to_string(shape.n) + "x" +
-                             std::to_string(shape.h) + "x" + std::to_string(shape.w) + "x" + std::to_string(shape.c) +
-                             ")";
+    const std::string dims = std::string(" (") + nn::to_string(ctx.dtype()) + " " + std::to_string(shape.n) +
+                             "x" + std::to_string(shape.h) + "x" + std::to_string(shape.w) + "x" +
+                             std::to_string(shape.c) + ")";
     value = ctx.allocate(bytes, name + dims);
     x = value.tensor(shape, ctx.dtype());
     if (with_grad) {
@@ -40,8 +40,9 @@ struct Network::ConvBn {
          nn::BatchNormOptions options, bool needs_input_grad, ParameterLayout& layout)
       : conv(conv_name, g, needs_input_grad), bn(bn_name, g.output(), options) {
     const int channels = g.out_channels;
-    weight = layout.add(conv_name + ".weight", ParamGroup::weights, g.weight_count(), ParamInit::kaiming_normal_fan_out,
-                        channels * g.kernel * g.kernel);
+    weight = layout.add(conv_name + ".weight", ParamGroup::weights, g.weight_count(),
+                        ParamInit::kaiming_normal_fan_out, channels * g.kernel * g.kernel,
+                        {channels, g.input.c, g.kernel, g.kernel}, /*krsc=*/true);
     gamma = layout.add(bn_name + ".weight", ParamGroup::vectors, channels, ParamInit::ones);
     beta = layout.add(bn_name + ".bias", ParamGroup::vectors, channels, ParamInit::zeros);
     running_mean = layout.add(bn_name + ".running_mean", ParamGroup::statistics, channels, ParamInit::zeros);
@@ -52,8 +53,8 @@ struct Network::ConvBn {
   }
 
   nn::BatchNormParams params(const ParameterStore& p) const {
-    return {p.vector(gamma), p.vector(beta), p.statistic(running_mean), p.statistic(running_var),
-            p.vector_grad(gamma), p.vector_grad(beta)};
+    return {p.vector(gamma),          p.vector(beta),       p.statistic(running_mean),
+            p.statistic(running_var), p.vector_grad(gamma), p.vector_grad(beta)};
   }
   void allocate(nn::Context& ctx) {
     conv_out.allocate(ctx, true);
@@ -81,7 +82,8 @@ struct Network::Layers {
   nn::Buffer first_logits;  // evaluation with the mirror image: the first pass's logits
 };
 
-Network::Network(const NetworkSpec& spec, ParameterLayout& layout) : spec_(spec), layers_(build(spec, layout)) {}
+Network::Network(const NetworkSpec& spec, ParameterLayout& layout)
+    : spec_(spec), layers_(build(spec, layout)) {}
 
 void Network::release() noexcept {
   // Rebuilding declares the same parameters in the same order, so a scratch layout takes them.
@@ -103,7 +105,8 @@ std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, Paramet
   L.input.shape = {spec.batch, spec.input.height, spec.input.width, spec.input.channels};
   L.input.name = "normalized input";
   const int stem_channels = resnet18 ? 64 : spec.width;
-  const nn::ConvGeometry stem{L.input.shape, stem_channels, resnet18 ? 7 : 3, resnet18 ? 2 : 1, resnet18 ? 3 : 1};
+  const nn::ConvGeometry stem{L.input.shape, stem_channels, resnet18 ? 7 : 3, resnet18 ? 2 : 1,
+                              resnet18 ? 3 : 1};
   L.stem.emplace("conv1", "bn1", stem, with_relu, /*needs_input_grad=*/false, layout);
   Shape4 shape = stem.output();
   if (resnet18) {
@@ -124,8 +127,8 @@ std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, Paramet
       Block block{ConvBn(prefix + "conv1", prefix + "bn1", g1, with_relu, true, layout),
                   ConvBn(prefix + "conv2", prefix + "bn2", g2, ends_block, true, layout), std::nullopt};
       if (stride != 1 || shape.c != out)
-        block.shortcut.emplace(prefix + "downsample.0", prefix + "downsample.1", nn::ConvGeometry{shape, out, 1, stride, 0},
-                               plain, true, layout);
+        block.shortcut.emplace(prefix + "downsample.0", prefix + "downsample.1",
+                               nn::ConvGeometry{shape, out, 1, stride, 0}, plain, true, layout);
       L.blocks.push_back(std::move(block));
       shape = g2.output();
     }
@@ -133,7 +136,8 @@ std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, Paramet
   L.features.shape = L.pool->output_shape();
   L.features.name = "avgpool output";
   L.fc.emplace("fc", spec.batch, shape.c, spec.classes);
-  L.fc_weight = layout.add("fc.weight", ParamGroup::weights, L.fc->weight_count(), ParamInit::uniform_fan_in, shape.c);
+  L.fc_weight = layout.add("fc.weight", ParamGroup::weights, L.fc->weight_count(), ParamInit::uniform_fan_in,
+                           shape.c, {spec.classes, shape.c});
   L.fc_bias = layout.add("fc.bias", ParamGroup::vectors, spec.classes, ParamInit::uniform_fan_in, shape.c);
   L.loss.emplace("loss", spec.batch, spec.classes);
   return layers;
@@ -233,7 +237,8 @@ void Network::loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with
 
 void Network::backward(nn::Context& ctx, ParameterStore& p) {
   Layers& L = *layers_;
-  L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight), p.vector_grad(L.fc_bias));
+  L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight),
+                         p.vector_grad(L.fc_bias));
   L.fc->backward_data(ctx, L.dlogits.data(), p.weight(L.fc_weight), L.features.dx);
   const Activation& last = L.blocks.back().b.bn_out;
   L.pool->backward(ctx, last.x, L.features.x, L.features.dx, last.dx);
@@ -246,7 +251,8 @@ void Network::backward(nn::Context& ctx, ParameterStore& p) {
     b.b.bn.backward(ctx, b.b.conv_out.x, b.b.bn_out.x, b.b.bn_out.dx, b.b.conv_out.dx, &dz, b.b.params(p));
     b.b.conv.backward_filter(ctx, b.a.bn_out.x, b.b.conv_out.dx, p.weight_grad(b.b.weight));
     b.b.conv.backward_data(ctx, b.b.conv_out.dx, p.weight(b.b.weight), b.a.bn_out.dx, false);
-    b.a.bn.backward(ctx, b.a.conv_out.x, b.a.bn_out.x, b.a.bn_out.dx, b.a.conv_out.dx, nullptr, b.a.params(p));
+    b.a.bn.backward(ctx, b.a.conv_out.x, b.a.bn_out.x, b.a.bn_out.dx, b.a.conv_out.dx, nullptr,
+                    b.a.params(p));
     b.a.conv.backward_filter(ctx, in.x, b.a.conv_out.dx, p.weight_grad(b.a.weight));
     if (b.shortcut) {
       ConvBn& s = *b.shortcut;
@@ -259,7 +265,8 @@ void Network::backward(nn::Context& ctx, ParameterStore& p) {
   }
   ConvBn& stem = *L.stem;
   if (L.maxpool) L.maxpool->backward(ctx, stem.bn_out.x, L.pool_out.x, L.pool_out.dx, stem.bn_out.dx);
-  stem.bn.backward(ctx, stem.conv_out.x, stem.bn_out.x, stem.bn_out.dx, stem.conv_out.dx, nullptr, stem.params(p));
+  stem.bn.backward(ctx, stem.conv_out.x, stem.bn_out.x, stem.bn_out.dx, stem.conv_out.dx, nullptr,
+                   stem.params(p));
   stem.conv.backward_filter(ctx, L.input.x, stem.conv_out.dx, p.weight_grad(stem.weight));
 }
 
@@ -280,7 +287,8 @@ std::string Network::describe() const {
       add(b.shortcut->bn.describe());
     }
   }
-  add("avgpool (global), fc " + std::to_string(L.fc->in_features()) + "->" + std::to_string(L.fc->out_features()));
+  add("avgpool (global), fc " + std::to_string(L.fc->in_features()) + "->" +
+      std::to_string(L.fc->out_features()));
   return text;
 }
 
@@ -298,7 +306,8 @@ std::string Network::batch_norm_paths() const {
     if (b.shortcut) ++counts[b.shortcut->bn.path()];
   }
   std::string text;
-  for (const auto& [path, count] : counts) text += (text.empty() ? "" : "; ") + std::to_string(count) + " x " + path;
+  for (const auto& [path, count] : counts)
+    text += (text.empty() ? "" : "; ") + std::to_string(count) + " x " + path;
   return text;
 }
 

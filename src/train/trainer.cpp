@@ -433,16 +433,18 @@ std::vector<double> Trainer::step_times_ms() {
 
 std::size_t Trainer::steps() const noexcept { return impl_->steps; }
 
-void Trainer::save(const std::filesystem::path& path) const {
+void Trainer::save_checkpoint(const std::filesystem::path& file, const TrainingProgress& progress) const {
   DeviceScope scope(impl_->device_in_use());
   if (impl_->ctx) impl_->params.download(*impl_->ctx);
-  save_checkpoint(path, impl_->spec, impl_->params);
+  train::save_checkpoint(file, impl_->options, impl_->params, progress);
 }
 
-void Trainer::load(const std::filesystem::path& path) {
+TrainingProgress Trainer::load_checkpoint(const std::filesystem::path& file) {
   DeviceScope scope(impl_->device_in_use());
-  load_checkpoint(path, impl_->spec, impl_->params);
+  TrainingProgress progress = train::load_checkpoint(file, impl_->options, impl_->params);
+  impl_->set_learning_rate(progress.learning_rate);
   if (impl_->ctx) impl_->params.upload(*impl_->ctx);
+  return progress;
 }
 
 std::string Trainer::placement() const { return impl_->placement(); }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -230,14 +231,55 @@ TEST(GpuTrainer, CheckpointsMoveBetweenGpuAndCpu) {
   testing::TempDir dir;
   Trainer gpu(small(0));
   losses(gpu, 3);
-  gpu.save(dir.path() / "gpu.ckpt");
+  gpu.save_checkpoint(dir.path() / "gpu.json");
   TrainerOptions o = small(-1);
   o.seed = 99;
   Trainer cpu(o);
-  cpu.load(dir.path() / "gpu.ckpt");
+  cpu.load_checkpoint(dir.path() / "gpu.json");
   const auto probe = testing::quadrant_batch(32, kShape, 6);
   const double g = gpu.evaluate(probe.staged()).loss_sum, c = cpu.evaluate(probe.staged()).loss_sum;
   EXPECT_TRUE(testing::within("checkpoint GPU -> CPU, evaluation loss", std::abs(g - c) / c, 1e-3));
+}
+
+TEST(GpuTrainer, ADeterministicRunResumedFromACheckpointTakesTheSameSteps) {
+  CONVEYOR_REQUIRE_GPU();
+  testing::TempDir dir;
+  TrainerOptions o = small(0, Precision::bf16);
+  o.deterministic = true;
+  // Steps 0..5 in one go, and 0..2 then 3..5 in a new trainer restored from a checkpoint.
+  auto step_losses = [](Trainer& t, int from, int to) {
+    std::vector<double> out;
+    for (int s = from; s < to; ++s) {
+      t.step(testing::quadrant_batch(32, kShape, 200 + static_cast<std::uint64_t>(s)).staged());
+      out.push_back(t.last_step().loss);
+    }
+    return out;
+  };
+  Trainer whole(o);
+  const std::vector<double> expected = step_losses(whole, 0, 6);
+  whole.save_checkpoint(dir.path() / "whole.json", {.steps = 6});
+  std::vector<double> got;
+  {
+    Trainer first(o);
+    got = step_losses(first, 0, 3);
+    first.save_checkpoint(dir.path() / "half.json", {.steps = 3});
+  }
+  Trainer second(o);
+  EXPECT_EQ(second.load_checkpoint(dir.path() / "half.json").steps, 3u);
+  const std::vector<double> rest = step_losses(second, 3, 6);
+  got.insert(got.end(), rest.begin(), rest.end());
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "step " << i;
+  second.save_checkpoint(dir.path() / "resumed.json", {.steps = 6});
+  auto bytes = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_TRUE(std::filesystem::exists(dir.path() / "whole.step-000000000006.safetensors"));
+  ASSERT_TRUE(std::filesystem::exists(dir.path() / "resumed.step-000000000006.safetensors"));
+  EXPECT_TRUE(bytes(dir.path() / "whole.step-000000000006.safetensors") ==
+              bytes(dir.path() / "resumed.step-000000000006.safetensors"))
+      << "the weights after 6 steps differ between the uninterrupted and the resumed run";
 }
 
 TEST(GpuTrainer, AMemoryLimitNamesTheBufferThatDoesNotFit) {

@@ -59,13 +59,13 @@ TEST(TrainerCpu, SameSeedGivesTheSameLossesAtAnyThreadCount) {
 
 TEST(TrainerCpu, CheckpointRoundTripRestoresWeightsStatisticsAndMomentum) {
   testing::TempDir dir;
-  const auto path = dir.path() / "model.ckpt";
+  const auto path = dir.path() / "model.json";
   Trainer a(tiny_options(1));
   for (int step = 0; step < 3; ++step) a.step(testing::quadrant_batch(16, kShape, step).staged());
-  a.save(path);
+  a.save_checkpoint(path, {.steps = 3});
 
   Trainer b(tiny_options(2));  // other initial weights
-  b.load(path);
+  EXPECT_EQ(b.load_checkpoint(path).steps, 3u);
   const auto probe = testing::quadrant_batch(16, kShape, 50);
   const EvalResult ea = a.evaluate(probe.staged()), eb = b.evaluate(probe.staged());
   EXPECT_EQ(ea.correct, eb.correct);
@@ -81,13 +81,13 @@ TEST(TrainerCpu, CheckpointRoundTripRestoresWeightsStatisticsAndMomentum) {
 
 TEST(TrainerCpu, LoadRejectsAnotherModelAndAMissingFile) {
   testing::TempDir dir;
-  const auto path = dir.path() / "model.ckpt";
-  Trainer(tiny_options()).save(path);
+  const auto path = dir.path() / "model.json";
+  Trainer(tiny_options()).save_checkpoint(path);
   TrainerOptions wider = tiny_options();
   wider.width = 8;
   Trainer other(wider);
-  EXPECT_THROW(other.load(path), InvalidArgument);
-  EXPECT_THROW(other.load(dir.path() / "missing.ckpt"), IoError);
+  EXPECT_THROW(other.load_checkpoint(path), InvalidArgument);
+  EXPECT_THROW(other.load_checkpoint(dir.path() / "missing.json"), IoError);
 }
 
 TEST(TrainerCpu, EvaluationLeavesTheModelUnchanged) {

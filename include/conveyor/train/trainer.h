@@ -20,6 +20,7 @@
 
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/image.h"
+#include "conveyor/iterator_state.h"
 
 namespace conveyor::train {
 
@@ -99,6 +100,16 @@ struct WarmupReport {
   } algorithm_cache;
 };
 
+// Where a training run stands besides its model: what a checkpoint keeps next to the weights so that a
+// resumed run takes exactly the steps the uninterrupted one would have taken.
+struct TrainingProgress {
+  std::uint64_t steps = 0;          // SGD steps taken since the run began
+  std::uint64_t epoch = 0;          // the epoch of the next step
+  std::uint64_t step_in_epoch = 0;  // steps of that epoch already taken
+  double learning_rate = 0;         // the trainer's, at the checkpoint (save fills it in)
+  IteratorState data = {};          // the training data's iterator after the batch of the last step
+};
+
 struct StepStats {
   double loss = 0;      // mean over the batch
   double accuracy = 0;  // fraction of the batch whose top class is the label
@@ -157,11 +168,16 @@ class Trainer {
   std::vector<double> step_times_ms();
   std::size_t steps() const noexcept;
 
-  // Checkpoint: a header with the model and every tensor's name and size, then weights, batch-norm
-  // statistics and momentum buffers (float32). load() throws InvalidArgument when the checkpoint belongs
-  // to another model, IoError when the file cannot be read or written.
-  void save(const std::filesystem::path& path) const;
-  void load(const std::filesystem::path& path);
+  // Checkpoint (src/train/checkpoint.h): `file` is JSON (model, options, progress, the data iterator's
+  // state, checksums) beside two safetensors files of the same stem: the weights and running statistics in
+  // PyTorch's names, shapes and layouts (torch's load_state_dict takes them), and the momentum buffers.
+  // Every file is written atomically, the JSON last. Saving on a GPU synchronises.
+  void save_checkpoint(const std::filesystem::path& file, const TrainingProgress& progress = {}) const;
+  // Restores weights, statistics, momentum and learning rate and returns the progress to go on from: the
+  // same steps as an uninterrupted run follow (bit for bit in deterministic mode). Throws IoError when a
+  // file is missing, InvalidArgument naming the file and the problem when one is truncated, damaged
+  // (checksum) or belongs to another model; the trainer is unchanged then.
+  TrainingProgress load_checkpoint(const std::filesystem::path& file);
 
   // "cuDNN on GPU 0 (NVIDIA H200), bf16 NHWC, ..." or "CPU reference, 16 threads, fp32 NHWC".
   std::string placement() const;
