@@ -51,10 +51,10 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
   random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
   return {"decode_random_resized_crop", [size, options](Sample& sample) {
             JpegDecoder& decoder = thread_decoder();
-            Rng rng(sample.seed, stream::random_resized_crop);
             decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
-            const Rect window = random_resized_crop_window(full.height, full.width, options, rng);
+            const Rect window = draw_random_resized_crop_window(full.height, full.width, options, sample.seed,
+                                                                stream::random_resized_crop);
             decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
                                   options.interpolation);
             sample.publish();
@@ -100,16 +100,14 @@ SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_
 SampleOp flip_horizontal(double p) {
   return {"flip_horizontal", [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_horizontal");
-            Rng rng(sample.seed, stream::flip_horizontal);
-            if (rng.bernoulli(p)) flip_horizontal(image);
+            if (draw_flip(p, sample.seed, stream::flip_horizontal)) flip_horizontal(image);
           }};
 }
 
 SampleOp flip_vertical(double p) {
   return {"flip_vertical", [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_vertical");
-            Rng rng(sample.seed, stream::flip_vertical);
-            if (rng.bernoulli(p)) flip_vertical(image);
+            if (draw_flip(p, sample.seed, stream::flip_vertical)) flip_vertical(image);
           }};
 }
 
