@@ -13,6 +13,8 @@
 #   train     train_step_bench ResNet-18 (fused and unfused batch norm) beside PyTorch's ResNet-18
 #   fvp       feed_vs_prefetch, ResNet-18, batch 256, 16 threads, traces
 #   fashion   Fashion-MNIST JPEGs from the carried IDX files, then train_fashion_mnist (15 epochs)
+#   gpu-stages  issue 20's GPU stages: the nvJPEG ABI check (g++ against the toolkit's nvjpeg.h), their GPU
+#             tests, then gpu_stages_bench (nvJPEG decode by path, fused augmentation) on the data phase's set
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -110,6 +112,24 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
         run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
         run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --epochs 15 --csv "$r/fashion_mnist.csv" ;;
+      gpu-stages)
+        log "GPU stages: nvJPEG ABI check, stage tests, benchmarks"
+        cuda_home=${CUDA_HOME:-/usr/local/cuda}
+        # nvJPEG is loaded at run time (dlopen libnvjpeg.so.13): put the toolkit's copy on the loader's path.
+        [ -e "$cuda_home/lib64/libnvjpeg.so.13" ] && export LD_LIBRARY_PATH="$cuda_home/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        if [ ! -f "$cuda_home/include/nvjpeg.h" ]; then
+          echo "!!! nvjpeg ABI check: no $cuda_home/include/nvjpeg.h"
+        elif timeout 120 g++ -std=c++20 -I "$root/include" -I "$root" -I "$cuda_home/include" \
+            "$root/tests/device/nvjpeg_abi_check.cpp" -fsyntax-only; then
+          echo "nvjpeg ABI check: OK (our values, structs and signatures match $cuda_home/include/nvjpeg.h)"
+        else
+          echo "!!! nvjpeg ABI check FAILED (the static_assert above names what differs)"
+        fi
+        run 300 "$bin/conveyor_device_gpu_tests" --gtest_filter='Nvjpeg*:CropResizeGpu*:FusedAugmentGpu*' \
+          --gtest_output=json:"$r/gpu_stage_tests.json" 2>&1 | tee "$r/gpu_stage_tests.log"
+        CONVEYOR_BENCH_IMAGES=$imagenet run 300 "$bin/gpu_stages_bench" --benchmark_repetitions=3 \
+          --benchmark_report_aggregates_only=true --benchmark_out_format=json --benchmark_out="$r/gpu_stages_bench.json" \
+          2>&1 | grep -vE '_(mean|stddev|cv) ' ;;
       *) echo "unknown phase $phase" ;;
     esac
   done
