@@ -50,7 +50,7 @@ GpuAugmenter::~GpuAugmenter() {
   }
 }
 
-void GpuAugmenter::ensure_capacity(Slot& slot, std::size_t count, cudaStream_t) {
+void GpuAugmenter::ensure_capacity(Slot& slot, std::size_t count) {
   if (slot.capacity >= count) return;
   slot.params.reset();
   slot.sums.reset();
@@ -74,7 +74,7 @@ void GpuAugmenter::run(const DeviceImages& in, std::span<const std::uint64_t> se
   DeviceGuard guard(device_);
   Slot& slot = slots_[static_cast<std::size_t>(next_++ % static_cast<std::uint64_t>(slots_.size()))];
   if (slot.used) slot.done.synchronize();  // the kernels of `depth` batches ago have finished reading it
-  ensure_capacity(slot, in.count, stream);
+  ensure_capacity(slot, in.count);
   auto* host = reinterpret_cast<SampleAugment*>(slot.pinned.data());
   const std::span<SampleAugment> params(host, in.count);
   draw_augment_params(seeds, in.shape.channels, options_.draws, params);

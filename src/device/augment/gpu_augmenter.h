@@ -53,7 +53,7 @@ class GpuAugmenter {
     bool used = false;
   };
 
-  void ensure_capacity(Slot& slot, std::size_t count, cudaStream_t stream);
+  void ensure_capacity(Slot& slot, std::size_t count);
 
   int device_;
   DeviceMemoryPool* pool_;

@@ -33,6 +33,14 @@ const char* name_of(NvjpegSoftwareBackend software) {
   return software == NvjpegSoftwareBackend::hybrid ? "hybrid (Huffman on the CPU)" : "GPU hybrid";
 }
 
+// One decoupled decoder with its state and the device buffer attached to it (declared so that the state
+// dies first).
+struct Decoupled {
+  Owned<nvjpeg::DeviceBuffer> device;
+  Owned<nvjpeg::Decoder> decoder;
+  Owned<nvjpeg::State> state;
+};
+
 // What decode() works out for one request before any pixel is decoded.
 struct Route {
   NvjpegPath path = NvjpegPath::fallback;
@@ -85,15 +93,15 @@ struct NvjpegBatchDecoder::State {
   Owned<nvjpeg::State> hw_state;
 
   // The software path: the decoupled API, two pinned buffers and bitstreams used in turn so that the host
-  // phase of one image overlaps the transfer of the one before.
+  // phase of one image overlaps the transfer of the one before. `primary` has the backend asked for;
+  // `secondary` (Huffman on the CPU) exists when that is GPU hybrid, and takes what GPU hybrid refuses.
   Owned<nvjpeg::Handle> sw_handle;
   std::vector<Owned<nvjpeg::DecodeParams>> sw_params;
   Owned<nvjpeg::PinnedBuffer> sw_pinned[2];
-  Owned<nvjpeg::DeviceBuffer> sw_device;
   Owned<nvjpeg::JpegStream> sw_streams[2];
   Owned<nvjpeg::JpegStream> sw_header;  // parsed headers when there is no hardware path
-  Owned<nvjpeg::Decoder> sw_decoder;
-  Owned<nvjpeg::State> sw_state;
+  Decoupled primary;
+  std::optional<Decoupled> secondary;
 
   DeviceBuffer scratch;  // decoded pixels, each image at its Route::offset
   detail::HostAllocation jobs_host;
@@ -248,24 +256,33 @@ void NvjpegBatchDecoder::State::decode_software(const NvjpegRequest& request, st
   const std::size_t b = turn % 2;
   // The transfer two images ago read this pinned buffer; the host phase below writes it.
   if (pinned_pending[b]) pinned_done[b]->synchronize();
-  check(api.state_attach_pinned_buffer(sw_state.get(), sw_pinned[b].get()), "nvjpegStateAttachPinnedBuffer");
   Status status = api.jpeg_stream_parse(sw_handle.get(), request.jpeg.data(), request.jpeg.size(), 0, 0,
                                         sw_streams[b].get());
   if (status != Status::success) return fail(GpuDecodeFallback::not_supported, status);
-  status =
-      api.decode_jpeg_host(sw_handle.get(), sw_decoder.get(), sw_state.get(), params, sw_streams[b].get());
+  const auto host_phase = [&](const Decoupled& d) {
+    check(api.state_attach_pinned_buffer(d.state.get(), sw_pinned[b].get()), "nvjpegStateAttachPinnedBuffer");
+    return api.decode_jpeg_host(sw_handle.get(), d.decoder.get(), d.state.get(), params, sw_streams[b].get());
+  };
+  const Decoupled* d = &primary;
+  status = host_phase(*d);
+  const auto refused = [](Status s) {
+    return s == Status::jpeg_not_supported || s == Status::implementation_not_supported;
+  };
+  if (refused(status) && secondary) {
+    d = &*secondary;
+    status = host_phase(*d);
+  }
   if (status != Status::success)
-    return fail(status == Status::jpeg_not_supported || status == Status::bad_jpeg
-                    ? GpuDecodeFallback::not_supported
-                    : GpuDecodeFallback::decode_failed,
+    return fail(refused(status) || status == Status::bad_jpeg ? GpuDecodeFallback::not_supported
+                                                              : GpuDecodeFallback::decode_failed,
                 status);
-  status = api.decode_jpeg_transfer_to_device(sw_handle.get(), sw_decoder.get(), sw_state.get(),
+  status = api.decode_jpeg_transfer_to_device(sw_handle.get(), d->decoder.get(), d->state.get(),
                                               sw_streams[b].get(), stream->get());
   if (status != Status::success) return fail(GpuDecodeFallback::decode_failed, status);
   pinned_done[b]->record(stream->get());
   pinned_pending[b] = true;
   nvjpeg::Image image = image_at(route);
-  status = api.decode_jpeg_device(sw_handle.get(), sw_decoder.get(), sw_state.get(), &image, stream->get());
+  status = api.decode_jpeg_device(sw_handle.get(), d->decoder.get(), d->state.get(), &image, stream->get());
   if (status != Status::success) return fail(GpuDecodeFallback::decode_failed, status);
 }
 
@@ -316,10 +333,20 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
                                    nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
                                    static_cast<nvjpeg::PinnedAllocator*>(nullptr), nvjpeg::kFlagsDefault);
   const nvjpeg::Handle sw = s.sw_handle.get();
-  s.sw_decoder = nvjpeg::make<nvjpeg::Decoder>(api.decoder_create, api.decoder_destroy, "nvjpegDecoderCreate",
-                                               kContext, sw, backend_of(options.software));
-  s.sw_state = nvjpeg::make<nvjpeg::State>(api.decoder_state_create, api.jpeg_state_destroy,
-                                           "nvjpegDecoderStateCreate", kContext, sw, s.sw_decoder.get());
+  const auto decoupled = [&](nvjpeg::Backend backend) {
+    Decoupled d;
+    d.device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
+                                                  "nvjpegBufferDeviceCreate", kContext, sw,
+                                                  static_cast<nvjpeg::DevAllocator*>(nullptr));
+    d.decoder = nvjpeg::make<nvjpeg::Decoder>(api.decoder_create, api.decoder_destroy, "nvjpegDecoderCreate",
+                                              kContext, sw, backend);
+    d.state = nvjpeg::make<nvjpeg::State>(api.decoder_state_create, api.jpeg_state_destroy,
+                                          "nvjpegDecoderStateCreate", kContext, sw, d.decoder.get());
+    s.check(api.state_attach_device_buffer(d.state.get(), d.device.get()), "nvjpegStateAttachDeviceBuffer");
+    return d;
+  };
+  s.primary = decoupled(backend_of(options.software));
+  if (options.software == NvjpegSoftwareBackend::gpu_hybrid) s.secondary = decoupled(nvjpeg::Backend::hybrid);
   for (int i = 0; i < 2; ++i) {
     s.sw_pinned[i] = nvjpeg::make<nvjpeg::PinnedBuffer>(api.buffer_pinned_create, api.buffer_pinned_destroy,
                                                         "nvjpegBufferPinnedCreate", kContext, sw,
@@ -327,16 +354,12 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
     s.sw_streams[i] = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
                                                        "nvjpegJpegStreamCreate", kContext, sw);
   }
-  s.sw_device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
-                                                   "nvjpegBufferDeviceCreate", kContext, sw,
-                                                   static_cast<nvjpeg::DevAllocator*>(nullptr));
-  s.check(api.state_attach_device_buffer(s.sw_state.get(), s.sw_device.get()),
-          "nvjpegStateAttachDeviceBuffer");
   s.sw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
                                                  "nvjpegJpegStreamCreate", kContext, sw);
   s.description = "nvJPEG " + s.library->version() + " (" + s.library->path() +
                   ") on gpu:" + std::to_string(options.device) + ": " + hardware_note +
                   (s.hw_handle ? ", then " : "; ") + name_of(options.software) +
+                  (s.secondary ? " (hybrid for what it refuses)" : "") +
                   (options.roi ? ", ROI decode" : ", whole-image decode");
 }
 

@@ -7,7 +7,8 @@
 //             the engines take it (baseline Huffman JPEGs, not 4:1:1 / 4:1:0; not progressive).
 //   software  the GPU hybrid backend (Huffman on the GPU; or on the CPU with NvjpegSoftwareBackend::hybrid)
 //             through the decoupled API (nvjpegDecodeJpegHost / TransferToDevice / Device), one image after
-//             another, for what the engines refuse, or everything on GPUs without them.
+//             another, for what the engines refuse, or everything on GPUs without them. What GPU hybrid
+//             refuses (JPEG_NOT_SUPPORTED) is tried once more with Huffman on the CPU.
 // ROI: both paths take a window through nvjpegDecodeParamsSetROI. The hardware path asks
 // nvjpegDecodeBatchedSupportedEx with the window set and, if refused, asks again for the whole image; the
 // decoupled path honours it as given. The decoded window (or whole image) goes to scratch device memory and
