@@ -134,8 +134,7 @@ TEST(AugmentParams, ColorPlanIsTheDistortOpsDraw) {
         EXPECT_EQ(got.passes[pass].steps[s].what, expected.passes[pass].steps[s].what) << i;
         EXPECT_EQ(got.passes[pass].steps[s].factor, expected.passes[pass].steps[s].factor) << i;
       }
-      EXPECT_EQ(std::memcmp(got.passes[pass].hue, expected.passes[pass].hue, sizeof got.passes[pass].hue), 0)
-          << i;
+      for (int k = 0; k < 9; ++k) EXPECT_EQ(got.passes[pass].hue[k], expected.passes[pass].hue[k]) << i;
     }
   }
 }

@@ -103,8 +103,9 @@ TEST_F(CropResizeGpu, RandomWindowsEqualOpenCvBitForBit) {
       sources.push_back(testing::make_picture(h, w, channels, 100 + static_cast<std::uint64_t>(i)));
       const int ww = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(w)));
       const int wh = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(h)));
-      windows.push_back({static_cast<int>(rng.below(static_cast<std::uint64_t>(w - ww + 1))),
-                         static_cast<int>(rng.below(static_cast<std::uint64_t>(h - wh + 1))), ww, wh});
+      const auto room_x = static_cast<std::uint64_t>(w - ww) + 1,
+                 room_y = static_cast<std::uint64_t>(h - wh) + 1;
+      windows.push_back({static_cast<int>(rng.below(room_x)), static_cast<int>(rng.below(room_y)), ww, wh});
     }
     const ImageShape out{57, 83, channels};
     check(sources, windows, out, 83 * channels + 13, (83 * channels + 13) * 57 + 100);
@@ -122,12 +123,13 @@ TEST_F(CropResizeGpu, TrainingBatchEqualsOpenCvBitForBit) {
   }
   windows[0] = {0, 0, 448, 224};    // exactly 2x smaller across, same size down
   windows[1] = {10, 10, 224, 224};  // a copy
-  check(sources, windows, {224, 224, 3}, 224 * 3, 224 * 224 * 3);
+  const std::size_t row = std::size_t{224} * 3;
+  check(sources, windows, {224, 224, 3}, row, row * 224);
 }
 
 TEST_F(CropResizeGpu, BadOutputsAreRefused) {
   const DeviceBuffer jobs = pool_->allocate(sizeof(CropResizeJob), stream_->get(), "jobs");
-  DeviceBuffer out = pool_->allocate(64 * 64 * 4, stream_->get(), "out");
+  DeviceBuffer out = pool_->allocate(std::size_t{64} * 64 * 4, stream_->get(), "out");
   const auto* job = jobs.as<CropResizeJob>();
   EXPECT_THROW(crop_resize_linear(job, 1, {out.as<std::uint8_t>(), 1, {8, 8, 4}, 256, 32}, stream_->get()),
                InvalidArgument);

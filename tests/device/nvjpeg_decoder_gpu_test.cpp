@@ -279,8 +279,8 @@ TEST_F(NvjpegDecoderGpu, BrokenImagesFallBackWithoutSpoilingTheBatch) {
 TEST_F(NvjpegDecoderGpu, BatchesQueuedBackToBackStayApart) {
   const ImageShape shape{32, 32, 3};
   const auto d = decoder(true, true);
-  std::vector<std::vector<std::uint8_t>> jpegs;
-  for (int i = 0; i < 12; ++i) jpegs.push_back(testing::make_jpeg(64 + 16 * i, 96, 3, 500 + i));
+  std::vector<std::vector<std::uint8_t>> jpegs(12);
+  for (int i = 0; i < 12; ++i) jpegs[i] = testing::make_jpeg(64 + 16 * i, 96, 3, 500 + i);
   std::vector<DeviceBuffer> outs;
   for (int b = 0; b < 3; ++b) {
     std::vector<NvjpegRequest> requests;
@@ -296,7 +296,8 @@ TEST_F(NvjpegDecoderGpu, BatchesQueuedBackToBackStayApart) {
     for (int i = 0; i < 4; ++i) {
       Image cpu(shape);
       ops::resize(ops::decode_jpeg(jpegs[b * 4 + i]).view(), cpu.view());
-      const Difference diff = difference(ConstImageView(out.data() + i * shape.bytes(), shape), cpu.view());
+      const Difference diff = difference(
+          ConstImageView(out.data() + static_cast<std::size_t>(i) * shape.bytes(), shape), cpu.view());
       EXPECT_LE(diff.mean, 2.5) << "batch " << b << " image " << i << ": max " << diff.max;
     }
   }
@@ -305,8 +306,8 @@ TEST_F(NvjpegDecoderGpu, BatchesQueuedBackToBackStayApart) {
 TEST_F(NvjpegDecoderGpu, BadRequestsAreRefused) {
   const auto jpeg = testing::make_jpeg(40, 60);
   const auto d = decoder(true, true);
-  DeviceBuffer out = pool_->allocate(2 * 16 * 16 * 3, stream_->get(), "out");
-  const DeviceSlots slots{out.as<std::uint8_t>(), 2, {16, 16, 3}, 16 * 16 * 3, 48};
+  DeviceBuffer out = pool_->allocate(std::size_t{2} * 16 * 16 * 3, stream_->get(), "out");
+  const DeviceSlots slots{out.as<std::uint8_t>(), 2, {16, 16, 3}, std::size_t{16} * 16 * 3, 48};
   const std::vector<NvjpegRequest> outside = {{jpeg, {30, 0, 31, 40}, 0}};
   EXPECT_THROW(d->decode(outside, slots, stream_->get()), InvalidArgument);
   const std::vector<NvjpegRequest> past_the_end = {{jpeg, {0, 0, 60, 40}, 2}};

@@ -42,11 +42,10 @@ CONVEYOR_HOST_DEVICE void apply_pass(const ops::detail::ColorPass& pass, float* 
       } else {  // hue: the rotation matrix of the pass, rows for R, G and B
         const float* m = pass.hue;
         const float r = v[0], g = v[1], b = v[2];
-        for (int c = 0; c < 3; ++c) {
-          const float* row = m + 3 * c;
-          v[c] = to_8bit(exact::add(
-              exact::add(exact::add(exact::mul(row[0], r), exact::mul(row[1], g)), exact::mul(row[2], b)),
-              0.5f));
+        for (int c = 0, row = 0; c < 3; ++c, row += 3) {
+          v[c] = to_8bit(exact::add(exact::add(exact::add(exact::mul(m[row], r), exact::mul(m[row + 1], g)),
+                                               exact::mul(m[row + 2], b)),
+                                    0.5f));
         }
       }
     }

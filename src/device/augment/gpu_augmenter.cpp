@@ -28,7 +28,7 @@ void check_options(const GpuAugmentOptions& options) {
 }  // namespace
 
 GpuAugmenter::GpuAugmenter(int device, DeviceMemoryPool& pool, GpuAugmentOptions options)
-    : device_(device), pool_(&pool), options_(std::move(options)) {
+    : device_(device), pool_(&pool), options_(options) {
   check_options(options_);
   if (pool.device() != device)
     throw InvalidArgument("GpuAugmenter on gpu:" + std::to_string(device) +

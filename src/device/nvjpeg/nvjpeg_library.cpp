@@ -121,7 +121,10 @@ LoadResult load(std::span<const std::string> names) {
     library->handle_ = handle;
     const std::string missing = look_up(handle, library->api_);
     if (!missing.empty()) {
-      add_reason(name + ": has no function " + missing);
+      std::string reason = name;
+      reason += ": has no function ";
+      reason += missing;
+      add_reason(reason);
       continue;  // the library closes its handle
     }
     library->path_ = file_of(reinterpret_cast<const void*>(library->api_.create_ex), name);
