@@ -67,6 +67,7 @@ struct NvjpegOutcome {
   nvjpeg::Status status = nvjpeg::Status::success;
 };
 
+// Not thread-safe: one decoder per thread (nvJPEG's states belong to one thread at a time).
 class NvjpegBatchDecoder {
  public:
   // Throws DeviceError when nvJPEG cannot be set up on the device, InvalidArgument on bad options.
