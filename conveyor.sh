@@ -16,7 +16,7 @@ jobs=$(nproc)
 packages=(
   g++ cmake ninja-build pkg-config file
   clang libclang-rt-14-dev
-  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
+  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
   python3 python3-matplotlib
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers

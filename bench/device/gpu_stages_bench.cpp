@@ -24,13 +24,14 @@
 #include <vector>
 
 #include "bench/ops/bench_images.h"
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/random.h"
 #include "src/device/augment/gpu_augmenter.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/device_memory.h"
+#include "src/device/normalize.h"
 #include "src/device/nvjpeg/gpu_decode_plan.h"
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 

@@ -16,7 +16,6 @@ BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool dr
   for (std::size_t i = 0; i < max_open; ++i) {
     auto state = std::make_unique<BufferState>();
     state->kept.assign(batch_size, 0);
-    state->epochs.assign(batch_size, 0);
     free_.push_back(state.get());
     states_.push_back(std::move(state));
   }
@@ -41,11 +40,11 @@ ImageView BatchAssembler::slot(const BufferState& state, std::size_t position) c
 }
 
 void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label,
-                            std::uint64_t epoch, const Sink& sink) {
+                            const SampleInfo& info, const Sink& sink) {
   state.kept[position] = kept;
   if (kept) {
     state.buffer->labels[position] = label;
-    state.epochs[position] = epoch;
+    state.buffer->samples[position] = info;
   }
   if (++state.arrived == batch_size_) complete(state, batch_size_, sink);
 }
@@ -114,11 +113,12 @@ void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& 
 void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept {
   std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_, sample_bytes_);
   to.buffer->labels[j] = from.buffer->labels[i];
-  to.epochs[j] = from.epochs[i];
+  to.buffer->samples[j] = from.buffer->samples[i];
 }
 
 void BatchAssembler::emit(BufferState& state, std::size_t size, const Sink& sink) {
-  Batch batch(std::move(state.buffer), size, sequence_++, state.epochs[0]);
+  const std::uint64_t epoch = state.buffer->samples[0].epoch;
+  Batch batch(std::move(state.buffer), size, sequence_++, epoch);
   close(state);
   sink(std::move(batch));
 }

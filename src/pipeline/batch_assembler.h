@@ -21,8 +21,7 @@ namespace conveyor::detail {
 struct BufferState {
   std::shared_ptr<BatchBuffer> buffer;
   std::size_t arrived = 0;
-  std::vector<std::uint8_t> kept;     // per slot, set on arrival
-  std::vector<std::uint64_t> epochs;  // per slot: the batch's epoch is its first sample's
+  std::vector<std::uint8_t> kept;  // per slot, set on arrival
 };
 
 class BatchAssembler {
@@ -41,7 +40,7 @@ class BatchAssembler {
 
   // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
   // to `sink`.
-  void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, std::uint64_t epoch,
+  void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, const SampleInfo& info,
               const Sink& sink);
 
   // After the pipeline ran to its end: completes `last` (which had `used` slots reserved; nothing to do

@@ -183,10 +183,9 @@ void Pipeline::process(Element& element, bool probing) noexcept {
   }
   const int track = trace_ && !probing ? worker_track() : -1;
   Sample& sample = element.sample;
-  if (!run_stage(element, read_stage_, track, probing,
-                 [&] {
-                   plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
-                 }))
+  if (!run_stage(element, read_stage_, track, probing, [&] {
+        plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
+      }))
     return;
   for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
     if (stop_.load(std::memory_order_relaxed)) {
@@ -280,7 +279,9 @@ void Pipeline::collect(Element& element) {
   const bool kept = element.outcome == Outcome::kept;
   if (!failed_) {
     if (plan_.batched) {
-      assembler_->arrive(*element.buffer, element.slot, kept, element.sample.label, element.sample.epoch,
+      const Sample& sample = element.sample;
+      assembler_->arrive(*element.buffer, element.slot, kept, sample.label,
+                         SampleInfo{.index = sample.index, .epoch = sample.epoch, .seed = sample.seed},
                          sink_);
     } else if (kept) {
       deliver(std::move(element.sample));

@@ -14,7 +14,7 @@
 #include "conveyor/ops/flip.h"
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/random.h"
-#include "ops/nn/float16.h"
+#include "src/core/float16.h"
 #include "src/device/augment/color_math.h"
 
 namespace conveyor::cuda {

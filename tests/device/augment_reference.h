@@ -9,7 +9,7 @@
 
 #include "conveyor/image.h"
 #include "conveyor/ops/distort.h"
-#include "ops/image/normalize.h"
+#include "conveyor/ops/normalize.h"
 
 namespace conveyor::testing {
 

@@ -15,11 +15,12 @@
 
 #include "augment_reference.h"
 #include "conveyor/error.h"
+#include "conveyor/ops/normalize.h"
 #include "conveyor/ops/sample_ops.h"
 #include "gpu_stage_support.h"
-#include "ops/image/normalize.h"
-#include "ops/nn/float16.h"
+#include "src/core/float16.h"
 #include "src/device/augment/gpu_augmenter.h"
+#include "src/device/normalize.h"
 #include "support/watchdog.h"
 
 namespace conveyor::cuda {

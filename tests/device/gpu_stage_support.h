@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/device_memory.h"

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "conveyor/image.h"
-#include "ops/image/normalize.h"
+#include "conveyor/ops/normalize.h"
 #include "src/device/augment/augment_params.h"
 
 namespace conveyor::cuda {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
 
@@ -28,7 +29,7 @@ void check_options(const GpuAugmentOptions& options) {
 }  // namespace
 
 GpuAugmenter::GpuAugmenter(int device, DeviceMemoryPool& pool, GpuAugmentOptions options)
-    : device_(device), pool_(&pool), options_(options) {
+    : device_(device), pool_(&pool), pinned_(pinned_host_memory()), options_(options) {
   check_options(options_);
   if (pool.device() != device)
     throw InvalidArgument("GpuAugmenter on gpu:" + std::to_string(device) +
@@ -54,7 +55,7 @@ void GpuAugmenter::ensure_capacity(Slot& slot, std::size_t count) {
   if (slot.capacity >= count) return;
   slot.params.reset();
   slot.sums.reset();
-  slot.pinned = detail::HostAllocation(count * sizeof(SampleAugment), true);
+  slot.pinned = detail::HostAllocation(count * sizeof(SampleAugment), pinned_);
   std::uninitialized_default_construct_n(reinterpret_cast<SampleAugment*>(slot.pinned.data()), count);
   slot.params = pool_->allocate(count * sizeof(SampleAugment), own_->get(), "GPU augmentation parameters");
   slot.sums =

@@ -10,11 +10,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
-#include "ops/image/normalize.h"
+#include "conveyor/ops/normalize.h"
 #include "src/device/augment/augment_params.h"
 #include "src/device/augment/fused_augment.h"
 #include "src/device/cuda_handles.h"
@@ -57,6 +58,7 @@ class GpuAugmenter {
 
   int device_;
   DeviceMemoryPool* pool_;
+  std::shared_ptr<HostMemoryResource> pinned_;  // the parameter buffers' page-locked memory
   GpuAugmentOptions options_;
   std::optional<Stream> own_;  // allocations and frees happen here, never on a caller's stream
   std::vector<Slot> slots_;    // never resized after construction; destroyed before own_

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
@@ -155,7 +156,7 @@ void NvjpegBatchDecoder::State::ensure_scratch(std::size_t bytes) {
 void NvjpegBatchDecoder::State::ensure_jobs(std::size_t count) {
   if (jobs_capacity >= count) return;
   jobs_device.reset();
-  jobs_host = detail::HostAllocation(count * sizeof(CropResizeJob), true);
+  jobs_host = detail::HostAllocation(count * sizeof(CropResizeJob), pinned_host_memory());
   jobs_device = pool->allocate(count * sizeof(CropResizeJob), stream->get(), "nvJPEG crop-resize jobs");
   jobs_capacity = count;
 }
