@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "conveyor/batch.h"
+#include "conveyor/defer.h"
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"
 #include "conveyor/sample.h"
@@ -86,6 +87,11 @@ struct PipelineOptions {
   // Where batch buffers live; null: ordinary pageable memory. A GPU consumer gives page-locked memory
   // (conveyor/cuda/pinned_memory.h) so that its copies are asynchronous; DeviceFeeder::feed does that.
   std::shared_ptr<HostMemoryResource> host_memory = nullptr;
+  // Lets the chain's last map leave samples' pixels to a stage after batching, as `defer` decides sample by
+  // sample (conveyor/defer.h); null: every sample's pixels are made here. DeviceFeeder::feed sets it when
+  // the feeder decodes on the GPU. A deferred sample's encoded bytes travel with its batch: each pool buffer
+  // keeps up to batch-size byte buffers, as large as the largest file deferred into that slot.
+  std::shared_ptr<DeferPolicy> defer = nullptr;
 };
 
 namespace detail {

@@ -2,10 +2,14 @@
 // bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "conveyor/defer.h"
 #include "conveyor/image.h"
 
 namespace conveyor {
@@ -15,9 +19,9 @@ class Sample {
   // ---- identity, set by the pipeline before any op runs ----
   std::uint64_t index = 0;  // position in the epoch's global order (after shuffle, before shard)
   std::uint64_t epoch = 0;
-  std::uint64_t seed = 0;   // sample_seed(dataset seed, epoch, index): the only randomness ops may use
+  std::uint64_t seed = 0;  // sample_seed(dataset seed, epoch, index): the only randomness ops may use
   std::int64_t label = -1;
-  std::string path;         // file path, or "<memory:N>" for in-memory sources
+  std::string path;                   // file path, or "<memory:N>" for in-memory sources
   std::vector<std::uint8_t> encoded;  // the bytes as read (reused from sample to sample)
 
   // The current pixels; empty before the first op that produces an image.
@@ -36,10 +40,24 @@ class Sample {
   // True when the current pixels are in the batch slot, so the batch stage has nothing to copy.
   bool in_slot() const noexcept { return current_ == kSlot; }
 
+  // ---- deferring the pixels to a stage after batching (conveyor/defer.h) ----
+  // The policy to ask, when the op running now may defer this sample; null otherwise.
+  DeferPolicy* defer_policy() const noexcept { return defer_policy_; }
+  // Leaves this sample's pixels to the stage after batching: the pipeline keeps `encoded` and
+  // `descriptor` with the batch and writes no pixels into the slot. Only while defer_policy() is set;
+  // throws InvalidArgument otherwise or when the descriptor is longer than kMaxDeferredDescriptor.
+  void defer(std::span<const std::byte> descriptor);
+  bool deferred() const noexcept { return deferred_; }
+  std::span<const std::byte> deferred_descriptor() const noexcept {
+    return {descriptor_.data(), descriptor_size_};
+  }
+
   // ---- used by the pipeline ----
   // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
   void bind_slot(ImageView slot) noexcept { slot_ = slot; }
   ImageView slot() const noexcept { return slot_; }
+  // Offers deferral to the op about to run (null: none).
+  void offer_defer(DeferPolicy* policy) noexcept { defer_policy_ = policy; }
   // Forgets the pixels and the slot but keeps every allocation for the next sample.
   void recycle() noexcept;
 
@@ -49,6 +67,10 @@ class Sample {
   ImageView slot_;
   int current_ = kNone;
   int pending_ = kNone;
+  DeferPolicy* defer_policy_ = nullptr;
+  std::array<std::byte, kMaxDeferredDescriptor> descriptor_{};
+  std::size_t descriptor_size_ = 0;
+  bool deferred_ = false;
 };
 
 }  // namespace conveyor

@@ -1,10 +1,13 @@
 #include "conveyor/ops/sample_ops.h"
 
+#include <chrono>
 #include <string>
 
+#include "conveyor/defer.h"
 #include "conveyor/error.h"
 #include "conveyor/ops/center_crop.h"
 #include "conveyor/ops/crop.h"
+#include "conveyor/ops/deferred_crop.h"
 #include "conveyor/ops/flip.h"
 
 namespace conveyor::ops {
@@ -50,14 +53,35 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
   Rng check(0);
   random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
   return {"decode_random_resized_crop", [size, options](Sample& sample) {
+            DeferPolicy* const policy = sample.defer_policy();
+            const auto start =
+                policy ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
             JpegDecoder& decoder = thread_decoder();
-            decoder.open(sample.encoded, options.decode);
+            const JpegHeader& header = decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
             const Rect window = draw_random_resized_crop_window(full.height, full.width, options, sample.seed,
                                                                 stream::random_resized_crop);
-            decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
-                                  options.interpolation);
+            const ImageShape output{size, size, full.channels};
+            if (policy && policy->should_defer(sample)) {
+              const char* refusal = deferral_refusal(header, options.decode, full.channels,
+                                                     options.interpolation, sample.slot().shape());
+              if (refusal == nullptr) {
+                DeferredCrop crop;
+                crop.window = window;
+                crop.image_width = full.width;
+                crop.image_height = full.height;
+                crop.output = output;
+                crop.interpolation = options.interpolation;
+                crop.decode = options.decode;
+                sample.defer(as_bytes(crop));
+                policy->spent(true, std::chrono::steady_clock::now() - start);
+                return;
+              }
+              policy->declined(sample, refusal);
+            }
+            decode_resized_window(decoder, window, sample.output(output), options.interpolation);
             sample.publish();
+            if (policy) policy->spent(false, std::chrono::steady_clock::now() - start);
           }};
 }
 

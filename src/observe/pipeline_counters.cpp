@@ -34,6 +34,7 @@ PipelineStats PipelineCounters::snapshot() const {
   stats.batches = batches.load(std::memory_order_relaxed);
   stats.filtered = filtered.load(std::memory_order_relaxed);
   stats.skipped = skipped.load(std::memory_order_relaxed);
+  stats.deferred = deferred.load(std::memory_order_relaxed);
   stats.consumer_waits = consumer_waits.load(std::memory_order_relaxed);
   stats.consumer_wait_ns = consumer_wait_ns.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < names_.size(); ++i) {
@@ -84,6 +85,8 @@ std::string format_stats(const PipelineStats& stats) {
   out += line;
   for (const auto& [reason, count] : stats.skip_reasons)
     out += "  skipped " + std::to_string(count) + " x " + reason + "\n";
+  if (stats.deferred > 0)
+    out += "deferred " + std::to_string(stats.deferred) + " samples to the stage after batching\n";
   return out;
 }
 

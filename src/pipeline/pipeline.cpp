@@ -59,6 +59,7 @@ Pipeline::Pipeline(PipelinePlan plan)
       batch_stage_(plan_.batched ? 2 + plan_.steps.size() : stage_names_.size()),
       collect_stage_(stage_names_.size() - 1),
       trace_(plan_.options.trace.get()),
+      defer_policy_(plan_.options.defer.get()),
       counters_(stage_names_),
       queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
       order_(plan_.source->size(), plan_.order),

@@ -79,6 +79,7 @@ class Pipeline {
   const std::vector<std::string> stage_names_;
   const std::size_t read_stage_, batch_stage_, collect_stage_;
   TraceRecorder* const trace_;
+  DeferPolicy* const defer_policy_;  // owned by plan_.options
 
   // ---- shared, thread-safe ----
   PipelineCounters counters_;

@@ -1,4 +1,5 @@
 // The three filters of the pipeline (see pipeline.h) and the per-element work they do.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -50,6 +51,15 @@ void copy_into_slot(const Sample& sample) {
                         describe(slot.shape()));
   const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
   for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
+}
+
+// The sample's op deferred it: its bytes and descriptor go with the batch (the sample takes the slot's old
+// byte buffer in exchange, so capacities circulate and nothing is copied or allocated).
+void keep_deferred(Sample& sample, DeferredSlot& slot) noexcept {
+  std::swap(slot.encoded, sample.encoded);
+  const std::span<const std::byte> descriptor = sample.deferred_descriptor();
+  std::copy(descriptor.begin(), descriptor.end(), slot.descriptor.begin());
+  slot.descriptor_size = descriptor.size();
 }
 
 std::uint64_t nanoseconds(Clock::duration d) {
@@ -194,7 +204,14 @@ void Pipeline::process(Element& element, bool probing) noexcept {
     }
     const Step& step = plan_.steps[i];
     if (step.map) {
-      if (!run_stage(element, 2 + i, track, probing, [&] { step.map(sample); })) return;
+      // Only the last map of a batched chain may leave the pixels to a stage after batching: no op after
+      // it needs them (conveyor/defer.h).
+      const bool may_defer =
+          defer_policy_ != nullptr && element.buffer != nullptr && i + 1 == plan_.steps.size();
+      sample.offer_defer(may_defer ? defer_policy_ : nullptr);
+      const bool ran = run_stage(element, 2 + i, track, probing, [&] { step.map(sample); });
+      sample.offer_defer(nullptr);
+      if (!ran) return;
     } else {
       bool keep = true;
       if (!run_stage(element, 2 + i, track, probing, [&] { keep = step.keep(sample); })) return;
@@ -204,8 +221,13 @@ void Pipeline::process(Element& element, bool probing) noexcept {
       }
     }
   }
-  if (element.buffer != nullptr && !sample.in_slot())
+  if (element.buffer == nullptr) return;
+  if (sample.deferred()) {
+    counters_.deferred.fetch_add(1, std::memory_order_relaxed);
+    keep_deferred(sample, element.buffer->buffer->deferred[element.slot]);
+  } else if (!sample.in_slot()) {
     run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(sample); });
+  }
 }
 
 template <class F>
@@ -281,7 +303,10 @@ void Pipeline::collect(Element& element) {
     if (plan_.batched) {
       const Sample& sample = element.sample;
       assembler_->arrive(*element.buffer, element.slot, kept, sample.label,
-                         SampleInfo{.index = sample.index, .epoch = sample.epoch, .seed = sample.seed},
+                         SampleInfo{.index = sample.index,
+                                    .epoch = sample.epoch,
+                                    .seed = sample.seed,
+                                    .deferred = sample.deferred()},
                          sink_);
     } else if (kept) {
       deliver(std::move(element.sample));

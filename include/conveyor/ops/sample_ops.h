@@ -33,7 +33,9 @@ inline constexpr std::uint64_t distort = 0x64697374'00000005;
 SampleOp decode(DecodeOptions options = {});
 
 // sample.encoded -> size x size: a random window (RandomResizedCrop), only the window decoded, at the DCT
-// scale it allows, then resized.
+// scale it allows, then resized. As the last map of a chain fed to a GPU that decodes (conveyor/defer.h), it
+// reads only the header and draws the window for the samples its policy names, and leaves them to the GPU
+// with that window (conveyor/ops/deferred_crop.h), unless the GPU could not take the image.
 SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options = {});
 
 // sample.encoded -> size x size: the evaluation transform (shorter side to `size`, centre crop), only the
