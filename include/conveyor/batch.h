@@ -80,7 +80,8 @@ class Batch {
   }
   // Who each of the size() samples is.
   std::span<const SampleInfo> samples() const noexcept {
-    return buffer_ ? std::span<const SampleInfo>(buffer_->samples, size_) : std::span<const SampleInfo>();
+    return buffer_ && buffer_->samples ? std::span<const SampleInfo>(buffer_->samples, size_)
+                                       : std::span<const SampleInfo>();
   }
   // Samples whose op deferred them (samples()[i].deferred): how many, and what the op left for sample i
   // (empty spans for a sample that is not deferred).

@@ -122,6 +122,9 @@ class Iterator {
 
   // Counts so far; callable at any time.
   PipelineStats stats() const;
+  // Stops the pipeline, from any thread: a next() waiting on another thread returns soon (with a batch
+  // that was ready, or std::nullopt), and so do later calls once the ready ones are taken.
+  void cancel() noexcept;
 
   // Range-for support. The item stays valid until the next increment.
   const Item& operator*() const;

@@ -9,12 +9,14 @@ std::size_t Batch::deferred_count() const noexcept {
 }
 
 std::span<const std::uint8_t> Batch::deferred_bytes(std::size_t i) const noexcept {
-  if (!buffer_ || buffer_->deferred == nullptr || i >= size_ || !buffer_->samples[i].deferred) return {};
+  if (!buffer_ || !buffer_->deferred || !buffer_->samples || i >= size_ || !buffer_->samples[i].deferred)
+    return {};
   return buffer_->deferred[i].encoded;
 }
 
 std::span<const std::byte> Batch::deferred_descriptor(std::size_t i) const noexcept {
-  if (!buffer_ || buffer_->deferred == nullptr || i >= size_ || !buffer_->samples[i].deferred) return {};
+  if (!buffer_ || !buffer_->deferred || !buffer_->samples || i >= size_ || !buffer_->samples[i].deferred)
+    return {};
   const detail::DeferredSlot& slot = buffer_->deferred[i];
   return {slot.descriptor.data(), slot.descriptor_size};
 }

@@ -83,6 +83,11 @@ Pipeline::Pipeline(PipelinePlan plan)
 }
 
 Pipeline::~Pipeline() {
+  cancel();
+  driver_.join();
+}
+
+void Pipeline::cancel() noexcept {
   cancelled_.store(true);
   stop_.store(true);
   context_.cancel_group_execution();
@@ -91,7 +96,6 @@ Pipeline::~Pipeline() {
     if (pool_) pool_->cancel();
   }
   queue_.cancel();
-  driver_.join();
 }
 
 void Pipeline::drive() noexcept {

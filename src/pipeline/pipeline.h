@@ -48,6 +48,8 @@ class Pipeline {
   std::optional<Batch> next_batch();
   std::optional<Sample> next_sample();
   PipelineStats stats() const;
+  // Stops choosing and processing elements and wakes every wait (thread-safe); the driver ends soon after.
+  void cancel() noexcept;
 
  private:
   // ---- driver (pipeline.cpp) ----

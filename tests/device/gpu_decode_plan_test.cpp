@@ -28,7 +28,7 @@ GpuDecodePlan plan(const std::vector<std::uint8_t>& jpeg, std::uint64_t seed,
 TEST(GpuDecodePlan, WindowIsTheOneTheCpuOpDecodes) {
   const std::vector<std::vector<std::uint8_t>> jpegs = {testing::make_jpeg(375, 500, 3, 1),
                                                         testing::make_jpeg(500, 333, 3, 2),
-                                                        testing::make_jpeg(120, 90, 1, 3)};
+                                                        testing::make_jpeg(120, 90, 3, 3)};
   const SampleOp op = ops::decode_random_resized_crop(64);
   std::set<std::tuple<int, int, int, int>> windows;
   for (const auto& jpeg : jpegs)
@@ -79,6 +79,11 @@ TEST(GpuDecodePlan, ImagesTheGpuMustNotTakeSayWhy) {
   const std::vector<std::uint8_t> garbage = {'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'};
   EXPECT_EQ(plan(garbage, 1).fallback, GpuDecodeFallback::unreadable);
   EXPECT_EQ(plan({}, 1).fallback, GpuDecodeFallback::unreadable);
+  // nvJPEG's RGB output of a gray file is not specified: the CPU decodes those (gray output may go).
+  EXPECT_EQ(plan(testing::make_jpeg(30, 40, 1, 6), 1).fallback, GpuDecodeFallback::gray);
+  ops::RandomResizedCropOptions as_gray;
+  as_gray.decode.color = ops::ColorMode::gray;
+  EXPECT_EQ(plan(testing::make_jpeg(30, 40, 1, 6), 1, as_gray).fallback, GpuDecodeFallback::none);
   ops::RandomResizedCropOptions small;
   small.decode.max_pixels = 40 * 52 - 1;
   EXPECT_EQ(plan(testing::encode_jpeg(picture.view()), 1, small).fallback, GpuDecodeFallback::too_large);
@@ -106,6 +111,8 @@ TEST(GpuDecodePlan, FallbackNamesAreStable) {
   EXPECT_STREQ(to_string(GpuDecodeFallback::arithmetic_coding), "arithmetic_coding");
   EXPECT_STREQ(to_string(GpuDecodeFallback::not_supported), "not_supported");
   EXPECT_STREQ(to_string(GpuDecodeFallback::decode_failed), "decode_failed");
+  EXPECT_STREQ(to_string(GpuDecodeFallback::gray), "gray");
+  EXPECT_STREQ(to_string(GpuDecodeFallback::size_mismatch), "size_mismatch");
 }
 
 }  // namespace

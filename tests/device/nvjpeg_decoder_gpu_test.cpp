@@ -313,8 +313,14 @@ TEST_F(NvjpegDecoderGpu, BadRequestsAreRefused) {
   const auto d = decoder(true, true);
   DeviceBuffer out = pool_->allocate(std::size_t{2} * 16 * 16 * 3, stream_->get(), "out");
   const DeviceSlots slots{out.as<std::uint8_t>(), 2, {16, 16, 3}, std::size_t{16} * 16 * 3, 48};
-  const std::vector<NvjpegRequest> outside = {{jpeg, {30, 0, 31, 40}, 0}};
-  EXPECT_THROW(d->decode(outside, slots, stream_->get()), InvalidArgument);
+  // A window outside the image as nvJPEG reads it is that image's fallback, not an error of the batch.
+  const std::vector<NvjpegRequest> outside = {{jpeg, {30, 0, 31, 40}, 0}, {jpeg, {0, 0, 60, 40}, 1}};
+  const std::vector<NvjpegOutcome> outcomes = d->decode(outside, slots, stream_->get());
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].path, NvjpegPath::fallback);
+  EXPECT_EQ(outcomes[0].fallback, GpuDecodeFallback::size_mismatch) << to_string(outcomes[0].fallback);
+  EXPECT_NE(outcomes[1].path, NvjpegPath::fallback) << to_string(outcomes[1].fallback);
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream_->get()), "BadRequestsAreRefused");
   const std::vector<NvjpegRequest> past_the_end = {{jpeg, {0, 0, 60, 40}, 2}};
   EXPECT_THROW(d->decode(past_the_end, slots, stream_->get()), InvalidArgument);
   const DeviceSlots gray{out.as<std::uint8_t>(), 2, {16, 16, 1}, 256, 16};

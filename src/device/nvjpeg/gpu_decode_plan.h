@@ -2,6 +2,8 @@
 // the window is drawn by the same function the CPU op calls (ops::draw_random_resized_crop_window), from
 // the same header dimensions, so a sample gets the same window whichever decoder takes it. Images the GPU
 // must not take carry the reason, so that the caller can decode them on the CPU and count them by reason.
+// The op itself decides the same way when it defers (ops::deferral_refusal); this is the standalone form,
+// for benchmarks and tests that feed the decoder by hand.
 #pragma once
 
 #include <cstddef>
@@ -21,10 +23,12 @@ enum class GpuDecodeFallback : std::uint8_t {
   cmyk,               // four components (CMYK or YCCK)
   arithmetic_coding,  // nvJPEG decodes Huffman-coded JPEGs only
   exif_orientation,   // turning images upright was asked for and this one is not upright
+  gray,               // a one-component JPEG into RGB (nvJPEG's colour output of gray files is unspecified)
   not_supported,      // nvJPEG's parser or its own check refused it
   decode_failed,      // nvJPEG failed while decoding it
+  size_mismatch,      // nvJPEG reads other dimensions than libjpeg did (the window would not fit)
 };
-inline constexpr std::size_t kGpuDecodeFallbackCount = 8;
+inline constexpr std::size_t kGpuDecodeFallbackCount = 10;
 
 // Short, stable name ("cmyk", "not_supported", ...).
 const char* to_string(GpuDecodeFallback fallback) noexcept;

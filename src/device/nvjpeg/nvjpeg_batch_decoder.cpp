@@ -182,12 +182,12 @@ Route NvjpegBatchDecoder::State::route(const NvjpegRequest& request, std::size_t
     return route;
   }
   const ops::Rect& window = request.window;
-  if (!window.inside(static_cast<int>(width), static_cast<int>(height)))
-    throw InvalidArgument(std::string(kContext) + ": request " + std::to_string(index) +
-                          " asks for the window " + std::to_string(window.width) + "x" +
-                          std::to_string(window.height) + "+" + std::to_string(window.x) + "+" +
-                          std::to_string(window.y) + " of a " + std::to_string(width) + "x" +
-                          std::to_string(height) + " image");
+  if (!window.inside(static_cast<int>(width), static_cast<int>(height))) {
+    // The window was drawn from libjpeg's reading of the header; nvJPEG reads other dimensions. The CPU,
+    // which drew it, decodes this one.
+    outcome = {NvjpegPath::fallback, GpuDecodeFallback::size_mismatch, Status::success};
+    return route;
+  }
   route.path = options.roi ? NvjpegPath::software_roi : NvjpegPath::software;
   if (hardware) {
     // nvjpegDecodeBatchedSupportedEx answers 0 when the engines can decode the stream with these parameters;

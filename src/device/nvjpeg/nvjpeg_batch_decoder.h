@@ -85,8 +85,9 @@ class NvjpegBatchDecoder {
   // Enqueues the decoding of every request and the resize of its window into its slot of `out`; `out` is
   // ready when `stream` reaches this point, and the encoded bytes must stay valid until then. Work the
   // caller enqueued on `stream` before the call (say, reads of the slots) happens first. Returns one
-  // outcome per request. Throws InvalidArgument on a window outside its image, a slot past out.count or
-  // an output of the wrong channel count; DeviceError when CUDA fails.
+  // outcome per request (a window outside the image as nvJPEG reads it: fallback size_mismatch). Throws
+  // InvalidArgument on a slot past out.count or an output of the wrong channel count; DeviceError when
+  // CUDA fails.
   std::vector<NvjpegOutcome> decode(std::span<const NvjpegRequest> requests, const DeviceSlots& out,
                                     cudaStream_t stream);
 
