@@ -2,6 +2,7 @@
 // bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer.
 #pragma once
 
+#include <any>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -84,6 +85,10 @@ namespace conveyor {
 struct SampleOp {
   std::string name;
   std::function<void(Sample&)> apply;
+  // What the op is, for code that can run the same op elsewhere: the library's flip_horizontal and distort
+  // carry their parameters (ops::FlipHorizontalSpec, ops::DistortSpec), which conveyor::place_pixel_ops
+  // (conveyor/cuda/device_feeder.h) reads to run them on the GPU instead. Empty for other ops.
+  std::any spec = {};
 };
 
 }  // namespace conveyor

@@ -122,10 +122,12 @@ SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_
 }
 
 SampleOp flip_horizontal(double p) {
-  return {"flip_horizontal", [p](Sample& sample) {
+  return {"flip_horizontal",
+          [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_horizontal");
             if (draw_flip(p, sample.seed, stream::flip_horizontal)) flip_horizontal(image);
-          }};
+          },
+          FlipHorizontalSpec{p, stream::flip_horizontal}};
 }
 
 SampleOp flip_vertical(double p) {
@@ -138,11 +140,13 @@ SampleOp flip_vertical(double p) {
 SampleOp distort(DistortOptions options) {
   Rng check(0);
   draw_color_jitter(options, check);  // validates the options now rather than per sample
-  return {"distort", [options](Sample& sample) {
+  return {"distort",
+          [options](Sample& sample) {
             ImageView image = current_mutable_image(sample, "distort");
             Rng rng(sample.seed, stream::distort);
             distort(image, options, rng);
-          }};
+          },
+          DistortSpec{options, stream::distort}};
 }
 
 SampleOp resize(int height, int width, Interpolation interpolation) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -168,6 +169,60 @@ TEST(FeederAugmentCpu, DecodingOnACpuPlacementDefersNothing) {
   EXPECT_EQ(images, 12u);
   EXPECT_EQ(it.stats().deferred, 0u);
   EXPECT_NE(feeder.stats().decoder.find("CPU"), std::string::npos) << feeder.stats().decoder;
+}
+
+std::vector<std::string> names(const std::vector<SampleOp>& maps) {
+  std::vector<std::string> out;
+  for (const SampleOp& op : maps) out.push_back(op.name);
+  return out;
+}
+
+Placement a_gpu() {
+  Placement placement;  // only its description: place_pixel_ops touches no device
+  placement.gpu = true;
+  placement.device = 0;
+  return placement;
+}
+
+TEST(PlacePixelOps, OnAGpuTheTrailingFlipAndDistortMoveToTheFeeder) {
+  FeederOptions options;
+  options.normalize = params();
+  const std::vector<SampleOp> kept = place_pixel_ops(
+      {ops::decode_random_resized_crop(32), ops::flip_horizontal(0.25), ops::distort(kJitter)}, a_gpu(),
+      options);
+  EXPECT_EQ(names(kept), std::vector<std::string>{"decode_random_resized_crop"});
+  ASSERT_TRUE(options.augment.flip_horizontal.has_value());
+  EXPECT_EQ(*options.augment.flip_horizontal, 0.25);
+  EXPECT_EQ(options.augment.flip_stream, ops::stream::flip_horizontal);
+  ASSERT_TRUE(options.augment.distort.has_value());
+  EXPECT_EQ(options.augment.distort->brightness, kJitter.brightness);
+  EXPECT_EQ(options.augment.distort->hue, kJitter.hue);
+  EXPECT_EQ(options.augment.distort_stream, ops::stream::distort);
+}
+
+TEST(PlacePixelOps, OnTheCpuOrWithoutNormalizeNothingMoves) {
+  const std::vector<SampleOp> chain = {ops::decode_random_resized_crop(32), ops::flip_horizontal(0.5)};
+  FeederOptions with_normalize;
+  with_normalize.normalize = params();
+  EXPECT_EQ(names(place_pixel_ops(chain, cpu(), with_normalize)), names(chain));
+  EXPECT_TRUE(with_normalize.augment.empty());
+  FeederOptions without;
+  EXPECT_EQ(names(place_pixel_ops(chain, a_gpu(), without)), names(chain));
+  EXPECT_TRUE(without.augment.empty());
+}
+
+TEST(PlacePixelOps, OnlyTheTrailingOpsMoveAndOneOfEachKind) {
+  FeederOptions options;
+  options.normalize = params();
+  const SampleOp user{"user", [](Sample&) {}};
+  const std::vector<SampleOp> kept =
+      place_pixel_ops({ops::decode_random_resized_crop(32), ops::distort(kJitter), user,
+                       ops::flip_horizontal(0.5), ops::flip_horizontal(0.5)},
+                      a_gpu(), options);
+  EXPECT_EQ(names(kept),
+            (std::vector<std::string>{"decode_random_resized_crop", "distort", "user", "flip_horizontal"}));
+  EXPECT_TRUE(options.augment.flip_horizontal.has_value());
+  EXPECT_FALSE(options.augment.distort.has_value()) << "distort was not trailing";
 }
 
 }  // namespace

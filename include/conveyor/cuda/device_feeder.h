@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device.h"
@@ -121,6 +122,20 @@ struct FeederStats {
   double decode_host_seconds = 0;  // the feeder thread's time in nvJPEG calls and CPU fallbacks
   double decode_gpu_seconds = 0;   // the decoder's time on the GPU (CUDA events)
 };
+
+// The default placement of the cheap per-pixel ops. Takes a chain's maps, in order, and, when `placement`
+// is a GPU and options.normalize is set, moves the trailing flip_horizontal and distort (the library's own,
+// recognised by SampleOp::spec; at most one of each) into options.augment, where the feeder runs them fused
+// with normalize on the GPU; returns the maps that stay in the pipeline:
+//   FeederOptions options{.normalize = trainer.input_normalization()};
+//   std::vector<SampleOp> maps = place_pixel_ops({ops::decode_random_resized_crop(224),
+//                                                 ops::flip_horizontal(0.5), ops::distort(jitter)},
+//                                                placement, options);
+// On a CPU placement, or without normalize, the maps come back unchanged: there they run as maps either
+// way. Moving changes nothing in images(): the feeder draws each sample's parameters as the maps would and
+// gives the same bytes. It also leaves decode_random_resized_crop last, where it may defer to the GPU.
+std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
+                                      FeederOptions& options);
 
 class DeviceBatchIterator;
 

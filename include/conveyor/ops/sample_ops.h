@@ -49,6 +49,17 @@ SampleOp random_crop(int height, int width, int padding = 0, PadMode mode = PadM
 SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant,
              std::uint8_t value = 0);
 
+// What flip_horizontal and distort carry in SampleOp::spec: their parameters and Rng streams, so that a
+// feeder can run the same op on the GPU (conveyor::place_pixel_ops).
+struct FlipHorizontalSpec {
+  double p = 0.5;
+  std::uint64_t stream = stream::flip_horizontal;
+};
+struct DistortSpec {
+  DistortOptions options;
+  std::uint64_t stream = stream::distort;
+};
+
 // Mirrors the image in place with probability p.
 SampleOp flip_horizontal(double p = 0.5);
 SampleOp flip_vertical(double p = 0.5);
