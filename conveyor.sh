@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-14-dev
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libxxhash-dev
   python3 python3-matplotlib
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
 )

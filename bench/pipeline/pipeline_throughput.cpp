@@ -7,8 +7,8 @@
 // there each worker makes whole batches, so its first W batches arrive together and a clock started at
 // the first batch would credit it with work done before the clock started. Also written: the rate after
 // the first batch only (images_per_s_after_first_batch) and over the whole run including start-up
-// (images_per_s_overall). A checksum over every batch's bytes and labels, in order, shows that the
-// result does not depend on the thread count.
+// (images_per_s_overall). A checksum over every batch's bytes and labels, in order (BatchChecksum),
+// shows that the result does not depend on the thread count. See --help for the options.
 //
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
 //                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
@@ -16,19 +16,22 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
@@ -57,119 +60,55 @@ struct Config {
   bool deterministic = true;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "pipeline_throughput: %s\n"
-      "usage: pipeline_throughput --data DIR [--threads N] [--batch B] [--size S] [--epochs E] [--seed K]\n"
-      "         [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16] [--limit N]\n"
-      "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0]\n",
-      problem.c_str());
-  std::exit(2);
-}
-
-std::uint64_t parse_number(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') usage("bad number for " + flag + ": '" + text + "'");
-  return value;
-}
-
 Config parse(int argc, char** argv) {
   Config config;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) usage("missing value after " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--data")
-      config.data = value;
-    else if (flag == "--threads")
-      config.threads = static_cast<int>(parse_number(flag, value));
-    else if (flag == "--batch")
-      config.batch = parse_number(flag, value);
-    else if (flag == "--size")
-      config.size = static_cast<int>(parse_number(flag, value));
-    else if (flag == "--epochs")
-      config.epochs = parse_number(flag, value);
-    else if (flag == "--seed")
-      config.seed = parse_number(flag, value);
-    else if (flag == "--json")
-      config.json = value;
-    else if (flag == "--trace")
-      config.trace = value;
-    else if (flag == "--limit")
-      config.limit = parse_number(flag, value);
-    else if (flag == "--prefetch")
-      config.prefetch = parse_number(flag, value);
-    else if (flag == "--repeat")
-      config.repeat = static_cast<int>(parse_number(flag, value));
-    else if (flag == "--in-flight")
-      config.in_flight = parse_number(flag, value);
-    else if (flag == "--deterministic")
-      config.deterministic = parse_number(flag, value) != 0;
-    else if (flag == "--on-error") {
-      if (value == "fail")
-        config.on_error = conveyor::OnError::fail;
-      else if (value == "skip")
-        config.on_error = conveyor::OnError::skip;
-      else
-        usage("--on-error is fail or skip");
-    } else if (flag == "--sweep") {
-      for (std::size_t start = 0; start <= value.size();) {
-        const std::size_t comma = std::min(value.find(',', start), value.size());
-        config.sweep.push_back(static_cast<int>(parse_number(flag, value.substr(start, comma - start))));
-        start = comma + 1;
-      }
-    } else {
-      usage("unknown flag " + flag);
-    }
+  CLI::App app(
+      "pipeline_throughput: images per second of the full CPU input pipeline (image_folder, shuffle,\n"
+      "decode_random_resized_crop, flip, distort, batch, prefetch) on a folder of JPEGs.");
+  app.add_option("--data", config.data, "ImageFolder root: one folder of JPEGs per class (required)");
+  app.add_option("--threads", config.threads, "worker threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--batch", config.batch, "images per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--size", config.size, "crop size in pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--epochs", config.epochs, "passes over the data")->capture_default_str();
+  app.add_option("--seed", config.seed, "pipeline seed (order and augmentation)")->capture_default_str();
+  std::string on_error = "fail";
+  app.add_option("--on-error", on_error, "a file that fails to decode: fail the run or skip it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fail", "skip"}));
+  app.add_option("--json", config.json, "write the results as JSON to FILE");
+  app.add_option("--trace", config.trace, "write a Chrome trace of the (last) run to FILE");
+  app.add_option("--sweep", config.sweep, "run at each of these thread counts, e.g. 1,2,4,8,16")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--limit", config.limit, "use only the first N files (0: all)")->capture_default_str();
+  app.add_option("--prefetch", config.prefetch, "batches made ahead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--repeat", config.repeat, "runs per point; the median is reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--in-flight", config.in_flight, "elements in flight (0: the library's default)")
+      ->capture_default_str();
+  app.add_option("--deterministic", config.deterministic, "deliver in order (1) or as ready (0)")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (config.data.empty()) throw CLI::RequiredError("--data");
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
-  if (config.data.empty()) usage("--data is required");
-  if (config.batch == 0 || config.size <= 0 || config.prefetch == 0 || config.repeat <= 0)
-    usage("sizes must be positive");
+  config.on_error = on_error == "skip" ? conveyor::OnError::skip : conveyor::OnError::fail;
   if (config.threads == 0)
     config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return config;
 }
-
-// xxHash64-style: four independent multiply-rotate lanes over 8-byte words, so hashing every byte of
-// every batch costs the consumer thread little (a byte-at-a-time FNV would cost it a core at 10k img/s).
-class Checksum {
- public:
-  void add(const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const std::uint8_t*>(data);
-    std::size_t i = 0;
-    for (; i + 32 <= size; i += 32)
-      for (int lane = 0; lane < 4; ++lane) lanes_[lane] = round(lanes_[lane], load(bytes + i + 8 * lane));
-    for (; i + 8 <= size; i += 8) lanes_[0] = round(lanes_[0], load(bytes + i));
-    for (; i < size; ++i) lanes_[1] = round(lanes_[1], bytes[i]);
-    length_ += size;
-  }
-  std::uint64_t value() const {
-    std::uint64_t h = rotl(lanes_[0], 1) + rotl(lanes_[1], 7) + rotl(lanes_[2], 12) + rotl(lanes_[3], 18);
-    h ^= length_;
-    h ^= h >> 33;
-    h *= kPrime2;
-    h ^= h >> 29;
-    h *= kPrime3;
-    return h ^ (h >> 32);
-  }
-
- private:
-  static constexpr std::uint64_t kPrime1 = 0x9E3779B185EBCA87ull, kPrime2 = 0xC2B2AE3D27D4EB4Full,
-                                 kPrime3 = 0x165667B19E3779F9ull;
-  static std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-  static std::uint64_t load(const std::uint8_t* p) {
-    std::uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  static std::uint64_t round(std::uint64_t acc, std::uint64_t input) {
-    return rotl(acc + input * kPrime2, 31) * kPrime1;
-  }
-  std::uint64_t lanes_[4] = {kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1};
-  std::uint64_t length_ = 0;
-};
 
 struct Result {
   int threads = 0;
@@ -180,7 +119,7 @@ struct Result {
   std::uint64_t warmup_batches = 0;
   double steady_s = 0;
   double first_batch_s = 0;
-  std::uint64_t checksum = 0;
+  std::string checksum;  // BatchChecksum::hex() of every batch, in order
   conveyor::PipelineStats stats;
 };
 
@@ -206,15 +145,14 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
 
   Result result;
   result.threads = threads;
-  Checksum checksum;
+  conveyor::BatchChecksum checksum;
   conveyor::BatchIterator it = batches.begin();
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
     arrivals.emplace_back(Clock::now(), batch->size());
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
-    checksum.add(batch->pixels().data(), batch->pixels().size());
-    checksum.add(batch->labels().data(), batch->labels().size_bytes());
+    checksum.add(*batch);
     result.images += batch->size();
   }
   const auto end = Clock::now();
@@ -230,14 +168,13 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
                                                 std::max<std::size_t>(1, arrivals.size() / 2));
   if (!arrivals.empty()) {
     result.first_batch_s = std::chrono::duration<double>(arrivals.front().first - start).count();
-    result.steady_s =
-        std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
+    result.steady_s = std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
     result.images_per_s = rate_after(result.warmup_batches);
     result.images_per_s_after_first_batch = rate_after(1);
     result.images_per_s_overall =
         static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
   }
-  result.checksum = checksum.value();
+  result.checksum = checksum.hex();
   result.stats = it.stats();
   return result;
 }
@@ -266,100 +203,72 @@ std::string hostname() {
   return name;
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
 
-std::string hex(std::uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-std::string point_json(const Result& r, double efficiency) {
-  char text[512];
-  std::snprintf(
-      text, sizeof text,
-      "{\"threads\": %d, \"images_per_s\": %.1f, \"images_per_s_after_first_batch\": %.1f, "
-      "\"images_per_s_overall\": %.1f, \"images\": %llu, \"warmup_batches\": %llu, "
-      "\"time_to_first_batch_s\": %.3f, \"steady_s\": %.3f, \"efficiency\": %.3f, \"checksum\": \"%s\", "
-      "\"skipped\": %llu}",
-      r.threads, r.images_per_s, r.images_per_s_after_first_batch, r.images_per_s_overall,
-      static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.warmup_batches),
-      r.first_batch_s, r.steady_s, efficiency, hex(r.checksum).c_str(),
-      static_cast<unsigned long long>(r.stats.skipped));
-  return text;
+Json point_json(const Result& r, double efficiency) {
+  return {{"threads", r.threads},
+          {"images_per_s", r.images_per_s},
+          {"images_per_s_after_first_batch", r.images_per_s_after_first_batch},
+          {"images_per_s_overall", r.images_per_s_overall},
+          {"images", r.images},
+          {"warmup_batches", r.warmup_batches},
+          {"time_to_first_batch_s", r.first_batch_s},
+          {"steady_s", r.steady_s},
+          {"efficiency", efficiency},
+          {"checksum", r.checksum},
+          {"skipped", r.stats.skipped}};
 }
 
 void write_json(const Config& config, const Result& main, const std::vector<Result>& sweep,
                 const std::vector<double>& efficiency) {
-  std::string out = "{\n";
-  out += "  \"benchmark\": \"pipeline_throughput\",\n";
-  out += "  \"machine\": {\"hostname\": " + json_string(hostname()) +
-         ", \"nproc\": " + std::to_string(std::thread::hardware_concurrency()) +
-         ", \"commit\": " + json_string(CONVEYOR_GIT_COMMIT) + "},\n";
-  char text[1024];
-  std::snprintf(
-      text, sizeof text,
-      "  \"config\": {\"data\": %s, \"batch\": %zu, \"size\": %d, \"epochs\": %llu, \"seed\": %llu, "
-      "\"on_error\": \"%s\", \"limit\": %llu, \"prefetch\": %zu, \"repeat\": %d, \"in_flight\": %zu, "
-      "\"deterministic\": %s},\n",
-      json_string(config.data).c_str(), config.batch, config.size,
-      static_cast<unsigned long long>(config.epochs), static_cast<unsigned long long>(config.seed),
-      config.on_error == conveyor::OnError::skip ? "skip" : "fail",
-      static_cast<unsigned long long>(config.limit), config.prefetch, config.repeat, main.stats.max_in_flight,
-      config.deterministic ? "true" : "false");
-  out += text;
-  std::snprintf(text, sizeof text,
-                "  \"images_per_s\": %.1f,\n  \"images_per_s_after_first_batch\": %.1f,\n"
-                "  \"images_per_s_overall\": %.1f,\n  \"warmup_batches\": %llu,\n"
-                "  \"threads\": %d,\n  \"images\": %llu,\n  \"skipped\": %llu,\n"
-                "  \"checksum\": \"%s\",\n  \"peak_rss_mb\": %.1f,\n  \"time_to_first_batch_s\": %.3f,\n"
-                "  \"steady_s\": %.3f,\n  \"pinned\": %s,\n  \"pool_buffers\": %zu,\n",
-                main.images_per_s, main.images_per_s_after_first_batch, main.images_per_s_overall,
-                static_cast<unsigned long long>(main.warmup_batches), main.threads,
-                static_cast<unsigned long long>(main.images),
-                static_cast<unsigned long long>(main.stats.skipped), hex(main.checksum).c_str(),
-                peak_rss_mb(), main.first_batch_s, main.steady_s, main.stats.pinned ? "true" : "false",
-                main.stats.pool_buffers);
-  out += text;
-  out += "  \"skip_reasons\": {";
-  bool first = true;
-  for (const auto& [reason, count] : main.stats.skip_reasons) {
-    out += (first ? "" : ", ") + json_string(reason) + ": " + std::to_string(count);
-    first = false;
-  }
-  out += "},\n  \"stages\": [";
-  for (std::size_t i = 0; i < main.stats.stages.size(); ++i) {
-    const conveyor::StageStats& s = main.stats.stages[i];
-    std::snprintf(text, sizeof text,
-                  "%s\n    {\"name\": %s, \"count\": %llu, \"busy_s\": %.3f, \"failures\": %llu}",
-                  i ? "," : "", json_string(s.name).c_str(), static_cast<unsigned long long>(s.count),
-                  static_cast<double>(s.busy_ns) / 1e9, static_cast<unsigned long long>(s.failures));
-    out += text;
-  }
-  std::snprintf(text, sizeof text,
-                "\n  ],\n  \"queue\": {\"max\": %zu, \"mean_seen_by_consumer\": %.2f},\n"
-                "  \"consumer_wait_s\": %.3f,\n",
-                main.stats.queue.max, main.stats.queue.mean,
-                static_cast<double>(main.stats.consumer_wait_ns) / 1e9);
-  out += text;
-  bool same = true;
-  for (const Result& r : sweep) same = same && r.checksum == main.checksum;
-  out += std::string("  \"checksums_equal\": ") + (same ? "true" : "false") + ",\n";
-  out += "  \"sweep\": [";
-  for (std::size_t i = 0; i < sweep.size(); ++i)
-    out += (i ? ",\n    " : "\n    ") + point_json(sweep[i], efficiency[i]);
-  out += sweep.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  std::FILE* file = std::fopen(config.json.c_str(), "w");
-  if (file == nullptr) throw std::runtime_error("cannot write " + config.json);
-  std::fwrite(out.data(), 1, out.size(), file);
-  std::fclose(file);
+  Json out;
+  out["benchmark"] = "pipeline_throughput";
+  out["machine"] = {{"hostname", hostname()},
+                    {"nproc", std::thread::hardware_concurrency()},
+                    {"commit", CONVEYOR_GIT_COMMIT}};
+  out["config"] = {{"data", config.data},
+                   {"batch", config.batch},
+                   {"size", config.size},
+                   {"epochs", config.epochs},
+                   {"seed", config.seed},
+                   {"on_error", config.on_error == conveyor::OnError::skip ? "skip" : "fail"},
+                   {"limit", config.limit},
+                   {"prefetch", config.prefetch},
+                   {"repeat", config.repeat},
+                   {"in_flight", main.stats.max_in_flight},
+                   {"deterministic", config.deterministic}};
+  out["images_per_s"] = main.images_per_s;
+  out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
+  out["images_per_s_overall"] = main.images_per_s_overall;
+  out["warmup_batches"] = main.warmup_batches;
+  out["threads"] = main.threads;
+  out["images"] = main.images;
+  out["skipped"] = main.stats.skipped;
+  out["checksum"] = main.checksum;
+  out["peak_rss_mb"] = peak_rss_mb();
+  out["time_to_first_batch_s"] = main.first_batch_s;
+  out["steady_s"] = main.steady_s;
+  out["pinned"] = main.stats.pinned;
+  out["pool_buffers"] = main.stats.pool_buffers;
+  out["skip_reasons"] = Json::object();
+  for (const auto& [reason, count] : main.stats.skip_reasons) out["skip_reasons"][reason] = count;
+  out["stages"] = Json::array();
+  for (const conveyor::StageStats& s : main.stats.stages)
+    out["stages"].push_back({{"name", s.name},
+                             {"count", s.count},
+                             {"busy_s", static_cast<double>(s.busy_ns) / 1e9},
+                             {"failures", s.failures}});
+  out["queue"] = {{"max", main.stats.queue.max}, {"mean_seen_by_consumer", main.stats.queue.mean}};
+  out["consumer_wait_s"] = static_cast<double>(main.stats.consumer_wait_ns) / 1e9;
+  out["checksums_equal"] =
+      std::all_of(sweep.begin(), sweep.end(), [&](const Result& r) { return r.checksum == main.checksum; });
+  out["sweep"] = Json::array();
+  for (std::size_t i = 0; i < sweep.size(); ++i) out["sweep"].push_back(point_json(sweep[i], efficiency[i]));
+
+  std::ofstream file(config.json, std::ios::binary | std::ios::trunc);
+  // Paths need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
+  file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  if (!file.flush()) throw std::runtime_error("cannot write " + config.json);
 }
 
 }  // namespace
@@ -385,8 +294,7 @@ int main(int argc, char** argv) {
                                        (static_cast<double>(sweep.back().threads) * base.images_per_s)
                                  : 0.0);
         std::printf("%8d %12.1f %10.1f%% %10.3f  %s\n", sweep.back().threads, sweep.back().images_per_s,
-                    100.0 * efficiency.back(), sweep.back().first_batch_s,
-                    hex(sweep.back().checksum).c_str());
+                    100.0 * efficiency.back(), sweep.back().first_batch_s, sweep.back().checksum.c_str());
         std::fflush(stdout);
       }
       main_run = sweep.back();
@@ -397,8 +305,7 @@ int main(int argc, char** argv) {
         main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.warmup_batches),
         main_run.images_per_s_after_first_batch, main_run.images_per_s_overall,
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
-        static_cast<unsigned long long>(main_run.stats.skipped),
-        hex(main_run.checksum).c_str(), peak_rss_mb());
+        static_cast<unsigned long long>(main_run.stats.skipped), main_run.checksum.c_str(), peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
     for (const Result& r : sweep)
       if (r.checksum != main_run.checksum)

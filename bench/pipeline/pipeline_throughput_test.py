@@ -39,7 +39,8 @@ def main(throughput, make_images):
         data = os.path.join(tmp, "set")
         run([make_images, "--out", data, "--sources", PHOTOS, "--count", str(IMAGES), "--classes", "4"])
         train = os.path.join(data, "train")
-        common = [throughput, "--data", train, "--batch", "8", "--size", "64", "--epochs", "2", "--seed", "3"]
+        # Both forms of an option's value, "--flag value" and "--flag=value".
+        common = [throughput, "--data", train, "--batch=8", "--size", "64", "--epochs=2", "--seed", "3"]
 
         # A sweep: both points see every image twice, in the same order, with the same bytes.
         sweep_json = os.path.join(tmp, "sweep.json")

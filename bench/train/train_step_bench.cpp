@@ -5,13 +5,15 @@
 // and images/s is also given from the wall clock over all timed steps.
 //
 //   train_step_bench --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 10 [--unfused-bn]
-//                    [--graph] [--device 0|cpu] [--size 224] [--json FILE]
+//                    [--graph] [--device 0|cpu] [--size 224] [--json FILE]        (--help says more)
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,52 +37,42 @@ struct Args {
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: train_step_bench [--model resnet18|small_resnet] [--batch N] [--precision bf16|fp16|fp32]\n"
-      "       [--steps N] [--warmup N] [--unfused-bn] [--graph] [--device N|cpu] [--size S] [--json FILE]\n",
-      problem.c_str());
-  std::exit(2);
-}
-
+// On --help prints the usage and exits 0; on a bad argument says why and exits 2.
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (flag == "--model")
-        a.model = train::parse_model(value());
-      else if (flag == "--batch")
-        a.batch = std::stoi(value());
-      else if (flag == "--precision")
-        a.precision = train::parse_precision(value());
-      else if (flag == "--steps")
-        a.steps = std::stoi(value());
-      else if (flag == "--warmup")
-        a.warmup = std::stoi(value());
-      else if (flag == "--size")
-        a.size = std::stoi(value());
-      else if (flag == "--unfused-bn")
-        a.fused = false;
-      else if (flag == "--graph")
-        a.graph = true;
-      else if (flag == "--json")
-        a.json = value();
-      else if (flag == "--device") {
-        const std::string d = value();
-        a.device = d == "cpu" ? -1 : std::stoi(d);
-      } else
-        usage("unknown option " + flag);
-    } catch (const std::logic_error& e) {  // stoi
-      usage(flag + ": " + e.what());
-    }
+  std::string model = "resnet18", precision = "bf16", device = "0";
+  bool unfused = false;
+  CLI::App app(
+      "train_step_bench: the training step alone (normalize, forward, loss, backward, SGD) on random\n"
+      "images already where the step reads them; warm-up and the first step are reported apart.");
+  app.add_option("--model", model, "the network")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"resnet18", "small_resnet"}));
+  app.add_option("--batch", a.batch, "images per step")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--precision", precision, "arithmetic of the step")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_option("--steps", a.steps, "timed steps")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", a.warmup, "untimed steps after the first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--unfused-bn", unfused, "batch norm as separate mean, variance and normalize steps");
+  app.add_flag("--graph", a.graph, "run the step as a CUDA graph");
+  app.add_option("--device", device, "GPU index, or cpu for the CPU reference")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu"}) | CLI::Range(0, 1024));
+  app.add_option("--size", a.size, "input size (0: 224 for resnet18, 28 for small_resnet)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--json", a.json, "write the results as JSON to FILE");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
-  if (a.batch < 1 || a.steps < 1 || a.warmup < 0) usage("batch and steps must be positive");
+  a.model = train::parse_model(model);
+  a.precision = train::parse_precision(precision);
+  a.fused = !unfused;
+  a.device = device == "cpu" ? -1 : std::stoi(device);
   return a;
 }
 
@@ -161,17 +153,27 @@ int main(int argc, char** argv) try {
       median, p95, timed.size(), images_per_s, images_per_s_wall);
   std::printf("last loss        %.4f\n", last.loss);
   if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << "{\"bench\": \"train_step_bench\", \"commit\": \"" << CONVEYOR_GIT_COMMIT << "\", \"model\": \""
-        << train::to_string(args.model) << "\", \"batch\": " << args.batch << ", \"size\": " << size
-        << ", \"precision\": \"" << train::to_string(args.precision)
-        << "\", \"fused_bn\": " << (args.fused ? "true" : "false")
-        << ", \"graph\": " << (args.graph ? "true" : "false") << ", \"placement\": \"" << trainer.placement()
-        << "\", \"warmup_s\": " << warmup_s << ", \"first_step_ms\": " << first_step_ms
-        << ", \"steps\": " << timed.size() << ", \"step_ms_median\": " << median
-        << ", \"step_ms_p95\": " << p95 << ", \"images_per_s\": " << images_per_s
-        << ", \"images_per_s_wall\": " << images_per_s_wall << ", \"last_loss\": " << last.loss << "}\n";
-    if (!out) throw IoError("cannot write " + args.json);
+    const nlohmann::ordered_json out = {
+        {"bench", "train_step_bench"},
+        {"commit", CONVEYOR_GIT_COMMIT},
+        {"model", train::to_string(args.model)},
+        {"batch", args.batch},
+        {"size", size},
+        {"precision", train::to_string(args.precision)},
+        {"fused_bn", args.fused},
+        {"graph", args.graph},
+        {"placement", trainer.placement()},
+        {"warmup_s", warmup_s},
+        {"first_step_ms", first_step_ms},
+        {"steps", timed.size()},
+        {"step_ms_median", median},
+        {"step_ms_p95", p95},
+        {"images_per_s", images_per_s},
+        {"images_per_s_wall", images_per_s_wall},
+        {"last_loss", last.loss}};  // NaN (a diverged step) is written as null
+    std::ofstream file(args.json, std::ios::binary | std::ios::trunc);
+    file << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    if (!file.flush()) throw IoError("cannot write " + args.json);
   }
   return 0;
 } catch (const std::exception& e) {

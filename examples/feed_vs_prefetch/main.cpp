@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <filesystem>
@@ -21,6 +20,7 @@
 #include "conveyor/train/trainer.h"
 #include "modes.h"
 #include "options.h"
+#include "plot_script.h"
 #include "report.h"
 
 namespace fvp = feed_vs_prefetch;
@@ -133,13 +133,8 @@ int main(int argc, char** argv) try {
                     static_cast<int>(setup.paths.size())};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   if (!options.json.empty()) fvp::write_json(options.json, info, results);
-  if (!options.plot.empty()) {
-    if (options.json.empty())
-      throw conveyor::InvalidArgument("--plot needs --json (the plot is drawn from it)");
-    const std::string script = std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_feed_vs_prefetch.py";
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" + script +
-                                "' '" + options.json + "' '" + options.plot + "'";
-    if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
+  if (!options.plot.empty()) {  // the command line made sure --json was given too
+    example_support::plot("plot_feed_vs_prefetch.py", options.json, options.plot);
     std::printf("plot: %s\n", options.plot.c_str());
   }
   return 0;

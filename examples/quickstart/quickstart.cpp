@@ -1,22 +1,30 @@
 // The README's example, compiled so that it stays true: trains ResNet-18 for a few steps on an
 // ImageFolder tree. usage: quickstart DIR [steps]
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "conveyor/conveyor.h"
 
 int main(int argc, char** argv) try {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: quickstart DIR [steps]\n");
-    return 2;
+  std::string dir;
+  int steps = 20;
+  CLI::App app("quickstart: trains ResNet-18 for a few steps on an ImageFolder tree (the README's example)");
+  app.add_option("dir", dir, "ImageFolder root: one folder of JPEGs per class (required)");
+  app.add_option("steps", steps, "training steps")->capture_default_str()->check(CLI::Range(0, 1000000));
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (dir.empty()) throw CLI::RequiredError("dir");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
   }
-  const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
   const auto placement = conveyor::resolve(conveyor::DeviceSpec::parse("auto"));
   const int batch_size = placement.gpu ? 256 : 8;
   const int size = placement.gpu ? 224 : 64;  // the CPU reference is slow: a small input there
 
-  auto train = conveyor::Dataset::image_folder(argv[1])  // (bytes, label) from class folders
+  auto train = conveyor::Dataset::image_folder(dir)  // (bytes, label) from class folders
                    .shuffle(10'000, /*seed=*/42)
                    .repeat()
                    .map(conveyor::ops::decode_random_resized_crop(size))  // decodes only the crop window

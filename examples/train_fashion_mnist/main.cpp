@@ -2,6 +2,7 @@
 // files on disk, the pipeline (decode, pad 4 + random crop 28, flip), pinned batches, the device feeder
 // and the training step (cuDNN on a GPU, the CPU reference otherwise). Prints loss, train and test
 // accuracy, images/s and the data-wait fraction per epoch; writes a CSV and a PNG of the curves.
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +12,6 @@
 #include <fstream>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "conveyor/cuda/device.h"
@@ -22,20 +22,12 @@
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
 #include "conveyor/train/trainer.h"
+#include "device_option.h"
+#include "plot_script.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kUsage =
-    "usage: train_fashion_mnist [--data DIR] [--epochs E] [--batch B] [--lr LR] [--device auto|cpu|gpu:N]\n"
-    "                           [--threads N] [--train-subset N] [--test-subset N] [--precision "
-    "bf16|fp16|fp32]\n"
-    "                           [--width 16|32] [--csv FILE] [--plot FILE.png] [--checkpoint FILE] [--resume "
-    "FILE]\n"
-    "                           [--seed K]\n"
-    "DIR holds train.txt and test.txt (\"path label\" lines), as ./conveyor.sh demo makes them under\n"
-    "data/generated/fashion-mnist.\n";
 
 struct Options {
   std::string data = "data/generated/fashion-mnist";
@@ -46,60 +38,46 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "train_fashion_mnist: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
+// On --help prints the usage and exits 0; on a bad argument says why and exits 2.
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
-    const std::string value = argv[++i];
-    auto number = [&](double lo, double hi) {
-      char* end = nullptr;
-      const double v = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || v < lo || v > hi)
-        usage_error(std::string(flag) + ": bad value " + value);
-      return v;
-    };
-    if (flag == "--data")
-      o.data = value;
-    else if (flag == "--epochs")
-      o.epochs = static_cast<int>(number(0, 1000));
-    else if (flag == "--batch")
-      o.batch = static_cast<int>(number(1, 65536));
-    else if (flag == "--lr")
-      o.lr = number(0, 100);
-    else if (flag == "--device")
-      o.device = value;
-    else if (flag == "--threads")
-      o.threads = static_cast<int>(number(0, 4096));
-    else if (flag == "--train-subset")
-      o.train_subset = static_cast<std::size_t>(number(0, 1e9));
-    else if (flag == "--test-subset")
-      o.test_subset = static_cast<std::size_t>(number(0, 1e9));
-    else if (flag == "--precision")
-      o.precision = value;
-    else if (flag == "--width")
-      o.width = static_cast<int>(number(1, 1024));
-    else if (flag == "--csv")
-      o.csv = value;
-    else if (flag == "--plot")
-      o.plot = value;
-    else if (flag == "--checkpoint")
-      o.checkpoint = value;
-    else if (flag == "--resume")
-      o.resume = value;
-    else if (flag == "--seed")
-      o.seed = static_cast<std::uint64_t>(number(0, 1e18));
-    else
-      usage_error("unknown option " + std::string(flag));
+  CLI::App app(
+      "train_fashion_mnist: trains the small ResNet on Fashion-MNIST through the whole stack (JPEG\n"
+      "files, the pipeline, pinned batches, the device feeder, the training step) and prints loss,\n"
+      "accuracy, images/s and the data-wait fraction per epoch.");
+  app.add_option("--data", o.data,
+                 "folder with train.txt and test.txt (\"path label\" lines), as ./conveyor.sh data makes it")
+      ->capture_default_str();
+  app.add_option("--epochs", o.epochs, "passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--batch", o.batch, "images per step")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--lr", o.lr, "base learning rate (cosine decay to zero)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--device", o.device, "where the model trains")
+      ->capture_default_str()
+      ->check(example_support::device_spec());
+  app.add_option("--threads", o.threads, "pipeline threads (0: all cores)")->check(CLI::Range(0, 4096));
+  app.add_option("--train-subset", o.train_subset, "train on a random N of the training images (0: all)");
+  app.add_option("--test-subset", o.test_subset, "test on the first N test images (0: all)");
+  app.add_option("--precision", o.precision, "arithmetic of the training step")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_option("--width", o.width, "channels of the first stage (default: the trainer's)")
+      ->check(CLI::Range(1, 1024));
+  CLI::Option* csv = app.add_option("--csv", o.csv, "write one line per epoch to FILE");
+  app.add_option("--plot", o.plot,
+                 "draw the curves into FILE.png " + example_support::help_text("plot_training.py"))
+      ->needs(csv);
+  app.add_option("--checkpoint", o.checkpoint, "save the trainer to FILE after every epoch");
+  app.add_option("--resume", o.resume, "load the trainer from FILE before training");
+  app.add_option("--seed", o.seed, "seed of the order, the augmentation and the weights")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
   return o;
 }
@@ -236,13 +214,9 @@ int main(int argc, char** argv) try {
   }
   std::printf("final test accuracy %.2f%% after %d epochs, %.1f s of training and evaluation\n",
               100 * final_test, o.epochs, seconds_since(run_start));
-  if (!o.plot.empty()) {
-    if (o.csv.empty()) throw conveyor::InvalidArgument("--plot needs --csv (the plot is drawn from it)");
+  if (!o.plot.empty()) {  // the command line made sure --csv was given too
     csv.close();
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" +
-                                std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" + o.csv +
-                                "' '" + o.plot + "'";
-    if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
+    example_support::plot("plot_training.py", o.csv, o.plot);
   }
   return 0;
 } catch (const std::exception& e) {

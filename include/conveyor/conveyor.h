@@ -4,6 +4,7 @@
 #pragma once
 
 #include "conveyor/batch.h"
+#include "conveyor/batch_checksum.h"
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/cuda/device_feeder.h"

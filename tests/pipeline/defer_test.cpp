@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
@@ -142,24 +143,24 @@ TEST(Defer, TheSameBatchesAtAnyThreadCount) {
                                  .map(fill_or_defer())
                                  .with_options({.threads = threads, .seed = 4, .defer = policy})
                                  .batch(16, kShape);
-    testing::Checksum sum;
+    BatchChecksum sum;
     std::vector<std::uint64_t> numbers;
     for (const Batch& batch : d) {
       for (std::size_t i = 0; i < batch.size(); ++i) {
         numbers.push_back(static_cast<std::uint64_t>(batch.labels()[i]));
         if (batch.samples()[i].deferred) {
-          sum.add(batch.deferred_bytes(i).data(), batch.deferred_bytes(i).size());
+          sum.add(batch.deferred_bytes(i));
         } else {
-          sum.add(batch.image(i).data, kShape.bytes());
+          sum.add({batch.image(i).data, kShape.bytes()});
         }
       }
     }
     if (threads == 1) {
       first = numbers;
-      first_sum = sum.value;
+      first_sum = sum.value();
     } else {
       EXPECT_EQ(numbers, first) << threads << " threads";
-      EXPECT_EQ(sum.value, first_sum) << threads << " threads";
+      EXPECT_EQ(sum.value(), first_sum) << threads << " threads";
     }
   }
 }

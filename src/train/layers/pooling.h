@@ -24,7 +24,6 @@ class Pool2d {
   Pool2d& operator=(Pool2d&&) noexcept;
 
   const std::string& name() const noexcept { return name_; }
-  Shape4 input_shape() const noexcept { return geometry_.input; }
   Shape4 output_shape() const noexcept;
 
   // GPU: the cuDNN descriptors. CPU: nothing.
