@@ -107,10 +107,8 @@ int main(int argc, char** argv) try {
   trainer.blocks_per_stage = gpu ? 2 : 1;
 
   const std::vector<conveyor::StagePlacement> stages = {
-      {"read + decode + augment", "cpu, " + std::to_string(options.threads) +
-                                      " threads (parallel); prefetch: its own line below (on a GPU, "
-                                      "augmentation and part of the decoding "
-                                      "run there)"},
+      {"read + decode + augment",
+       "cpu, " + std::to_string(options.threads) + " threads (parallel); prefetch: see its line below"},
       {"copy to device",
        gpu ? "gpu:" + std::to_string(placement.device) + " copy stream" : "none (host memory)"},
       {"training step",
