@@ -24,6 +24,15 @@
 #   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
 #   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
 #             and compiled (bench/peers/torch_train_from_jpeg.py); needs the python phase first
+#   gpu-stages  issue 20's GPU stages: the nvJPEG ABI check (g++ against the toolkit's nvjpeg.h), their GPU
+#             tests, then gpu_stages_bench (nvJPEG decode by path, fused augmentation) on the data phase's set
+#   stage-tests  issue 20, tests only: the nvJPEG ABI check, every GPU test of the device programs (feeder,
+#             nvJPEG decoder, stages, hybrid decoding) and the trainer's GPU tests; full logs in results
+#   hybrid    issue 20: pipeline_throughput CPU-only vs --device gpu (hybrid decode + GPU augmentation) at 16
+#             and 4 threads, alternating, three pairs each (20,000 images per run), the DataLoader at 16
+#             workers, one adaptive-split run per thread count (with a trace), then the ratios
+#   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
+#             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -38,6 +47,29 @@ data=/tmp/data
 imagenet=$data/imagenet-like-5000/train
 log() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo "!!! rc=$rc: $*"; return 0; }
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+# nvJPEG is loaded at run time (dlopen libnvjpeg.so.13): the toolkit's copy, after the bundle's libraries.
+[ -e "$cuda_home/lib64/libnvjpeg.so.13" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_home/lib64"
+# The nvJPEG declarations of src/device/nvjpeg/nvjpeg_api.h against NVIDIA's header, at compile time.
+nvjpeg_abi_check() {
+  if [ ! -f "$cuda_home/include/nvjpeg.h" ]; then
+    echo "!!! nvjpeg ABI check: no $cuda_home/include/nvjpeg.h"
+  elif timeout 120 g++ -std=c++20 -I "$root/include" -I "$root" -I "$cuda_home/include" \
+      "$root/tests/device/nvjpeg_abi_check.cpp" -fsyntax-only; then
+    echo "nvjpeg ABI check: OK (our values, structs and signatures match $cuda_home/include/nvjpeg.h)"
+  else
+    echo "!!! nvjpeg ABI check FAILED (the static_assert above names what differs)"
+  fi
+}
+# A GPU test program: full log to $r/NAME.log, on the console its summary, every failure with the lines
+# around it, and the diagnostic lines the tests print ("[ nvjpeg   ]", "[ stages   ]", "[ images   ]").
+gpu_tests() {
+  local name=$1; shift
+  run 600 "$bin/$name" --gtest_output=json:"$r/$name.json" "$@" >"$r/$name.log" 2>&1
+  grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\]|^\[ (nvjpeg|stages|images|placement) ' "$r/$name.log" | head -150
+  grep -B2 -A12 -E 'Failure$|^unknown file: Failure|Segmentation|terminate called|!!! rc' "$r/$name.log" | head -200
+  echo "--- last lines of $name.log:"; tail -4 "$r/$name.log"
+}
 
 {
   log "machine"; nvidia-smi -L; nproc; grep -m1 'model name' /proc/cpuinfo; date -u; cat "$root/.carry/commit" 2>/dev/null
@@ -169,6 +201,48 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         log "ResNet-18 in PyTorch fed three ways"
         run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" \
           --conveyor-python "$root/build-python" --json "$r/torch_train_from_jpeg.json" ;;
+      gpu-stages)
+        log "GPU stages: nvJPEG ABI check, stage tests, benchmarks"
+        nvjpeg_abi_check
+        run 300 "$bin/conveyor_device_gpu_tests" --gtest_filter='Nvjpeg*:CropResizeGpu*:FusedAugmentGpu*' \
+          --gtest_output=json:"$r/gpu_stage_tests.json" 2>&1 | tee "$r/gpu_stage_tests.log"
+        CONVEYOR_BENCH_IMAGES=$imagenet run 300 "$bin/gpu_stages_bench" --benchmark_repetitions=3 \
+          --benchmark_report_aggregates_only=true --benchmark_out_format=json --benchmark_out="$r/gpu_stages_bench.json" \
+          2>&1 | grep -vE '_(mean|stddev|cv) ' ;;
+      stage-tests)
+        log "issue 20 tests: nvJPEG ABI check, GPU tests of the device programs and the trainer"
+        nvjpeg_abi_check
+        gpu_tests conveyor_device_gpu_tests
+        gpu_tests conveyor_train_gpu_tests ;;
+      hybrid)
+        log "issue 20: pipeline CPU-only vs GPU decode + augmentation, alternating pairs, 16 and 4 threads"
+        common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7)
+        for threads in 16 4; do
+          for i in 1 2 3; do
+            run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads \
+              --json "$r/hybrid_${threads}_${i}_cpu.json" 2>&1 | grep -E '^threads|pipeline_throughput:'
+            run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu \
+              --json "$r/hybrid_${threads}_${i}_gpu.json" 2>&1 | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
+          done
+          # The adaptive split (the share moves while the pipeline is not deterministic), with a trace.
+          run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu --deterministic 0 \
+            --json "$r/hybrid_${threads}_adaptive_gpu.json" --trace "$r/hybrid_${threads}_adaptive.trace.json" 2>&1 \
+            | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
+        done
+        run 300 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers 16 \
+          --json "$r/hybrid_torch_16.json" --conveyor-json "$r/hybrid_16_1_gpu.json" | tail -3
+        python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
+      fvp-device)
+        log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"
+        for i in 1 2; do
+          run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50 \
+            --warmup 5 --json "$r/fvp_device_$i.json" --trace-dir "$r/fvp_traces_$i" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
+          run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 \
+            --json "$r/fvp_train_step_$i.json" 2>&1 | tail -2
+        done
+        run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50 \
+          --warmup 5 --gpu-decode 0 --json "$r/fvp_device_cpu_decode.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
+        python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

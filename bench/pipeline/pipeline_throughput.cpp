@@ -12,6 +12,15 @@
 // consumer does no work at all, as bench/pipeline/pipeline_throughput.py (the same run from Python) does.
 // See --help for the options.
 //
+// With --device gpu the run ends on the device instead (issue 20): a DeviceFeeder copies each batch to the
+// GPU, decodes there the share of the images the hybrid split gives it (nvJPEG; --gpu-decode), runs flip
+// and distort fused with the normalize that makes a model's input (--gpu-augment), and the images are
+// ready on the GPU (bf16 NHWC by default, --precision). The same timing rule, the clock stopped once the
+// GPU has finished the last batch; the checksum is computed on the GPU over every batch's pixels and
+// images (device_checksum.h), so it shows the same run-to-run and thread-count independence in
+// deterministic runs. The split (images decoded by the CPU and by the GPU, fallbacks by reason) is
+// printed and written.
+//
 //   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
 //                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
@@ -35,6 +44,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -42,6 +52,11 @@
 #include <vector>
 
 #include "conveyor/batch_checksum.h"
+#include "conveyor/cuda/device_feeder.h"
+#ifdef CONVEYOR_HAVE_CUDA
+#include "bench/pipeline/device_checksum.h"
+#include "conveyor/cuda/stream.h"
+#endif
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/iterator_state.h"
@@ -73,7 +88,31 @@ struct Config {
   std::size_t shards = 1, shard = 0;
   std::string state_out, batch_log, sample_log;
   std::vector<std::string> resume;
+  // --device gpu: where the run ends and what runs there.
+  std::string device = "none";  // none: batches in host memory (the CPU pipeline alone)
+  bool gpu_decode = true;
+  double gpu_share = 0.5;
+  bool gpu_augment = true;
+  std::string precision = "bf16";
 };
+
+// The options of the device mode (see the file comment).
+void add_device_options(CLI::App& app, Config& config) {
+  app.add_option("--device", config.device,
+                 "none: the batches end in host memory; gpu or gpu:N: on that GPU, with the options below")
+      ->capture_default_str();
+  app.add_option("--gpu-decode", config.gpu_decode, "nvJPEG decodes a share of the images (hybrid split)")
+      ->capture_default_str();
+  app.add_option("--gpu-share", config.gpu_share,
+                 "the GPU's share: fixed in deterministic runs, where adapting starts otherwise")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--gpu-augment", config.gpu_augment, "flip and distort on the GPU, fused with normalize")
+      ->capture_default_str();
+  app.add_option("--precision", config.precision, "the normalized images' element type (NHWC)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+}
 
 Config parse(int argc, char** argv) {
   Config config;
@@ -124,6 +163,7 @@ Config parse(int argc, char** argv) {
   app.add_option("--batch-log", config.batch_log, "write \"epoch first_index checksum\" per batch to FILE");
   app.add_option("--sample-log", config.sample_log,
                  "write \"epoch index checksum label\" per sample to FILE");
+  add_device_options(app, config);
   try {
     app.parse(argc, argv);
     // Checked here rather than with required(): CLI11 would report it before an unknown flag.
@@ -134,6 +174,9 @@ Config parse(int argc, char** argv) {
     if (resumable && (!config.sweep.empty() || config.repeat != 1))
       throw CLI::ValidationError("--state-out, --resume, --batch-log, --sample-log",
                                  "one run: no --sweep or --repeat");
+    if (resumable && config.device != "none")
+      throw CLI::ValidationError("--state-out, --resume, --batch-log, --sample-log",
+                                 "host batches only: not with --device");
   } catch (const CLI::ParseError& error) {
     std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
@@ -198,51 +241,15 @@ struct Result {
   std::uint64_t warmup_batches = 0;
   double steady_s = 0;
   double first_batch_s = 0;
-  std::string checksum;  // BatchChecksum::hex() of every batch, in order; "off" with --checksum 0
+  std::string checksum;  // BatchChecksum::hex() of every batch, in order ("off" with --checksum 0); on the
+                         // device: device_checksum.h
   conveyor::PipelineStats stats;
+  std::optional<conveyor::FeederStats> feeder;  // --device gpu
 };
 
-Result run_once(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
-  namespace ops = conveyor::ops;
-  const auto start = Clock::now();
-  conveyor::Dataset files = conveyor::Dataset::image_folder(config.data);
-  if (config.limit > 0) files = files.take(config.limit);
-  // The whole-epoch shuffle (seeded from the pipeline seed): its state restores in O(1). shard(1, 0) when
-  // unsharded, so that every state can be combined into another shard count.
-  const conveyor::BatchedDataset batches =
-      files.shuffle()
-          .repeat(config.epochs)
-          .shard(config.shards, config.shard)
-          .map(ops::decode_random_resized_crop(config.size))
-          .map(ops::flip_horizontal(0.5))
-          .map(ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
-          .with_options({.threads = threads,
-                         .deterministic = config.deterministic,
-                         .on_error = config.on_error,
-                         .seed = config.seed,
-                         .max_in_flight = config.in_flight,
-                         .trace = trace})
-          .batch(config.batch, conveyor::ImageShape{config.size, config.size, 3})
-          .prefetch(config.prefetch);
-
-  Result result;
-  result.threads = threads;
-  conveyor::BatchChecksum checksum;
-  conveyor::BatchIterator it = resume_or_begin(batches, config);
-  const auto batch_log = open_log(config.batch_log), sample_log = open_log(config.sample_log);
-  const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
-  std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
-  while (std::optional<conveyor::Batch> batch = it.next()) {
-    arrivals.emplace_back(Clock::now(), batch->size());
-    result.images += batch->size();
-    log_batch(batch_log.get(), *batch);
-    log_samples(sample_log.get(), *batch);
-    save_state(config.state_out, it);
-    if (!config.checksum) continue;
-    conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
-    checksum.add(*batch);
-  }
-  const auto end = Clock::now();
+// The timing rule of the file comment, from when each batch arrived.
+void set_rates(Result& result, const std::vector<std::pair<Clock::time_point, std::size_t>>& arrivals,
+               Clock::time_point start, Clock::time_point end, int threads) {
   const auto rate_after = [&](std::size_t warmup) {
     if (arrivals.size() <= warmup) return 0.0;
     std::uint64_t images = 0;
@@ -261,10 +268,129 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
     result.images_per_s_overall =
         static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
   }
+}
+
+// The chain's maps: the same augmentation in both modes.
+std::vector<conveyor::SampleOp> augmentation(int size) {
+  namespace ops = conveyor::ops;
+  return {ops::decode_random_resized_crop(size), ops::flip_horizontal(0.5),
+          ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4})};
+}
+
+// Every map of the chain after the files. The whole-epoch shuffle (seeded from the pipeline seed): its
+// state restores in O(1). shard(1, 0) when unsharded, so that every state can be combined into another
+// shard count.
+conveyor::BatchedDataset make_batches(const Config& config, int threads,
+                                      const std::shared_ptr<conveyor::TraceRecorder>& trace,
+                                      const std::vector<conveyor::SampleOp>& maps) {
+  conveyor::Dataset files = conveyor::Dataset::image_folder(config.data);
+  if (config.limit > 0) files = files.take(config.limit);
+  conveyor::Dataset chain = files.shuffle().repeat(config.epochs).shard(config.shards, config.shard);
+  for (const conveyor::SampleOp& op : maps) chain = chain.map(op);
+  return chain
+      .with_options({.threads = threads,
+                     .deterministic = config.deterministic,
+                     .on_error = config.on_error,
+                     .seed = config.seed,
+                     .max_in_flight = config.in_flight,
+                     .trace = trace})
+      .batch(config.batch, conveyor::ImageShape{config.size, config.size, 3})
+      .prefetch(config.prefetch);
+}
+
+Result run_once_on_device(const Config& config, int threads,
+                          const std::shared_ptr<conveyor::TraceRecorder>& trace);
+
+Result run_once(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  if (config.device != "none") return run_once_on_device(config, threads, trace);
+  const auto start = Clock::now();
+  const conveyor::BatchedDataset batches = make_batches(config, threads, trace, augmentation(config.size));
+
+  Result result;
+  result.threads = threads;
+  conveyor::BatchChecksum checksum;
+  conveyor::BatchIterator it = resume_or_begin(batches, config);
+  const auto batch_log = open_log(config.batch_log), sample_log = open_log(config.sample_log);
+  const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
+  std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
+  while (std::optional<conveyor::Batch> batch = it.next()) {
+    arrivals.emplace_back(Clock::now(), batch->size());
+    result.images += batch->size();
+    log_batch(batch_log.get(), *batch);
+    log_samples(sample_log.get(), *batch);
+    save_state(config.state_out, it);
+    if (!config.checksum) continue;
+    conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
+    checksum.add(*batch);
+  }
+  set_rates(result, arrivals, start, Clock::now(), threads);
   result.checksum = config.checksum ? checksum.hex() : "off";
   result.stats = it.stats();
   return result;
 }
+
+// The feeder's options for --device gpu: the images a bf16 (or --precision) NHWC model takes, flip and
+// distort there (place_pixel_ops moves them off the chain), the hybrid split. Returns the maps the pipeline
+// keeps.
+std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conveyor::Placement& placement,
+                                                conveyor::FeederOptions& options) {
+  namespace ops = conveyor::ops;
+  ops::NormalizeParams normalize;
+  normalize.mean = {123.675f, 116.28f, 103.53f, 0.f};  // ImageNet's, on the 0..255 scale
+  normalize.std = {58.395f, 57.12f, 57.375f, 1.f};
+  normalize.type = config.precision == "fp32"   ? ops::ElementType::float32
+                   : config.precision == "fp16" ? ops::ElementType::float16
+                                                : ops::ElementType::bfloat16;
+  normalize.layout = ops::TensorLayout::hwc;
+  options.normalize = normalize;
+  std::vector<conveyor::SampleOp> maps = augmentation(config.size);
+  if (config.gpu_augment) maps = conveyor::place_pixel_ops(std::move(maps), placement, options);
+  options.decode.enabled = config.gpu_decode;
+  options.decode.share = config.gpu_share;
+  return maps;
+}
+
+#ifdef CONVEYOR_HAVE_CUDA
+Result run_once_on_device(const Config& config, int threads,
+                          const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(config.device));
+  if (!placement.gpu) throw std::runtime_error("--device " + config.device + " is not a GPU");
+  const auto start = Clock::now();
+  conveyor::FeederOptions options;
+  const std::vector<conveyor::SampleOp> maps = place_on_device(config, placement, options);
+  conveyor::DeviceFeeder feeder(placement, options);
+  conveyor::DeviceBatchIterator it = feeder.feed(make_batches(config, threads, trace, maps));
+  const cudaStream_t stream = conveyor::cuda::consumer_stream(feeder);
+  pipeline_bench::DeviceChecksum checksum;
+
+  Result result;
+  result.threads = threads;
+  const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
+  std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;
+  while (std::optional<conveyor::DeviceBatch> batch = it.next()) {
+    arrivals.emplace_back(Clock::now(), batch->size());
+    conveyor::TraceScope scope(trace.get(), consumer_track, "checksum (queued on the GPU)");
+    // On the consumer stream, which waits for the batch: the consumer reads what the feeder made, and the
+    // ring slot is reused only after these reads (the batch is released at the end of the iteration).
+    checksum.add(batch->pixels().data, batch->pixels().bytes(), 2 * batch->sequence(), stream);
+    checksum.add(batch->images().data, batch->images().bytes(), 2 * batch->sequence() + 1, stream);
+    result.images += batch->size();
+  }
+  feeder.synchronize();
+  const std::uint64_t sum = checksum.value(stream);  // waits for the last batch's reads
+  set_rates(result, arrivals, start, Clock::now(), threads);
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum));
+  result.checksum = hex;
+  result.stats = it.stats();
+  result.feeder = feeder.stats();
+  return result;
+}
+#else
+Result run_once_on_device(const Config& config, int, const std::shared_ptr<conveyor::TraceRecorder>&) {
+  throw std::runtime_error("--device " + config.device + ": this build of conveyor has no CUDA");
+}
+#endif
 
 // The median run of `repeat` (by images/s); the checksum must not change between them.
 Result run(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
@@ -304,6 +430,29 @@ Json point_json(const Result& r, double efficiency) {
           {"efficiency", efficiency},
           {"checksum", r.checksum},
           {"skipped", r.stats.skipped}};
+}
+
+// --device gpu: what ran there and how the images were split between the CPU and the GPU decoder.
+Json device_json(const Config& config, const conveyor::FeederStats& f, const conveyor::PipelineStats& p) {
+  Json reasons = Json::object();
+  for (const auto& [reason, count] : f.fallback_reasons) reasons[reason] = count;
+  return {{"device", config.device},
+          {"gpu_augment", config.gpu_augment},
+          {"gpu_decode", config.gpu_decode},
+          {"gpu_share_asked", config.gpu_share},
+          {"precision", config.precision},
+          {"decoder", f.decoder},
+          {"images_decoded_by_the_pipeline", p.elements_out - p.deferred},
+          {"images_deferred_to_the_gpu", p.deferred},
+          {"gpu_decoded", f.gpu_decoded},
+          {"cpu_fallbacks", f.cpu_fallbacks},
+          {"decode_failures", f.decode_failures},
+          {"declined_by_the_op", f.declined},
+          {"fallback_reasons", reasons},
+          {"gpu_share_at_end", f.gpu_share},
+          {"decode_host_s", f.decode_host_seconds},
+          {"decode_gpu_s", f.decode_gpu_seconds},
+          {"copy_s", f.copy_seconds}};
 }
 
 void write_json(const Config& config, const Result& main, const std::vector<Result>& sweep,
@@ -350,6 +499,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["consumer_wait_s"] = static_cast<double>(main.stats.consumer_wait_ns) / 1e9;
   out["checksums_equal"] =
       std::all_of(sweep.begin(), sweep.end(), [&](const Result& r) { return r.checksum == main.checksum; });
+  if (main.feeder) out["device"] = device_json(config, *main.feeder, main.stats);
   out["sweep"] = Json::array();
   for (std::size_t i = 0; i < sweep.size(); ++i) out["sweep"].push_back(point_json(sweep[i], efficiency[i]));
 
@@ -357,6 +507,22 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   // Paths need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
   file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
   if (!file.flush()) throw std::runtime_error("cannot write " + config.json);
+}
+
+// --device gpu: one line on the split, one per fallback reason.
+void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& p) {
+  std::printf(
+      "device: %llu images decoded by the pipeline, %llu deferred to the GPU (nvJPEG %llu, CPU fallbacks "
+      "%llu, "
+      "failed %llu), %llu declined by the op; GPU share at the end %.3f; decoder host %.3f s, GPU %.3f s\n"
+      "decoder: %s\n",
+      static_cast<unsigned long long>(p.elements_out - p.deferred),
+      static_cast<unsigned long long>(p.deferred), static_cast<unsigned long long>(f.gpu_decoded),
+      static_cast<unsigned long long>(f.cpu_fallbacks), static_cast<unsigned long long>(f.decode_failures),
+      static_cast<unsigned long long>(f.declined), f.gpu_share, f.decode_host_seconds, f.decode_gpu_seconds,
+      f.decoder.c_str());
+  for (const auto& [reason, count] : f.fallback_reasons)
+    std::printf("  %llu x %s\n", static_cast<unsigned long long>(count), reason.c_str());
 }
 
 }  // namespace
@@ -395,6 +561,7 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
         static_cast<unsigned long long>(main_run.stats.skipped), main_run.checksum.c_str(), peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
+    if (main_run.feeder) print_split(*main_run.feeder, main_run.stats);
     for (const Result& r : sweep)
       if (r.checksum != main_run.checksum)
         std::printf("WARNING: checksum differs at %d threads\n", r.threads);

@@ -68,11 +68,17 @@ int main(int argc, char** argv) try {
   if (options.batch == 0) options.batch = gpu ? 256 : 32;
   if (options.steps == 0) options.steps = gpu ? 50 : 6;
   if (options.warmup == 0) options.warmup = gpu ? 3 : 1;
+  // The pipeline of prefetch takes what was asked, or lets the feeder choose (0); the parallel map all cores.
+  const int pipeline_threads = options.threads;
   if (options.threads == 0) options.threads = static_cast<int>(std::thread::hardware_concurrency());
 
   fvp::Setup setup;
   setup.placement = placement;
   setup.threads = options.threads;
+  setup.pipeline_threads = pipeline_threads;
+  setup.device_augment = options.device_augment;
+  setup.gpu_decode = options.gpu_decode;
+  setup.gpu_share = options.gpu_share;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;
@@ -102,7 +108,7 @@ int main(int argc, char** argv) try {
 
   const std::vector<conveyor::StagePlacement> stages = {
       {"read + decode + augment",
-       "cpu, " + std::to_string(options.threads) + " threads (parallel, prefetch)"},
+       "cpu, " + std::to_string(options.threads) + " threads (parallel); prefetch: see its line below"},
       {"copy to device",
        gpu ? "gpu:" + std::to_string(placement.device) + " copy stream" : "none (host memory)"},
       {"training step",

@@ -10,7 +10,6 @@
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
-#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
@@ -179,8 +178,40 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
                          trainer.step_times_ms());
 }
 
+// prefetch's feeder: on a GPU, the per-pixel ops run there, fused with the normalize that makes the model's
+// input (place_pixel_ops), and part of the decoding too (the hybrid split); off with --device-augment 0 and
+// --gpu-decode 0. Returns the maps the pipeline keeps.
+std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::train::Trainer& trainer,
+                                           conveyor::FeederOptions& feeder) {
+  feeder.depth = 3;
+  if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
+  if (setup.device_augment) feeder.normalize = trainer.input_normalization();
+  std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
+  if (setup.gpu_decode) {
+    feeder.decode.enabled = true;
+    feeder.decode.share = setup.gpu_share;
+  }
+  return maps;
+}
+
+// One line on where prefetch's work ran, for the report.
+std::string describe_feeder(const conveyor::FeederOptions& options, const conveyor::FeederStats& stats,
+                            const conveyor::PipelineStats& pipeline) {
+  std::string text = "pipeline " + std::to_string(pipeline.threads) + " threads; augmentation on the " +
+                     (options.augment.empty() ? "CPU" : "GPU");
+  if (options.decode.enabled) {
+    const double images = static_cast<double>(pipeline.elements_out);
+    text += "; decode: " + std::to_string(stats.gpu_decoded) + " GPU (" +
+            std::to_string(images > 0 ? static_cast<int>(100 * stats.gpu_decoded / images) : 0) + " %), " +
+            std::to_string(stats.cpu_fallbacks) + " CPU fallbacks, " + std::to_string(stats.declined) +
+            " declined, share now " + std::to_string(stats.gpu_share) + " (" + stats.decoder + ")";
+  }
+  return text;
+}
+
 // prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
-// them asynchronously; the step is queued without waiting for it.
+// them asynchronously (and, on a GPU, decodes its share and augments there); the step is queued without
+// waiting for it.
 ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   Recorder recorder(setup, "prefetch");
   conveyor::train::Trainer trainer(setup.trainer);
@@ -188,24 +219,23 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   trainer.warmup();
   recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
 
-  constexpr int kFeederDepth = 3;
+  conveyor::FeederOptions feeder_options;
+  const std::vector<conveyor::SampleOp> maps = place_work(setup, trainer, feeder_options);
   conveyor::PipelineOptions options;
-  options.threads = setup.threads;
+  options.threads = setup.pipeline_threads;  // 0: the feeder chooses (leaves a core to a CPU step)
   options.seed = setup.seed;
   options.trace = trace;
-  options.held_batches = kFeederDepth;
-  options.host_memory = conveyor::host_memory_for(setup.placement);  // page-locked for a GPU
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
-  for (const auto& op : setup.ops) samples = samples.map(op);
+  for (const auto& op : maps) samples = samples.map(op);
   const conveyor::BatchedDataset batches =
       samples.with_options(conveyor::PipelineOptionChanges::all(options))
           .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
           .prefetch(4);
 
-  conveyor::DeviceFeeder feeder(setup.placement, {.depth = kFeederDepth});
+  conveyor::DeviceFeeder feeder(setup.placement, feeder_options);
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();
-  auto it = batches.begin();
+  conveyor::DeviceBatchIterator it = feeder.feed(batches);
   Clock::time_point timed_start{};
   double busy_at_timed_start = 0, copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
@@ -218,22 +248,20 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
       copy_s_at_timed_start = feeder.stats().copy_seconds;
     }
     const auto a = Clock::now();
-    std::optional<conveyor::Batch> batch = it.next();
-    if (!batch) throw conveyor::Error("the pipeline ended early");
+    std::optional<conveyor::DeviceBatch> staged = it.next();  // staged: its copy (and device work) queued
+    if (!staged) throw conveyor::Error("the pipeline ended early");
     const auto b = Clock::now();
-    conveyor::DeviceBatch staged = feeder.stage(std::move(*batch));
+    trainer.step(*staged);
+    staged.reset();  // released: the slot is reused once the step's stream has passed this point
     const auto c = Clock::now();
-    trainer.step(staged);
-    const auto d = Clock::now();
     if (step == 0) {
       trainer.synchronize();
       recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
       recorder.result().first_step_s = ms_between(a, Clock::now()) / 1000;
     }
     if (trace) {
-      trace->complete(track, "wait for batch", a, b);
-      trace->complete(track, "stage (async copy)", b, c);
-      trace->complete(track, "queue step", c, d);
+      trace->complete(track, "wait for batch (staged)", a, b);
+      trace->complete(track, "queue step", b, c);
     }
     const auto now = Clock::now();
     // In an overlapped loop a step's cost is the time between two step launches; its copy and compute
@@ -249,7 +277,14 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   ModeResult result =
       recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
   // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.
-  result.copy_ms = 1000 * (feeder.stats().copy_seconds - copy_s_at_timed_start) / setup.steps;
+  const conveyor::FeederStats stats = feeder.stats();
+  result.copy_ms = 1000 * (stats.copy_seconds - copy_s_at_timed_start) / setup.steps;
+  const conveyor::PipelineStats pipeline = it.stats();
+  result.pipeline_threads = pipeline.threads;
+  result.feeder = describe_feeder(feeder_options, stats, pipeline);
+  result.gpu_decoded_fraction = pipeline.elements_out > 0 ? static_cast<double>(stats.gpu_decoded) /
+                                                                static_cast<double>(pipeline.elements_out)
+                                                          : 0;
   return result;
 }
 

@@ -21,7 +21,11 @@ struct Setup {
   conveyor::ImageShape shape;           // of one augmented sample
   conveyor::Placement placement;
   conveyor::train::TrainerOptions trainer;
-  int threads = 1;
+  int threads = 1;             // feed and parallel
+  int pipeline_threads = 0;    // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)
+  bool device_augment = true;  // prefetch on a GPU: flip and distort fused with normalize on the GPU
+  bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
+  double gpu_share = 0.5;
   int batch = 0;
   int warmup_steps = 0;
   int steps = 0;
@@ -42,6 +46,10 @@ struct ModeResult {
   double first_batch_s = 0;  // from the start of the mode to its first batch being ready
   double first_step_s = 0;   // the first step after warm-up, whole (data + copy + compute)
   double loss_last = 0;
+  // prefetch only: the pipeline's threads, where the feeder's work ran, the share of images nvJPEG decoded.
+  int pipeline_threads = 0;
+  std::string feeder;
+  double gpu_decoded_fraction = 0;
 };
 
 // Runs `mode` ("feed", "parallel" or "prefetch"). With a recorder, the training thread, the copies and

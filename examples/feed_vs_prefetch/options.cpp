@@ -8,6 +8,25 @@
 
 namespace feed_vs_prefetch {
 
+namespace {
+
+// prefetch on a GPU: what runs after the pipeline, on the device (issue 20).
+void add_device_work_options(CLI::App& app, Options& options) {
+  app.add_option("--device-augment", options.device_augment,
+                 "prefetch on a GPU: flip and distort on the GPU, fused with the normalize that makes the "
+                 "model's input (1), or as CPU maps (0)")
+      ->capture_default_str();
+  app.add_option("--gpu-decode", options.gpu_decode,
+                 "prefetch on a GPU: nvJPEG decodes --gpu-share of the images while the CPU decodes the rest "
+                 "(needs --device-augment 1: the decode must be the pipeline's last map)")
+      ->capture_default_str();
+  app.add_option("--gpu-share", options.gpu_share, "the share of images the GPU decodes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+}
+
+}  // namespace
+
 Options parse_options(int argc, char** argv) {
   Options options;
   options.data = "data/generated/imagenet-like-1000/train";
@@ -54,6 +73,7 @@ Options parse_options(int argc, char** argv) {
       ->needs(json);
   app.add_option("--seed", options.seed, "seed of the order, the augmentation and the weights")
       ->capture_default_str();
+  add_device_work_options(app, options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -23,6 +23,10 @@ struct Options {
   std::string plot;
   std::string json;
   std::uint64_t seed = 42;
+  // prefetch on a GPU: where the work after the pipeline runs.
+  bool device_augment = true;  // flip and distort on the GPU, fused with the normalize that makes the input
+  bool gpu_decode = true;      // hybrid decoding: nvJPEG decodes gpu_share of the images
+  double gpu_share = 0.5;
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.

@@ -38,6 +38,8 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
                   x > 0 ? (std::to_string(x).substr(0, std::to_string(x).find('.') + 2)).c_str() : "-");
     out << line;
   }
+  for (const auto& r : results)
+    if (!r.feeder.empty()) out << "\n" << r.mode << ": " << r.feeder << "\n";
   out << "\nwarm-up, not in the figures above:\n";
   for (const auto& r : results) {
     std::snprintf(line, sizeof line, "  %-9s trainer warm-up %.2f s, first batch %.3f s, first step %.3f s\n",
@@ -70,7 +72,10 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                               {"warmup_s", r.warmup_s},
                               {"first_batch_s", r.first_batch_s},
                               {"first_step_s", r.first_step_s},
-                              {"loss_last", r.loss_last}});  // NaN (a diverged run) is written as null
+                              {"loss_last", r.loss_last},  // NaN (a diverged run) is written as null
+                              {"pipeline_threads", r.pipeline_threads},
+                              {"gpu_decoded_fraction", r.gpu_decoded_fraction},
+                              {"feeder", r.feeder}});
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
   file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';

@@ -2,11 +2,14 @@
 // (page-locked when a GPU is present). The buffer goes back to its pool when the last Batch handle dies.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
+#include "conveyor/defer.h"
 #include "conveyor/image.h"
 #include "conveyor/tensor.h"
 
@@ -19,9 +22,20 @@ struct SampleInfo {
   std::uint64_t epoch = 0;
   std::uint64_t seed = 0;  // sample_seed(pipeline seed, epoch, index)
   bool padding = false;    // a repeated element that only fills a batch (not new data)
+  // Its op deferred it (conveyor/defer.h): the slot holds no pixels yet; a stage after batching makes them
+  // from Batch::deferred_bytes and deferred_descriptor (DeviceFeeder does it before handing the batch on).
+  bool deferred = false;
 };
 
 namespace detail {
+// What the op that deferred the sample of one slot left: its encoded bytes (swapped in from the sample, so
+// nothing is copied and the capacity is reused) and its descriptor.
+struct DeferredSlot {
+  std::vector<std::uint8_t> encoded;
+  std::array<std::byte, kMaxDeferredDescriptor> descriptor{};
+  std::size_t descriptor_size = 0;
+};
+
 // The memory behind a batch. Owned by a BatchPool; a Batch holds it through a shared_ptr whose
 // deleter hands it back to the pool.
 struct BatchBuffer {
@@ -30,7 +44,8 @@ struct BatchBuffer {
   SampleInfo* samples = nullptr;   // capacity
   std::size_t capacity = 0;
   ImageShape shape;
-  bool pinned = false;  // page-locked: eligible for asynchronous copies to a GPU
+  bool pinned = false;               // page-locked: eligible for asynchronous copies to a GPU
+  DeferredSlot* deferred = nullptr;  // capacity entries, or null where nothing may be deferred
 };
 }  // namespace detail
 
@@ -65,8 +80,14 @@ class Batch {
   }
   // Who each of the size() samples is.
   std::span<const SampleInfo> samples() const noexcept {
-    return buffer_ ? std::span<const SampleInfo>(buffer_->samples, size_) : std::span<const SampleInfo>();
+    return buffer_ && buffer_->samples ? std::span<const SampleInfo>(buffer_->samples, size_)
+                                       : std::span<const SampleInfo>();
   }
+  // Samples whose op deferred them (samples()[i].deferred): how many, and what the op left for sample i
+  // (empty spans for a sample that is not deferred).
+  std::size_t deferred_count() const noexcept;
+  std::span<const std::uint8_t> deferred_bytes(std::size_t i) const noexcept;
+  std::span<const std::byte> deferred_descriptor(std::size_t i) const noexcept;
   ConstImageView image(std::size_t i) const noexcept {
     return ConstImageView(buffer_->pixels + i * buffer_->shape.bytes(), buffer_->shape);
   }

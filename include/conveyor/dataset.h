@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "conveyor/batch.h"
+#include "conveyor/defer.h"
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"
 #include "conveyor/iterator_state.h"
@@ -119,6 +120,13 @@ struct PipelineOptions {
   // image larger than the whole budget decodes alone. Bounds peak memory under hostile input (huge
   // progressive JPEGs) at any thread count. 0: no budget.
   std::size_t decode_memory_budget = std::size_t{512} << 20;
+
+  // ---- deferral ----
+  // Lets the chain's last map leave samples' pixels to a stage after batching, as `defer` decides sample by
+  // sample (conveyor/defer.h); null: every sample's pixels are made here. DeviceFeeder::feed sets it when
+  // the feeder decodes on the GPU. A deferred sample's encoded bytes travel with its batch: each pool buffer
+  // keeps up to batch-size byte buffers, as large as the largest file deferred into that slot.
+  std::shared_ptr<DeferPolicy> defer = nullptr;
 };
 
 // What with_options changes: each field that is set replaces that option, every field left empty keeps
@@ -140,6 +148,7 @@ struct PipelineOptionChanges {
   std::optional<std::function<void(const StallReport&)>> on_stall = std::nullopt;
   std::optional<bool> abandon_stalled = std::nullopt;
   std::optional<std::size_t> decode_memory_budget = std::nullopt;
+  std::optional<std::shared_ptr<DeferPolicy>> defer = std::nullopt;
 
   static PipelineOptionChanges all(const PipelineOptions& options);
   // `options` with the set fields replaced.
@@ -179,6 +188,10 @@ class Iterator {
   // to start another one there (Dataset::begin(state)). O(1). Throws InvalidArgument when the pipeline
   // delivers out of order (deterministic = false with several threads): there is no single position then.
   IteratorState state() const;
+
+  // Stops the pipeline, from any thread: a next() waiting on another thread returns soon (with a batch
+  // that was ready, or std::nullopt), and so do later calls once the ready ones are taken.
+  void cancel() noexcept;
 
   // Range-for support. The item stays valid until the next increment.
   const Item& operator*() const;

@@ -2,10 +2,15 @@
 // bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer.
 #pragma once
 
+#include <any>
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "conveyor/defer.h"
 #include "conveyor/image.h"
 #include "conveyor/memory_budget.h"
 #include "conveyor/random.h"
@@ -52,12 +57,26 @@ class Sample {
     return decode_budget_ ? decode_budget_->reserve(bytes) : MemoryBudget::Reservation();
   }
 
+  // ---- deferring the pixels to a stage after batching (conveyor/defer.h) ----
+  // The policy to ask, when the op running now may defer this sample; null otherwise.
+  DeferPolicy* defer_policy() const noexcept { return defer_policy_; }
+  // Leaves this sample's pixels to the stage after batching: the pipeline keeps `encoded` and
+  // `descriptor` with the batch and writes no pixels into the slot. Only while defer_policy() is set;
+  // throws InvalidArgument otherwise or when the descriptor is longer than kMaxDeferredDescriptor.
+  void defer(std::span<const std::byte> descriptor);
+  bool deferred() const noexcept { return deferred_; }
+  std::span<const std::byte> deferred_descriptor() const noexcept {
+    return {descriptor_.data(), descriptor_size_};
+  }
+
   // ---- used by the pipeline ----
   // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
   void bind_slot(ImageView slot) noexcept { slot_ = slot; }
   ImageView slot() const noexcept { return slot_; }
   // The budget reserve_decode_memory() draws from (null: none); it must outlive the sample's processing.
   void set_decode_budget(MemoryBudget* budget) noexcept { decode_budget_ = budget; }
+  // Offers deferral to the op about to run (null: none).
+  void offer_defer(DeferPolicy* policy) noexcept { defer_policy_ = policy; }
   // Forgets the pixels and the slot but keeps every allocation for the next sample.
   void recycle() noexcept;
 
@@ -68,6 +87,10 @@ class Sample {
   MemoryBudget* decode_budget_ = nullptr;
   int current_ = kNone;
   int pending_ = kNone;
+  DeferPolicy* defer_policy_ = nullptr;
+  std::array<std::byte, kMaxDeferredDescriptor> descriptor_{};
+  std::size_t descriptor_size_ = 0;
+  bool deferred_ = false;
 };
 
 }  // namespace conveyor
@@ -81,6 +104,10 @@ namespace conveyor {
 struct SampleOp {
   std::string name;
   std::function<void(Sample&)> apply;
+  // What the op is, for code that can run the same op elsewhere: the library's flip_horizontal and distort
+  // carry their parameters (ops::FlipHorizontalSpec, ops::DistortSpec), which conveyor::place_pixel_ops
+  // (conveyor/cuda/device_feeder.h) reads to run them on the GPU instead. Empty for other ops.
+  std::any spec = {};
 };
 
 }  // namespace conveyor

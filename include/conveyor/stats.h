@@ -60,6 +60,7 @@ struct PipelineStats {
   std::uint64_t batches = 0;       // batches delivered to the consumer
   std::uint64_t filtered = 0;      // elements a filter rejected
   std::uint64_t skipped = 0;       // elements dropped because a stage failed and on_error = skip
+  std::uint64_t deferred = 0;      // elements whose op left the pixels to a stage after batching (defer.h)
   std::map<std::string, std::uint64_t> skip_reasons;  // "stage: kind" -> count, e.g. "read: io"
   std::vector<SkippedSample> skipped_samples;         // the first kMaxSkippedSamples skipped
   std::vector<StageStats> stages;                     // in pipeline order

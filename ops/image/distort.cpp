@@ -67,20 +67,16 @@ ColorJitter draw_color_jitter(const DistortOptions& options, Rng& rng) {
   return jitter;
 }
 
-void distort(ImageView image, const ColorJitter& jitter) {
-  if (image.empty()) throw InvalidArgument("distort: empty image");
-  if (image.channels != 1 && image.channels != 3)
-    throw InvalidArgument("distort: 1 or 3 channels, not " + std::to_string(image.channels));
+namespace detail {
+
+ColorPlan plan_color(const ColorJitter& jitter, int channels) {
   for (const double factor : {jitter.brightness, jitter.contrast, jitter.saturation}) {
     if (!(factor >= 0 && factor <= kMaxFactor))
       throw InvalidArgument("distort: factors must be in [0, 1000]");
   }
-  // The adjustments that change something, in order. Contrast needs the mean of the image as the
-  // adjustments before it leave it, so it starts a second pass; the first pass sums the channels on its way.
-  const bool color = image.channels == 3;
-  detail::ColorPass passes[2];
-  detail::ColorPass* pass = &passes[0];
-  bool has_contrast = false;
+  const bool color = channels == 3;
+  ColorPlan plan;
+  ColorPass* pass = &plan.passes[0];
   for (const ColorAdjustment what : jitter.order) {
     double factor = 1;
     switch (what) {
@@ -99,28 +95,39 @@ void distort(ImageView image, const ColorJitter& jitter) {
     }
     if (factor == 1.0) continue;
     if (what == ColorAdjustment::contrast) {
-      has_contrast = true;
-      pass = &passes[1];
+      plan.has_contrast = true;
+      pass = &plan.passes[1];
     }
     if (what == ColorAdjustment::hue) hue_matrix(jitter.hue, pass->hue);
     pass->steps[pass->count++] = {what, static_cast<float>(factor)};
   }
+  return plan;
+}
+
+}  // namespace detail
+
+void distort(ImageView image, const ColorJitter& jitter) {
+  if (image.empty()) throw InvalidArgument("distort: empty image");
+  if (image.channels != 1 && image.channels != 3)
+    throw InvalidArgument("distort: 1 or 3 channels, not " + std::to_string(image.channels));
+  detail::ColorPlan plan = detail::plan_color(jitter, image.channels);
   const auto run = [&image](const detail::ColorPass& p, detail::ChannelSums* sums) {
     for (int y = 0; y < image.height; ++y)
       detail::apply_color_row(image.row(y), image.width, image.channels, p, sums);
   };
-  if (!has_contrast) {
-    if (passes[0].count > 0) run(passes[0], nullptr);
+  if (!plan.has_contrast) {
+    if (plan.passes[0].count > 0) run(plan.passes[0], nullptr);
     return;
   }
   detail::ChannelSums sums;
-  run(passes[0], &sums);  // with no steps: only sums
+  run(plan.passes[0], &sums);  // with no steps: only sums
   const double pixels = static_cast<double>(image.height) * image.width;
-  const double mean = color ? (0.2989 * sums.sum[0] + 0.587 * sums.sum[1] + 0.114 * sums.sum[2]) / pixels
-                            : sums.sum[0] / pixels;
-  detail::ColorStep& contrast = passes[1].steps[0];
+  const double mean = image.channels == 3
+                          ? (0.2989 * sums.sum[0] + 0.587 * sums.sum[1] + 0.114 * sums.sum[2]) / pixels
+                          : sums.sum[0] / pixels;
+  detail::ColorStep& contrast = plan.passes[1].steps[0];
   contrast.shift = static_cast<float>(mean * (1.0 - contrast.factor));
-  run(passes[1], nullptr);
+  run(plan.passes[1], nullptr);
 }
 
 void distort(ImageView image, const DistortOptions& options, Rng& rng) {

@@ -32,6 +32,16 @@ struct ChannelSums {
   std::int64_t sum[3] = {0, 0, 0};
 };
 
+// The passes distort() runs for one draw on an image of `channels` (1 or 3) channels: the adjustments that
+// change something, in order, in one pass, except that contrast needs the mean of the image as the
+// adjustments before it leave it, so contrast and what follows it form a second pass. The GPU augmentation
+// builds its kernel parameters from the same plan. Throws InvalidArgument on factors out of range.
+struct ColorPlan {
+  ColorPass passes[2];
+  bool has_contrast = false;  // passes[1].steps[0] is contrast; its shift waits for the mean
+};
+ColorPlan plan_color(const ColorJitter& jitter, int channels);
+
 // Applies `pass` to `width` pixels of `channels` (1 or 3) channels at `row`, in place; adds the sums of the
 // result to `sums` unless it is null. A pass without steps only sums. Uses the fastest kernel the CPU runs.
 void apply_color_row(std::uint8_t* row, int width, int channels, const ColorPass& pass, ChannelSums* sums);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "conveyor/error.h"
+#include "conveyor/random.h"
 #include "ops/image/cv_view.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -92,6 +93,11 @@ void copy_rows(ConstImageView image, ImageView out) {
 }
 
 }  // namespace
+
+bool draw_flip(double p, std::uint64_t seed, std::uint64_t stream) {
+  Rng rng(seed, stream);
+  return rng.bernoulli(p);
+}
 
 void flip_horizontal(ImageView image) {
   check(image, image, "flip_horizontal");

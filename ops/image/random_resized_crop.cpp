@@ -59,6 +59,12 @@ Rect random_resized_crop_window(int height, int width, const RandomResizedCropOp
   return {(width - w) / 2, (height - h) / 2, w, h};
 }
 
+Rect draw_random_resized_crop_window(int height, int width, const RandomResizedCropOptions& options,
+                                     std::uint64_t seed, std::uint64_t stream) {
+  Rng rng(seed, stream);
+  return random_resized_crop_window(height, width, options, rng);
+}
+
 void random_resized_crop(ConstImageView image, ImageView out, const RandomResizedCropOptions& options,
                          Rng& rng) {
   const Rect window = random_resized_crop_window(image.height, image.width, options, rng);

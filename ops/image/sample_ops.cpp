@@ -1,10 +1,13 @@
 #include "conveyor/ops/sample_ops.h"
 
+#include <chrono>
 #include <string>
 
+#include "conveyor/defer.h"
 #include "conveyor/error.h"
 #include "conveyor/ops/center_crop.h"
 #include "conveyor/ops/crop.h"
+#include "conveyor/ops/deferred_crop.h"
 #include "conveyor/ops/flip.h"
 
 namespace conveyor::ops {
@@ -53,16 +56,37 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
   Rng check(0);
   random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
   return {"decode_random_resized_crop", [size, options](Sample& sample) {
+            DeferPolicy* const policy = sample.defer_policy();
+            const auto start =
+                policy ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
             JpegDecoder& decoder = thread_decoder();
-            Rng rng = sample.rng(stream::random_resized_crop);
-            decoder.open(sample.encoded, options.decode);
+            const JpegHeader& header = decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
-            const Rect window = random_resized_crop_window(full.height, full.width, options, rng);
+            const Rect window = draw_random_resized_crop_window(full.height, full.width, options, sample.seed,
+                                                                op_stream(stream::random_resized_crop, sample.op_position));
+            const ImageShape output{size, size, full.channels};
+            if (policy && policy->should_defer(sample)) {
+              const char* refusal = deferral_refusal(header, options.decode, full.channels,
+                                                     options.interpolation, sample.slot().shape());
+              if (refusal == nullptr) {
+                DeferredCrop crop;
+                crop.window = window;
+                crop.image_width = full.width;
+                crop.image_height = full.height;
+                crop.output = output;
+                crop.interpolation = options.interpolation;
+                crop.decode = options.decode;
+                sample.defer(as_bytes(crop));
+                policy->spent(true, std::chrono::steady_clock::now() - start);
+                return;
+              }
+              policy->declined(sample, refusal);
+            }
             const auto memory = sample.reserve_decode_memory(
                 decoder.memory_estimate(window, choose_dct_scale(window.width, window.height, size, size)));
-            decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
-                                  options.interpolation);
+            decode_resized_window(decoder, window, sample.output(output), options.interpolation);
             sample.publish();
+            if (policy) policy->spent(false, std::chrono::steady_clock::now() - start);
           }};
 }
 
@@ -105,29 +129,31 @@ SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_
 }
 
 SampleOp flip_horizontal(double p) {
-  return {"flip_horizontal", [p](Sample& sample) {
+  return {"flip_horizontal",
+          [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_horizontal");
-            Rng rng = sample.rng(stream::flip_horizontal);
-            if (rng.bernoulli(p)) flip_horizontal(image);
-          }};
+            if (draw_flip(p, sample.seed, op_stream(stream::flip_horizontal, sample.op_position))) flip_horizontal(image);
+          },
+          FlipHorizontalSpec{p, stream::flip_horizontal}};
 }
 
 SampleOp flip_vertical(double p) {
   return {"flip_vertical", [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_vertical");
-            Rng rng = sample.rng(stream::flip_vertical);
-            if (rng.bernoulli(p)) flip_vertical(image);
+            if (draw_flip(p, sample.seed, op_stream(stream::flip_vertical, sample.op_position))) flip_vertical(image);
           }};
 }
 
 SampleOp distort(DistortOptions options) {
   Rng check(0);
   draw_color_jitter(options, check);  // validates the options now rather than per sample
-  return {"distort", [options](Sample& sample) {
+  return {"distort",
+          [options](Sample& sample) {
             ImageView image = current_mutable_image(sample, "distort");
             Rng rng = sample.rng(stream::distort);
             distort(image, options, rng);
-          }};
+          },
+          DistortSpec{options, stream::distort}};
 }
 
 SampleOp resize(int height, int width, Interpolation interpolation) {

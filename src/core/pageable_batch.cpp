@@ -20,7 +20,7 @@ PageableBatchBuffer::PageableBatchBuffer(std::size_t capacity, ImageShape shape)
   storage_->samples.resize(capacity);
   storage_->buffer = {
       storage_->pixels.data(), storage_->labels.data(), storage_->samples.data(), capacity, shape,
-      /*pinned=*/false};
+      /*pinned=*/false,        /*deferred=*/nullptr};
 }
 
 std::size_t PageableBatchBuffer::capacity() const noexcept { return storage_->buffer.capacity; }

@@ -1,5 +1,8 @@
 #include "conveyor/sample.h"
 
+#include <algorithm>
+#include <string>
+
 #include "conveyor/error.h"
 
 namespace conveyor {
@@ -34,6 +37,20 @@ void Sample::publish() {
   pending_ = kNone;
 }
 
+void Sample::defer(std::span<const std::byte> descriptor) {
+  if (defer_policy_ == nullptr)
+    throw InvalidArgument(
+        "Sample::defer: the pipeline did not offer deferral to this op (only the last map "
+        "of a batched chain whose PipelineOptions::defer is set may defer)");
+  if (descriptor.size() > descriptor_.size())
+    throw InvalidArgument("Sample::defer: a descriptor of " + std::to_string(descriptor.size()) +
+                          " bytes; at most " + std::to_string(descriptor_.size()));
+  std::copy(descriptor.begin(), descriptor.end(), descriptor_.begin());
+  descriptor_size_ = descriptor.size();
+  deferred_ = true;
+  pending_ = kNone;
+}
+
 void Sample::recycle() noexcept {
   index = epoch = seed = 0;
   op_position = 0;
@@ -44,6 +61,9 @@ void Sample::recycle() noexcept {
   scratch_[1].clear();
   slot_ = {};
   current_ = pending_ = kNone;
+  defer_policy_ = nullptr;
+  descriptor_size_ = 0;
+  deferred_ = false;
 }
 
 }  // namespace conveyor

@@ -19,6 +19,8 @@ DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts&
   batch.pixels_ = parts.pixels;
   batch.labels_ = parts.labels;
   batch.images_ = parts.images;
+  batch.normalization_ = parts.normalization;
+  batch.augmented_ = parts.augmented;
   batch.samples_ = parts.samples;
   batch.size_ = parts.size;
   batch.shape_ = parts.shape;

@@ -1,12 +1,17 @@
 #include "conveyor/cuda/device_feeder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
+#include "conveyor/ops/flip.h"
+#include "conveyor/random.h"
 #include "src/device/cpu_feeder.h"
+#include "src/device/lookahead.h"
 #ifdef CONVEYOR_HAVE_CUDA
 #include "src/device/gpu_feeder.h"
 #endif
@@ -18,6 +23,62 @@ void check_options(const FeederOptions& options) {
   if (options.depth < 1 || options.depth > 8)
     throw InvalidArgument("DeviceFeeder depth must be 1 to 8 (2 or 3 are the useful ones), got " +
                           std::to_string(options.depth));
+  const DeviceAugment& augment = options.augment;
+  if (!augment.empty() && !options.normalize)
+    throw InvalidArgument(
+        "DeviceFeeder: FeederOptions::augment writes images(), so it needs FeederOptions::normalize (the "
+        "model's mean, std, element type and layout)");
+  if (augment.flip_horizontal && !(*augment.flip_horizontal >= 0.0 && *augment.flip_horizontal <= 1.0))
+    throw InvalidArgument("DeviceFeeder: the flip probability must be in [0, 1]");
+  if (augment.distort) {
+    const ops::DistortOptions& d = *augment.distort;
+    for (const double v : {d.brightness, d.contrast, d.saturation})
+      if (!(v >= 0.0 && v <= 1000.0))
+        throw InvalidArgument("DeviceFeeder: distort factors must be in [0, 1000]");
+    if (!(d.hue >= 0.0 && d.hue <= 0.5))
+      throw InvalidArgument("DeviceFeeder: distort hue must be in [0, 0.5]");
+  }
+  if (options.decode.enabled) {
+    if (!(options.decode.share >= 0.0 && options.decode.share <= 1.0))
+      throw InvalidArgument("DeviceFeeder: DeviceDecode::share must be in [0, 1]");
+    if (options.depth < 2)
+      throw InvalidArgument(
+          "DeviceFeeder: decoding on the device stages batches ahead: depth must be at least 2");
+  }
+}
+
+int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// `dataset` with `maps` appended to its chain, batched and prefetched as it was.
+BatchedDataset with_maps(const BatchedDataset& dataset, const std::vector<SampleOp>& maps) {
+  Dataset samples = dataset.samples();
+  for (const SampleOp& op : maps) samples = samples.map(op);
+  const std::optional<ImageShape> shape = dataset.sample_shape();
+  const BatchedDataset batched = shape ? samples.batch(dataset.batch_size(), *shape, dataset.drop_remainder())
+                                       : samples.batch(dataset.batch_size(), dataset.drop_remainder());
+  return batched.prefetch(dataset.prefetch_depth());
+}
+
+// FeederOptions::augment as the SampleOps a CPU placement runs in the pipeline.
+std::vector<SampleOp> augment_maps(const DeviceAugment& augment) {
+  std::vector<SampleOp> maps;
+  if (augment.flip_horizontal) {
+    const double p = *augment.flip_horizontal;
+    const std::uint64_t stream = augment.flip_stream;
+    maps.push_back({"flip_horizontal", [p, stream](Sample& sample) {
+                      if (ops::draw_flip(p, sample.seed, stream))
+                        ops::flip_horizontal(sample.mutable_image());
+                    }});
+  }
+  if (augment.distort) {
+    const ops::DistortOptions options = *augment.distort;
+    const std::uint64_t stream = augment.distort_stream;
+    maps.push_back({"distort", [options, stream](Sample& sample) {
+                      Rng rng(sample.seed, stream);
+                      ops::distort(sample.mutable_image(), options, rng);
+                    }});
+  }
+  return maps;
 }
 
 void check_batch(const Batch& batch) {
@@ -67,7 +128,7 @@ DeviceFeeder::~DeviceFeeder() {
 
 DeviceBatch DeviceFeeder::stage(Batch batch) {
   check_batch(batch);
-  return backend_->stage(std::move(batch));
+  return backend_->stage(std::move(batch), {});
 }
 
 BatchedDataset DeviceFeeder::fed(const BatchedDataset& dataset) const {
@@ -77,12 +138,39 @@ BatchedDataset DeviceFeeder::fed(const BatchedDataset& dataset) const {
        .host_memory = host_memory_for(placement_)});
 }
 
-DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset) {
-  return DeviceBatchIterator(*this, fed(dataset).begin());
-}
+DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset) { return start(dataset, nullptr); }
 
 DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset, const IteratorState& state) {
-  return DeviceBatchIterator(*this, fed(dataset).begin(state));
+  return start(dataset, &state);
+}
+
+DeviceBatchIterator DeviceFeeder::start(const BatchedDataset& dataset, const IteratorState* state) {
+  PipelineOptions options = fed(dataset).options();
+  BatchedDataset chain = dataset;
+  // The same chain and options continue from `state` as an uninterrupted run would have run them.
+  auto begin = [&] {
+    const BatchedDataset configured = chain.with_options(PipelineOptionChanges::all(options));
+    return state ? configured.begin(*state) : configured.begin();
+  };
+  if (!placement_.gpu) {
+    // The training step runs on this machine's cores too: leave it one, unless told otherwise.
+    if (options.threads == 0) options.threads = std::max(1, cores() - 1);
+    // The device's per-pixel ops run as the pipeline's last maps: the same draws, the same bytes.
+    if (!options_.augment.empty()) chain = with_maps(dataset, augment_maps(options_.augment));
+    DeviceBatchIterator iterator(*this, begin(), nullptr);
+    iterator.augmented_ = !options_.augment.empty();
+    return iterator;
+  }
+#ifdef CONVEYOR_HAVE_CUDA
+  auto& gpu = static_cast<detail::GpuFeeder&>(*backend_);
+  const int threads = options.threads > 0 ? options.threads : cores();
+  options.defer = gpu.start_decoding(options, threads);
+  if (options.defer) {
+    const auto ahead = static_cast<std::size_t>(std::max(1, options_.depth - 1));
+    return DeviceBatchIterator(*this, std::nullopt, std::make_unique<detail::Lookahead>(backend_, begin(), ahead));
+  }
+#endif
+  return DeviceBatchIterator(*this, begin(), nullptr);
 }
 
 void DeviceFeeder::synchronize() { backend_->synchronize(); }
@@ -95,14 +183,40 @@ const FeederOptions& DeviceFeeder::options() const noexcept { return options_; }
 
 // ---- DeviceBatchIterator -----------------------------------------------------------------------
 
+DeviceBatchIterator::DeviceBatchIterator(DeviceFeeder& feeder, std::optional<BatchIterator> batches,
+                                         std::unique_ptr<detail::Lookahead> lookahead)
+    : feeder_(&feeder), batches_(std::move(batches)), lookahead_(std::move(lookahead)) {}
+
+DeviceBatchIterator::DeviceBatchIterator(DeviceBatchIterator&&) noexcept = default;
+DeviceBatchIterator& DeviceBatchIterator::operator=(DeviceBatchIterator&&) noexcept = default;
+
+DeviceBatchIterator::~DeviceBatchIterator() {
+  current_.reset();
+  lookahead_.reset();  // stops the staging thread before the pipeline it reads goes
+}
+
+PipelineStats DeviceBatchIterator::stats() const {
+  if (lookahead_) return lookahead_->stats();
+  return batches_ ? batches_->stats() : PipelineStats{};
+}
+
+IteratorState DeviceBatchIterator::state() const {
+  if (lookahead_) return lookahead_->state();
+  if (!batches_) throw InvalidArgument("DeviceBatchIterator::state: the iterator was moved from");
+  return batches_->state();
+}
+
 std::optional<DeviceBatch> DeviceBatchIterator::next() {
   if (fetched_) {
     fetched_ = false;
     return std::exchange(current_, std::nullopt);
   }
-  std::optional<Batch> batch = batches_.next();
+  if (lookahead_) return lookahead_->next();
+  if (!batches_) return std::nullopt;
+  std::optional<Batch> batch = batches_->next();
   if (!batch) return std::nullopt;
-  return feeder_->stage(std::move(*batch));
+  check_batch(*batch);
+  return detail::DeviceBatchAccess::backend(*feeder_).stage(std::move(*batch), {.augmented = augmented_});
 }
 
 bool DeviceBatchIterator::at_end() {

@@ -20,7 +20,16 @@ class FeederBackend : public std::enable_shared_from_this<FeederBackend> {
  public:
   virtual ~FeederBackend() = default;
 
-  virtual DeviceBatch stage(Batch batch) = 0;
+  struct StageMode {
+    // Also make the batch ready for the consumer (its stream waits for it). Without, hand_over() must be
+    // called before the consumer gets it: the feeder's staging thread prepares batches ahead, and the
+    // consumer stream must not wait for a batch before the work queued for the previous one.
+    bool hand_over = true;
+    // The pipeline already ran FeederOptions::augment as maps (feed() on the CPU).
+    bool augmented = false;
+  };
+  virtual DeviceBatch stage(Batch batch, StageMode mode) = 0;
+  virtual void hand_over(const DeviceBatch&) {}
   virtual void synchronize() = 0;
   virtual FeederStats stats() const = 0;
   // The last reference to the hold of `slot` is gone (any thread): the slot may be reused once its
@@ -88,6 +97,8 @@ class HeldSlots {
 struct DeviceBatchAccess {
   struct Parts {
     TensorView pixels, labels, images;
+    std::optional<ops::NormalizeParams> normalization;  // set with images
+    bool augmented = false;
     std::span<const SampleInfo> samples;
     std::size_t size = 0;
     ImageShape shape;

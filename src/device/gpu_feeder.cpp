@@ -1,12 +1,17 @@
 #include "src/device/gpu_feeder.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <string>
 
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
+#include "src/device/decode/cpu_fallback.h"
 #include "src/device/normalize.h"
 #include "src/device/normalized_images.h"
+#include "src/device/nvjpeg/nvjpeg_library.h"
 
 namespace conveyor::detail {
 namespace {
@@ -15,6 +20,22 @@ constexpr const char* kContext = "DeviceFeeder";
 constexpr std::size_t kAlignment = 256;  // labels and images start on their own DMA-friendly boundary
 
 std::size_t round_up(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The augmentation's draws, from the feeder's options.
+cuda::GpuAugmentOptions augment_options(const FeederOptions& options) {
+  cuda::GpuAugmentOptions augment;
+  if (options.augment.flip_horizontal)
+    augment.draws.flip = cuda::FlipDraw{*options.augment.flip_horizontal, options.augment.flip_stream};
+  if (options.augment.distort)
+    augment.draws.distort = cuda::DistortDraw{*options.augment.distort, options.augment.distort_stream};
+  augment.normalize = *options.normalize;  // the feeder checked that it is set
+  augment.depth = options.depth;
+  return augment;
+}
 
 // Page-locked memory is what the copy engine can read directly; ask CUDA rather than trust a flag.
 bool is_page_locked(const void* host) {
@@ -46,6 +67,8 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   copy_.emplace();
   own_consumer_.emplace();
   consumer_ = own_consumer_->get();
+  if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
+  stats_.decoder = "not asked for (FeederOptions::decode)";
   returner_ = std::thread([this] {
     // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
     // stray context on) device 0. A failure here shows up as a failed event wait below.
@@ -129,7 +152,97 @@ void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, const Batch& batc
   ++stats_.allocations;
 }
 
-DeviceBatch GpuFeeder::stage(Batch batch) {
+std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const PipelineOptions& pipeline, int threads) {
+  on_error_ = pipeline.on_error;
+  trace_ = pipeline.trace;
+  decoder_track_ = trace_ ? trace_->track("GPU decoder (feeder thread)") : -1;
+  if (!options_.decode.enabled) return nullptr;
+  if (!decoder_) {
+    nvjpeg::LoadResult library = nvjpeg::load();
+    std::string note;
+    if (!library) {
+      note = library.unavailable + "; every image is decoded on the CPU";
+    } else {
+      try {
+        cuda::DeviceGuard guard(device_);
+        decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode);
+        note = decoder_->description();
+      } catch (const Error& error) {
+        note =
+            std::string("nvJPEG cannot decode here: ") + error.what() + "; every image is decoded on the CPU";
+      }
+    }
+    std::lock_guard lock(mutex_);
+    stats_.decoder = note;
+  }
+  if (!decoder_) return nullptr;
+  // A deterministic pipeline's output must not depend on timing: its share stays where it was set.
+  auto split = std::make_shared<DecodeSplit>(options_.decode.share,
+                                             options_.decode.adapt && !pipeline.deterministic, threads);
+  std::lock_guard lock(mutex_);
+  split_ = split;
+  return split;
+}
+
+double GpuFeeder::decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
+                                  const DecodeSplit* split) {
+  const cudaStream_t stream = copy_->get();
+  const auto start = std::chrono::steady_clock::now();
+  cuda::DeviceDecodeOutcome outcome;
+  if (decoder_) {
+    outcome = decoder_->decode(batch, device_pixels, stream, slot.fallback);
+  } else {
+    // Deferred without a GPU decoder (a policy set by hand, or nvJPEG gone): the CPU makes them all.
+    std::vector<cuda::CpuFallback> all;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      if (batch.samples()[i].deferred) all.push_back({i, "no GPU decoder"});
+    outcome.deferred = all.size();
+    cuda::decode_on_cpu(batch, all, device_pixels, stream, slot.fallback, pinned_host_memory(), outcome);
+  }
+  const double host_seconds = seconds_since(start);
+  if (trace_ && decoder_track_ >= 0) {
+    const std::string what =
+        "decode " + std::to_string(outcome.gpu) + " GPU + " + std::to_string(outcome.cpu) + " CPU" +
+        (outcome.failed.empty() ? "" : ", " + std::to_string(outcome.failed.size()) + " failed");
+    trace_->complete(decoder_track_, what, start, std::chrono::steady_clock::now());
+    if (split) trace_->counter("GPU decode share", TraceRecorder::now(), split->share());
+  }
+  {
+    std::lock_guard lock(mutex_);
+    decoded_.gpu += outcome.gpu;
+    decoded_.cpu += outcome.cpu;
+    decoded_.failures += outcome.failed.size();
+    decoded_.host_seconds += host_seconds;
+    for (const std::string& reason : outcome.fallback_reasons) ++decoded_.reasons[reason];
+    for (const auto& [sample, reason] : outcome.failed) ++decoded_.reasons["failed: " + reason];
+  }
+  if (!outcome.failed.empty() && on_error_ == OnError::fail) {
+    const auto& [sample, reason] = outcome.failed.front();
+    const SampleInfo& info = batch.samples()[sample];
+    throw PipelineError("sample " + std::to_string(info.index) + " of epoch " + std::to_string(info.epoch) +
+                            " (deferred to the GPU)",
+                        "device decode", reason);
+  }
+  return host_seconds;
+}
+
+void GpuFeeder::make_images(const Batch& batch, const std::uint8_t* device_pixels, void* images,
+                            cudaStream_t stream) {
+  const ImageShape shape = batch.sample_shape();
+  if (augmenter_) {
+    if (batch.samples().size() != batch.size())
+      throw InvalidArgument(
+          "DeviceFeeder: FeederOptions::augment draws from each sample's seed, and this batch "
+          "carries none (Batch::samples() is empty)");
+    seeds_.resize(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) seeds_[i] = batch.samples()[i].seed;
+    augmenter_->run({device_pixels, batch.size(), shape, shape.bytes()}, seeds_, images, stream);
+  } else {
+    ops::normalize_batch_cuda(device_pixels, batch.size(), shape, *options_.normalize, images, stream);
+  }
+}
+
+DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
   cuda::DeviceGuard guard(device_);
   {
     std::lock_guard lock(mutex_);
@@ -142,6 +255,9 @@ DeviceBatch GpuFeeder::stage(Batch batch) {
   DeviceBatchAccess::Parts parts;
   std::size_t copied = 0;
   bool pageable = false;
+  const std::size_t deferred = batch.deferred_count();
+  double decode_host_s = 0;
+  std::shared_ptr<DecodeSplit> split;
   cudaStream_t stream = copy_->get();
   try {
     {
@@ -149,6 +265,7 @@ DeviceBatch GpuFeeder::stage(Batch batch) {
       // almost always finished; if not, the copy engine is the bottleneck and waiting is the right
       // back-pressure.
       std::unique_lock lock(mutex_);
+      if (deferred > 0) split = split_;
       if (slot.in_flight) {
         ++stats_.host_waits;
         changed_.wait(lock, [&] { return !slot.in_flight || failure_; });
@@ -169,15 +286,23 @@ DeviceBatch GpuFeeder::stage(Batch batch) {
     CONVEYOR_CUDA(
         cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
         kContext);
+    if (deferred > 0) {
+      // The copy above wrote whatever the deferred slots held on the host; their pixels come now.
+      slot.decode_start.record(stream);
+      decode_host_s = decode_deferred(slot, batch, device_pixels, split.get());
+      slot.decode_end.record(stream);
+    }
     const ImageShape shape = batch.sample_shape();
     const auto n = static_cast<std::int64_t>(batch.size());
     if (options_.normalize) {
       void* images = device_pixels + slot.images_offset;
-      ops::normalize_batch_cuda(device_pixels, batch.size(), shape, *options_.normalize, images, stream);
+      make_images(batch, device_pixels, images, stream);
       parts.images = normalized_images(images, batch.size(), shape, *options_.normalize, device_, false);
+      parts.normalization = options_.normalize;
+      parts.augmented = augmenter_.has_value();
     }
     slot.ready.record(stream);
-    CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kContext);
+    if (mode.hand_over) CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kContext);
     copied = pixels.size_bytes() + labels.size_bytes();
     parts.pixels = TensorView::contiguous(device_pixels, DType::uint8,
                                           {n, shape.height, shape.width, shape.channels}, device_);
@@ -202,11 +327,19 @@ DeviceBatch GpuFeeder::stage(Batch batch) {
     slot.in_flight = true;
     ++stats_.batches;
     if (pageable) ++stats_.pageable;
-    queue_.push_back({index, std::move(batch), copied});
+    queue_.push_back({index, std::move(batch), copied, deferred, decode_host_s, std::move(split)});
   }
   changed_.notify_all();
   // The hold is made last: from here on its destructor, not this function, gives the slot back.
   return DeviceBatchAccess::make(std::make_shared<SlotHold>(shared_from_this(), index), parts);
+}
+
+void GpuFeeder::hand_over(const DeviceBatch& batch) {
+  const SlotHold* hold = DeviceBatchAccess::hold(batch);
+  if (hold == nullptr) return;
+  cuda::DeviceGuard guard(device_);
+  CONVEYOR_CUDA(cudaStreamWaitEvent(slots_[hold->slot()].consumer, slots_[hold->slot()].ready.get(), 0),
+                kContext);
 }
 
 void GpuFeeder::release(std::size_t index) noexcept {
@@ -245,14 +378,18 @@ void GpuFeeder::return_batches() {
       queue_.pop_front();
     }
     Slot& slot = slots_[item.slot];
-    float milliseconds = 0;
+    float milliseconds = 0, decode_ms = 0;
     std::exception_ptr failure;
     try {
       slot.ready.synchronize();
       milliseconds = cuda::Event::elapsed_ms(slot.start, slot.ready);
+      if (item.deferred > 0) decode_ms = cuda::Event::elapsed_ms(slot.decode_start, slot.decode_end);
     } catch (...) {
       failure = std::current_exception();
     }
+    // The GPU decoder's cost per batch: its GPU time, or the feeding thread's time when that is longer.
+    if (!failure && item.split)
+      item.split->measure(std::max(decode_ms / 1000.0, item.decode_host_s), item.deferred);
     // The copy is over (or the context is lost and nothing reads the memory any more): the pinned buffer
     // goes back to its pool now, on this thread, outside the lock.
     item.batch.release();
@@ -265,6 +402,7 @@ void GpuFeeder::return_batches() {
         ++stats_.copies;
         stats_.bytes += item.bytes;
         stats_.copy_seconds += milliseconds / 1000.0;
+        decoded_.gpu_seconds += decode_ms / 1000.0;
       }
     }
     changed_.notify_all();
@@ -289,6 +427,17 @@ FeederStats GpuFeeder::stats() const {
   {
     std::lock_guard lock(mutex_);
     stats = stats_;
+    stats.gpu_decoded = decoded_.gpu;
+    stats.cpu_fallbacks = decoded_.cpu;
+    stats.decode_failures = decoded_.failures;
+    stats.fallback_reasons = decoded_.reasons;
+    stats.decode_host_seconds = decoded_.host_seconds;
+    stats.decode_gpu_seconds = decoded_.gpu_seconds;
+    if (split_) {
+      stats.gpu_share = split_->share();
+      stats.declined = split_->declined_count();
+      for (const auto& [reason, count] : split_->declined_reasons()) stats.fallback_reasons[reason] += count;
+    }
   }
   stats.held = held_.held();
   return stats;

@@ -13,6 +13,11 @@
 // (after joining every other stream that read the batch: read_on()); the copy stream waits on that event
 // before writing the slot again. So neither host thread blocks, and no kernel the consumer enqueued before
 // releasing can see the next batch's bytes.
+//
+// After the copy, on the copy stream (FeederOptions): the batch's deferred samples are decoded
+// (decode/device_decoder.h) into their slots, then the augmentation (augment/gpu_augmenter.h, fused with
+// normalize) or normalize alone writes images(). The decoder's time on the GPU is measured between two
+// events around it and read by the returner, which hands it to the split policy (decode/decode_split.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,15 +26,22 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "conveyor/trace.h"
+#include "src/device/augment/gpu_augmenter.h"
 #include "src/device/cuda_handles.h"
+#include "src/device/decode/decode_split.h"
+#include "src/device/decode/device_decoder.h"
 #include "src/device/device_memory.h"
 #include "src/device/feeder_backend.h"
+#include "src/memory/host_memory.h"
 
 namespace conveyor::detail {
 
@@ -41,10 +53,17 @@ class GpuFeeder final : public FeederBackend {
   GpuFeeder(const GpuFeeder&) = delete;
   GpuFeeder& operator=(const GpuFeeder&) = delete;
 
-  DeviceBatch stage(Batch batch) override;
+  DeviceBatch stage(Batch batch, StageMode mode) override;
+  void hand_over(const DeviceBatch& batch) override;
   void synchronize() override;
   FeederStats stats() const override;
   void release(std::size_t slot) noexcept override;
+
+  // Hybrid decoding for a pipeline run with `pipeline` options: sets up nvJPEG (once) and returns the
+  // policy for PipelineOptions::defer, or null (FeederStats::decoder says why) when there is no nvJPEG
+  // or it cannot work here. Also takes the pipeline's on_error (what an image neither decoder can decode
+  // does) and trace (the "GPU decoder" track).
+  std::shared_ptr<DeferPolicy> start_decoding(const PipelineOptions& pipeline, int threads);
 
   int device() const noexcept { return device_; }
   cudaStream_t consumer_stream() const;
@@ -68,14 +87,29 @@ class GpuFeeder final : public FeederBackend {
     std::vector<cudaStream_t> readers;  // other streams that read it (read_on)
     std::vector<SampleInfo> samples;    // host copy: the pinned batch goes back after the copy
     bool in_flight = false;             // a copy was issued and the returner has not retired it
+    cuda::Event decode_start{true}, decode_end{true};  // around the decoding of deferred samples
+    detail::HostAllocation fallback;  // CPU-decoded images on their way to the slot (page-locked)
   };
   struct InFlight {
     std::size_t slot;
     Batch batch;
     std::size_t bytes;
+    std::size_t deferred = 0;            // decoded on the device after the copy (events timed)
+    double decode_host_s = 0;            // the stage thread's time in decoding
+    std::shared_ptr<DecodeSplit> split;  // told how long the GPU decoder took
+  };
+  struct DecodeCounts {
+    std::uint64_t gpu = 0, cpu = 0, failures = 0;
+    std::map<std::string, std::uint64_t> reasons;
+    double host_seconds = 0, gpu_seconds = 0;
   };
 
   void ensure_capacity(Slot& slot, std::size_t index, const Batch& batch);
+  // Decodes the batch's deferred samples into the slot on the copy stream; returns the host seconds spent.
+  double decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
+                         const DecodeSplit* split);
+  // images() of the batch: the augmentation, or normalize alone.
+  void make_images(const Batch& batch, const std::uint8_t* device_pixels, void* images, cudaStream_t stream);
   void return_batches();
   void rethrow_failure_locked() const;
 
@@ -86,12 +120,22 @@ class GpuFeeder final : public FeederBackend {
   std::optional<cuda::Stream> copy_, own_consumer_;  // made with the device current
   cudaStream_t consumer_ = nullptr;
   HeldSlots held_;
-  std::vector<Slot> slots_;  // never resized after construction
+  std::vector<Slot> slots_;                      // never resized after construction
+  std::optional<cuda::GpuAugmenter> augmenter_;  // when FeederOptions::augment has ops
+  std::vector<std::uint64_t> seeds_;             // the augmenter's per-sample seeds (stage() only)
+
+  // Hybrid decoding: made by start_decoding(), used by stage() (one thread at a time).
+  std::unique_ptr<cuda::DeviceDecoder> decoder_;
+  std::shared_ptr<DecodeSplit> split_;
+  OnError on_error_ = OnError::fail;
+  std::shared_ptr<TraceRecorder> trace_;
+  int decoder_track_ = -1;
 
   mutable std::mutex mutex_;  // slots' in_flight and readers, queue_, stats_, failure_
   std::condition_variable changed_;
   std::deque<InFlight> queue_;
-  FeederStats stats_;
+  FeederStats stats_;  // decoder: the note start_decoding() left
+  DecodeCounts decoded_;
   std::exception_ptr failure_;  // a copy or a release that failed on another thread, rethrown to the caller
   bool stopping_ = false;
   std::thread returner_;  // last: started when everything else exists, joined in the destructor

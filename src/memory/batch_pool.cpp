@@ -50,6 +50,9 @@ std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
   slot->buffer.capacity = capacity_;
   slot->buffer.shape = shape_;
   slot->buffer.pinned = pinned_;
+  // Empty until an op defers a sample: then it holds that sample's bytes, whose capacity stays for reuse.
+  slot->deferred = std::make_unique<DeferredSlot[]>(capacity_);
+  slot->buffer.deferred = slot->deferred.get();
   return slot;
 }
 

@@ -52,6 +52,7 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
  private:
   struct Slot {
     HostAllocation memory;
+    std::unique_ptr<DeferredSlot[]> deferred;  // what ops that defer leave per sample (conveyor/defer.h)
     BatchBuffer buffer;
   };
   // Makes one buffer; runs without the lock held (a pinned allocation takes milliseconds).

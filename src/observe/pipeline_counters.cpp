@@ -41,6 +41,7 @@ PipelineStats PipelineCounters::snapshot() const {
   stats.batches = batches.load(std::memory_order_relaxed);
   stats.filtered = filtered.load(std::memory_order_relaxed);
   stats.skipped = skipped.load(std::memory_order_relaxed);
+  stats.deferred = deferred.load(std::memory_order_relaxed);
   stats.consumer_waits = consumer_waits.load(std::memory_order_relaxed);
   stats.consumer_wait_ns = consumer_wait_ns.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < names_.size(); ++i) {
@@ -113,6 +114,8 @@ std::string format_stats(const PipelineStats& stats) {
                   static_cast<unsigned long long>(stats.decode_memory_waits));
     out += line;
   }
+  if (stats.deferred > 0)
+    out += "deferred " + std::to_string(stats.deferred) + " samples to the stage after batching\n";
   return out;
 }
 

@@ -46,6 +46,7 @@ class PipelineCounters {
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> filtered{0};
   std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> deferred{0};
   std::atomic<std::uint64_t> consumer_waits{0};
   std::atomic<std::uint64_t> consumer_wait_ns{0};
 

@@ -119,9 +119,20 @@ void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& 
 }
 
 void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept {
-  std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_, sample_bytes_);
+  const SampleInfo& info = from.buffer->samples[i];
+  if (info.deferred) {
+    // No pixels to move, only what the op left: swapping the byte buffers keeps both capacities in use.
+    DeferredSlot& source = from.buffer->deferred[i];
+    DeferredSlot& target = to.buffer->deferred[j];
+    std::swap(source.encoded, target.encoded);
+    target.descriptor = source.descriptor;
+    target.descriptor_size = source.descriptor_size;
+  } else {
+    std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_,
+                sample_bytes_);
+  }
   to.buffer->labels[j] = from.buffer->labels[i];
-  to.buffer->samples[j] = from.buffer->samples[i];
+  to.buffer->samples[j] = info;
   std::copy_n(from.states.begin() + i * state_words_, state_words_, to.states.begin() + j * state_words_);
 }
 

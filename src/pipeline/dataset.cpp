@@ -195,7 +195,8 @@ PipelineOptionChanges PipelineOptionChanges::all(const PipelineOptions& o) {
           .stall_limit = o.stall_limit,
           .on_stall = o.on_stall,
           .abandon_stalled = o.abandon_stalled,
-          .decode_memory_budget = o.decode_memory_budget};
+          .decode_memory_budget = o.decode_memory_budget,
+          .defer = o.defer};
 }
 
 PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
@@ -212,6 +213,7 @@ PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
   if (on_stall) o.on_stall = *on_stall;
   if (abandon_stalled) o.abandon_stalled = *abandon_stalled;
   if (decode_memory_budget) o.decode_memory_budget = *decode_memory_budget;
+  if (defer) o.defer = *defer;
   return o;
 }
 

@@ -66,6 +66,11 @@ Iterator<Item>& Iterator<Item>::operator++() {
 }
 
 template <class Item>
+void Iterator<Item>::cancel() noexcept {
+  if (pipeline_) pipeline_->cancel();
+}
+
+template <class Item>
 PipelineStats Iterator<Item>::stats() const {
   return pipeline_ ? pipeline_->stats() : PipelineStats{};
 }

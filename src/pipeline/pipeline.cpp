@@ -64,6 +64,7 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
       in_order_(delivers_in_order(plan_, threads_)),
       watching_(plan_.options.stall_limit.count() > 0),
       abandoning_(watching_ && plan_.options.abandon_stalled && plan_.options.on_error == OnError::skip),
+      defer_policy_(plan_.options.defer.get()),
       counters_(stage_names_),
       queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
       decode_budget_(plan_.options.decode_memory_budget),
@@ -103,6 +104,12 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
 }
 
 Pipeline::~Pipeline() {
+  cancel();
+  if (watchdog_.joinable()) watchdog_.join();
+  driver_.join();
+}
+
+void Pipeline::cancel() noexcept {
   cancelled_.store(true);
   stop_.store(true);
   context_.cancel_group_execution();
@@ -121,8 +128,6 @@ Pipeline::~Pipeline() {
     watchdog_stop_ = true;
   }
   watchdog_wake_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
-  driver_.join();
 }
 
 void Pipeline::drive() noexcept {

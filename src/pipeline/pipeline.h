@@ -53,6 +53,8 @@ class Pipeline {
   PipelineStats stats() const;
   // After the last item next_batch()/next_sample() returned.
   IteratorState state() const;
+  // Stops choosing and processing elements and wakes every wait (thread-safe); the driver ends soon after.
+  void cancel() noexcept;
 
  private:
   // ---- driver (pipeline.cpp) ----
@@ -112,6 +114,7 @@ class Pipeline {
   const bool in_order_;    // batches and samples in source order (deterministic, or one thread)
   const bool watching_;    // a stall_limit is set: stages are timed for the watchdog thread
   const bool abandoning_;  // the watchdog gives stalled elements up (abandon_stalled under skip)
+  DeferPolicy* const defer_policy_;  // owned by plan_.options
 
   // ---- shared, thread-safe ----
   PipelineCounters counters_;

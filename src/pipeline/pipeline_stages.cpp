@@ -1,6 +1,7 @@
 // The three filters of the pipeline (see pipeline.h) and the per-element work they do.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -38,6 +39,15 @@ const char* kind_of(const std::exception& error) {
 std::string describe(ImageShape shape) {
   return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
          std::to_string(shape.channels);
+}
+
+// The sample's op deferred it: its bytes and descriptor go with the batch (the sample takes the slot's old
+// byte buffer in exchange, so capacities circulate and nothing is copied or allocated).
+void keep_deferred(Sample& sample, DeferredSlot& slot) noexcept {
+  std::swap(slot.encoded, sample.encoded);
+  const std::span<const std::byte> descriptor = sample.deferred_descriptor();
+  std::copy(descriptor.begin(), descriptor.end(), slot.descriptor.begin());
+  slot.descriptor_size = descriptor.size();
 }
 
 std::uint64_t nanoseconds(Clock::duration d) {
@@ -218,7 +228,14 @@ void Pipeline::process(Element& element, bool probing) noexcept {
     const Step& step = plan_.steps[i];
     sample.op_position = static_cast<std::uint32_t>(i);  // the op's Rng stream includes it (Sample::rng)
     if (step.map) {
-      if (!run_stage(element, 2 + i, track, probing, [&] { step.map(sample); })) return;
+      // Only the last map of a batched chain may leave the pixels to a stage after batching: no op after
+      // it needs them (conveyor/defer.h).
+      const bool may_defer =
+          defer_policy_ != nullptr && element.buffer != nullptr && i + 1 == plan_.steps.size();
+      sample.offer_defer(may_defer ? defer_policy_ : nullptr);
+      const bool ran = run_stage(element, 2 + i, track, probing, [&] { step.map(sample); });
+      sample.offer_defer(nullptr);
+      if (!ran) return;
     } else {
       bool keep = true;
       if (!run_stage(element, 2 + i, track, probing, [&] { keep = step.keep(sample); })) return;
@@ -228,8 +245,17 @@ void Pipeline::process(Element& element, bool probing) noexcept {
       }
     }
   }
-  if (element.buffer != nullptr && !sample.in_slot())
+  if (element.buffer == nullptr) return;
+  if (sample.deferred()) {
+    // An abandoned element's batch may be delivered already: like copy_into_slot, only a running one
+    // hands over its bytes.
+    Fate expected = Fate::running;
+    if (abandoning_ && !element.fate.compare_exchange_strong(expected, Fate::finishing)) return;
+    counters_.deferred.fetch_add(1, std::memory_order_relaxed);
+    keep_deferred(sample, element.buffer->buffer->deferred[element.slot]);
+  } else if (!sample.in_slot()) {
     run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(element); });
+  }
 }
 
 // The last op wrote its pixels elsewhere (it did not use Sample::output, the shape differs, or the slot
@@ -389,7 +415,10 @@ void Pipeline::collect_one(Element& element) {
     if (plan_.batched) {
       const Sample& sample = element.sample;
       assembler_->arrive(*element.buffer, element.slot, kept, sample.label,
-                         SampleInfo{.index = sample.index, .epoch = sample.epoch, .seed = sample.seed},
+                         SampleInfo{.index = sample.index,
+                                    .epoch = sample.epoch,
+                                    .seed = sample.seed,
+                                    .deferred = sample.deferred()},
                          element.order_state, sink_);
     } else if (kept) {
       deliver(std::move(element.sample), element.order_state);

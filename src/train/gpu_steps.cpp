@@ -18,12 +18,27 @@ void GpuSteps::wait_for(const DeviceBatch& batch, cudaStream_t stream) {
 }
 
 void GpuSteps::stage(nn::Context& ctx, const DeviceBatch& batch, std::size_t count,
-                     const ops::NormalizeParams& params, const nn::Tensor& input, std::int64_t* labels) {
+                     const ops::NormalizeParams& params, bool take_images, const nn::Tensor& input,
+                     std::int64_t* labels) {
   const cudaStream_t stream = ctx.stream();
   wait_for(batch, stream);
   const ImageShape shape = batch.sample_shape();
   const auto* pixels = batch.pixels().as<const std::uint8_t>();
   const auto* batch_labels = batch.labels().as<const std::int64_t>();
+  if (take_images) {
+    // The feeder made the model's input: one copy instead of a normalize pass over the pixels.
+    const std::size_t bytes = count * shape.bytes() * ops::element_size(params.type);
+    const cudaMemcpyKind kind = batch.on_device() ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+    CONVEYOR_CUDA(cudaMemcpyAsync(input.data, batch.images().data, bytes, kind, stream),
+                  "trainer (copying the feeder's images)");
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(labels, batch_labels, count * sizeof(std::int64_t),
+                        batch.on_device() ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, stream),
+        "trainer (copying labels)");
+    // A batch in host memory may go back to its pool as soon as step() returns: copy it before that.
+    if (!batch.on_device()) CONVEYOR_CUDA(cudaStreamSynchronize(stream), "trainer (copying a host batch)");
+    return;
+  }
   if (batch.on_device()) {
     CONVEYOR_CUDA(
         cudaMemcpyAsync(labels, batch_labels, count * sizeof(std::int64_t), cudaMemcpyDeviceToDevice, stream),

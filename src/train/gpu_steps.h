@@ -31,10 +31,12 @@ class GpuSteps {
   // too; calling it first keeps the wait out of the step's timing).
   void wait_for(const DeviceBatch& batch, cudaStream_t stream);
   // Waits for the batch, copies the first `count` labels (and, for a batch in host memory, the pixels)
-  // into the step's own buffers and normalizes the pixels into `input`. The batch's memory is not reused
-  // before the stream has passed the point where the batch is released.
+  // into the step's own buffers and normalizes the pixels into `input`, or, with `take_images`, copies the
+  // batch's images() (already normalized as `params`) there. The batch's memory is not reused before the
+  // stream has passed the point where the batch is released.
   void stage(nn::Context& ctx, const DeviceBatch& batch, std::size_t count,
-             const ops::NormalizeParams& params, const nn::Tensor& input, std::int64_t* labels);
+             const ops::NormalizeParams& params, bool take_images, const nn::Tensor& input,
+             std::int64_t* labels);
 
   // Timing events around one step (a ring: when it is full the oldest step is waited for and its time
   // appended to times_ms).

@@ -10,6 +10,7 @@
 #include "conveyor/error.h"
 #include "src/train/checkpoint.h"
 #include "src/train/layers/algorithm_cache.h"
+#include "src/train/input_images.h"
 #include "src/train/trainer_impl.h"
 
 namespace conveyor::train {
@@ -50,10 +51,11 @@ Trainer::Impl::Impl(TrainerOptions o)
 ops::NormalizeParams Trainer::Impl::normalize_params() const {
   ops::NormalizeParams p;
   for (int c = 0; c < 3; ++c) p.mean[c] = options.mean[c], p.std[c] = options.std[c];
-  const nn::DType t = ctx ? ctx->dtype() : nn::DType::f32;
-  p.type = t == nn::DType::bf16  ? ops::ElementType::bfloat16
-           : t == nn::DType::f16 ? ops::ElementType::float16
-                                 : ops::ElementType::float32;
+  // The GPU context computes in the asked precision, the CPU reference in fp32 (as warmup() makes them).
+  const Precision precision = options.device >= 0 ? options.precision : Precision::fp32;
+  p.type = precision == Precision::bf16   ? ops::ElementType::bfloat16
+           : precision == Precision::fp16 ? ops::ElementType::float16
+                                          : ops::ElementType::float32;
   p.layout = ops::TensorLayout::hwc;  // the model is NHWC throughout
   return p;
 }
@@ -205,19 +207,24 @@ void Trainer::Impl::check_batch(const DeviceBatch& batch, std::size_t min_size) 
 }
 
 void Trainer::Impl::stage(const DeviceBatch& batch, std::size_t count) {
+  const ops::NormalizeParams p = normalize_params();
+  // The feeder made the model's input already (FeederOptions::normalize = input_normalization()).
+  const bool ready = takes_images(batch, p, options.input.channels);
 #ifdef CONVEYOR_HAVE_CUDA
-  if (ctx->on_gpu())
-    return gpu->stage(*ctx, batch, count, normalize_params(), network.input(), network.labels());
+  if (ctx->on_gpu()) return gpu->stage(*ctx, batch, count, p, ready, network.input(), network.labels());
 #endif
   if (batch.on_device()) throw InvalidArgument("trainer: the CPU reference needs batches in host memory");
-  const ops::NormalizeParams p = normalize_params();
   const nn::Tensor input = network.input();
   const ImageShape shape = batch.sample_shape();
   const std::size_t image = shape.bytes();
-  const auto* pixels = batch.pixels().as<const std::uint8_t>();
-  tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
-    ops::normalize(ConstImageView(pixels + i * image, shape), p, input.as<float>() + i * image);
-  });
+  if (ready) {
+    std::memcpy(input.as<float>(), batch.images().data, count * image * sizeof(float));
+  } else {
+    const auto* pixels = batch.pixels().as<const std::uint8_t>();
+    tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
+      ops::normalize(ConstImageView(pixels + i * image, shape), p, input.as<float>() + i * image);
+    });
+  }
   std::memcpy(network.labels(), batch.labels().data, count * sizeof(std::int64_t));
 }
 
@@ -377,6 +384,7 @@ Trainer::~Trainer() {
 }
 
 void Trainer::warmup() { impl_->warmup(); }
+ops::NormalizeParams Trainer::input_normalization() const { return impl_->normalize_params(); }
 double Trainer::warmup_seconds() const noexcept { return impl_->warmup_report.seconds; }
 const WarmupReport& Trainer::warmup_report() const noexcept { return impl_->warmup_report; }
 

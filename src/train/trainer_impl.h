@@ -81,7 +81,12 @@ class Trainer::Impl {
   void open_algorithm_cache();
   void report_algorithm_cache();
   nn::cpu::SgdHyper hyper() const;
+
+ public:
+  // What the model takes: options' mean and std, the precision's element type (fp32 on the CPU), NHWC.
   ops::NormalizeParams normalize_params() const;
+
+ private:
   // Sums of the first `count` rows of the loss and correctness; throws on an out-of-range label.
   std::pair<double, std::size_t> read_rows(std::size_t count);
   std::vector<float> host_loss_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "conveyor/random.h"
+
 #ifdef CONVEYOR_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -14,6 +16,7 @@ namespace conveyor::testing {
 struct RecordingBatchPool::Block {
   detail::BatchBuffer buffer;
   std::vector<std::uint8_t> pageable;
+  std::vector<SampleInfo> samples;
   void* pinned = nullptr;
 
   Block(ImageShape shape, std::size_t capacity, HostMemory memory) {
@@ -40,6 +43,8 @@ struct RecordingBatchPool::Block {
     buffer.capacity = capacity;
     buffer.shape = shape;
     buffer.pinned = pinned != nullptr;
+    samples.resize(capacity);
+    buffer.samples = samples.data();
   }
   ~Block() {
 #ifdef CONVEYOR_HAVE_CUDA
@@ -77,6 +82,8 @@ Batch RecordingBatchPool::make(int id, std::size_t size) {
   const auto labels = expected_labels(id, size);
   std::copy(pixels.begin(), pixels.end(), buffer->pixels);
   std::copy(labels.begin(), labels.end(), buffer->labels);
+  for (std::size_t i = 0; i < size; ++i)
+    buffer->samples[i] = {.index = i, .epoch = 0, .seed = sample_seed(static_cast<std::uint64_t>(id), 0, i)};
   // The deleter stands where a real pool would take the buffer back; the memory itself stays in blocks_.
   std::shared_ptr<detail::BatchBuffer> handle(buffer, [this, id](detail::BatchBuffer*) {
     {

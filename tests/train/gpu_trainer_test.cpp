@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/cuda/device_feeder.h"
 #include "conveyor/error.h"
+#include "conveyor/ops/flip.h"
 #include "conveyor/train/trainer.h"
 #include "support/temp_dir.h"
 #include "tests/train/gpu_test_support.h"
@@ -224,6 +226,44 @@ TEST(GpuTrainer, TrainsOnADeviceBatchAsOnTheSameBatchInHostMemory) {
   Trainer twin(small(0));
   twin.step(host.staged());  // the same batch from host memory
   EXPECT_DOUBLE_EQ(on_device.loss, twin.last_step().loss);
+}
+
+// The feeder's images() as the model's input (FeederOptions::normalize = input_normalization()), made on
+// the GPU: the step equals the step that normalizes pixels() itself, bit for bit (deterministic
+// algorithms); and with the feeder's flip at p = 1 (the fused augmentation kernel) it equals the step on
+// batches flipped by hand, so the images, not the pixels, reached the model.
+TEST(GpuTrainer, TakesTheFeedersImagesWhenTheyAreItsInput) {
+  CONVEYOR_REQUIRE_GPU();
+  Placement gpu;
+  gpu.gpu = true;
+  gpu.device = 0;
+  for (const Precision p : {Precision::fp32, Precision::bf16}) {
+    TrainerOptions o = small(0, p);
+    o.deterministic = true;
+    Trainer with_images(o), own_normalize(o), flipped(o), flipped_by_hand(o);
+    FeederOptions normalizing;
+    normalizing.normalize = with_images.input_normalization();
+    FeederOptions flipping = normalizing;
+    flipping.augment.flip_horizontal = 1.0;
+    DeviceFeeder plain_feeder(gpu, normalizing), flip_feeder(gpu, flipping);
+    for (int step = 0; step < 3; ++step) {
+      const auto batch = testing::quadrant_batch(32, kShape, 400 + static_cast<std::uint64_t>(step));
+      with_images.step(plain_feeder.stage(batch.buffer.batch(32)));
+      own_normalize.step(batch.on_gpu(0));
+      flipped.step(flip_feeder.stage(batch.buffer.batch(32)));
+      for (std::size_t i = 0; i < 32; ++i) ops::flip_horizontal(batch.image(i));
+      flipped_by_hand.step(batch.on_gpu(0));
+      const double a = with_images.last_step().loss, b = own_normalize.last_step().loss;
+      const double c = flipped.last_step().loss, d = flipped_by_hand.last_step().loss;
+      std::printf(
+          "[ images   ] %s step %d: feeder images %.9g, own normalize %.9g; flipped by the feeder %.9g, "
+          "by hand %.9g\n",
+          to_string(p), step, a, b, c, d);
+      EXPECT_EQ(a, b) << to_string(p) << " step " << step;
+      EXPECT_EQ(c, d) << to_string(p) << " step " << step;
+      EXPECT_NE(c, a) << to_string(p) << " step " << step << ": the flip did not reach the model";
+    }
+  }
 }
 
 TEST(GpuTrainer, CheckpointsMoveBetweenGpuAndCpu) {

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "conveyor/cuda/device_feeder.h"
 #include "conveyor/error.h"
+#include "conveyor/ops/flip.h"
 #include "conveyor/train/trainer.h"
 #include "support/temp_dir.h"
 #include "support/watchdog.h"
@@ -77,6 +79,52 @@ TEST(TrainerCpu, CheckpointRoundTripRestoresWeightsStatisticsAndMomentum) {
   a.step(probe.staged());
   b.step(probe.staged());
   EXPECT_DOUBLE_EQ(a.last_step().loss, b.last_step().loss);
+}
+
+// The feeder's images() as the model's input (FeederOptions::normalize = input_normalization()): the step
+// copies them instead of normalizing pixels(). Proven by augmented images (flip with p = 1), which differ
+// from pixels(): the step must equal the step on batches flipped by hand.
+TEST(TrainerCpu, TakesTheFeedersImagesWhenTheyAreItsInput) {
+  Trainer with_images(tiny_options(5)), flipped_by_hand(tiny_options(5)), plain(tiny_options(5));
+  const ops::NormalizeParams input = with_images.input_normalization();
+  EXPECT_EQ(input.type, ops::ElementType::float32);
+  EXPECT_EQ(input.layout, ops::TensorLayout::hwc);
+  FeederOptions options;
+  options.depth = 1;
+  options.normalize = input;
+  options.augment.flip_horizontal = 1.0;
+  DeviceFeeder feeder(Placement{}, options);
+  for (int step = 0; step < 3; ++step) {
+    const auto batch = testing::quadrant_batch(16, kShape, 300 + step);
+    with_images.step(feeder.stage(batch.buffer.batch(batch.size)));
+    plain.step(batch.staged());
+    for (std::size_t i = 0; i < batch.size; ++i) ops::flip_horizontal(batch.image(i));
+    flipped_by_hand.step(batch.staged());
+    const double a = with_images.last_step().loss, b = flipped_by_hand.last_step().loss;
+    EXPECT_EQ(a, b) << "step " << step;
+    EXPECT_NE(a, plain.last_step().loss) << "step " << step << ": the flip did not reach the model";
+  }
+}
+
+TEST(TrainerCpu, AugmentedImagesInAnotherFormThanTheInputAreAnError) {
+  Trainer trainer(tiny_options(5));
+  FeederOptions options;
+  options.depth = 1;
+  options.normalize = trainer.input_normalization();
+  options.normalize->mean[0] = 3;  // not the trainer's mean
+  options.augment.flip_horizontal = 0.5;
+  DeviceFeeder feeder(Placement{}, options);
+  const auto batch = testing::quadrant_batch(16, kShape, 1);
+  try {
+    trainer.step(feeder.stage(batch.buffer.batch(batch.size)));
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find("input_normalization"), std::string::npos) << error.what();
+  }
+  // Plain normalized images in another form are simply not used: the step normalizes pixels().
+  options.augment = {};
+  DeviceFeeder normalizing(Placement{}, options);
+  EXPECT_NO_THROW(trainer.step(normalizing.stage(batch.buffer.batch(batch.size))));
 }
 
 TEST(TrainerCpu, LoadRejectsAnotherModelAndAMissingFile) {

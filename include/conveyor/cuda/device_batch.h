@@ -12,10 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "conveyor/batch.h"
 #include "conveyor/image.h"
+#include "conveyor/ops/normalize.h"
 #include "conveyor/tensor.h"
 
 namespace conveyor {
@@ -48,6 +50,11 @@ class DeviceBatch {
   // The images as the model takes them, when the feeder was asked to make them (FeederOptions::normalize:
   // float32/float16/bfloat16, NCHW or NHWC, per-channel mean and std); an empty view otherwise.
   const TensorView& images() const noexcept { return images_; }
+  // How images() were made: the normalization asked for, and whether the feeder's per-pixel ops
+  // (FeederOptions::augment) ran before it, so that images() hold what pixels() do not. Empty / false
+  // without images().
+  const std::optional<ops::NormalizeParams>& images_normalization() const noexcept { return normalization_; }
+  bool images_augmented() const noexcept { return augmented_; }
   // Who each sample is (host memory, valid while the handle lives).
   std::span<const SampleInfo> samples() const noexcept { return samples_; }
 
@@ -61,6 +68,8 @@ class DeviceBatch {
   friend struct detail::DeviceBatchAccess;
   std::shared_ptr<detail::SlotHold> hold_;
   TensorView pixels_, labels_, images_;
+  std::optional<ops::NormalizeParams> normalization_;
+  bool augmented_ = false;
   std::span<const SampleInfo> samples_;
   std::size_t size_ = 0;
   ImageShape shape_;

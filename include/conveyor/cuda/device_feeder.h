@@ -13,19 +13,40 @@
 //
 // On the CPU nothing is copied: the DeviceBatch views the batch's own memory (and normalized images made on
 // the CPU, when asked for), kept out of its pool while the handle lives.
+//
+// Work after the copy (FeederOptions::augment, FeederOptions::decode; docs/architecture.md, "GPU side"):
+// - augment: the cheap per-pixel ops (flip_horizontal, distort) run on the GPU as one fused kernel with
+//   normalize, on the copy stream, into DeviceBatch::images(). Each sample's parameters are drawn on the CPU
+//   from its seed by the CPU ops' own draws, so the images equal those of the same ops run as CPU maps
+//   before the feeder, bit for bit. On a CPU placement the same ops run on the CPU (feed() appends them to
+//   the chain as maps; stage() applies them to its copy), so a program gives the same images() wherever it
+//   runs. DeviceBatch::pixels() are the batch as the pipeline made it: before these ops on a GPU.
+// - decode: hybrid JPEG decoding. feed() lets the chain's last map, decode_random_resized_crop, leave a share
+//   of the images to the feeder (conveyor/defer.h): for those the pipeline's workers read only the header
+//   and draw the crop window, and the feeder decodes them with nvJPEG (the GPU's hardware decoder where it
+//   has one) straight into the device batch, on a thread of its own, then runs the augmentation. The share
+//   is a fixed function of each sample's index when the pipeline is deterministic (same settings, same
+//   bytes, at any thread count), and moves so that neither the CPU workers nor the GPU decoder wait on the
+//   other when it is not. Images nvJPEG refuses are decoded on the CPU by the feeder and counted by reason
+//   (FeederStats). Without a GPU or without nvJPEG everything is decoded by the pipeline, as before.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/dataset.h"
+#include "conveyor/ops/distort.h"
 #include "conveyor/ops/normalize.h"
+#include "conveyor/ops/sample_ops.h"
 
 namespace conveyor {
 
@@ -34,7 +55,35 @@ class DeviceMemoryPool;  // src/device/device_memory.h; exists only in builds wi
 }
 namespace detail {
 class FeederBackend;
-}
+class Lookahead;
+}  // namespace detail
+
+// The per-pixel ops the feeder runs after the copy, fused with normalize (FeederOptions::normalize is then
+// required), in the CPU chain's order: flip, then distort. Each is the SampleOp of the same name
+// (conveyor/ops/sample_ops.h), drawing from Rng(sample seed, its stream).
+struct DeviceAugment {
+  std::optional<double> flip_horizontal{};       // ops::flip_horizontal(p)
+  std::optional<ops::DistortOptions> distort{};  // ops::distort(options), hue included
+  // The ops' whole Rng streams, op_stream(kind, position in the chain), as the SampleOps draw in a chain
+  // (place_pixel_ops sets them; the defaults are those of a flip and a distort as the chain's first maps).
+  std::uint64_t flip_stream = op_stream(ops::stream::flip_horizontal, 0);
+  std::uint64_t distort_stream = op_stream(ops::stream::distort, 0);
+
+  bool empty() const noexcept { return !flip_horizontal && !distort; }
+};
+
+// Hybrid decoding: the share of images nvJPEG decodes on the GPU while the pipeline's workers decode the
+// rest.
+struct DeviceDecode {
+  bool enabled = false;
+  // The share of samples the GPU decodes: all the time in a deterministic pipeline, at the start otherwise.
+  double share = 0.5;
+  // In a pipeline with deterministic = false: move the share, batch by batch, to where the CPU workers and
+  // the GPU decoder take the same time per batch (from their measured costs per image).
+  bool adapt = true;
+  bool hardware = true;  // nvJPEG's hardware decoder where the GPU has one (A100, H100, H200)
+  bool roi = true;       // decode only the crop window where nvJPEG allows it
+};
 
 struct FeederOptions {
   // Ring slots: batches that may be on their way or held by the consumer at once; 1 to 8. 3 lets one batch
@@ -42,7 +91,11 @@ struct FeederOptions {
   int depth = 3;
   // Also make the model's input on the device: (pixel - mean) / std per channel, as float32, float16 or
   // bfloat16, NCHW or NHWC (DeviceBatch::images()). Only bytes cross the bus either way.
-  std::optional<ops::NormalizeParams> normalize;
+  std::optional<ops::NormalizeParams> normalize{};
+  // Per-pixel ops run after the copy, before normalize (see the top of this file).
+  DeviceAugment augment{};
+  // Hybrid CPU/GPU JPEG decoding (see the top of this file); used by feed().
+  DeviceDecode decode{};
 };
 
 struct FeederStats {
@@ -55,7 +108,36 @@ struct FeederStats {
   std::uint64_t allocations = 0;  // ring buffers allocated (first batch, or a larger batch)
   std::uint64_t host_waits = 0;   // stage() calls that waited for an earlier copy out of the same slot
   std::uint64_t held = 0;         // DeviceBatch handles (or views of them) alive now
+
+  // Hybrid decoding (FeederOptions::decode). The images the pipeline decoded are its PipelineStats'
+  // elements_out - deferred; these are the deferred ones.
+  std::string decoder;                // what decodes on the GPU, or why nothing does
+  std::uint64_t gpu_decoded = 0;      // deferred images nvJPEG decoded into the ring
+  std::uint64_t cpu_fallbacks = 0;    // deferred images nvJPEG refused, decoded on the CPU by the feeder
+  std::uint64_t decode_failures = 0;  // deferred images neither could decode (slot zeroed; see feed())
+  std::uint64_t declined = 0;         // images the op was asked to defer but decoded itself
+  // Why, per reason: "op: cmyk" (declined by the op), "nvjpeg: NVJPEG_STATUS_JPEG_NOT_SUPPORTED" (refused
+  // by nvJPEG, decoded by the feeder), "failed: <error>" (neither could).
+  std::map<std::string, std::uint64_t> fallback_reasons;
+  double gpu_share = 0;            // the share of images the op is asked to defer now
+  double decode_host_seconds = 0;  // the feeder thread's time in nvJPEG calls and CPU fallbacks
+  double decode_gpu_seconds = 0;   // the decoder's time on the GPU (CUDA events)
 };
+
+// The default placement of the cheap per-pixel ops. Takes a chain's maps, in order, and, when `placement`
+// is a GPU and options.normalize is set, moves the trailing flip_horizontal and distort (the library's own,
+// recognised by SampleOp::spec; at most one of each) into options.augment, where the feeder runs them fused
+// with normalize on the GPU; returns the maps that stay in the pipeline. A moved op draws as it would have
+// at its index in `maps`: build the chain from exactly these maps, with no filter before them:
+//   FeederOptions options{.normalize = trainer.input_normalization()};
+//   std::vector<SampleOp> maps = place_pixel_ops({ops::decode_random_resized_crop(224),
+//                                                 ops::flip_horizontal(0.5), ops::distort(jitter)},
+//                                                placement, options);
+// On a CPU placement, or without normalize, the maps come back unchanged: there they run as maps either
+// way. Moving changes nothing in images(): the feeder draws each sample's parameters as the maps would and
+// gives the same bytes. It also leaves decode_random_resized_crop last, where it may defer to the GPU.
+std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
+                                      FeederOptions& options);
 
 class DeviceBatchIterator;
 
@@ -81,6 +163,13 @@ class DeviceFeeder {
   // Iterates `dataset` through this feeder: its batches live in memory the feeder copies fastest
   // (page-locked for a GPU) and the pipeline keeps room for the batches the feeder holds. Each DeviceBatch
   // of a range-for is released when the loop moves on. The feeder must outlive the iterator.
+  // On a CPU placement it appends the augment ops to the chain as maps, and leaves the consumer (the
+  // training step on the CPU) a core: threads = cores - 1 when the dataset's threads is 0. On a GPU with
+  // FeederOptions::decode enabled and nvJPEG present, it lets the chain's last map defer samples to the
+  // feeder, and stages batches on a thread of its own (a "GPU decoder" track in the dataset's trace) that
+  // keeps up to depth - 1 batches ready ahead of the consumer. A deferred image that neither nvJPEG nor the
+  // CPU can decode fails its batch with PipelineError under on_error = fail; under skip its slot is zeroed
+  // and counted (FeederStats::decode_failures): a batch cannot shrink after it was made.
   DeviceBatchIterator feed(const BatchedDataset& dataset);
   // The same from where an earlier iterator of `dataset` stood (BatchedDataset::begin(state)).
   DeviceBatchIterator feed(const BatchedDataset& dataset, const IteratorState& state);
@@ -97,6 +186,8 @@ class DeviceFeeder {
 
  private:
   friend struct detail::DeviceBatchAccess;
+  DeviceBatchIterator start(const BatchedDataset& dataset, const IteratorState* state);
+
   Placement placement_;
   FeederOptions options_;
   std::shared_ptr<detail::FeederBackend> backend_;  // shared with every DeviceBatch it handed out
@@ -109,9 +200,16 @@ class DeviceBatchIterator {
   // The next batch, staged; std::nullopt at the end. Errors as BatchIterator::next() and
   // DeviceFeeder::stage().
   std::optional<DeviceBatch> next();
-  PipelineStats stats() const { return batches_.stats(); }
-  // Where the pipeline stands after the last batch next() staged (BatchIterator::state()).
-  IteratorState state() const { return batches_.state(); }
+  PipelineStats stats() const;
+  // Where the pipeline stood after the last batch next() handed out (BatchIterator::state()), to resume
+  // with DeviceFeeder::feed(dataset, state). With the staging thread, the state recorded with that batch:
+  // the pipeline itself is up to depth - 1 batches further.
+  IteratorState state() const;
+
+  DeviceBatchIterator(DeviceBatchIterator&&) noexcept;
+  DeviceBatchIterator& operator=(DeviceBatchIterator&&) noexcept;
+  // Stops the feeder's staging thread (if any) and the pipeline.
+  ~DeviceBatchIterator();
 
   // Range-for support: `for (DeviceBatch& batch : feeder.feed(dataset))`. Each batch is released when the
   // loop moves on, before the next one is staged.
@@ -138,16 +236,18 @@ class DeviceBatchIterator {
 
  private:
   friend class DeviceFeeder;
-  DeviceBatchIterator(DeviceFeeder& feeder, BatchIterator batches)
-      : feeder_(&feeder), batches_(std::move(batches)) {}
+  DeviceBatchIterator(DeviceFeeder& feeder, std::optional<BatchIterator> batches,
+                      std::unique_ptr<detail::Lookahead> lookahead);
   bool at_end();
   DeviceBatch& current();
   void advance();
 
   DeviceFeeder* feeder_;
-  BatchIterator batches_;
+  std::optional<BatchIterator> batches_;  // empty when the lookahead thread owns the pipeline
+  std::unique_ptr<detail::Lookahead> lookahead_;
   std::optional<DeviceBatch> current_;
   bool fetched_ = false;
+  bool augmented_ = false;  // the pipeline ran FeederOptions::augment (feed() on the CPU)
 };
 
 }  // namespace conveyor

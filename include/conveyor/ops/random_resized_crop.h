@@ -2,6 +2,7 @@
 // decoding so that only the window is decoded, at the DCT scale the window size allows.
 #pragma once
 
+#include <cstdint>
 #include <span>
 
 #include "conveyor/image.h"
@@ -26,6 +27,12 @@ struct RandomResizedCropOptions {
 // torchvision's RandomResizedCrop.get_params: up to 10 draws of (area, ratio); the first window that fits
 // is placed uniformly; after 10 misses, the whole image centre-cropped to the nearest allowed ratio.
 Rect random_resized_crop_window(int height, int width, const RandomResizedCropOptions& options, Rng& rng);
+
+// The window of the sample with `seed` in an image that decodes to height x width: the one above, drawn
+// from Rng(seed, stream). The decode_random_resized_crop SampleOp and the GPU decode path both call this,
+// so a sample gets the same window whichever decoder takes it.
+Rect draw_random_resized_crop_window(int height, int width, const RandomResizedCropOptions& options,
+                                     std::uint64_t seed, std::uint64_t stream);
 
 // A random window of decoded pixels resized into `out`.
 void random_resized_crop(ConstImageView image, ImageView out, const RandomResizedCropOptions& options,

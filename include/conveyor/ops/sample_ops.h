@@ -35,7 +35,9 @@ inline constexpr std::uint64_t distort = 0x64697374'00000005;
 SampleOp decode(DecodeOptions options = {});
 
 // sample.encoded -> size x size: a random window (RandomResizedCrop), only the window decoded, at the DCT
-// scale it allows, then resized.
+// scale it allows, then resized. As the last map of a chain fed to a GPU that decodes (conveyor/defer.h), it
+// reads only the header and draws the window for the samples its policy names, and leaves them to the GPU
+// with that window (conveyor/ops/deferred_crop.h), unless the GPU could not take the image.
 SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options = {});
 
 // sample.encoded -> size x size: the evaluation transform (shorter side to `size`, centre crop), only the
@@ -48,6 +50,18 @@ SampleOp random_crop(int height, int width, int padding = 0, PadMode mode = PadM
 // image -> image with margins.
 SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant,
              std::uint8_t value = 0);
+
+// What flip_horizontal and distort carry in SampleOp::spec: their parameters and the kind of their Rng
+// stream, so that a feeder can run the same op on the GPU (conveyor::place_pixel_ops, which knows the op's
+// position k in the chain and draws from op_stream(stream, k) as the op would).
+struct FlipHorizontalSpec {
+  double p = 0.5;
+  std::uint64_t stream = stream::flip_horizontal;
+};
+struct DistortSpec {
+  DistortOptions options;
+  std::uint64_t stream = stream::distort;
+};
 
 // Mirrors the image in place with probability p.
 SampleOp flip_horizontal(double p = 0.5);

@@ -21,6 +21,7 @@
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/image.h"
 #include "conveyor/iterator_state.h"
+#include "conveyor/ops/normalize.h"
 
 namespace conveyor::train {
 
@@ -143,10 +144,17 @@ class Trainer {
   // Its parts, the CUDA graphs and the algorithm cache.
   const WarmupReport& warmup_report() const noexcept;
 
+  // What the model takes as input: (pixel - mean) / std with the options' mean and std, in the precision's
+  // element type (float32 for the CPU reference), NHWC. Give it to FeederOptions::normalize and the step
+  // takes the feeder's images() as they are (a device-to-device copy) instead of normalizing pixels().
+  ops::NormalizeParams input_normalization() const;
+
   // One SGD step on a full batch (batch.size() == options.batch). On a GPU it only enqueues: the step's
-  // stream becomes a reader of the batch (conveyor::cuda::read_on), normalizes its uint8 pixels on the GPU
-  // and runs forward, loss, backward and SGD; the batch may be released as soon as step() returns. On the
-  // CPU it runs the reference to completion (normalizing on the CPU).
+  // stream becomes a reader of the batch (conveyor::cuda::read_on), takes its images() when they are the
+  // model's input (input_normalization()) or else normalizes its uint8 pixels on the GPU, and runs forward,
+  // loss, backward and SGD; the batch may be released as soon as step() returns. On the CPU it runs the
+  // reference to completion (normalizing on the CPU, or copying images()). Throws InvalidArgument when
+  // images() carry the feeder's augmentation in another form than the model's input.
   void step(const DeviceBatch& batch);
   void set_learning_rate(double learning_rate);
   // Loss and accuracy of the last step (synchronises). Throws InvalidArgument if a label was out of range.

@@ -1,0 +1,34 @@
+// The CPU half of the feeder's decoding: deferred samples nvJPEG refused (or that no GPU decoder could
+// take) decoded with ops::decode_deferred_crop, the op's own pixels, and copied into their device slots.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "conveyor/batch.h"
+#include "conveyor/host_memory.h"
+#include "src/device/decode/device_decoder.h"
+#include "src/memory/host_memory.h"
+
+namespace conveyor::cuda {
+
+// One deferred sample to decode on the CPU, and why it comes here.
+struct CpuFallback {
+  std::size_t sample = 0;
+  std::string reason;
+};
+
+// Decodes each of `which` into `staging` (grown from `memory` when too small) and copies it into its slot
+// of `pixels` (device memory, batch.size() images) on `stream`. A sample the CPU cannot decode either is
+// zeroed there and listed in outcome.failed; the others count in outcome.cpu, their reasons in
+// outcome.fallback_reasons. `staging` must not be reused before `stream` has passed this point.
+void decode_on_cpu(const Batch& batch, std::span<const CpuFallback> which, std::uint8_t* pixels,
+                   cudaStream_t stream, detail::HostAllocation& staging,
+                   const std::shared_ptr<HostMemoryResource>& memory, DeviceDecodeOutcome& outcome);
+
+}  // namespace conveyor::cuda

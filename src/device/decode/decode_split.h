@@ -1,0 +1,66 @@
+// The DeferPolicy of a feeder that decodes on the GPU (FeederOptions::decode): which samples the pipeline's
+// decode op leaves to the GPU, and the controller that moves that share.
+//
+// Which samples: sample i of an epoch's order is deferred when floor((i + 1) * s) > floor(i * s), s the
+// share in 16-bit fixed point. That spreads the deferred samples evenly (every batch gets its share) and is
+// a pure function of the index: with a fixed share, the same samples go to the GPU in every run, at any
+// thread count, which is what deterministic pipelines need (nvJPEG's pixels are not libjpeg's).
+//
+// How much, when adapting (pipelines with deterministic = false): per batch of B, the CPU workers (T of
+// them) spend B((1 - s)c + s d)/T and the GPU decoder B s g, where c is the workers' time per image they
+// decode, d per image they only look at and defer, g the decoder's per deferred image. Both take the same
+// time at s* = c / (c - d + T g); after each batch the share moves a third of the way there, within
+// [0.05, 0.95] so that both sides keep being measured. c and d come from the op (spent()), g from the feeder.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "conveyor/defer.h"
+
+namespace conveyor::detail {
+
+// Whether sample `index` is deferred at share `share_q16` / 65536 (see above).
+constexpr bool defers(std::uint64_t index, std::uint32_t share_q16) noexcept {
+  return ((index + 1) * share_q16 >> 16) != (index * share_q16 >> 16);
+}
+
+// The share s* above, clamped to [0, 1]; nan inputs or a non-positive denominator give `fallback`.
+double balanced_share(double cpu_decode_s, double cpu_defer_s, double gpu_decode_s, int threads,
+                      double fallback) noexcept;
+
+class DecodeSplit final : public DeferPolicy {
+ public:
+  // share in [0, 1]; adaptive: move it (measure() does); threads: the pipeline's.
+  DecodeSplit(double share, bool adaptive, int threads);
+
+  bool should_defer(const Sample& sample) noexcept override;
+  void declined(const Sample& sample, const char* reason) noexcept override;
+  void spent(bool deferred, std::chrono::nanoseconds time) noexcept override;
+
+  // After a batch (one thread at a time): the GPU decoder took `gpu_seconds` for `deferred` images. Moves
+  // the share when adaptive and both sides have been measured.
+  void measure(double gpu_seconds, std::size_t deferred) noexcept;
+
+  double share() const noexcept;
+  bool adaptive() const noexcept { return adaptive_; }
+  std::uint64_t declined_count() const;
+  std::map<std::string, std::uint64_t> declined_reasons() const;  // "op: <reason>" -> count
+
+ private:
+  const bool adaptive_;
+  const int threads_;
+  std::atomic<std::uint32_t> share_q16_;
+  // What the op reported since the last measure(): nanoseconds and counts, decoded here / deferred.
+  std::atomic<std::uint64_t> decode_ns_{0}, decode_count_{0}, defer_ns_{0}, defer_count_{0};
+  // Running estimates (measure() only): seconds per image.
+  double cpu_decode_s_ = 0, cpu_defer_s_ = 0, gpu_decode_s_ = 0;
+  mutable std::mutex mutex_;  // declined_
+  std::map<std::string, std::uint64_t> declined_;
+};
+
+}  // namespace conveyor::detail

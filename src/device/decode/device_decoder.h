@@ -1,0 +1,75 @@
+// The feeder's GPU decoder: a batch's deferred samples (Batch::samples()[i].deferred, each with the
+// ops::DeferredCrop its op left) decoded by nvJPEG straight into their slots of the ring buffer; what nvJPEG
+// refuses is decoded on the CPU (ops::decode_deferred_crop: the op's own pixels) into a page-locked staging
+// buffer and copied into its slot; what neither can decode is zeroed and reported.
+//
+// Two NvjpegBatchDecoders are used in turn: one waits for its previous batch's GPU work before it reuses
+// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
+// Not thread-safe: the feeder calls it from one thread at a time.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conveyor/batch.h"
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/host_memory.h"
+#include "src/device/device_memory.h"
+#include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
+#include "src/device/nvjpeg/nvjpeg_library.h"
+#include "src/memory/host_memory.h"
+
+namespace conveyor::cuda {
+
+// What decode() did with one batch.
+struct DeviceDecodeOutcome {
+  std::size_t deferred = 0;  // deferred samples in the batch
+  std::size_t gpu = 0;       // decoded by nvJPEG
+  std::size_t cpu = 0;       // refused by nvJPEG, decoded on the CPU
+  // Why each CPU-decoded one went there ("nvjpeg: size_mismatch", "nvjpeg: NVJPEG_STATUS_..."), and the
+  // samples neither could decode (slot zeroed), with the CPU's error.
+  std::vector<std::string> fallback_reasons;
+  std::vector<std::pair<std::size_t, std::string>> failed;
+};
+
+class DeviceDecoder {
+ public:
+  // Throws DeviceError when nvJPEG cannot be set up on `device`.
+  DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool, int device,
+                const DeviceDecode& options);
+
+  // Enqueues the decoding of `batch`'s deferred samples into `pixels` (device memory: batch.size() images
+  // of batch.sample_shape(), contiguous) on `stream`, after the work already queued there (the copy of the
+  // batch's other pixels). The CPU fallbacks are decoded now, into `staging` (grown as needed; page-locked;
+  // it must not be reused before `stream` has passed this point). The batch's bytes must stay alive until
+  // then too. Throws DeviceError when CUDA fails.
+  DeviceDecodeOutcome decode(const Batch& batch, std::uint8_t* pixels, cudaStream_t stream,
+                             detail::HostAllocation& staging);
+
+  // "nvJPEG 13.0.1 (...) on gpu:0: hardware decoder (...), then GPU hybrid ..." for logs and stats.
+  const std::string& description() const noexcept { return description_; }
+
+ private:
+  NvjpegBatchDecoder& decoder_for(int channels);
+
+  std::shared_ptr<const nvjpeg::Library> library_;
+  DeviceMemoryPool* pool_;
+  int device_;
+  DeviceDecode options_;
+  std::shared_ptr<HostMemoryResource> pinned_;
+  // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
+  std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
+  std::size_t turn_ = 0;
+  std::string description_;
+  // Scratch, kept from batch to batch.
+  std::vector<NvjpegRequest> requests_;
+  std::vector<std::size_t> which_;  // sample of each request
+};
+
+}  // namespace conveyor::cuda

@@ -1,0 +1,85 @@
+#include "src/device/lookahead.h"
+
+#include <utility>
+
+#include "conveyor/error.h"
+
+namespace conveyor::detail {
+
+Lookahead::Lookahead(std::shared_ptr<FeederBackend> backend, BatchIterator batches, std::size_t ahead)
+    : backend_(std::move(backend)), batches_(std::move(batches)), ahead_(ahead) {
+  if (ahead_ == 0) throw InvalidArgument("DeviceFeeder: the staging thread needs room for one batch ahead");
+  handed_state_ = state_now();
+  thread_ = std::thread([this] { run(); });
+}
+
+Lookahead::~Lookahead() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  batches_.cancel();  // a thread waiting for the pipeline gets the end
+  thread_.join();
+  // staged_ releases its batches here; batches_ stops its pipeline after that.
+}
+
+void Lookahead::run() noexcept {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || staged_.size() < ahead_; });
+      if (stopping_) break;
+    }
+    try {
+      std::optional<Batch> batch = batches_.next();
+      if (!batch) break;
+      auto state = state_now();
+      DeviceBatch staged = backend_->stage(std::move(*batch), {.hand_over = false});
+      std::lock_guard lock(mutex_);
+      staged_.emplace_back(Staged{std::move(staged), std::move(state)});
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      staged_.emplace_back(std::current_exception());
+      break;
+    }
+    changed_.notify_all();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+  }
+  changed_.notify_all();
+}
+
+std::variant<IteratorState, std::exception_ptr> Lookahead::state_now() const noexcept {
+  try {
+    return batches_.state();
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+IteratorState Lookahead::state() const {
+  if (const auto* error = std::get_if<std::exception_ptr>(&handed_state_)) std::rethrow_exception(*error);
+  return std::get<IteratorState>(handed_state_);
+}
+
+std::optional<DeviceBatch> Lookahead::next() {
+  std::variant<Staged, std::exception_ptr> item;
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !staged_.empty() || finished_; });
+    if (staged_.empty()) return std::nullopt;
+    item = std::move(staged_.front());
+    staged_.pop_front();
+  }
+  changed_.notify_all();  // room for the thread to stage another
+  if (auto* error = std::get_if<std::exception_ptr>(&item)) std::rethrow_exception(*error);
+  Staged& staged = std::get<Staged>(item);
+  backend_->hand_over(staged.batch);
+  handed_state_ = std::move(staged.state);
+  return std::move(staged.batch);
+}
+
+}  // namespace conveyor::detail

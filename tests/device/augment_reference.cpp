@@ -1,0 +1,54 @@
+#include "augment_reference.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "conveyor/ops/sample_ops.h"
+#include "conveyor/random.h"
+#include "conveyor/sample.h"
+#include "support/test_images.h"
+
+namespace conveyor::testing {
+
+std::vector<std::uint8_t> cpu_augment(const std::uint8_t* images, std::size_t count, ImageShape shape,
+                                      std::span<const std::uint64_t> seeds, const CpuAugmentChain& chain,
+                                      std::vector<std::uint8_t>* augmented) {
+  std::vector<SampleOp> ops_chain;
+  if (chain.flip_p) ops_chain.push_back(ops::flip_horizontal(*chain.flip_p));
+  if (chain.distort) ops_chain.push_back(ops::distort(*chain.distort));
+  std::vector<std::uint8_t> pixels(count * shape.bytes());
+  for (std::size_t i = 0; i < count; ++i) {
+    Sample sample;
+    sample.seed = seeds[i];
+    const ImageView input = sample.output(shape);
+    std::memcpy(input.data, images + i * shape.bytes(), shape.bytes());
+    sample.publish();
+    for (const SampleOp& op : ops_chain) op.apply(sample);
+    const ConstImageView result = sample.image();
+    for (int y = 0; y < shape.height; ++y)
+      std::memcpy(
+          pixels.data() + i * shape.bytes() + static_cast<std::size_t>(y) * shape.width * shape.channels,
+          result.row(y), static_cast<std::size_t>(shape.width) * shape.channels);
+  }
+  std::vector<std::uint8_t> out(count * shape.bytes() * ops::element_size(chain.normalize.type));
+  ops::normalize_batch(pixels.data(), count, shape, chain.normalize, out.data());
+  if (augmented != nullptr) *augmented = std::move(pixels);
+  return out;
+}
+
+std::vector<std::uint8_t> make_pictures(std::size_t count, ImageShape shape, std::uint64_t seed) {
+  std::vector<std::uint8_t> pixels(count * shape.bytes());
+  for (std::size_t i = 0; i < count; ++i) {
+    const Image picture = make_picture(shape.height, shape.width, shape.channels, seed + i);
+    std::memcpy(pixels.data() + i * shape.bytes(), picture.data(), shape.bytes());
+  }
+  return pixels;
+}
+
+std::vector<std::uint64_t> sample_seeds(std::size_t count, std::uint64_t dataset_seed) {
+  std::vector<std::uint64_t> seeds(count);
+  for (std::size_t i = 0; i < count; ++i) seeds[i] = sample_seed(dataset_seed, 0, i);
+  return seeds;
+}
+
+}  // namespace conveyor::testing

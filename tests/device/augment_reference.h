@@ -1,0 +1,34 @@
+// The CPU definition the GPU augmentation must match: the flip_horizontal and distort SampleOps run on each
+// image with its sample seed, then ops::normalize_batch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "conveyor/image.h"
+#include "conveyor/ops/distort.h"
+#include "conveyor/ops/normalize.h"
+
+namespace conveyor::testing {
+
+struct CpuAugmentChain {
+  std::optional<double> flip_p;                // flip_horizontal(p) when set
+  std::optional<ops::DistortOptions> distort;  // distort(options) when set
+  ops::NormalizeParams normalize;
+};
+
+// `count` contiguous uint8 NHWC images of `shape`; returns the normalized batch as bytes (element type and
+// layout from chain.normalize). Also returns the uint8 images after flip and distort in `augmented`.
+std::vector<std::uint8_t> cpu_augment(const std::uint8_t* images, std::size_t count, ImageShape shape,
+                                      std::span<const std::uint64_t> seeds, const CpuAugmentChain& chain,
+                                      std::vector<std::uint8_t>* augmented = nullptr);
+
+// Deterministic test images with real structure (make_picture), `count` of `shape`, back to back.
+std::vector<std::uint8_t> make_pictures(std::size_t count, ImageShape shape, std::uint64_t seed);
+
+// Seeds as the pipeline makes them: sample_seed(dataset_seed, 0, i).
+std::vector<std::uint64_t> sample_seeds(std::size_t count, std::uint64_t dataset_seed);
+
+}  // namespace conveyor::testing

@@ -1,0 +1,109 @@
+// The split between the CPU workers and the GPU decoder (src/device/decode/decode_split.h): which samples
+// go to the GPU (a pure, evenly spread function of the index), and where an adaptive split moves the share.
+// Runs without a GPU.
+#include "src/device/decode/decode_split.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "conveyor/error.h"
+#include "conveyor/sample.h"
+
+namespace conveyor::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::uint32_t q16(double share) { return static_cast<std::uint32_t>(std::lround(share * 65536)); }
+
+TEST(DecodeSplit, TheDeferredShareIsSpreadEvenlyOverTheIndices) {
+  for (const double share : {0.0, 0.1, 0.25, 0.5, 2.0 / 3, 0.9, 1.0}) {
+    const std::uint32_t s = q16(share);
+    std::uint64_t total = 0;
+    for (std::uint64_t start = 0; start < 20'000; start += 256) {
+      std::uint64_t in_batch = 0;
+      for (std::uint64_t i = start; i < start + 256; ++i) in_batch += defers(i, s) ? 1 : 0;
+      // Every batch of 256 gets its share, to one image.
+      EXPECT_LE(std::abs(static_cast<double>(in_batch) - 256 * share), 1.0 + 1e-9)
+          << "share " << share << ", batch at " << start << ": " << in_batch;
+      total += in_batch;
+    }
+    EXPECT_NEAR(static_cast<double>(total) / (20'224.0), share, 1e-3) << "share " << share;
+  }
+}
+
+TEST(DecodeSplit, WhichSamplesDependsOnTheIndexOnly) {
+  DecodeSplit split(0.4, false, 8);
+  Sample a, b;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    a.index = b.index = i;
+    a.seed = i * 7;
+    b.seed = i * 13 + 1;
+    a.epoch = 0;
+    b.epoch = 5;
+    EXPECT_EQ(split.should_defer(a), split.should_defer(b)) << i;
+    EXPECT_EQ(split.should_defer(a), defers(i, q16(0.4))) << i;
+  }
+}
+
+TEST(DecodeSplit, AFixedSplitDoesNotMove) {
+  DecodeSplit split(0.3, /*adaptive=*/false, 16);
+  for (int batch = 0; batch < 20; ++batch) {
+    for (int i = 0; i < 100; ++i) split.spent(false, 1ms);
+    for (int i = 0; i < 100; ++i) split.spent(true, 20us);
+    split.measure(/*gpu_seconds=*/0.001, /*deferred=*/100);
+  }
+  EXPECT_NEAR(split.share(), 0.3, 1e-4);
+}
+
+TEST(DecodeSplit, TheBalancedShareMakesBothSidesTakeTheSameTime) {
+  // c = 1 ms per image decoded on a core, d = 50 us per image deferred, g = 50 us per image on the GPU,
+  // 16 cores: s = c / (c - d + T g) = 1 / (1 - 0.05 + 0.8).
+  const double s = balanced_share(1e-3, 50e-6, 50e-6, 16, -1);
+  EXPECT_NEAR(s, 1.0 / 1.75, 1e-9);
+  const double cpu_time = (1 - s) * 1e-3 + s * 50e-6;  // per image of the batch, over 16 cores
+  const double gpu_time = s * 50e-6 * 16;
+  EXPECT_NEAR(cpu_time, gpu_time, 1e-12);
+  // Nothing measured yet: the fallback.
+  EXPECT_EQ(balanced_share(0, 50e-6, 50e-6, 16, 0.42), 0.42);
+  EXPECT_EQ(balanced_share(1e-3, 50e-6, 0, 16, 0.42), 0.42);
+  EXPECT_EQ(balanced_share(std::nan(""), 50e-6, 1e-3, 16, 0.42), 0.42);
+}
+
+TEST(DecodeSplit, AnAdaptiveSplitConvergesToTheBalance) {
+  for (const double gpu_per_image : {10e-6, 50e-6, 400e-6}) {
+    DecodeSplit split(0.5, /*adaptive=*/true, 16);
+    for (int batch = 0; batch < 60; ++batch) {
+      const auto deferred = static_cast<int>(std::lround(256 * split.share()));
+      for (int i = 0; i < 256 - deferred; ++i) split.spent(false, 1ms);
+      for (int i = 0; i < deferred; ++i) split.spent(true, 50us);
+      split.measure(gpu_per_image * deferred, static_cast<std::size_t>(deferred));
+    }
+    const double expected = std::clamp(balanced_share(1e-3, 50e-6, gpu_per_image, 16, 0.5), 0.05, 0.95);
+    EXPECT_NEAR(split.share(), expected, 0.01) << "GPU at " << gpu_per_image * 1e6 << " us per image";
+  }
+}
+
+TEST(DecodeSplit, DeclinedSamplesAreCountedByReason) {
+  DecodeSplit split(1.0, false, 4);
+  Sample sample;
+  split.declined(sample, "cmyk");
+  split.declined(sample, "cmyk");
+  split.declined(sample, "gray");
+  EXPECT_EQ(split.declined_count(), 3u);
+  const auto reasons = split.declined_reasons();
+  EXPECT_EQ(reasons.at("op: cmyk"), 2u);
+  EXPECT_EQ(reasons.at("op: gray"), 1u);
+}
+
+TEST(DecodeSplit, AShareOutsideZeroToOneIsRefused) {
+  EXPECT_THROW(DecodeSplit(-0.1, false, 1), InvalidArgument);
+  EXPECT_THROW(DecodeSplit(1.5, false, 1), InvalidArgument);
+  EXPECT_THROW(DecodeSplit(std::nan(""), false, 1), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace conveyor::detail
