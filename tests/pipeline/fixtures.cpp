@@ -112,6 +112,12 @@ void Checksum::add(const Batch& batch) {
   add(batch.labels().data(), batch.labels().size_bytes());
 }
 
+const StageStats* stage_named(const PipelineStats& stats, const std::string& name) {
+  for (const StageStats& stage : stats.stages)
+    if (stage.name == name) return &stage;
+  return nullptr;
+}
+
 std::uint64_t checksum_of(const BatchedDataset& dataset, std::vector<std::size_t>* sizes) {
   Checksum sum;
   for (const Batch& batch : dataset) {

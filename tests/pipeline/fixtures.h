@@ -11,6 +11,7 @@
 #include "conveyor/batch.h"
 #include "conveyor/dataset.h"
 #include "conveyor/sample.h"
+#include "conveyor/stats.h"
 #include "support/temp_dir.h"
 
 namespace conveyor::testing {
@@ -45,6 +46,10 @@ struct Checksum {
   void add(const void* data, std::size_t size);
   void add(const Batch& batch);
 };
+// The stage called `name` in `stats`, or null when no stage has that name (assert on it: a renamed stage
+// must fail the test, not skip its checks).
+const StageStats* stage_named(const PipelineStats& stats, const std::string& name);
+
 // Runs the whole dataset and returns its checksum, with the batch sizes seen.
 std::uint64_t checksum_of(const BatchedDataset& dataset, std::vector<std::size_t>* sizes = nullptr);
 
