@@ -34,3 +34,16 @@ function(conveyor_record_commit target)
   endif()
   target_compile_definitions(${target} PRIVATE CONVEYOR_GIT_COMMIT="${commit}")
 endfunction()
+
+# conveyor_add_unprivileged_test(NAME PROGRAM TESTS Suite.Case... [LABELS l...]): runs those cases of the
+# GoogleTest program PROGRAM as an unprivileged user (tests/support/run_unprivileged.sh drops root's
+# privileges, or runs the program directly for anyone else), so that tests of permission-denied paths
+# execute instead of skipping when ctest runs as root, as CI does. Labelled "permissions" too.
+function(conveyor_add_unprivileged_test name program)
+  cmake_parse_arguments(ARG "" "" "TESTS;LABELS" ${ARGN})
+  list(JOIN ARG_TESTS ":" filter)
+  add_test(NAME ${name}
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/support/run_unprivileged.sh $<TARGET_FILE:${program}>
+                   --gtest_filter=${filter})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS};permissions" TIMEOUT 120)
+endfunction()
