@@ -7,7 +7,7 @@
 #include <opencv2/core/utility.hpp>
 
 #include "conveyor/error.h"
-#include "src/pipeline/tsan.h"
+#include "src/core/tsan.h"
 
 namespace conveyor::detail {
 namespace {
@@ -133,7 +133,8 @@ std::optional<ImageShape> Pipeline::probe_shape() {
     if (element.outcome == Outcome::failed && plan_.options.on_error == OnError::fail) {
       failed_ = true;
       stop_.store(true);
-      deliver(std::make_exception_ptr(error_of(element)));
+      std::exception_ptr error = std::make_exception_ptr(error_of(element));  // see collect()
+      deliver(std::move(error));
       return std::nullopt;
     }
     element.sample.recycle();
