@@ -88,6 +88,12 @@ case "$cmd" in
       dir=build; opts=(); targets=(); filter=()
     fi
     build "$dir" "${opts[@]}" -- "${targets[@]}"
+    # Every test program and label at its minimum (tests/test_counts.txt), so that none drops out silently.
+    # CONVEYOR_REQUIRE_CUDA=1 (CI) makes a build without its GPU programs an error too.
+    counts=("$dir")
+    [ "$dir" != build-tsan ] || counts+=(--label concurrency)
+    [ "$dir" != build ] || [ "${CONVEYOR_REQUIRE_CUDA:-0}" = 0 ] || counts+=(--require cuda)
+    python3 "$root/scripts/check_test_counts.py" "${counts[@]}"
     # --no-tests=error: a label that matches nothing must fail, not pass quietly.
     ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}" ;;
   fuzz) deps; exec "$root/scripts/fuzz.sh" "$@" ;;
