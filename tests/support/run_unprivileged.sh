@@ -11,9 +11,15 @@ set -eu
 [ $# -ge 1 ] || { echo "usage: run_unprivileged.sh PROGRAM [ARGS...]" >&2; exit 2; }
 program=$1
 shift
+case "$program" in /*) ;; *) program=$PWD/$program ;; esac  # it runs from another folder
 export CONVEYOR_REQUIRE_PERMISSION_TESTS=1
 
-listed=$("$program" "$@" --gtest_list_tests | grep -c '^  ' || true)
+# Listing with the filter only: other flags (--gtest_output) would make the listing write files.
+filter=""
+for arg in "$@"; do
+  case "$arg" in --gtest_filter=*) filter=$arg ;; esac
+done
+listed=$("$program" ${filter:+"$filter"} --gtest_list_tests | grep -c '^  ' || true)
 if [ "$listed" -eq 0 ]; then
   echo "run_unprivileged: '$*' selects no test of $program" >&2
   exit 1
