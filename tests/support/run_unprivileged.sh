@@ -46,6 +46,19 @@ status=0
 # A folder the user owns for the tests' files, and as the working directory.
 work=$(mktemp -d)
 chown "$uid:$gid" "$work"
-(cd "$work" && TMPDIR=$work as_user "$program" "$@") || status=$?
+# A ThreadSanitizer suppressions file the user cannot read (a private checkout) would stop the program:
+# it reads a copy.
+tsan_options=${TSAN_OPTIONS:-}
+case " $tsan_options " in
+  *" suppressions="*)
+    file=$(printf '%s
+' $tsan_options | sed -n 's/^suppressions=//p' | head -n 1)
+    if [ -n "$file" ] && ! as_user test -r "$file"; then
+      cp "$file" "$work/tsan.supp" && chmod 644 "$work/tsan.supp"
+      tsan_options=$(printf '%s
+' $tsan_options | sed "s|^suppressions=.*|suppressions=$work/tsan.supp|" | tr '\n' ' ')
+    fi ;;
+esac
+(cd "$work" && TMPDIR=$work TSAN_OPTIONS=$tsan_options as_user "$program" "$@") || status=$?
 rm -rf "$work" ${copy:+"$copy"}
 exit $status
