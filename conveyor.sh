@@ -3,7 +3,7 @@
 #   ./conveyor.sh demo                 main job: make the demo data, run feed vs prefetch (GPU if present)
 #   ./conveyor.sh test                 build and run the test suite
 #   ./conveyor.sh test --sanitize asan the suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   ./conveyor.sh test --sanitize tsan the concurrency tests under ThreadSanitizer
+#   ./conveyor.sh test --sanitize tsan the tests that start threads under ThreadSanitizer
 #   ./conveyor.sh fuzz [SECONDS]       fuzz the JPEG decode and augmentation ops (scripts/fuzz.sh)
 #   ./conveyor.sh build | deps | data  the single steps
 # Idempotent: every step checks first and stays quiet when there is nothing to do.
@@ -39,14 +39,18 @@ deps() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# build DIR [cmake options...]
+# build DIR [cmake options...] [-- targets...]: configures DIR once, then builds the targets (all by default).
 build() {
   local dir=$1; shift
+  local options=() targets=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do options+=("$1"); shift; done
+  [ $# -eq 0 ] || { shift; targets=("$@"); }
   if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$root" -B "$dir" -G Ninja -Wno-dev "$@" >"$dir.configure.log" 2>&1 ||
+    cmake -S "$root" -B "$dir" -G Ninja -Wno-dev "${options[@]}" >"$dir.configure.log" 2>&1 ||
       { cat "$dir.configure.log"; exit 1; }
   fi
-  cmake --build "$dir" -j "$jobs" -- --quiet | { grep -v '^ninja: no work to do' || true; }
+  cmake --build "$dir" -j "$jobs" ${targets[@]:+--target "${targets[@]}"} -- --quiet |
+    { grep -v '^ninja: no work to do' || true; }
 }
 
 data() {
@@ -71,8 +75,10 @@ case "$cmd" in
     deps
     if [ "${1:-}" = "--sanitize" ]; then
       case "${2:-}" in
-        asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=() ;;
-        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); filter=(-L concurrency)
+        asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo); targets=(); filter=() ;;
+        # Only the programs with tests labelled "concurrency" (and the examples their tests run) are built.
+        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+          targets=(conveyor_concurrency_programs); filter=(-L concurrency)
           # Any report fails the test; oneTBB's internals (not built with TSan) are suppressed, nothing else.
           tsan_options="halt_on_error=1 second_deadlock_stack=1"
           [ -f "$root/tests/tsan.supp" ] && tsan_options="suppressions=$root/tests/tsan.supp $tsan_options"
@@ -80,9 +86,15 @@ case "$cmd" in
         *) say "unknown sanitizer '${2:-}' (asan or tsan)"; exit 2 ;;
       esac
     else
-      dir=build; opts=(); filter=()
+      dir=build; opts=(); targets=(); filter=()
     fi
-    build "$dir" "${opts[@]}"
+    build "$dir" "${opts[@]}" -- "${targets[@]}"
+    # Every test program and label at its minimum (tests/test_counts.txt), so that none drops out silently.
+    # CONVEYOR_REQUIRE_CUDA=1 (CI) makes a build without its GPU programs an error too.
+    counts=("$dir")
+    [ "$dir" != build-tsan ] || counts+=(--label concurrency)
+    [ "$dir" != build ] || [ "${CONVEYOR_REQUIRE_CUDA:-0}" = 0 ] || counts+=(--require cuda)
+    python3 "$root/scripts/check_test_counts.py" "${counts[@]}"
     # --no-tests=error: a label that matches nothing must fail, not pass quietly.
     ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}" ;;
   fuzz) deps; exec "$root/scripts/fuzz.sh" "$@" ;;

@@ -2,7 +2,8 @@
 # gpu_run.sh PHASE... — the benchmark runs on the GPU machine, from the bundle scripts/device-bundle.sh
 # made (.carry/). Every log and JSON lands in $OUT/results.tgz (and the console). Phases:
 #   devices   list_devices (text and JSON)
-#   tests     the GPU test programs (device feeder, layers vs CPU reference, trainer)
+#   tests     the GPU test programs (device feeder, layers vs CPU reference, trainer); any failure makes the
+#             script exit 1 at the end (the whole suite: scripts/gpu_test_run.sh)
 #   data      the ImageNet-like set (5,000 images) from the carried photos
 #   ops       ops_bench on one core beside torchvision's decode peer on the same core
 #   pipeline  pipeline_throughput (sweep 1-16 threads, median of 3 runs each) beside PyTorch's DataLoader (16 workers; sweep on 1 epoch)
@@ -80,9 +81,15 @@ gpu_tests() {
         run 60 "$bin/list_devices"
         run 60 "$bin/list_devices" --json >"$r/list_devices.json" ;;
       tests)
+        # The GPU programs only; scripts/gpu_test_run.sh runs the whole suite. A failure fails this script.
         log "gpu tests"
         for t in conveyor_device_gpu_tests conveyor_train_gpu_tests; do
-          [ -x "$bin/$t" ] && run 300 "$bin/$t" --gtest_output=json:"$r/$t.json" 2>&1 | tail -60
+          if [ ! -x "$bin/$t" ]; then
+            echo "!!! $t is not in the bundle"; echo "$t missing" >>"$r/tests_failed"; continue
+          fi
+          timeout 300 "$bin/$t" --gtest_output=json:"$r/$t.json" >"$r/$t.log" 2>&1 ||
+            { echo "!!! $t failed (rc $?)"; echo "$t" >>"$r/tests_failed"; }
+          tail -60 "$r/$t.log"
         done ;;
       data)
         log data
@@ -249,3 +256,8 @@ gpu_tests() {
   log done
 } 2>&1 | tee "$r/console.log"
 tar -C "$r" -czf "$out/results.tgz" .
+# The benchmarks' own failures are reported (!!!) and the run goes on; a failed test fails the script.
+if [ -f "$r/tests_failed" ]; then
+  echo "gpu_run: test programs failed: $(tr '\n' ' ' <"$r/tests_failed")" >&2
+  exit 1
+fi

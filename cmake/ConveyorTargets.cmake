@@ -1,18 +1,46 @@
-# conveyor_add_test(NAME SOURCES... [LABELS l...]): a GoogleTest program, registered with CTest.
-# Tests labelled "concurrency" also run under ThreadSanitizer in CI; "gpu" tests skip without a device.
+# conveyor_add_test(NAME SOURCES... [LABELS l...] [CONCURRENCY regex...]): a GoogleTest program, one CTest
+# test per GoogleTest case. Cases whose name matches a CONCURRENCY regular expression ("." for all) start
+# threads of their own: they are labelled "concurrency" too, and CI runs them under ThreadSanitizer (the
+# program joins conveyor_concurrency_programs, the target the TSan build builds). "gpu" tests skip without a
+# device.
 function(conveyor_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LABELS;CONCURRENCY" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE conveyor::conveyor conveyor_test_support GTest::gtest GTest::gtest_main)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   # Not gtest_discover_tests' PROPERTIES: it passes name-value pairs through a list, so a second label
   # became a property name and "ctest -L concurrency" found no test. ctest reads this script after the
-  # discovered tests (TEST_INCLUDE_FILES are read in order) and labels them all.
-  if(ARG_LABELS)
+  # discovered tests (TEST_INCLUDE_FILES are read in order) and labels them.
+  if(ARG_LABELS OR ARG_CONCURRENCY)
+    set(with_concurrency ${ARG_LABELS} concurrency)
+    list(JOIN ARG_CONCURRENCY "|" pattern)
+    if(NOT ARG_CONCURRENCY)
+      set(pattern "^$")  # no test name is empty
+    else()
+      set_property(GLOBAL APPEND PROPERTY CONVEYOR_CONCURRENCY_PROGRAMS ${name})
+    endif()
+    # A ctest script knows set_tests_properties only (not set_property(TEST)), which replaces the labels:
+    # each test gets its whole list at once.
     set(script "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
     file(WRITE "${script}"
-         "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\")\nendif()\n")
+         "if(DEFINED ${name}_TESTS)\n"
+         "  set(_plain)\n"
+         "  set(_concurrent)\n"
+         "  foreach(_test IN LISTS ${name}_TESTS)\n"
+         "    if(_test MATCHES \"${pattern}\")\n"
+         "      list(APPEND _concurrent \"\${_test}\")\n"
+         "    else()\n"
+         "      list(APPEND _plain \"\${_test}\")\n"
+         "    endif()\n"
+         "  endforeach()\n"
+         "  if(_plain)\n"
+         "    set_tests_properties(\${_plain} PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+         "  endif()\n"
+         "  if(_concurrent)\n"
+         "    set_tests_properties(\${_concurrent} PROPERTIES LABELS \"${with_concurrency}\")\n"
+         "  endif()\n"
+         "endif()\n")
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
   endif()
 endfunction()
@@ -33,4 +61,17 @@ function(conveyor_record_commit target)
     set(commit unknown)
   endif()
   target_compile_definitions(${target} PRIVATE CONVEYOR_GIT_COMMIT="${commit}")
+endfunction()
+
+# conveyor_add_unprivileged_test(NAME PROGRAM TESTS Suite.Case... [LABELS l...]): runs those cases of the
+# GoogleTest program PROGRAM as an unprivileged user (tests/support/run_unprivileged.sh drops root's
+# privileges, or runs the program directly for anyone else), so that tests of permission-denied paths
+# execute instead of skipping when ctest runs as root, as CI does. Labelled "permissions" too.
+function(conveyor_add_unprivileged_test name program)
+  cmake_parse_arguments(ARG "" "" "TESTS;LABELS" ${ARGN})
+  list(JOIN ARG_TESTS ":" filter)
+  add_test(NAME ${name}
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/support/run_unprivileged.sh $<TARGET_FILE:${program}>
+                   --gtest_filter=${filter})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS};permissions" TIMEOUT 120)
 endfunction()

@@ -3,11 +3,13 @@
 # Builds fuzz/fuzz_decode with clang (libFuzzer, ASan + UBSan, CUDA off) in build-fuzz, writes the seed
 # corpus (real JPEGs of every kind) with fuzz/make_seed_corpus, replays fuzz/regressions/, then fuzzes.
 # Exits non-zero on any crash, leak, timeout or sanitizer report; the input that caused it is left in
-# build-fuzz/artifacts/ (copy it to fuzz/regressions/ with the fix). Prints the number of executions.
+# build-fuzz/artifacts/ (copy it to fuzz/regressions/ with the fix). Prints the number of executions, and
+# fails when there were none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-case "$seconds" in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2 ;; esac
+# At least one second: libFuzzer reads -max_total_time=0 as "no limit".
+case "$seconds" in '' | *[!0-9]* | 0) echo "usage: scripts/fuzz.sh [SECONDS], SECONDS >= 1" >&2; exit 2 ;; esac
 dir=build-fuzz
 say() { printf 'fuzz: %s\n' "$*" >&2; }
 
@@ -48,4 +50,12 @@ if [ "$status" -ne 0 ]; then
   say "FAILED after ${executions:-?} executions; the input is in $dir/artifacts/"
   exit 1
 fi
-say "${executions:-?} executions in ${seconds} s, no crash (corpus: $(ls "$dir/corpus" | wc -l) inputs)"
+# A run that executed nothing (a fuzzer that exits at once, a log without its final statistics) proves
+# nothing: it fails like a crash would.
+case "${executions:-}" in
+  '' | *[!0-9]* | 0)
+    tail -n 30 "$dir/fuzz.log"
+    say "FAILED: ${executions:-no} executions counted in $dir/fuzz.log"
+    exit 1 ;;
+esac
+say "$executions executions in ${seconds} s, no crash (corpus: $(ls "$dir/corpus" | wc -l) inputs)"

@@ -7,8 +7,8 @@
 #include <opencv2/core/utility.hpp>
 
 #include "conveyor/error.h"
+#include "src/core/tsan.h"
 #include "src/pipeline/iterator_state_data.h"
-#include "src/pipeline/tsan.h"
 
 namespace conveyor::detail {
 namespace {
@@ -177,7 +177,8 @@ std::optional<ImageShape> Pipeline::probe_shape() {
     if (element.outcome == Outcome::failed && plan_.options.on_error == OnError::fail) {
       failed_ = true;
       stop_.store(true);
-      deliver(std::make_exception_ptr(error_of(element)));
+      std::exception_ptr error = std::make_exception_ptr(error_of(element));  // see collect()
+      deliver(std::move(error));
       return std::nullopt;
     }
     element.sample.recycle();

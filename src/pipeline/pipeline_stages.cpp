@@ -8,8 +8,8 @@
 
 #include "conveyor/error.h"
 #include "conveyor/random.h"
+#include "src/core/tsan.h"
 #include "src/pipeline/pipeline.h"
-#include "src/pipeline/tsan.h"
 
 namespace conveyor::detail {
 namespace {
@@ -403,7 +403,12 @@ void Pipeline::collect_one(Element& element) {
         // Every element before this one has been collected (in order): the error lands at its position.
         failed_ = true;
         stop_.store(true);
-        deliver(std::make_exception_ptr(error_of(element)));
+        // Made before it is queued, so that the PipelineError temporary dies here, not after the consumer
+        // may have read and dropped the queued copy: the two share their message through libstdc++'s
+        // reference count, which is atomic but invisible to ThreadSanitizer (libstdc++ is not built with
+        // it), so a last free on this thread would be reported as a race with the consumer's read.
+        std::exception_ptr error = std::make_exception_ptr(error_of(element));
+        deliver(std::move(error));
       }
       break;
     case Outcome::kept:

@@ -1,4 +1,3 @@
-#include <oneapi/tbb/parallel_for.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -9,8 +8,9 @@
 
 #include "conveyor/error.h"
 #include "src/train/checkpoint.h"
-#include "src/train/layers/algorithm_cache.h"
 #include "src/train/input_images.h"
+#include "src/train/layers/algorithm_cache.h"
+#include "src/train/layers/cpu_parallel.h"
 #include "src/train/trainer_impl.h"
 
 namespace conveyor::train {
@@ -221,8 +221,9 @@ void Trainer::Impl::stage(const DeviceBatch& batch, std::size_t count) {
     std::memcpy(input.as<float>(), batch.images().data, count * image * sizeof(float));
   } else {
     const auto* pixels = batch.pixels().as<const std::uint8_t>();
-    tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
-      ops::normalize(ConstImageView(pixels + i * image, shape), p, input.as<float>() + i * image);
+    nn::cpu::parallel_ranges(count, 1, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        ops::normalize(ConstImageView(pixels + i * image, shape), p, input.as<float>() + i * image);
     });
   }
   std::memcpy(network.labels(), batch.labels().data, count * sizeof(std::int64_t));

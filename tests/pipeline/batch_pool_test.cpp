@@ -61,25 +61,6 @@ TEST(BatchPool, CancelWakesAWaiterWithNothing) {
   canceller.join();
 }
 
-TEST(BatchPool, ABufferKeepsThePoolAlive) {
-  std::shared_ptr<BatchBuffer> buffer;
-  {
-    auto pool = BatchPool::create(1, 2, {2, 2, 1});
-    buffer = pool->acquire();
-  }
-  buffer->pixels[7] = 1;  // still valid: the deleter holds the pool
-  buffer->labels[1] = 5;
-  buffer.reset();
-}
-
-TEST(BatchPool, RejectsAnEmptyConfiguration) {
-  EXPECT_THROW(BatchPool::create(0, 1, {1, 1, 1}), InvalidArgument);
-  EXPECT_THROW(BatchPool::create(1, 0, {1, 1, 1}), InvalidArgument);
-  EXPECT_THROW(BatchPool::create(1, 1, {0, 1, 1}), InvalidArgument);
-}
-
-TEST(BatchPool, IsPageableByDefault) { EXPECT_FALSE(BatchPool::create(1, 1, {1, 1, 1})->pinned()); }
-
 // Claims page-locked memory and counts what it lends: the pool must take every buffer from the resource
 // it was given, say what kind of memory that is, and give everything back when it dies.
 class CountingMemory final : public HostMemoryResource {
@@ -100,6 +81,35 @@ class CountingMemory final : public HostMemoryResource {
  private:
   std::shared_ptr<HostMemoryResource> pageable_ = pageable_host_memory();
 };
+
+TEST(BatchPool, ABufferKeepsThePoolAndItsMemoryAliveUntilItComesBack) {
+  const auto memory = std::make_shared<CountingMemory>();
+  std::shared_ptr<BatchBuffer> buffer;
+  std::weak_ptr<BatchPool> watch;
+  {
+    auto pool = BatchPool::create(1, 2, {2, 2, 1}, memory);
+    watch = pool;
+    buffer = pool->acquire();
+    ASSERT_TRUE(buffer);
+  }
+  EXPECT_FALSE(watch.expired()) << "the pool died while one of its buffers was lent out";
+  EXPECT_GT(memory->outstanding, 0u) << "the lent buffer's memory was given back";
+  buffer->pixels[7] = 1;  // still valid (ASan checks)
+  buffer->labels[1] = 5;
+  EXPECT_EQ(buffer->pixels[7], 1);
+  EXPECT_EQ(buffer->labels[1], 5);
+  buffer.reset();
+  EXPECT_TRUE(watch.expired()) << "the last buffer came back and the pool still lives";
+  EXPECT_EQ(memory->outstanding, 0u);
+}
+
+TEST(BatchPool, RejectsAnEmptyConfiguration) {
+  EXPECT_THROW(BatchPool::create(0, 1, {1, 1, 1}), InvalidArgument);
+  EXPECT_THROW(BatchPool::create(1, 0, {1, 1, 1}), InvalidArgument);
+  EXPECT_THROW(BatchPool::create(1, 1, {0, 1, 1}), InvalidArgument);
+}
+
+TEST(BatchPool, IsPageableByDefault) { EXPECT_FALSE(BatchPool::create(1, 1, {1, 1, 1})->pinned()); }
 
 TEST(BatchPool, TakesItsBuffersFromTheGivenMemory) {
   auto memory = std::make_shared<CountingMemory>();

@@ -2,12 +2,14 @@
 // and filtered elements leave, and the bounded buffer pool.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/host_memory.h"
 #include "conveyor/random.h"
 #include "fixtures.h"
 #include "support/watchdog.h"
@@ -81,9 +83,8 @@ TEST(Batch, TheLastOpWritesStraightIntoTheSlotSoNothingIsCopied) {
   while (it.next()) {
   }
   const PipelineStats stats = it.stats();
-  const auto batch_stage = std::find_if(stats.stages.begin(), stats.stages.end(),
-                                        [](const StageStats& s) { return s.name == "batch"; });
-  ASSERT_NE(batch_stage, stats.stages.end());
+  const StageStats* batch_stage = testing::stage_named(stats, "batch");
+  ASSERT_NE(batch_stage, nullptr) << "no stage named 'batch'";
   EXPECT_EQ(batch_stage->count, 0u);
 }
 
@@ -101,10 +102,10 @@ TEST(Batch, AnImageLeftOutsideTheSlotIsCopiedIntoIt) {
     }
   }
   EXPECT_EQ(n, 9u);
-  for (const StageStats& stage : it.stats().stages)
-    if (stage.name == "batch") {
-      EXPECT_EQ(stage.count, 9u);
-    }
+  const PipelineStats stats = it.stats();
+  const StageStats* batch_stage = testing::stage_named(stats, "batch");
+  ASSERT_NE(batch_stage, nullptr) << "no stage named 'batch'";
+  EXPECT_EQ(batch_stage->count, 9u);  // every sample copied once, on its worker
 }
 
 TEST(Batch, TheSampleShapeCanBeGiven) {
@@ -233,10 +234,69 @@ TEST(Batch, ABatchOutlivesItsIterator) {
     kept = it.next();
   }
   ASSERT_TRUE(kept);
-  EXPECT_FALSE(kept->pinned());  // no GPU on this machine: aligned host memory
   const std::vector<std::uint8_t> want = expected_pixels(3, 0, 3, 2);
   EXPECT_EQ(0, std::memcmp(kept->image(3).data, want.data(), want.size()));
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(kept->pixels().data()) % 64, 0u);
+}
+
+// Without PipelineOptions::host_memory the buffers are ordinary pageable memory, with or without a GPU
+// (DeviceFeeder::feed gives page-locked memory; tests/device checks that where a GPU is).
+TEST(Pool, BatchesArePageableWhenNoHostMemoryIsGiven) {
+  BatchIterator it =
+      numbered_memory(8).map(fill_from_seed(kShape)).with_options({.threads = 2}).batch(4).begin();
+  const std::optional<Batch> batch = it.next();
+  ASSERT_TRUE(batch);
+  EXPECT_FALSE(batch->pinned()) << "no host_memory was given: the batch must say it is pageable";
+  EXPECT_FALSE(it.stats().pinned);
+}
+
+// Pageable memory that counts what it lends, from any thread (buffers are made on the pipeline's
+// thread and come back on the consumer's).
+class CountingHostMemory final : public HostMemoryResource {
+ public:
+  void* allocate(std::size_t bytes) override {
+    void* memory = pageable_->allocate(bytes);
+    allocations_.fetch_add(1);
+    outstanding_.fetch_add(bytes);
+    return memory;
+  }
+  void deallocate(void* memory, std::size_t bytes) noexcept override {
+    outstanding_.fetch_sub(bytes);
+    pageable_->deallocate(memory, bytes);
+  }
+  bool page_locked() const noexcept override { return pageable_->page_locked(); }
+  std::size_t allocations() const { return allocations_.load(); }
+  std::size_t outstanding() const { return outstanding_.load(); }
+
+ private:
+  std::shared_ptr<HostMemoryResource> pageable_ = pageable_host_memory();
+  std::atomic<std::size_t> allocations_{0};
+  std::atomic<std::size_t> outstanding_{0};
+};
+
+TEST(Pool, EveryBufferComesFromTheGivenHostMemoryAndGoesBackToIt) {
+  const auto memory = std::make_shared<CountingHostMemory>();
+  std::optional<Batch> kept;
+  {
+    BatchIterator it = numbered_memory(40, kNoClasses)
+                           .map(fill_from_seed(kShape))
+                           .with_options({.threads = 2, .seed = 2, .host_memory = memory})
+                           .batch(4)
+                           .begin();
+    kept = it.next();
+    while (it.next()) {
+    }
+    EXPECT_GT(memory->allocations(), 0u);
+    EXPECT_EQ(memory->allocations(), it.stats().pool_buffers);
+    EXPECT_GT(memory->outstanding(), 0u);
+  }
+  ASSERT_TRUE(kept);
+  EXPECT_FALSE(kept->pinned());  // what the resource says of its memory
+  EXPECT_GT(memory->outstanding(), 0u) << "the kept batch's buffer went back while it was held";
+  const std::vector<std::uint8_t> want = expected_pixels(1, 0, 1, 2);
+  EXPECT_EQ(0, std::memcmp(kept->image(1).data, want.data(), want.size()));
+  kept.reset();
+  EXPECT_EQ(memory->outstanding(), 0u) << "batch buffers were not given back to the host memory";
 }
 
 TEST(Pool, NeverGrowsBeyondItsConfiguredSizeInALongRun) {

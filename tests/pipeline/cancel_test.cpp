@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -70,26 +72,72 @@ TEST(Cancel, DestroyingWhileTheConsumerHoldsEveryBufferKeepsTheBatchesValid) {
   }
 }
 
-TEST(Cancel, DestroyingRightAfterBeginStopsTheShapeProbeToo) {
-  for (int i = 0; i < stress_iterations(40); ++i) {
-    Watchdog watchdog(std::chrono::seconds(2), "destroy right after begin");
-    BatchIterator it = endless(4, 3, 2).begin();
+// What a map has seen: how many calls started and finished. The map holds it through a shared_ptr, so
+// its use count tells whether anything (a thread, a copy of the plan) still holds the map.
+struct MapProgress {
+  std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> finished{0};
+};
+
+// Every element fails and is skipped: the shape probe, which looks for the first element that makes it
+// through the maps, never finds one in this endless dataset; only the destructor can stop it.
+TEST(Cancel, DestroyingDuringAShapeProbeThatFindsNothingStopsIt) {
+  for (int i = 0; i < stress_iterations(10); ++i) {
+    Watchdog watchdog(std::chrono::seconds(5), "destroy during an endless shape probe");
+    auto progress = std::make_shared<MapProgress>();
+    SampleOp always_fails{"always_fails", [progress](Sample&) {
+                            progress->started.fetch_add(1);
+                            progress->finished.fetch_add(1);
+                            throw std::runtime_error("no shape");
+                          }};
+    {
+      BatchIterator it = numbered_memory(5)
+                             .repeat()
+                             .map(always_fails)
+                             .with_options({.threads = 2 + i % 3, .on_error = OnError::skip})
+                             .batch(2)
+                             .begin();
+      while (progress->started.load() < 3) std::this_thread::yield();  // the probe is under way
+    }
+    EXPECT_EQ(progress->started.load(), progress->finished.load()) << "a map ran past the destructor";
+    always_fails = {};
+    EXPECT_EQ(progress.use_count(), 1) << "something still holds the map after the iterator died";
   }
 }
 
-TEST(Cancel, DestroyingWhileAMapIsSlowWaitsOnlyForThatMap) {
-  Watchdog watchdog(std::chrono::seconds(2), "destroy during a slow map");
-  std::atomic<int> started{0};
-  SampleOp slow{"slow", [&](Sample& s) {
-                  started.fetch_add(1);
-                  std::uint64_t x = s.seed;  // a few milliseconds of real work, no sleep
-                  for (int k = 0; k < 200'000; ++k) x = mix64(x);
+// Elements are cancelled at their next stage boundary: the maps running when the iterator dies finish
+// before the destructor returns, and their elements do not go on to their next map.
+TEST(Cancel, DestroyingWhileMapsAreSlowFinishesTheRunningMapsAndGoesNoFurther) {
+  constexpr int kThreads = 4;
+  Watchdog watchdog(std::chrono::seconds(10), "destroy during a slow map");
+  auto slow_progress = std::make_shared<MapProgress>();
+  auto next_progress = std::make_shared<MapProgress>();
+  SampleOp slow{"slow", [slow_progress](Sample& s) {
+                  slow_progress->started.fetch_add(1);
+                  std::uint64_t x = s.seed;  // some milliseconds of real work, no sleep
+                  for (int k = 0; k < 4'000'000; ++k) x = mix64(x);
                   s.label = static_cast<std::int64_t>(x & 1);
+                  slow_progress->finished.fetch_add(1);
+                }};
+  SampleOp next{"next", [next_progress](Sample&) {
+                  next_progress->started.fetch_add(1);
+                  next_progress->finished.fetch_add(1);
                 }};
   {
-    SampleIterator it = numbered_memory(10).repeat().map(slow).with_options({.threads = 4}).begin();
-    while (started.load() < 4) std::this_thread::yield();
-  }
+    SampleIterator it =
+        numbered_memory(10).repeat().map(slow).map(next).with_options({.threads = kThreads}).begin();
+    while (slow_progress->started.load() < kThreads) std::this_thread::yield();
+  }  // the destructor, while slow maps run: nearly all of an element's time is its slow map
+  EXPECT_EQ(slow_progress->started.load(), slow_progress->finished.load()) << "a map ran past the destructor";
+  EXPECT_EQ(next_progress->started.load(), next_progress->finished.load()) << "a map ran past the destructor";
+  // Every element whose slow map ended before the stop went on to its next map; those whose slow map was
+  // running when the iterator died must have stopped there.
+  EXPECT_LT(next_progress->started.load(), slow_progress->finished.load())
+      << "every element that finished its slow map went on to the next map after the iterator was destroyed";
+  slow = {};
+  next = {};
+  EXPECT_EQ(slow_progress.use_count(), 1) << "something still holds the map after the iterator died";
+  EXPECT_EQ(next_progress.use_count(), 1) << "something still holds the map after the iterator died";
 }
 
 TEST(Cancel, DestroyingSampleIteratorsMidStream) {

@@ -2,6 +2,7 @@
 // the element, keeps batches full and counts the reasons.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -120,7 +121,16 @@ TEST(Skip, ReadFailuresAreCountedAsIo) {
   EXPECT_EQ(delivered, 6);
   const PipelineStats stats = it.stats();
   EXPECT_EQ(stats.skip_reasons.at("read: io"), 4u);
-  EXPECT_NE(stats.skipped_samples[0].reason.find("No such file"), std::string::npos);
+  ASSERT_EQ(stats.skipped_samples.size(), 4u);
+  for (const SkippedSample& skipped : stats.skipped_samples) {
+    EXPECT_EQ(skipped.stage, "read");
+    EXPECT_NE(skipped.reason.find("No such file"), std::string::npos) << skipped.reason;
+  }
+  // The four missing files (0, 3, 6, 9), each once.
+  std::vector<std::string> skipped_paths;
+  for (const SkippedSample& skipped : stats.skipped_samples) skipped_paths.push_back(skipped.path);
+  std::sort(skipped_paths.begin(), skipped_paths.end());
+  EXPECT_EQ(skipped_paths, (std::vector<std::string>{paths[0], paths[3], paths[6], paths[9]}));
 }
 
 TEST(Skip, TheReasonKindComesFromTheExceptionType) {
@@ -134,10 +144,10 @@ TEST(Skip, TheReasonKindComesFromTheExceptionType) {
   const PipelineStats stats = it.stats();
   EXPECT_EQ(stats.skip_reasons.at("decode: truncated"), 1u);
   EXPECT_EQ(stats.skip_reasons.at("decode: unknown"), 1u);
-  for (const StageStats& stage : stats.stages)
-    if (stage.name == "decode") {
-      EXPECT_EQ(stage.failures, 2u);
-    }
+  const StageStats* decode_stage = testing::stage_named(stats, "decode");
+  ASSERT_NE(decode_stage, nullptr) << "no stage named after the op 'decode'";
+  EXPECT_EQ(decode_stage->failures, 2u);
+  EXPECT_EQ(decode_stage->count, 6u);
 }
 
 TEST(Skip, ResultsDoNotDependOnTheThreadCount) {

@@ -103,6 +103,12 @@ std::filesystem::path make_jpeg_folder(const TempDir& dir, int classes, int per_
   return root;
 }
 
+const StageStats* stage_named(const PipelineStats& stats, const std::string& name) {
+  for (const StageStats& stage : stats.stages)
+    if (stage.name == name) return &stage;
+  return nullptr;
+}
+
 std::uint64_t checksum_of(const BatchedDataset& dataset, std::vector<std::size_t>* sizes) {
   BatchChecksum sum;
   for (const Batch& batch : dataset) {

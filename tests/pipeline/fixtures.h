@@ -11,6 +11,7 @@
 #include "conveyor/batch.h"
 #include "conveyor/dataset.h"
 #include "conveyor/sample.h"
+#include "conveyor/stats.h"
 #include "support/temp_dir.h"
 
 namespace conveyor::testing {
@@ -38,6 +39,10 @@ std::uint64_t number_of(const Sample& sample);
 // An ImageFolder tree of small JPEGs: `classes` folders "class_k" with `per_class` images each.
 std::filesystem::path make_jpeg_folder(const TempDir& dir, int classes, int per_class, int height = 24,
                                        int width = 32);
+
+// The stage called `name` in `stats`, or null when no stage has that name (assert on it: a renamed stage
+// must fail the test, not skip its checks).
+const StageStats* stage_named(const PipelineStats& stats, const std::string& name);
 
 // Runs the whole dataset and returns its BatchChecksum, with the batch sizes seen.
 std::uint64_t checksum_of(const BatchedDataset& dataset, std::vector<std::size_t>* sizes = nullptr);

@@ -35,6 +35,13 @@ Outcome run(const std::string& command, const fs::path& dir) {
   return outcome;
 }
 
+// The example program: where the build put it, or $VARIABLE when set (a copy of the test run elsewhere,
+// e.g. on the GPU machine by scripts/gpu_test_run.sh).
+std::string example(const char* variable, const char* built) {
+  const char* moved = std::getenv(variable);
+  return moved != nullptr && *moved != '\0' ? moved : built;
+}
+
 // A truncated JPEG: the header is intact, the scan ends after a few bytes.
 testing::Bytes broken_jpeg(int height, int width, int channels) {
   const testing::Bytes jpeg = testing::make_jpeg(height, width, channels, 99);
@@ -51,9 +58,9 @@ TEST_P(FeedVsPrefetch, ExitsNonZeroNamingTheBadFileStageAndReason) {
   const fs::path bad = dir / "photos" / "class_a" / "broken.jpg";
   testing::write_file(bad, broken_jpeg(40, 48, 3));
   // 3 steps of 2 images read 6 elements of the 4-image folder: the broken one is always among them.
-  const std::string command = std::string("'") + CONVEYOR_FEED_VS_PREFETCH + "' --data '" +
-                              (dir / "photos").string() + "' --device cpu --modes " + GetParam() +
-                              " --threads 2 --batch 2 --warmup 1 --steps 2 --size 16 --width 4";
+  const std::string command = "'" + example("CONVEYOR_FEED_VS_PREFETCH", CONVEYOR_FEED_VS_PREFETCH) +
+                              "' --data '" + (dir / "photos").string() + "' --device cpu --modes " +
+                              GetParam() + " --threads 2 --batch 2 --warmup 1 --steps 2 --size 16 --width 4";
   const testing::Watchdog watchdog(std::chrono::seconds(120), command);
   const Outcome outcome = run(command, dir.path());
   EXPECT_NE(outcome.exit_code, 0) << outcome.output;
@@ -78,8 +85,8 @@ TEST(TrainFashionMnist, ExitsNonZeroNamingTheBadFileStageAndReason) {
   train += "broken.jpg 3\n";
   testing::write_file(dir / "train.txt", std::vector<std::uint8_t>(train.begin(), train.end()));
   testing::write_file(dir / "test.txt", std::vector<std::uint8_t>(test.begin(), test.end()));
-  const std::string command = std::string("'") + CONVEYOR_TRAIN_FASHION_MNIST + "' --data '" +
-                              dir.path().string() +
+  const std::string command = "'" + example("CONVEYOR_TRAIN_FASHION_MNIST", CONVEYOR_TRAIN_FASHION_MNIST) +
+                              "' --data '" + dir.path().string() +
                               "' --device cpu --epochs 1 --batch 1 --threads 2 --width 4";
   const testing::Watchdog watchdog(std::chrono::seconds(120), command);
   const Outcome outcome = run(command, dir.path());

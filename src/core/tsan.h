@@ -1,8 +1,9 @@
-// Happens-before annotations for ThreadSanitizer. oneTBB hands elements from one filter to the next
-// through its own task queues inside libtbb, which is not built with TSan and so is invisible to it: every
-// hand-off would be reported as a race. The pipeline marks each hand-off explicitly (release when a stage
-// is done with an element, acquire when the next stage starts), which is exactly the ordering
-// parallel_pipeline guarantees. Without TSan these compile to nothing.
+// Happens-before annotations for ThreadSanitizer. oneTBB hands work from one thread to another through its
+// own task queues inside libtbb, which is not built with TSan and so is invisible to it: every hand-off
+// would be reported as a race. The pipeline marks each hand-off of an element explicitly (release when a
+// stage is done with it, acquire when the next stage starts), which is exactly the ordering
+// parallel_pipeline guarantees; the CPU layers' parallel loops mark their fork and join the same way
+// (src/train/layers/cpu_parallel.h). Without TSan these compile to nothing.
 #pragma once
 
 #if defined(__SANITIZE_THREAD__)
