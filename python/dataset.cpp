@@ -23,7 +23,7 @@ namespace {
 constexpr Choice<OnError> kOnError[] = {{"fail", OnError::fail}, {"skip", OnError::skip}};
 
 // Sets one option from a keyword argument; false when there is no option of that name.
-bool set_option(PipelineOptions& options, const std::string& name, const py::handle& value) {
+bool set_option(PipelineOptionChanges& options, const std::string& name, const py::handle& value) {
   if (name == "threads")
     options.threads = value.cast<int>();
   else if (name == "deterministic")
@@ -48,12 +48,13 @@ bool set_option(PipelineOptions& options, const std::string& name, const py::han
 constexpr const char* kOptionNames =
     "threads, deterministic, on_error, seed, max_in_flight, trace, held_batches, max_file_bytes";
 
-// with_options(options) or with_options(**keywords): as in C++, the result's options are exactly these
-// (keywords not given take their defaults, not the dataset's current values).
-PipelineOptions options_from(const py::object& options, const py::kwargs& keywords) {
+// with_options(options) or with_options(**keywords), as in C++: a PipelineOptions sets every option, keywords
+// set the options they name and keep the others as the dataset had them.
+PipelineOptionChanges options_from(const py::object& options, const py::kwargs& keywords) {
   if (!options.is_none() && !keywords.empty())
     throw InvalidArgument("with_options takes a PipelineOptions or keywords, not both");
-  PipelineOptions out = options.is_none() ? PipelineOptions{} : options.cast<PipelineOptions>();
+  PipelineOptionChanges out =
+      options.is_none() ? PipelineOptionChanges{} : PipelineOptionChanges::all(options.cast<PipelineOptions>());
   for (const auto& [key, value] : keywords) {
     const std::string name = py::str(key);
     if (!set_option(out, name, value))
@@ -102,7 +103,9 @@ py::object shape_tuple(const std::optional<ImageShape>& shape) {
 void bind_options(py::module_& module) {
   py::class_<PipelineOptions>(module, "PipelineOptions",
                               "How a dataset's iterators run (conveyor/dataset.h has the meaning of each).")
-      .def(py::init([](const py::kwargs& keywords) { return options_from(py::none(), keywords); }),
+      .def(py::init([](const py::kwargs& keywords) {
+             return options_from(py::none(), keywords).applied_to(PipelineOptions{});
+           }),
            (std::string("PipelineOptions(**options), options among: ") + kOptionNames).c_str())
       .def_readwrite("threads", &PipelineOptions::threads,
                      "Threads of the iterator's task arena; 0: all cores.")
@@ -164,8 +167,16 @@ void bind_dataset_class(py::module_& module) {
           },
           py::arg("buffers"), py::arg("labels") = std::vector<std::int64_t>{},
           "Encoded images held in memory (bytes-like objects, copied); Sample.path is \"<memory:N>\".")
-      .def("shuffle", &Dataset::shuffle, py::arg("buffer_size"), py::arg("seed"),
-           "A buffered shuffle, reshuffled every epoch; buffer_size >= the size gives a uniform permutation.")
+      .def(
+          "shuffle",
+          [](const Dataset& self, std::optional<std::size_t> buffer_size, std::optional<std::uint64_t> seed) {
+            const std::size_t size = buffer_size.value_or(Dataset::whole_epoch);
+            return seed ? self.shuffle(size, *seed) : self.shuffle(size);
+          },
+          py::arg("buffer_size") = py::none(), py::arg("seed") = py::none(),
+          "Reshuffled every epoch. Without buffer_size the whole epoch as one keyed permutation (its iterator "
+          "state restores at once); with it a buffered shuffle (buffer_size >= the size: uniform). The seed "
+          "derives from the pipeline's seed unless given.")
       .def(
           "repeat",
           [](const Dataset& self, const std::optional<std::uint64_t>& count) {

@@ -66,7 +66,7 @@ conveyor::BatchedDataset training_batches(const Recipe& recipe, const FashionDat
                                  .map(conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray}));
   if (recipe.crop_padding > 0) images = images.map(conveyor::ops::random_crop(28, 28, recipe.crop_padding));
   if (recipe.train_flip) images = images.map(conveyor::ops::flip_horizontal(0.5));
-  return images.with_options(pipeline)
+  return images.with_options(conveyor::PipelineOptionChanges::all(pipeline))
       .batch(static_cast<std::size_t>(recipe.batch), kShape, /*drop_remainder=*/true)
       .prefetch(4);
 }
@@ -198,7 +198,7 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
       // Inference-mode batch norm on the whole test split (the remainder kept); sums stay on the device
       // until the end, so the GPU is never waited for batch by batch.
       const auto test_batches =
-          data.test.map(decode_gray).with_options(pipeline).batch(batch, kShape).prefetch(4);
+          data.test.map(decode_gray).with_options(conveyor::PipelineOptionChanges::all(pipeline)).batch(batch, kShape).prefetch(4);
       auto test_it = test_batches.begin();
       while (std::optional<conveyor::Batch> next = test_it.next())
         trainer.add_to_evaluation(feeder.stage(std::move(*next)));

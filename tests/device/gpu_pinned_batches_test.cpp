@@ -29,7 +29,7 @@ constexpr const char* kTest = "gpu_pinned_batches_test";
   if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason()
 
 // `count` in-memory elements; element i's pixels are all i % 251 and its label is i.
-BatchedDataset numbered_batches(std::size_t count, PipelineOptions options) {
+BatchedDataset numbered_batches(std::size_t count, PipelineOptionChanges options) {
   std::vector<std::vector<std::uint8_t>> buffers(count);
   std::vector<std::int64_t> labels(count);
   for (std::size_t i = 0; i < count; ++i) {

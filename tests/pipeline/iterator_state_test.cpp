@@ -1,5 +1,6 @@
 // An iterator's state starts another iterator where the first stood: the rest bit for bit at any thread
 // count, the rest of the epoch exactly once at another shard count, and refusals that say what is wrong.
+#include "conveyor/batch_checksum.h"
 #include "conveyor/iterator_state.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,9 +37,9 @@ struct Delivered {
 Delivered describe(const Batch& batch) {
   Delivered d{batch.sequence(), {}, 0};
   for (const SampleInfo& info : batch.samples()) d.elements.emplace_back(info.epoch, info.index);
-  testing::Checksum sum;
+  BatchChecksum sum;
   sum.add(batch);
-  d.checksum = sum.value;
+  d.checksum = sum.value();
   return d;
 }
 
@@ -153,10 +155,10 @@ using Census = std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>;
 
 void count_into(Census& census, const Batch& batch, int& duplicates) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    testing::Checksum sum;
-    sum.add(batch.image(i).data, batch.image(i).shape().bytes());
+    BatchChecksum sum;
+    sum.add(std::span<const std::uint8_t>(batch.image(i).data, batch.image(i).shape().bytes()));
     const auto key = std::make_pair(batch.samples()[i].epoch, batch.samples()[i].index);
-    if (!census.emplace(key, sum.value).second) ++duplicates;
+    if (!census.emplace(key, sum.value()).second) ++duplicates;
   }
 }
 

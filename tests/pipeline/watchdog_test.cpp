@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/trace.h"
 #include "fixtures.h"
@@ -159,7 +160,7 @@ TEST(Watchdog, UnderSkipAStuckElementIsAbandonedAndTheBatchesGoOnWithoutIt) {
                        .abandon_stalled = true});
   };
   // The reference: the same run with element 5 filtered out before it reaches the gate.
-  testing::Checksum expected, got;
+  BatchChecksum expected, got;
   std::vector<std::uint64_t> expected_labels;
   for (const Batch& batch :
        chain(numbered_memory(30, 1000).filter([](const Sample& s) { return number_of(s) != 5; })).batch(4)) {
@@ -176,7 +177,7 @@ TEST(Watchdog, UnderSkipAStuckElementIsAbandonedAndTheBatchesGoOnWithoutIt) {
       for (const std::int64_t label : batch->labels()) labels.push_back(static_cast<std::uint64_t>(label));
     }
     EXPECT_EQ(labels, expected_labels);
-    EXPECT_EQ(got.value, expected.value);  // the same bytes: nothing of the stuck element leaked in
+    EXPECT_EQ(got.value(), expected.value());  // the same bytes: nothing of the stuck element leaked in
     const PipelineStats stats = it.stats();
     EXPECT_EQ(stats.stalls, 1u);
     EXPECT_EQ(stats.abandoned, 1u);

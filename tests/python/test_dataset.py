@@ -95,11 +95,20 @@ def test_shuffle_is_a_seeded_permutation_of_the_epoch(image_folder):
     assert order != [s.path for s in ds.shuffle(100, seed=2)]
 
 
-def test_with_options_replaces_every_option_as_in_cpp(image_folder):
+def test_the_whole_epoch_shuffle_is_seeded_from_the_pipeline_unless_given(image_folder):
+    ds = conveyor.Dataset.image_folder(image_folder)
+    whole = [s.path for s in ds.shuffle().with_options(seed=5)]
+    assert sorted(whole) == sorted(s.path for s in ds)
+    assert whole == [s.path for s in ds.shuffle().with_options(seed=5)]
+    assert whole != [s.path for s in ds.shuffle().with_options(seed=6)]
+    assert [s.path for s in ds.shuffle(seed=3)] == [s.path for s in ds.shuffle(seed=3).with_options(seed=9)]
+
+
+def test_with_options_keywords_change_only_what_they_name_as_in_cpp(image_folder):
     ds = conveyor.Dataset.image_folder(image_folder).with_options(threads=3, seed=9, on_error="skip")
     assert (ds.options.threads, ds.options.seed, ds.options.on_error) == (3, 9, "skip")
     again = ds.with_options(seed=4)
-    assert (again.options.threads, again.options.seed, again.options.on_error) == (0, 4, "fail")
+    assert (again.options.threads, again.options.seed, again.options.on_error) == (3, 4, "skip")
     options = conveyor.PipelineOptions(threads=2, deterministic=False, held_batches=3)
     given = ds.with_options(options)
     assert (given.options.threads, given.options.deterministic, given.options.held_batches) == (2, False, 3)
