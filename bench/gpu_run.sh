@@ -230,14 +230,15 @@ gpu_tests() {
               --json "$r/hybrid_${threads}_${i}_cpu.json" 2>&1 | grep -E '^threads|pipeline_throughput:'
             run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu \
               --json "$r/hybrid_${threads}_${i}_gpu.json" 2>&1 | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
+            # The DataLoader in the same round (16 workers; with and without antialias, the work conveyor does).
+            [ "$threads" = 16 ] && run 300 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers 16 \
+              --antialias both --json "$r/hybrid_torch_16_$i.json" | grep -E '^torch DataLoader'
           done
           # The adaptive split (the share moves while the pipeline is not deterministic), with a trace.
           run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu --deterministic 0 \
             --json "$r/hybrid_${threads}_adaptive_gpu.json" --trace "$r/hybrid_${threads}_adaptive.trace.json" 2>&1 \
             | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
         done
-        run 300 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers 16 \
-          --json "$r/hybrid_torch_16.json" --conveyor-json "$r/hybrid_16_1_gpu.json" | tail -3
         python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
       fvp-device)
         log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"

@@ -4,7 +4,7 @@ fvp-device wrote (standard library only; any file missing is named, not fatal).
 
   hybrid_{16,4}_{1,2,3}_{cpu,gpu}.json   pipeline_throughput CPU-only / --device gpu, alternating pairs
   hybrid_{16,4}_adaptive_gpu.json        --device gpu --deterministic 0 (the adaptive split)
-  hybrid_torch_16.json                   torch_dataloader.py, 16 workers
+  hybrid_torch_16_{1,2,3}.json           torch_dataloader.py, 16 workers, antialias both, in each 16-thread pair
   fvp_device_{1,2}.json, fvp_train_step_{1,2}.json, fvp_device_cpu_decode.json
 
 Prints each run, the medians, the ratios beside issue 20's targets (GPU decode + augmentation at 16 threads
@@ -57,17 +57,28 @@ def pipeline(folder):
             device = adaptive.get("device", {})
             print(f"  adaptive split: {adaptive['images_per_s']:10.1f}, GPU share at the end "
                   f"{device.get('gpu_share_at_end', float('nan')):.3f}, GPU decoded {device.get('gpu_decoded')}")
-    torch = load(folder, "hybrid_torch_16.json")
+    # The DataLoader ran inside each 16-thread round: per-round ratios, their median, for each antialias.
+    torch_rounds = {i: load(folder, f"hybrid_torch_16_{i}.json") for i in (1, 2, 3)}
     print("ratios (medians of the pairs):")
     for threads, target in ((16, 1.8), (4, 3.0)):
         if (threads, "cpu") in medians and (threads, "gpu") in medians:
             ratio = medians[(threads, "gpu")] / medians[(threads, "cpu")]
             print(f"  {threads:2d} threads: GPU {medians[(threads, 'gpu')]:.1f} / CPU-only {medians[(threads, 'cpu')]:.1f}"
                   f" = {ratio:.2f}x (target {target}x: {verdict(ratio, target)})")
-    if torch and (16, "gpu") in medians:
-        ratio = medians[(16, "gpu")] / torch["images_per_s"]
-        print(f"  16 threads: GPU {medians[(16, 'gpu')]:.1f} / DataLoader {torch['images_per_s']:.1f} = {ratio:.2f}x"
-              f" (target 6x: {verdict(ratio, 6.0)})")
+    for antialias in ("true", "false"):
+        for side, target in (("cpu", None), ("gpu", 6.0)):
+            ratios, peers = [], []
+            for i, torch in torch_rounds.items():
+                run = load(folder, f"hybrid_16_{i}_{side}.json")
+                figures = (torch or {}).get("by_antialias", {}).get(antialias)
+                if run and figures:
+                    ratios.append(run["images_per_s"] / figures["images_per_s"])
+                    peers.append(figures["images_per_s"])
+            if ratios:
+                goal = f" (target {target}x: {verdict(statistics.median(ratios), target)})" if target else ""
+                print(f"  16 threads: {side.upper()} pipeline / DataLoader (antialias={antialias}, median "
+                      f"{statistics.median(peers):.1f} images/s): per round "
+                      f"{', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}x{goal}")
     for side, seen in checksums.items():
         print(f"  {side} checksums over both thread counts and all pairs: "
               f"{'one value' if len(seen) == 1 else 'DIFFER: ' + ', '.join(sorted(seen))}")

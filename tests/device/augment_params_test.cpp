@@ -25,7 +25,9 @@ using testing::CpuAugmentChain;
 constexpr ops::DistortOptions kJitter{.brightness = 0.4, .contrast = 0.4, .saturation = 0.4, .hue = 0.1};
 
 AugmentDraws default_draws(const ops::DistortOptions& options = kJitter, double p = 0.5) {
-  return {FlipDraw{p, ops::stream::flip_horizontal}, DistortDraw{options, ops::stream::distort}};
+  // The streams of testing::cpu_augment's chain: the flip at position 0, the distort at 1.
+  return {FlipDraw{p, op_stream(ops::stream::flip_horizontal, 0)},
+          DistortDraw{options, op_stream(ops::stream::distort, 1)}};
 }
 
 std::vector<SampleAugment> draw(std::span<const std::uint64_t> seeds, int channels,
@@ -123,7 +125,7 @@ TEST(AugmentParams, ColorPlanIsTheDistortOpsDraw) {
   const auto seeds = testing::sample_seeds(64, 12);
   const auto params = draw(seeds, 3, default_draws());
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    Rng rng(seeds[i], ops::stream::distort);
+    Rng rng(seeds[i], op_stream(ops::stream::distort, 1));
     const ops::ColorJitter jitter = ops::draw_color_jitter(kJitter, rng);
     const ops::detail::ColorPlan expected = ops::detail::plan_color(jitter, 3);
     const ops::detail::ColorPlan& got = params[i].color;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/random.h"
@@ -13,9 +14,10 @@ namespace conveyor::testing {
 std::vector<std::uint8_t> cpu_augment(const std::uint8_t* images, std::size_t count, ImageShape shape,
                                       std::span<const std::uint64_t> seeds, const CpuAugmentChain& chain,
                                       std::vector<std::uint8_t>* augmented) {
-  std::vector<SampleOp> ops_chain;
-  if (chain.flip_p) ops_chain.push_back(ops::flip_horizontal(*chain.flip_p));
-  if (chain.distort) ops_chain.push_back(ops::distort(*chain.distort));
+  // The flip draws as the map at position 0 of a chain, the distort as the one at position 1.
+  std::vector<std::pair<std::uint32_t, SampleOp>> ops_chain;
+  if (chain.flip_p) ops_chain.emplace_back(0, ops::flip_horizontal(*chain.flip_p));
+  if (chain.distort) ops_chain.emplace_back(1, ops::distort(*chain.distort));
   std::vector<std::uint8_t> pixels(count * shape.bytes());
   for (std::size_t i = 0; i < count; ++i) {
     Sample sample;
@@ -23,7 +25,10 @@ std::vector<std::uint8_t> cpu_augment(const std::uint8_t* images, std::size_t co
     const ImageView input = sample.output(shape);
     std::memcpy(input.data, images + i * shape.bytes(), shape.bytes());
     sample.publish();
-    for (const SampleOp& op : ops_chain) op.apply(sample);
+    for (const auto& [position, op] : ops_chain) {
+      sample.op_position = position;
+      op.apply(sample);
+    }
     const ConstImageView result = sample.image();
     for (int y = 0; y < shape.height; ++y)
       std::memcpy(

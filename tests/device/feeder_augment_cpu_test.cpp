@@ -43,12 +43,16 @@ ops::NormalizeParams params(ops::ElementType type = ops::ElementType::float32,
   return p;
 }
 
-FeederOptions with_augment(int depth = 2) {
+// Flip and distort with the draws of a chain where the flip is the map at `flip_position` and the distort
+// the next one (cpu_chain_images: 0 and 1).
+FeederOptions with_augment(int depth = 2, std::uint64_t flip_position = 0) {
   FeederOptions options;
   options.depth = depth;
   options.normalize = params();
   options.augment.flip_horizontal = 0.5;
+  options.augment.flip_stream = op_stream(ops::stream::flip_horizontal, flip_position);
   options.augment.distort = kJitter;
+  options.augment.distort_stream = op_stream(ops::stream::distort, flip_position + 1);
   return options;
 }
 
@@ -70,7 +74,9 @@ std::vector<std::byte> cpu_chain_images(const Batch& batch, const ops::Normalize
     sample.bind_slot(ImageView(image.data(), shape));
     sample.output(shape);
     sample.publish();  // the pixels are the sample's current image, in its slot
+    sample.op_position = 0;  // as the first two maps of a chain
     ops::flip_horizontal(0.5).apply(sample);
+    sample.op_position = 1;
     ops::distort(kJitter).apply(sample);
     std::copy(image.begin(), image.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i * shape.bytes()));
   }
@@ -130,7 +136,7 @@ TEST(FeederAugmentCpu, FeedOnTheCpuGivesTheImagesOfTheOpsRunAsMaps) {
                                      .map(ops::flip_horizontal(0.5))
                                      .map(ops::distort(kJitter))
                                      .batch(8, {24, 24, 3});
-  DeviceFeeder augmenting(cpu(), with_augment());
+  DeviceFeeder augmenting(cpu(), with_augment(2, /*flip_position=*/1));  // after the decode, as in as_maps
   FeederOptions plain;
   plain.normalize = params();
   DeviceFeeder normalizing(cpu(), plain);
@@ -193,11 +199,11 @@ TEST(PlacePixelOps, OnAGpuTheTrailingFlipAndDistortMoveToTheFeeder) {
   EXPECT_EQ(names(kept), std::vector<std::string>{"decode_random_resized_crop"});
   ASSERT_TRUE(options.augment.flip_horizontal.has_value());
   EXPECT_EQ(*options.augment.flip_horizontal, 0.25);
-  EXPECT_EQ(options.augment.flip_stream, ops::stream::flip_horizontal);
+  EXPECT_EQ(options.augment.flip_stream, op_stream(ops::stream::flip_horizontal, 1));  // at its place
   ASSERT_TRUE(options.augment.distort.has_value());
   EXPECT_EQ(options.augment.distort->brightness, kJitter.brightness);
   EXPECT_EQ(options.augment.distort->hue, kJitter.hue);
-  EXPECT_EQ(options.augment.distort_stream, ops::stream::distort);
+  EXPECT_EQ(options.augment.distort_stream, op_stream(ops::stream::distort, 2));
 }
 
 TEST(PlacePixelOps, OnTheCpuOrWithoutNormalizeNothingMoves) {

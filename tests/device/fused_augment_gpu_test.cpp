@@ -47,8 +47,8 @@ ops::NormalizeParams normalize_params(ops::ElementType type, ops::TensorLayout l
 
 GpuAugmentOptions gpu_options(const CpuAugmentChain& chain, int depth = 3) {
   GpuAugmentOptions options;
-  if (chain.flip_p) options.draws.flip = FlipDraw{*chain.flip_p, ops::stream::flip_horizontal};
-  if (chain.distort) options.draws.distort = DistortDraw{*chain.distort, ops::stream::distort};
+  if (chain.flip_p) options.draws.flip = FlipDraw{*chain.flip_p, op_stream(ops::stream::flip_horizontal, 0)};
+  if (chain.distort) options.draws.distort = DistortDraw{*chain.distort, op_stream(ops::stream::distort, 1)};
   options.normalize = chain.normalize;
   options.depth = depth;
   return options;
@@ -244,7 +244,7 @@ TEST_F(FusedAugmentGpu, BadArgumentsAreRefused) {
       testing::upload(*pool_, std::vector<std::uint8_t>(4 * shape.bytes()), stream_->get());
   DeviceBuffer out = pool_->allocate(4 * shape.bytes() * 4, stream_->get(), "test output");
   GpuAugmentOptions options;
-  options.draws.distort = DistortDraw{kJitter, ops::stream::distort};
+  options.draws.distort = DistortDraw{kJitter, op_stream(ops::stream::distort, 1)};
   GpuAugmenter augmenter(0, *pool_, options);
   const auto three = testing::sample_seeds(3, 20);
   EXPECT_THROW(

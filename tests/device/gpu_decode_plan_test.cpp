@@ -21,7 +21,7 @@ namespace {
 
 GpuDecodePlan plan(const std::vector<std::uint8_t>& jpeg, std::uint64_t seed,
                    const ops::RandomResizedCropOptions& options = {}) {
-  return plan_random_resized_crop(jpeg, options, seed, ops::stream::random_resized_crop);
+  return plan_random_resized_crop(jpeg, options, seed, op_stream(ops::stream::random_resized_crop, 0));
 }
 
 // The CPU op's output for the sample, and the same window decoded by hand: equal only if the windows are.

@@ -84,7 +84,7 @@ TEST(DeferredCrop, TheOpDefersWithTheWindowItWouldHaveDecoded) {
     const std::optional<DeferredCrop> crop = read_deferred_crop(outcome.descriptor);
     ASSERT_TRUE(crop.has_value()) << "image " << i << ": the descriptor is not a DeferredCrop";
     const Rect expected =
-        draw_random_resized_crop_window(90 + 7 * i, 120 - 3 * i, {}, seed, stream::random_resized_crop);
+        draw_random_resized_crop_window(90 + 7 * i, 120 - 3 * i, {}, seed, op_stream(stream::random_resized_crop, 0));
     EXPECT_EQ(crop->window, expected) << "image " << i;
     EXPECT_EQ(crop->image_width, 120 - 3 * i);
     EXPECT_EQ(crop->image_height, 90 + 7 * i);

@@ -130,7 +130,12 @@ TEST_F(EpochSeeds, EveryEpochsPixelsAreTheOpsAppliedByHandWithThatEpochsSeed) {
       Sample by_hand;
       by_hand.seed = sample_seed(kSeed, info.epoch, info.index);
       read_file(paths_.at(static_cast<std::size_t>(batch.labels()[i])), by_hand.encoded);
-      for (const SampleOp& op : augmentations()) op.apply(by_hand);
+      // Each op at its position in the chain, as the pipeline numbers them (its draws depend on it).
+      std::uint32_t position = 0;
+      for (const SampleOp& op : augmentations()) {
+        by_hand.op_position = position++;
+        op.apply(by_hand);
+      }
       const ConstImageView want = by_hand.image();
       ASSERT_EQ(want.shape(), batch.sample_shape());
       bool same = true;

@@ -16,13 +16,13 @@ namespace conveyor::cuda {
 // The random horizontal flip: mirrors with probability p, drawn from Rng(seed, stream).
 struct FlipDraw {
   double p = 0.5;
-  std::uint64_t stream = 0;  // the op's Rng stream (ops::stream::flip_horizontal in today's chains)
+  std::uint64_t stream = 0;  // the op's whole Rng stream: op_stream(ops::stream::flip_horizontal, position)
 };
 
 // The colour distortion: ops::draw_color_jitter(options, Rng(seed, stream)).
 struct DistortDraw {
   ops::DistortOptions options;
-  std::uint64_t stream = 0;  // the op's Rng stream (ops::stream::distort in today's chains)
+  std::uint64_t stream = 0;  // the op's whole Rng stream: op_stream(ops::stream::distort, position)
 };
 
 // Which random augmentations run, in the CPU chain's order: flip, then distort. (The order of the two does
