@@ -240,6 +240,17 @@ gpu_tests() {
             | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
         done
         python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
+      hybrid-share)
+        log "issue 20: 4 threads, CPU-only vs GPU decode with a share set for 4 threads (0.85), alternating pairs"
+        common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7 --threads 4)
+        for i in 1 2 3; do
+          run 180 "$bin/pipeline_throughput" "${common[@]}" --json "$r/share_4_${i}_cpu.json" 2>&1 | grep -E '^threads 4:'
+          run 180 "$bin/pipeline_throughput" "${common[@]}" --device gpu --gpu-share 0.85 \
+            --json "$r/share_4_${i}_gpu.json" 2>&1 | grep -E '^threads 4:|^device:'
+        done ;;
+      gpu-tests-again)
+        log "the GPU tests that failed in the first run, after their fixes"
+        gpu_tests conveyor_device_gpu_tests --gtest_filter='NvjpegDecoderGpu.*:GpuFeederDecode.*' ;;
       fvp-device)
         log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"
         for i in 1 2; do

