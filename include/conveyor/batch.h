@@ -15,11 +15,12 @@ namespace detail {
 // The memory behind a batch. Owned by a BatchPool; a Batch holds it through a shared_ptr whose
 // deleter hands it back to the pool.
 struct BatchBuffer {
-  std::uint8_t* pixels = nullptr;   // capacity * shape.bytes()
-  std::int64_t* labels = nullptr;   // capacity
+  std::uint8_t* pixels = nullptr;  // capacity * shape.bytes()
+  std::int64_t* labels = nullptr;  // capacity
   std::size_t capacity = 0;
   ImageShape shape;
   bool pinned = false;              // page-locked (cudaHostAlloc): eligible for async copies
+  std::uint8_t* padding = nullptr;  // capacity flags, 1 for a padding sample; null: none is padding
 };
 }  // namespace detail
 
@@ -56,8 +57,26 @@ class Batch {
     return ConstImageView(buffer_->pixels + i * buffer_->shape.bytes(), buffer_->shape);
   }
 
+  // True for a sample that only evens out the ranks' shares (ShardRemainder): a repeat of another sample,
+  // to be left out of the loss.
+  bool is_padding(std::size_t i) const noexcept { return buffer_ && buffer_->padding && buffer_->padding[i]; }
+  // size() flags (1: padding), or empty when the batch's buffer carries none (then none is padding).
+  std::span<const std::uint8_t> padding_flags() const noexcept {
+    return buffer_ && buffer_->padding ? std::span<const std::uint8_t>(buffer_->padding, size_)
+                                       : std::span<const std::uint8_t>();
+  }
+  // How many of the samples are padding.
+  std::size_t padded() const noexcept {
+    std::size_t count = 0;
+    for (const std::uint8_t flag : padding_flags()) count += flag != 0;
+    return count;
+  }
+
   // Gives the buffer back to its pool now (also done by the destructor).
-  void release() noexcept { buffer_.reset(); size_ = 0; }
+  void release() noexcept {
+    buffer_.reset();
+    size_ = 0;
+  }
 
  private:
   std::shared_ptr<detail::BatchBuffer> buffer_;

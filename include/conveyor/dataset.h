@@ -42,7 +42,9 @@
 
 #include "conveyor/batch.h"
 #include "conveyor/image.h"
+#include "conveyor/ranks.h"
 #include "conveyor/sample.h"
+#include "conveyor/shards.h"
 #include "conveyor/stats.h"
 
 namespace conveyor {
@@ -169,6 +171,14 @@ class Dataset {
   Dataset repeat() const;
   // Only the elements whose index % num_shards == index: the shards of one seed partition every epoch.
   Dataset shard(std::size_t num_shards, std::size_t index) const;
+  // Element q of each epoch's stream goes to shard q % num_shards (q counts the elements this call sees
+  // in the epoch: the index when it follows a shuffle or the source), and `remainder` evens the shards
+  // out (see ShardRemainder). A padding element keeps the index and seed of the element it repeats.
+  Dataset shard(std::size_t num_shards, std::size_t index, ShardRemainder remainder) const;
+  // This rank's share of every epoch: shard(ranks.world_size, ranks.rank, remainder). Put it after the
+  // shuffle, so that the ranks split one global order and every element keeps its index and seed at any
+  // world size.
+  Dataset shard(const Ranks& ranks, ShardRemainder remainder = ShardRemainder::pad) const;
   Dataset skip(std::uint64_t count) const;
   Dataset take(std::uint64_t count) const;
 

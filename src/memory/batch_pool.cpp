@@ -26,16 +26,18 @@ BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageSh
       shape_(shape),
       pinned_(pinned),
       pixel_bytes_(round_up(capacity * shape.bytes())),
-      label_bytes_(round_up(capacity * sizeof(std::int64_t))) {
+      label_bytes_(round_up(capacity * sizeof(std::int64_t))),
+      padding_bytes_(round_up(capacity)) {
   slots_.reserve(max_buffers);
   free_.reserve(max_buffers);
 }
 
 std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
   auto slot = std::make_unique<Slot>();
-  slot->memory = HostAllocation(pixel_bytes_ + label_bytes_, pinned_);
+  slot->memory = HostAllocation(pixel_bytes_ + label_bytes_ + padding_bytes_, pinned_);
   slot->buffer.pixels = reinterpret_cast<std::uint8_t*>(slot->memory.data());
   slot->buffer.labels = reinterpret_cast<std::int64_t*>(slot->memory.data() + pixel_bytes_);
+  slot->buffer.padding = reinterpret_cast<std::uint8_t*>(slot->memory.data() + pixel_bytes_ + label_bytes_);
   slot->buffer.capacity = capacity_;
   slot->buffer.shape = shape_;
   slot->buffer.pinned = pinned_;

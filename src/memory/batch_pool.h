@@ -47,7 +47,7 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   std::size_t allocated() const;
   std::size_t in_use() const;
   bool pinned() const noexcept { return pinned_; }
-  std::size_t buffer_bytes() const noexcept { return pixel_bytes_ + label_bytes_; }
+  std::size_t buffer_bytes() const noexcept { return pixel_bytes_ + label_bytes_ + padding_bytes_; }
 
  private:
   struct Slot {
@@ -67,6 +67,7 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   const bool pinned_;
   const std::size_t pixel_bytes_;
   const std::size_t label_bytes_;
+  const std::size_t padding_bytes_;
 
   mutable std::mutex mutex_;
   std::condition_variable returned_;

@@ -9,8 +9,13 @@
 namespace conveyor::detail {
 
 BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder,
-                               std::size_t max_open)
-    : batch_size_(batch_size), shape_(shape), sample_bytes_(shape.bytes()), drop_remainder_(drop_remainder) {
+                               std::size_t max_open, bool fill_holes)
+    : batch_size_(batch_size),
+      shape_(shape),
+      sample_bytes_(shape.bytes()),
+      drop_remainder_(drop_remainder),
+      fill_holes_(fill_holes) {
+  if (fill_holes_) fallback_pixels_.assign(sample_bytes_, 0);
   states_.reserve(max_open);
   free_.reserve(max_open);
   for (std::size_t i = 0; i < max_open; ++i) {
@@ -41,11 +46,12 @@ ImageView BatchAssembler::slot(const BufferState& state, std::size_t position) c
 }
 
 void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label,
-                            std::uint64_t epoch, const Sink& sink) {
+                            std::uint64_t epoch, bool padding, const Sink& sink) {
   state.kept[position] = kept;
   if (kept) {
     state.buffer->labels[position] = label;
     state.epochs[position] = epoch;
+    if (state.buffer->padding) state.buffer->padding[position] = padding;
   }
   if (++state.arrived == batch_size_) complete(state, batch_size_, sink);
 }
@@ -73,6 +79,15 @@ void BatchAssembler::discard() noexcept {
 }
 
 void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& sink) {
+  if (fill_holes_) {
+    if (used < batch_size_ && drop_remainder_) {
+      close(state);
+      return;
+    }
+    fill_holes(state, used);
+    emit(state, used, sink);
+    return;
+  }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < used; ++i) {
     if (!state.kept[i]) continue;
@@ -111,10 +126,37 @@ void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& 
   }
 }
 
+void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
+  BatchBuffer& buffer = *state.buffer;
+  std::size_t first_kept = used;
+  for (std::size_t i = 0; i < used && first_kept == used; ++i)
+    if (state.kept[i]) first_kept = i;
+  const bool from_this_buffer = first_kept < used;
+  if (from_this_buffer) {
+    // Refreshed from every buffer, so that one in which everything failed can still be padded.
+    std::memcpy(fallback_pixels_.data(), buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
+    fallback_label_ = buffer.labels[first_kept];
+    has_fallback_ = true;
+  }
+  for (std::size_t i = 0; i < used; ++i) {
+    if (state.kept[i]) continue;
+    std::uint8_t* pixels = buffer.pixels + i * sample_bytes_;
+    if (from_this_buffer) {
+      std::memcpy(pixels, buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
+    } else {
+      std::memcpy(pixels, fallback_pixels_.data(), sample_bytes_);  // zeros before any sample was kept
+    }
+    buffer.labels[i] = fallback_label_;
+    state.epochs[i] = from_this_buffer ? state.epochs[first_kept] : state.epochs[i];
+    if (buffer.padding) buffer.padding[i] = 1;
+  }
+}
+
 void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept {
   std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_, sample_bytes_);
   to.buffer->labels[j] = from.buffer->labels[i];
   to.epochs[j] = from.epochs[i];
+  if (to.buffer->padding) to.buffer->padding[j] = from.buffer->padding ? from.buffer->padding[i] : 0;
 }
 
 void BatchAssembler::emit(BufferState& state, std::size_t size, const Sink& sink) {

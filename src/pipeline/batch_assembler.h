@@ -4,6 +4,12 @@
 // (no copy). Elements that were skipped or filtered leave holes; the buffer is then compacted (kept
 // elements move forward, in order) and merged into the pending partial batch, so that every batch but
 // the last is full and every kept element is delivered once, in order when completions come in order.
+//
+// When the data set is split evenly across ranks (fill_holes), the count of batches must not depend on
+// what failed or was filtered, or one rank would run out of batches before the others: a buffer is then
+// delivered as soon as it completes, at its full size, and each hole becomes a padding sample (a copy of
+// the first kept sample of the same buffer, or else of the last kept sample of an earlier one; zeros with
+// label 0 before any sample was kept), flagged in the batch's padding flags.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +36,8 @@ class BatchAssembler {
   using Sink = std::function<void(Batch)>;
 
   // max_open: the most buffers open at once (the pool's size).
-  BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open);
+  BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open,
+                 bool fill_holes = false);
 
   std::size_t batch_size() const noexcept { return batch_size_; }
   ImageShape shape() const noexcept { return shape_; }
@@ -42,7 +49,7 @@ class BatchAssembler {
   // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
   // to `sink`.
   void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, std::uint64_t epoch,
-              const Sink& sink);
+              bool padding, const Sink& sink);
 
   // After the pipeline ran to its end: completes `last` (which had `used` slots reserved; nothing to do
   // when it is full or null) and hands over the final partial batch unless drop_remainder.
@@ -52,6 +59,7 @@ class BatchAssembler {
 
  private:
   void complete(BufferState& state, std::size_t used, const Sink& sink);
+  void fill_holes(BufferState& state, std::size_t used);
   void move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept;
   void emit(BufferState& state, std::size_t size, const Sink& sink);
   void close(BufferState& state) noexcept;
@@ -60,7 +68,13 @@ class BatchAssembler {
   const ImageShape shape_;
   const std::size_t sample_bytes_;
   const bool drop_remainder_;
+  const bool fill_holes_;
   std::uint64_t sequence_ = 0;
+
+  // fill_holes: the last kept sample delivered, for a buffer in which nothing was kept (collect stage only).
+  std::vector<std::uint8_t> fallback_pixels_;
+  std::int64_t fallback_label_ = 0;
+  bool has_fallback_ = false;
 
   // The partial batch waiting for more kept elements (collect stage only).
   BufferState* partial_ = nullptr;

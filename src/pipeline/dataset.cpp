@@ -24,6 +24,18 @@ std::vector<std::int64_t> checked_labels(std::vector<std::int64_t> labels, std::
 
 }  // namespace
 
+const char* to_string(ShardRemainder remainder) noexcept {
+  switch (remainder) {
+    case ShardRemainder::uneven:
+      return "uneven";
+    case ShardRemainder::pad:
+      return "pad";
+    case ShardRemainder::drop:
+      return "drop";
+  }
+  return "unknown";
+}
+
 namespace detail {
 
 PipelinePlan make_plan(const DatasetNode& last) {
@@ -37,6 +49,9 @@ PipelinePlan make_plan(const DatasetNode& last) {
     if ((*it)->order) plan.order.push_back(*(*it)->order);
     if ((*it)->step) plan.steps.push_back(*(*it)->step);
   }
+  for (const OrderOp& op : plan.order)
+    if (const auto* shard = std::get_if<ShardOrder>(&op); shard && shard->remainder != ShardRemainder::uneven)
+      plan.even = true;
   return plan;
 }
 
@@ -114,13 +129,24 @@ Dataset Dataset::repeat() const {
 }
 
 Dataset Dataset::shard(std::size_t num_shards, std::size_t index) const {
+  return shard(num_shards, index, ShardRemainder::uneven);
+}
+
+Dataset Dataset::shard(std::size_t num_shards, std::size_t index, ShardRemainder remainder) const {
   require_no_filter("shard");
   if (num_shards == 0 || index >= num_shards)
     throw InvalidArgument("Dataset::shard: index " + std::to_string(index) + " is not below num_shards " +
                           std::to_string(num_shards));
   auto node = child();
-  node->order = detail::ShardOrder{num_shards, index};
+  node->order = detail::ShardOrder{num_shards, index, remainder};
   return Dataset(std::move(node));
+}
+
+Dataset Dataset::shard(const Ranks& ranks, ShardRemainder remainder) const {
+  if (ranks.world_size < 1 || ranks.rank < 0 || ranks.rank >= ranks.world_size)
+    throw InvalidArgument("Dataset::shard: rank " + std::to_string(ranks.rank) + " of world size " +
+                          std::to_string(ranks.world_size));
+  return shard(static_cast<std::size_t>(ranks.world_size), static_cast<std::size_t>(ranks.rank), remainder);
 }
 
 Dataset Dataset::skip(std::uint64_t count) const {

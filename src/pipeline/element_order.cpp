@@ -1,5 +1,8 @@
 #include "src/pipeline/element_order.h"
 
+#include <optional>
+#include <utility>
+
 #include "conveyor/random.h"
 
 namespace conveyor::detail {
@@ -126,6 +129,88 @@ class ShardStage final : public Stage {
   const std::uint64_t num_shards_, index_;
 };
 
+// Element q of each epoch's stream goes to shard q % num_shards, and the shards come out even: with pad a
+// shard that is one short repeats the element that torch's DistributedSampler would give it (position
+// p >= n of the padded order holds element p mod n, so one of the epoch's first num_shards elements);
+// with drop each shard's element of the last, incomplete block of num_shards is held back until the block
+// completes, which it never does. The epoch's length is only known at its end (when the upstream runs dry
+// or the next epoch begins), so pad keeps the epoch's first num_shards elements until then.
+class EvenShardStage final : public Stage {
+ public:
+  EvenShardStage(Stage& upstream, std::size_t num_shards, std::size_t index, ShardRemainder remainder)
+      : upstream_(upstream), num_shards_(num_shards), index_(index), remainder_(remainder) {
+    first_.reserve(num_shards);
+  }
+  void reset(std::uint64_t epoch) override {
+    upstream_.reset(epoch);
+    lookahead_.reset();
+    padding_.reset();
+    ended_ = false;
+    start_epoch();
+  }
+  std::optional<OrderedElement> next() override {
+    for (;;) {
+      if (padding_) return std::exchange(padding_, std::nullopt);
+      std::optional<OrderedElement> element = std::exchange(lookahead_, std::nullopt);
+      if (!element && !ended_) {
+        element = upstream_.next();
+        ended_ = !element;
+      }
+      if (element && (position_ == 0 || element->epoch == epoch_)) {
+        if (std::optional<OrderedElement> mine = take(std::move(*element))) return mine;
+        continue;
+      }
+      // The epoch is over: `element` is the next epoch's first, or there is none.
+      if (position_ > 0) end_epoch();
+      if (!element) return padding_ ? std::exchange(padding_, std::nullopt) : std::nullopt;
+      lookahead_ = std::move(element);
+    }
+  }
+
+ private:
+  void start_epoch() {
+    position_ = 0;
+    first_.clear();
+    held_.reset();
+  }
+
+  // Counts one element of the epoch; returns it when it is this shard's to deliver now.
+  std::optional<OrderedElement> take(OrderedElement element) {
+    if (position_ == 0) epoch_ = element.epoch;
+    const std::uint64_t q = position_++;
+    const bool mine = q % num_shards_ == index_;
+    if (remainder_ == ShardRemainder::pad) {
+      if (first_.size() < num_shards_) first_.push_back(element);
+      if (mine) return element;
+      return std::nullopt;
+    }
+    if (mine) held_ = std::move(element);
+    if (q % num_shards_ == num_shards_ - 1 && held_) return std::exchange(held_, std::nullopt);
+    return std::nullopt;
+  }
+
+  void end_epoch() {
+    const std::uint64_t n = position_;
+    const std::uint64_t short_by = n % num_shards_;  // elements in the last, incomplete block
+    if (remainder_ == ShardRemainder::pad && short_by != 0 && index_ >= short_by) {
+      const std::uint64_t p = n - short_by + index_;  // this shard's position in the padded order
+      padding_ = first_[p % n];
+      padding_->padding = true;
+    }
+    start_epoch();
+  }
+
+  Stage& upstream_;
+  const std::uint64_t num_shards_, index_;
+  const ShardRemainder remainder_;
+  std::uint64_t epoch_ = 0, position_ = 0;
+  std::vector<OrderedElement> first_;        // pad: the epoch's first num_shards elements
+  std::optional<OrderedElement> held_;       // drop: this shard's element of the current block
+  std::optional<OrderedElement> lookahead_;  // the next epoch's first element, seen while closing this one
+  std::optional<OrderedElement> padding_;    // pad: this shard's repeat, due at the epoch's end
+  bool ended_ = false;                       // the upstream ran dry (until the next reset)
+};
+
 class SkipStage final : public Stage {
  public:
   SkipStage(Stage& upstream, std::uint64_t count) : upstream_(upstream), count_(count) {}
@@ -179,7 +264,12 @@ ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& 
           } else if constexpr (std::is_same_v<T, RepeatOrder>) {
             stages_.push_back(std::make_unique<RepeatStage>(upstream, o.count));
           } else if constexpr (std::is_same_v<T, ShardOrder>) {
-            stages_.push_back(std::make_unique<ShardStage>(upstream, o.num_shards, o.index));
+            if (o.remainder == ShardRemainder::uneven) {
+              stages_.push_back(std::make_unique<ShardStage>(upstream, o.num_shards, o.index));
+            } else {
+              stages_.push_back(
+                  std::make_unique<EvenShardStage>(upstream, o.num_shards, o.index, o.remainder));
+            }
           } else if constexpr (std::is_same_v<T, SkipOrder>) {
             stages_.push_back(std::make_unique<SkipStage>(upstream, o.count));
           } else {

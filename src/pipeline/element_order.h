@@ -17,6 +17,7 @@ struct OrderedElement {
   std::uint64_t source_index = 0;
   std::uint64_t epoch = 0;
   std::uint64_t index = 0;  // position in the epoch's order after the last shuffle; kept by shard/skip/take
+  bool padding = false;     // a repeat that evens out the shards (ShardRemainder::pad)
 };
 
 class ElementOrder {

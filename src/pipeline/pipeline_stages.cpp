@@ -136,6 +136,7 @@ void Pipeline::prepare(Element& element, const OrderedElement& order) const {
   sample.index = order.index;
   sample.epoch = order.epoch;
   sample.seed = sample_seed(plan_.options.seed, order.epoch, order.index);
+  sample.padding = order.padding;
   sample.label = plan_.source->label(order.source_index);
   sample.path.assign(plan_.source->path(order.source_index));
 }
@@ -183,10 +184,9 @@ void Pipeline::process(Element& element, bool probing) noexcept {
   }
   const int track = trace_ && !probing ? worker_track() : -1;
   Sample& sample = element.sample;
-  if (!run_stage(element, read_stage_, track, probing,
-                 [&] {
-                   plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
-                 }))
+  if (!run_stage(element, read_stage_, track, probing, [&] {
+        plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
+      }))
     return;
   for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
     if (stop_.load(std::memory_order_relaxed)) {
@@ -281,7 +281,7 @@ void Pipeline::collect(Element& element) {
   if (!failed_) {
     if (plan_.batched) {
       assembler_->arrive(*element.buffer, element.slot, kept, element.sample.label, element.sample.epoch,
-                         sink_);
+                         element.sample.padding, sink_);
     } else if (kept) {
       deliver(std::move(element.sample));
     }
