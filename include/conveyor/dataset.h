@@ -160,6 +160,27 @@ class Dataset {
   // Encoded images held in memory; Sample::path is "<memory:N>".
   static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers,
                         std::vector<std::int64_t> labels = {});
+  // WebDataset-style tar shards, local paths or http(s):// URLs (see expand_shard_pattern for "{a..b}"
+  // names): a sample is the run of consecutive members sharing a key ("img_7.jpg" + "img_7.cls"), its
+  // image the bytes and its .cls member the label (TarShardOptions says which extensions). Shards are
+  // streamed, never held whole: parallel_shards threads read ahead of the pipeline. Every epoch the
+  // shards are shuffled (seeded from options.seed and the epoch), and an element's index is the sample's
+  // position in that epoch's order of all shards, so its seed, and so its pixels, are the same at any
+  // thread count and any world size. options.ranks splits each epoch: each rank reads a contiguous,
+  // balanced range of it (whole shards but at most one at each end), evened out by options.remainder;
+  // shuffle() after this shuffles within the rank's range and keeps the indices. To split across ranks
+  // the shards' sample counts are needed: they come from tar_shard_index or are counted once here
+  // (local files: headers only); URLs without an index are refused then. Sample::path is
+  // "<shard>#<member>". A sample that breaks the format (no image, no or a bad label, a duplicated key or
+  // member, an oversized image) and a shard that breaks off (truncated, unreadable, an HTTP failure after
+  // the retries; each sample it still owed) fail in the "read" stage with the shard, the member and the
+  // byte offset, or are counted by kind under on_error = skip. Throws InvalidArgument for bad options.
+  static Dataset tar_shards(std::vector<std::string> shards, const TarShardOptions& options);
+  static Dataset tar_shards(std::vector<std::string> shards);  // default TarShardOptions
+  // The shards listed by a shard index (WebDataset's wids JSON, which make_shards writes: a "shardlist"
+  // of {"url", "nsamples"}; relative urls are relative to the index), a path or a URL.
+  static Dataset tar_shard_index(const std::string& index, const TarShardOptions& options);
+  static Dataset tar_shard_index(const std::string& index);
 
   // ---- which elements, in what order ----
   // A buffered shuffle (tf.data's): keeps `buffer_size` elements and emits a random one of them each
@@ -209,9 +230,11 @@ class Dataset {
   SampleIterator begin() const;
   std::default_sentinel_t end() const noexcept { return {}; }
 
-  // Elements in the source (before shuffle, repeat, shard, ...).
+  // Elements in the source (before shuffle, repeat, shard, ...); for tar shards the samples of all
+  // shards when their counts are known, else 0.
   std::size_t source_size() const noexcept;
   // Element i of the source: its path ("<memory:i>" for in-memory sources) and label; i < source_size().
+  // Not for tar shards (InvalidArgument): their samples are only known as they stream by.
   std::string source_path(std::size_t i) const;
   std::int64_t source_label(std::size_t i) const;
   // The class names of an image_folder source, in label order; empty for other sources.

@@ -136,7 +136,6 @@ void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
     // Refreshed from every buffer, so that one in which everything failed can still be padded.
     std::memcpy(fallback_pixels_.data(), buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
     fallback_label_ = buffer.labels[first_kept];
-    has_fallback_ = true;
   }
   for (std::size_t i = 0; i < used; ++i) {
     if (state.kept[i]) continue;

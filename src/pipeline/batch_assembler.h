@@ -5,9 +5,9 @@
 // elements move forward, in order) and merged into the pending partial batch, so that every batch but
 // the last is full and every kept element is delivered once, in order when completions come in order.
 //
-// When the data set is split evenly across ranks (fill_holes), the count of batches must not depend on
-// what failed or was filtered, or one rank would run out of batches before the others: a buffer is then
-// delivered as soon as it completes, at its full size, and each hole becomes a padding sample (a copy of
+// When the data set is split evenly across two or more ranks (fill_holes), the count of batches must not
+// depend on what failed or was filtered, or one rank would run out of batches before the others: a buffer is
+// then delivered as soon as it completes, at its full size, and each hole becomes a padding sample (a copy of
 // the first kept sample of the same buffer, or else of the last kept sample of an earlier one; zeros with
 // label 0 before any sample was kept), flagged in the batch's padding flags.
 #pragma once
@@ -74,7 +74,6 @@ class BatchAssembler {
   // fill_holes: the last kept sample delivered, for a buffer in which nothing was kept (collect stage only).
   std::vector<std::uint8_t> fallback_pixels_;
   std::int64_t fallback_label_ = 0;
-  bool has_fallback_ = false;
 
   // The partial batch waiting for more kept elements (collect stage only).
   BufferState* partial_ = nullptr;

@@ -3,6 +3,7 @@
 #include "conveyor/error.h"
 #include "src/pipeline/dataset_node.h"
 #include "src/pipeline/pipeline.h"
+#include "src/sources/shard_set.h"
 
 namespace conveyor {
 namespace {
@@ -50,8 +51,12 @@ PipelinePlan make_plan(const DatasetNode& last) {
     if ((*it)->step) plan.steps.push_back(*(*it)->step);
   }
   for (const OrderOp& op : plan.order)
-    if (const auto* shard = std::get_if<ShardOrder>(&op); shard && shard->remainder != ShardRemainder::uneven)
+    if (const auto* shard = std::get_if<ShardOrder>(&op);
+        shard && shard->remainder != ShardRemainder::uneven && shard->num_shards > 1)
       plan.even = true;
+  if (const std::shared_ptr<const ShardSet>& shards = plan.source->shard_set();
+      shards && shards->options.remainder != ShardRemainder::uneven && shards->options.ranks.world_size > 1)
+    plan.even = true;
   return plan;
 }
 
@@ -85,6 +90,32 @@ Dataset Dataset::list_file(const std::filesystem::path& list, const std::filesys
 Dataset Dataset::memory(std::vector<std::vector<std::uint8_t>> buffers, std::vector<std::int64_t> labels) {
   std::vector<std::int64_t> checked = checked_labels(std::move(labels), buffers.size(), "Dataset::memory");
   return Dataset(source_node(detail::Source::memory(std::move(buffers), std::move(checked))));
+}
+
+Dataset Dataset::tar_shards(std::vector<std::string> shards, const TarShardOptions& options) {
+  std::vector<detail::ShardInfo> infos;
+  infos.reserve(shards.size());
+  for (std::string& shard : shards) infos.push_back({std::move(shard), std::nullopt});
+  auto set = std::make_shared<detail::ShardSet>(detail::make_shard_set(std::move(infos), options));
+  return Dataset(source_node(detail::Source::shards(std::move(set))));
+}
+
+Dataset Dataset::tar_shards(std::vector<std::string> shards) {
+  static const TarShardOptions defaults;
+  return tar_shards(std::move(shards), defaults);
+}
+
+Dataset Dataset::tar_shard_index(const std::string& index) {
+  static const TarShardOptions defaults;
+  return tar_shard_index(index, defaults);
+}
+
+Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions& options) {
+  constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;
+  const std::string text = detail::read_small_file(index, options.http, kMaxIndexBytes);
+  auto set = std::make_shared<detail::ShardSet>(
+      detail::make_shard_set(detail::parse_shard_index(text, index), options));
+  return Dataset(source_node(detail::Source::shards(std::move(set))));
 }
 
 // ---- chaining ----
@@ -218,10 +249,12 @@ SampleIterator Dataset::begin() const {
 
 std::size_t Dataset::source_size() const noexcept { return node_->source->size(); }
 std::string Dataset::source_path(std::size_t i) const {
+  if (node_->source->streamed()) throw InvalidArgument("Dataset::source_path: tar shards are streamed");
   if (i >= source_size()) throw InvalidArgument("Dataset::source_path: index out of range");
   return std::string(node_->source->path(i));
 }
 std::int64_t Dataset::source_label(std::size_t i) const {
+  if (node_->source->streamed()) throw InvalidArgument("Dataset::source_label: tar shards are streamed");
   if (i >= source_size()) throw InvalidArgument("Dataset::source_label: index out of range");
   return node_->source->label(i);
 }

@@ -18,6 +18,9 @@ enum class Outcome : std::uint8_t { kept, filtered, failed, cancelled };
 struct Element {
   Sample sample;
   std::uint64_t source_index = 0;
+  bool streamed = false;          // the bytes came with the element (tar shards): nothing to load
+  std::string stream_error_kind;  // a streamed sample that could not be read: why (empty: it was)
+  std::string stream_error_reason;
   BufferState* buffer = nullptr;  // batches only: the buffer that holds this element's slot
   std::size_t slot = 0;
   Outcome outcome = Outcome::kept;

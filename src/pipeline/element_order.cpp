@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "conveyor/random.h"
+#include "src/pipeline/stream_stage.h"
 
 namespace conveyor::detail {
 namespace {
@@ -21,7 +22,7 @@ class SourceStage final : public Stage {
   std::optional<OrderedElement> next() override {
     if (position_ == size_) return std::nullopt;
     const std::uint64_t i = position_++;
-    return OrderedElement{i, epoch_, i};
+    return OrderedElement{i, epoch_, i, false, nullptr};
   }
 
  private:
@@ -31,11 +32,13 @@ class SourceStage final : public Stage {
 
 // tf.data's buffered shuffle: hold `buffer_size` elements, emit a uniformly chosen one and put the next
 // upstream element in its place. Seeded from (seed, epoch), so every epoch has its own order. The emitted
-// element's index becomes its position in this stage's output.
+// element's index becomes its position in this stage's output, except over a streamed source: there each
+// rank shuffles its own share, and the index stays the sample's place in the epoch's order of all shards
+// (which every rank agrees on), so that a sample's seed does not depend on the world size.
 class ShuffleStage final : public Stage {
  public:
-  ShuffleStage(Stage& upstream, std::size_t buffer_size, std::uint64_t seed)
-      : upstream_(upstream), buffer_size_(buffer_size), seed_(seed), rng_(seed) {}
+  ShuffleStage(Stage& upstream, std::size_t buffer_size, std::uint64_t seed, bool renumber)
+      : upstream_(upstream), buffer_size_(buffer_size), seed_(seed), renumber_(renumber), rng_(seed) {}
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
     rng_ = Rng(combine_seeds(seed_, epoch), 0x5348'5546'464C'45ull);  // stream "SHUFFLE"
@@ -49,20 +52,21 @@ class ShuffleStage final : public Stage {
       while (buffer_.size() < buffer_size_) {
         std::optional<OrderedElement> element = upstream_.next();
         if (!element) break;
-        buffer_.push_back(*element);
+        buffer_.push_back(std::move(*element));
       }
       filled_ = true;
     }
     if (buffer_.empty()) return std::nullopt;
     const std::size_t j = static_cast<std::size_t>(rng_.below(buffer_.size()));
-    OrderedElement out = buffer_[j];
+    OrderedElement out = std::move(buffer_[j]);
     if (std::optional<OrderedElement> refill = upstream_.next()) {
-      buffer_[j] = *refill;
+      buffer_[j] = std::move(*refill);
     } else {
-      buffer_[j] = buffer_.back();
+      buffer_[j] = std::move(buffer_.back());
       buffer_.pop_back();
     }
-    out.index = emitted_++;
+    if (renumber_) out.index = emitted_;
+    ++emitted_;
     return out;
   }
 
@@ -70,6 +74,7 @@ class ShuffleStage final : public Stage {
   Stage& upstream_;
   const std::size_t buffer_size_;
   const std::uint64_t seed_;
+  const bool renumber_;
   Rng rng_;
   std::vector<OrderedElement> buffer_;
   bool filled_ = false;
@@ -180,7 +185,7 @@ class EvenShardStage final : public Stage {
     const std::uint64_t q = position_++;
     const bool mine = q % num_shards_ == index_;
     if (remainder_ == ShardRemainder::pad) {
-      if (first_.size() < num_shards_) first_.push_back(element);
+      if (first_.size() < num_shards_) first_.push_back(copy_of(element));
       if (mine) return element;
       return std::nullopt;
     }
@@ -194,7 +199,7 @@ class EvenShardStage final : public Stage {
     const std::uint64_t short_by = n % num_shards_;  // elements in the last, incomplete block
     if (remainder_ == ShardRemainder::pad && short_by != 0 && index_ >= short_by) {
       const std::uint64_t p = n - short_by + index_;  // this shard's position in the padded order
-      padding_ = first_[p % n];
+      padding_ = copy_of(first_[p % n]);
       padding_->padding = true;
     }
     start_epoch();
@@ -252,15 +257,27 @@ class TakeStage final : public Stage {
 
 }  // namespace
 
-ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& ops) {
-  stages_.push_back(std::make_unique<SourceStage>(source_size));
+OrderedElement copy_of(const OrderedElement& element) {
+  OrderedElement copy{element.source_index, element.epoch, element.index, element.padding, nullptr};
+  if (element.streamed) copy.streamed = element.streamed.get_deleter().pool->copy(*element.streamed);
+  return copy;
+}
+
+ElementOrder::ElementOrder(const Source& source, const std::vector<OrderOp>& ops,
+                           std::size_t max_member_bytes) {
+  if (source.streamed()) {
+    stages_.push_back(make_stream_stage(source.shard_set(), max_member_bytes));
+  } else {
+    stages_.push_back(std::make_unique<SourceStage>(source.size()));
+  }
   for (const OrderOp& op : ops) {
     Stage& upstream = *stages_.back();
     std::visit(
         [&](const auto& o) {
           using T = std::decay_t<decltype(o)>;
           if constexpr (std::is_same_v<T, ShuffleOrder>) {
-            stages_.push_back(std::make_unique<ShuffleStage>(upstream, o.buffer_size, o.seed));
+            stages_.push_back(
+                std::make_unique<ShuffleStage>(upstream, o.buffer_size, o.seed, !source.streamed()));
           } else if constexpr (std::is_same_v<T, RepeatOrder>) {
             stages_.push_back(std::make_unique<RepeatStage>(upstream, o.count));
           } else if constexpr (std::is_same_v<T, ShardOrder>) {
@@ -281,8 +298,13 @@ ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& 
   stages_.back()->reset(0);
 }
 
-ElementOrder::~ElementOrder() = default;
+ElementOrder::~ElementOrder() {
+  // Last stage first: the later stages hold elements whose streamed samples belong to the first's pool.
+  while (!stages_.empty()) stages_.pop_back();
+}
 
 std::optional<OrderedElement> ElementOrder::next() { return stages_.back()->next(); }
+
+void ElementOrder::cancel() { stages_.front()->cancel(); }
 
 }  // namespace conveyor::detail

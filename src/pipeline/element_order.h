@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/pipeline/dataset_node.h"
+#include "src/sources/streamed_sample.h"
 
 namespace conveyor::detail {
 
@@ -18,17 +19,24 @@ struct OrderedElement {
   std::uint64_t epoch = 0;
   std::uint64_t index = 0;  // position in the epoch's order after the last shuffle; kept by shard/skip/take
   bool padding = false;     // a repeat that evens out the shards (ShardRemainder::pad)
+  StreamedSamplePtr streamed;  // a streamed source's sample (bytes, label, path), read ahead; else null
 };
+
+// A copy of `element`, its streamed sample included (for the few repeats that even out the ranks).
+OrderedElement copy_of(const OrderedElement& element);
 
 class ElementOrder {
  public:
-  ElementOrder(std::size_t source_size, const std::vector<OrderOp>& ops);
+  // max_member_bytes: a streamed source refuses image members over this (0: no limit).
+  ElementOrder(const Source& source, const std::vector<OrderOp>& ops, std::size_t max_member_bytes = 0);
   ~ElementOrder();
   ElementOrder(const ElementOrder&) = delete;
   ElementOrder& operator=(const ElementOrder&) = delete;
 
-  // The next element, or nullopt at the end of the stream.
+  // The next element, or nullopt at the end of the stream (or once cancelled).
   std::optional<OrderedElement> next();
+  // Stops a streamed source's reading and waits (next() then returns nullopt). Callable from any thread.
+  void cancel();
 
   // One link of the chain: reset(epoch) restarts it (and everything before it) for that epoch.
   class Stage {
@@ -36,6 +44,7 @@ class ElementOrder {
     virtual ~Stage() = default;
     virtual void reset(std::uint64_t epoch) = 0;
     virtual std::optional<OrderedElement> next() = 0;
+    virtual void cancel() {}
   };
 
  private:

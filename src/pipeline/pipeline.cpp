@@ -61,7 +61,7 @@ Pipeline::Pipeline(PipelinePlan plan)
       trace_(plan_.options.trace.get()),
       counters_(stage_names_),
       queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
-      order_(plan_.source->size(), plan_.order),
+      order_(*plan_.source, plan_.order, plan_.options.max_file_bytes),
       sink_([this](Batch batch) { deliver(std::move(batch)); }),
       arena_(threads_) {
   elements_.reserve(tokens_);
@@ -88,7 +88,9 @@ Pipeline::~Pipeline() {
   {
     std::lock_guard lock(setup_mutex_);
     if (pool_) pool_->cancel();
+    if (probe_order_) probe_order_->cancel();
   }
+  order_.cancel();  // a streamed source's readers may be waiting on a disk or a server
   queue_.cancel();
   driver_.join();
 }
@@ -115,7 +117,19 @@ void Pipeline::drive() noexcept {
 std::optional<ImageShape> Pipeline::probe_shape() {
   // The first element that makes it through the maps gives the batch's sample shape. It runs again in
   // the pipeline proper (a pure function of its bytes and seed): the probe costs one element's work.
-  ElementOrder order(plan_.source->size(), plan_.order);
+  ElementOrder order(*plan_.source, plan_.order, plan_.options.max_file_bytes);
+  {
+    std::lock_guard lock(setup_mutex_);
+    probe_order_ = &order;
+    if (cancelled_.load()) order.cancel();
+  }
+  struct Forget {
+    Pipeline& pipeline;
+    ~Forget() {
+      std::lock_guard lock(pipeline.setup_mutex_);
+      pipeline.probe_order_ = nullptr;
+    }
+  } forget{*this};
   Element element;
   while (!stop_.load()) {
     std::optional<OrderedElement> next = order.next();

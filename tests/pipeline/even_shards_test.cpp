@@ -230,12 +230,12 @@ TEST(EvenShards, FailuresUnderSkipBecomePaddingSoTheBatchCountHolds) {
 }
 
 TEST(EvenShards, ABatchWithNothingKeptIsPaddedFromAnEarlierOne) {
-  // Batches of 2 on one rank: the second batch (elements 2 and 3) is filtered away entirely.
+  // Rank 0 of 2 gets 0, 2, 4, 6, 8, 10; in batches of 2 the second one (4 and 6) is filtered away.
   const BatchedDataset batches =
-      numbered_memory(6, 1 << 20)
-          .shard(1, 0, ShardRemainder::pad)
+      numbered_memory(12, 1 << 20)
+          .shard(2, 0, ShardRemainder::pad)
           .map(number_as_pixels())
-          .filter([](const Sample& s) { return number_of(s) != 2 && number_of(s) != 3; })
+          .filter([](const Sample& s) { return number_of(s) != 4 && number_of(s) != 6; })
           .with_options({.threads = 2})
           .batch(2, kNumberShape);
   std::vector<std::vector<std::uint64_t>> numbers;
@@ -253,8 +253,23 @@ TEST(EvenShards, ABatchWithNothingKeptIsPaddedFromAnEarlierOne) {
   ASSERT_EQ(numbers.size(), 3u);
   EXPECT_EQ(numbers[1], (std::vector<std::uint64_t>{0, 0}));  // the first kept sample of batch 0
   EXPECT_EQ(flags[1], (std::vector<bool>{true, true}));
-  EXPECT_EQ(numbers[2], (std::vector<std::uint64_t>{4, 5}));
+  EXPECT_EQ(numbers[2], (std::vector<std::uint64_t>{8, 10}));
   EXPECT_EQ(flags[0], (std::vector<bool>{false, false}));
+}
+
+TEST(EvenShards, OneRankClosesGapsAsWithoutASplit) {
+  // With a world of one there is nothing to even out: a filtered element leaves no padding.
+  std::vector<std::size_t> sizes;
+  for (const Batch& batch : numbered_memory(6, 1 << 20)
+                                .shard(1, 0, ShardRemainder::pad)
+                                .map(number_as_pixels())
+                                .filter([](const Sample& s) { return number_of(s) != 2; })
+                                .with_options({.threads = 2})
+                                .batch(2, kNumberShape)) {
+    sizes.push_back(batch.size());
+    EXPECT_EQ(batch.padded(), 0u);
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 2, 1}));
 }
 
 TEST(EvenShards, DropRemainderStillDropsTheLastPartialBatch) {

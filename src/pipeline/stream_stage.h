@@ -1,0 +1,18 @@
+// The first link of ElementOrder for a streamed source (tar shards): each epoch it plans this rank's
+// segments and starts a ShardStreamer on them; next() hands out the streamed samples as elements that
+// already carry their bytes. See src/sources/shard_set.h for the design.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "src/pipeline/element_order.h"
+
+namespace conveyor::detail {
+
+struct ShardSet;
+
+std::unique_ptr<ElementOrder::Stage> make_stream_stage(std::shared_ptr<const ShardSet> shards,
+                                                       std::size_t max_member_bytes);
+
+}  // namespace conveyor::detail
