@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-14-dev
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
   libgtest-dev libbenchmark-dev
+  libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
   python3 python3-matplotlib
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
 )
