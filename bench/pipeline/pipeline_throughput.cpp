@@ -1,4 +1,5 @@
-// pipeline_throughput: images per second of the full CPU input pipeline on a folder of JPEGs,
+// pipeline_throughput: images per second of the full CPU input pipeline on a folder of JPEGs (or a list
+// file, tar shards, shards over HTTP: see open_data),
 //   image_folder -> shuffle -> decode_random_resized_crop(S) -> flip_horizontal(0.5)
 //   -> distort(.4, .4, .4) -> batch(B) (pinned when a GPU is present) -> prefetch
 // at one thread count or a sweep of them. Warm-up is timed apart: images_per_s counts the images of the
@@ -10,8 +11,8 @@
 // (images_per_s_overall). A checksum over every batch's bytes and labels, in order, shows that the
 // result does not depend on the thread count.
 //
-//   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
-//                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
+//   pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch 256] [--size 224] [--epochs 1]
+//                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -32,6 +34,7 @@
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
+#include "conveyor/shards.h"
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
 
@@ -58,13 +61,13 @@ struct Config {
 };
 
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "pipeline_throughput: %s\n"
-      "usage: pipeline_throughput --data DIR [--threads N] [--batch B] [--size S] [--epochs E] [--seed K]\n"
-      "         [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16] [--limit N]\n"
-      "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0]\n",
-      problem.c_str());
+  std::fprintf(stderr,
+               "pipeline_throughput: %s\n"
+               "usage: pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch B] [--size S]\n"
+               "         [--epochs E] [--seed K] [--on-error fail|skip] [--json FILE] [--trace FILE]\n"
+               "         [--sweep 1,2,4,8,16] [--limit N]\n"
+               "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0]\n",
+               problem.c_str());
   std::exit(2);
 }
 
@@ -184,13 +187,37 @@ struct Result {
   conveyor::PipelineStats stats;
 };
 
+// What --data names, and the sample shuffle buffer that suits it.
+struct DataSource {
+  conveyor::Dataset dataset;
+  std::size_t shuffle_buffer;
+};
+
+// --data is a folder (ImageFolder), a list file, tar shards (a file or URL ending in .json is their
+// index; else a pattern such as DIR/shard-{000000..000099}.tar or DIR/*.tar, or http(s) URLs of shards).
+// Tar shards are shuffled per epoch (by --seed) and their shuffle buffer holds the samples' bytes, so it
+// is 1,000 rather than 10,000.
+DataSource open_data(const Config& config) {
+  const std::string& data = config.data;
+  const bool url = data.starts_with("http://") || data.starts_with("https://");
+  if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 10'000};
+  conveyor::TarShardOptions shards;
+  shards.seed = config.seed;
+  if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
+  const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
+                       data.ends_with(".tar.gz") || data.ends_with(".tgz");
+  if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), 1'000};
+  return {conveyor::Dataset::list_file(data), 10'000};
+}
+
 Result run_once(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   namespace ops = conveyor::ops;
   const auto start = Clock::now();
-  conveyor::Dataset files = conveyor::Dataset::image_folder(config.data);
+  const DataSource source = open_data(config);
+  conveyor::Dataset files = source.dataset;
   if (config.limit > 0) files = files.take(config.limit);
   const conveyor::BatchedDataset batches =
-      files.shuffle(10'000, config.seed)
+      files.shuffle(source.shuffle_buffer, config.seed)
           .repeat(config.epochs)
           .map(ops::decode_random_resized_crop(config.size))
           .map(ops::flip_horizontal(0.5))
