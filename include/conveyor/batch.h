@@ -15,12 +15,13 @@ namespace detail {
 // The memory behind a batch. Owned by a BatchPool; a Batch holds it through a shared_ptr whose
 // deleter hands it back to the pool.
 struct BatchBuffer {
-  std::uint8_t* pixels = nullptr;  // capacity * shape.bytes()
-  std::int64_t* labels = nullptr;  // capacity
+  std::uint8_t* pixels = nullptr;   // capacity * shape.bytes()
+  std::int64_t* labels = nullptr;   // capacity
   std::size_t capacity = 0;
   ImageShape shape;
   bool pinned = false;              // page-locked (cudaHostAlloc): eligible for async copies
-  std::uint8_t* padding = nullptr;  // capacity flags, 1 for a padding sample; null: none is padding
+  // capacity flags, 1 for a padding sample; null: none is padding
+  std::uint8_t* padding = nullptr;
 };
 }  // namespace detail
 
@@ -73,10 +74,7 @@ class Batch {
   }
 
   // Gives the buffer back to its pool now (also done by the destructor).
-  void release() noexcept {
-    buffer_.reset();
-    size_ = 0;
-  }
+  void release() noexcept { buffer_.reset(); size_ = 0; }
 
  private:
   std::shared_ptr<detail::BatchBuffer> buffer_;

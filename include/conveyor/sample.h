@@ -15,13 +15,13 @@ class Sample {
   // ---- identity, set by the pipeline before any op runs ----
   std::uint64_t index = 0;  // position in the epoch's global order (after shuffle, before shard)
   std::uint64_t epoch = 0;
-  std::uint64_t seed = 0;  // sample_seed(dataset seed, epoch, index): the only randomness ops may use
+  std::uint64_t seed = 0;   // sample_seed(dataset seed, epoch, index): the only randomness ops may use
   std::int64_t label = -1;
+  std::string path;         // file path, or "<memory:N>" for in-memory sources
+  std::vector<std::uint8_t> encoded;  // the bytes as read (reused from sample to sample)
   // A repeat that evens out the ranks' shares of an epoch (ShardRemainder::pad): the same element (index,
   // seed, pixels) as its original, to be left out of the loss.
   bool padding = false;
-  std::string path;                   // file path, or "<memory:N>" for in-memory sources
-  std::vector<std::uint8_t> encoded;  // the bytes as read (reused from sample to sample)
 
   // The current pixels; empty before the first op that produces an image.
   ConstImageView image() const noexcept;
