@@ -165,7 +165,7 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
       return skip_data(member);
     }
     has_image_ = true;
-    out->path = location() + "#" + member.name;
+    set_path(*out, member.name);
     if (format_.max_member_bytes != 0 && static_cast<std::uint64_t>(member.size) > format_.max_member_bytes) {
       set_error(*out, "too_large",
                 where(member) + ": " + std::to_string(member.size) + " bytes, over the limit of " +
@@ -199,17 +199,20 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
 bool TarSampleReader::group(StreamedSample* out) {
   if (deferred_) std::rethrow_exception(std::exchange(deferred_, nullptr));
   if (!has_pending_ && !advance()) return false;
-  const std::string key = pending_.key;
-  const Member first = pending_;
+  // The sample's strings live in members, so that a warm reader does not allocate for them per sample.
+  std::string& key = key_;
+  Member& first = first_;
+  key = pending_.key;
+  first = pending_;
   has_image_ = has_label_ = false;
   if (out != nullptr) {
     out->bytes.clear();
     out->label = -1;
-    out->path = location() + "#" + key;
+    set_path(*out, key);
     out->clear_error();
   }
-  // Extensions of this sample's members, to find two with the same one.
-  std::vector<std::string> extensions;
+  std::vector<std::string>& extensions = extensions_;  // of this sample's members, to find a repeated one
+  extensions.clear();
   for (bool more = true; more;) {
     if (std::find(extensions.begin(), extensions.end(), pending_.extension) != extensions.end()) {
       if (out != nullptr)
@@ -252,6 +255,12 @@ bool TarSampleReader::group(StreamedSample* out) {
 }
 
 bool TarSampleReader::next(StreamedSample& out) { return group(&out); }
+
+void TarSampleReader::set_path(StreamedSample& out, const std::string& member) const {
+  out.path.assign(location());
+  out.path += '#';
+  out.path += member;
+}
 
 std::uint64_t TarSampleReader::skip(std::uint64_t count) {
   std::uint64_t skipped = 0;

@@ -76,6 +76,7 @@ class TarSampleReader {
   [[noreturn]] void fail(const std::string& context);
   std::string where(const Member& member) const;
   void set_error(StreamedSample& out, const char* kind, const std::string& reason) const;
+  void set_path(StreamedSample& out, const std::string& member) const;  // "<shard>#<member>"
 
   std::unique_ptr<ByteStream> stream_;
   const TarFormat format_;
@@ -91,6 +92,9 @@ class TarSampleReader {
   std::unordered_map<std::string, std::int64_t> keys_;  // key -> header offset of its first member
 
   // The sample being grouped.
+  std::string key_;
+  Member first_;
+  std::vector<std::string> extensions_;
   bool has_image_ = false, has_label_ = false;
   std::vector<std::uint8_t> label_text_;
 };
