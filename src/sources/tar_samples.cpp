@@ -57,24 +57,24 @@ struct TarSampleReader::Callbacks {
 TarSampleReader::TarSampleReader(std::unique_ptr<ByteStream> stream, TarFormat format)
     : stream_(std::move(stream)), format_(std::move(format)), callbacks_(std::make_unique<Callbacks>()) {
   callbacks_->stream = stream_.get();
-  archive_ = archive_read_new();
-  if (archive_ == nullptr) throw std::bad_alloc();
-  archive_read_support_format_tar(archive_);
+  archive_.reset(archive_read_new());
+  if (!archive_) throw std::bad_alloc();
+  archive_read_support_format_tar(archive_.get());
   // WebDataset shards are also found compressed (.tar.gz and friends): libarchive detects the filter.
-  archive_read_support_filter_gzip(archive_);
-  archive_read_support_filter_bzip2(archive_);
-  archive_read_support_filter_xz(archive_);
-  archive_read_support_filter_zstd(archive_);
-  archive_read_set_callback_data(archive_, callbacks_.get());
-  archive_read_set_read_callback(archive_, &Callbacks::read);
-  archive_read_set_skip_callback(archive_, &Callbacks::skip);
-  if (archive_read_open1(archive_) != ARCHIVE_OK) fail("'" + location() + "'");
+  archive_read_support_filter_gzip(archive_.get());
+  archive_read_support_filter_bzip2(archive_.get());
+  archive_read_support_filter_xz(archive_.get());
+  archive_read_support_filter_zstd(archive_.get());
+  archive_read_set_callback_data(archive_.get(), callbacks_.get());
+  archive_read_set_read_callback(archive_.get(), &Callbacks::read);
+  archive_read_set_skip_callback(archive_.get(), &Callbacks::skip);
+  if (archive_read_open1(archive_.get()) != ARCHIVE_OK) fail("'" + location() + "'");
   opened_ = true;
 }
 
-TarSampleReader::~TarSampleReader() {
-  if (archive_ != nullptr) archive_read_free(archive_);
-}
+TarSampleReader::~TarSampleReader() = default;
+
+void TarSampleReader::ArchiveDeleter::operator()(archive* a) const noexcept { archive_read_free(a); }
 
 std::string TarSampleReader::where(const Member& member) const {
   return "'" + location() + "': member '" + member.name + "' at byte " + std::to_string(member.offset);
@@ -95,7 +95,7 @@ void TarSampleReader::fail(const std::string& context) {
       throw ShardReadError(stream_error.kind(), std::string(stream_error.what()) + " (" + context + ")");
     }
   }
-  const char* text = archive_error_string(archive_);
+  const char* text = archive_error_string(archive_.get());
   const std::string message = text ? text : "unknown libarchive error";
   const std::string at = " (the shard's bytes end at " + std::to_string(stream_->position()) + ")";
   if (!opened_ || message.find("Unrecognized archive format") != std::string::npos)
@@ -109,7 +109,7 @@ bool TarSampleReader::advance() {
   if (ended_) return false;
   for (;;) {
     archive_entry* entry = nullptr;
-    const int status = archive_read_next_header(archive_, &entry);
+    const int status = archive_read_next_header(archive_.get(), &entry);
     if (status == ARCHIVE_EOF) {
       ended_ = true;
       return false;
@@ -128,7 +128,7 @@ bool TarSampleReader::advance() {
     pending_.key.assign(pending_.name, 0, dot);
     pending_.extension = lower(pending_.name.substr(dot + 1));
     pending_.size = archive_entry_size(entry);
-    pending_.offset = archive_read_header_position(archive_);
+    pending_.offset = archive_read_header_position(archive_.get());
     has_pending_ = true;
     return true;
   }
@@ -138,7 +138,7 @@ void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>&
   into.resize(static_cast<std::size_t>(member.size));
   std::size_t got = 0;
   while (got < into.size()) {
-    const la_ssize_t n = archive_read_data(archive_, into.data() + got, into.size() - got);
+    const la_ssize_t n = archive_read_data(archive_.get(), into.data() + got, into.size() - got);
     if (n < 0) fail(where(member));
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -147,7 +147,7 @@ void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>&
 }
 
 void TarSampleReader::skip_data(const Member& member) {
-  if (archive_read_data_skip(archive_) != ARCHIVE_OK) fail(where(member));
+  if (archive_read_data_skip(archive_.get()) != ARCHIVE_OK) fail(where(member));
 }
 
 void TarSampleReader::take(const Member& member, StreamedSample* out) {

@@ -81,7 +81,10 @@ class TarSampleReader {
   std::unique_ptr<ByteStream> stream_;
   const TarFormat format_;
   std::unique_ptr<Callbacks> callbacks_;
-  archive* archive_ = nullptr;
+  struct ArchiveDeleter {
+    void operator()(archive* a) const noexcept;
+  };
+  std::unique_ptr<archive, ArchiveDeleter> archive_;  // freed also when the constructor throws
   bool opened_ = false;
 
   Member pending_;
