@@ -57,7 +57,7 @@ struct TarShardOptions {
   std::uint64_t seed = 0;
   // Shards read at once, ahead of the pipeline, each by a thread of its own (reading waits on disks and
   // networks, so it does not take the arena's cores).
-  std::size_t parallel_shards = 2;
+  std::size_t parallel_shards = 4;
   // Samples read ahead per shard being read: the read-ahead holds about parallel_shards x queued_samples
   // samples' bytes.
   std::size_t queued_samples = 32;

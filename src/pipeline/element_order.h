@@ -1,6 +1,8 @@
 // The serial part of the input stage: which source element comes next, in which epoch, under which index.
 // Built from the ordering methods (shuffle, repeat, shard, skip, take) as a chain of pull-based stages,
 // each restartable with an epoch number so that repeat re-runs (and re-shuffles) everything before it.
+// The first link counts 0..n-1 for a random-access source; for a streamed one (tar shards) it is the
+// stream stage (stream_stage.h), whose elements arrive with their bytes.
 #pragma once
 
 #include <cstddef>
