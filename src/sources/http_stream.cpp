@@ -173,6 +173,10 @@ class HttpStream final : public ByteStream {
         finished_ = true;
       return;
     }
+    if (total_ && delivered_ >= *total_) {  // the connection broke after the last byte: nothing is missing
+      finished_ = true;
+      return;
+    }
     if (result == CURLE_WRITE_ERROR && !protocol_error_.empty()) return fail("http", protocol_error_, false);
     if (result == CURLE_HTTP_RETURNED_ERROR) {
       const bool transient = status == 408 || status == 429 || status >= 500;
