@@ -15,10 +15,9 @@ namespace {
 
 constexpr std::size_t kMaxLabelBytes = 64;
 
-std::string lower(std::string text) {
+void lower_in_place(std::string& text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
 }
 
 std::string_view trim(std::string_view text) {
@@ -126,7 +125,8 @@ bool TarSampleReader::advance() {
     const std::size_t dot = pending_.name.find('.', base);
     if (dot == std::string::npos || dot == base) continue;  // no extension, or a hidden file
     pending_.key.assign(pending_.name, 0, dot);
-    pending_.extension = lower(pending_.name.substr(dot + 1));
+    pending_.extension.assign(pending_.name, dot + 1);
+    lower_in_place(pending_.extension);
     pending_.size = archive_entry_size(entry);
     pending_.offset = archive_read_header_position(archive_.get());
     has_pending_ = true;
