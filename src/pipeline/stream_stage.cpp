@@ -17,8 +17,7 @@ class StreamStage final : public ElementOrder::Stage {
     for (const ShardInfo& shard : shards_->shards) counts_.push_back(shard.samples);
   }
   ~StreamStage() override {
-    std::lock_guard lock(mutex_);
-    streamer_.reset();  // joins its threads while the pool is still there
+    streamer_.reset();  // joins its threads while the pool is still there (nothing else runs now)
   }
 
   // Runs on the source stage's thread (the only one that calls reset and next).
