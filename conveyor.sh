@@ -16,7 +16,7 @@ jobs=$(nproc)
 packages=(
   g++ cmake ninja-build pkg-config file
   clang libclang-rt-14-dev
-  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
+  libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
   libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
   python3 python3-matplotlib

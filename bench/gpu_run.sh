@@ -38,7 +38,7 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         run 60 "$bin/list_devices" --json >"$r/list_devices.json" ;;
       tests)
         log "gpu tests"
-        for t in conveyor_device_gpu_tests conveyor_nn_gpu_tests; do
+        for t in conveyor_device_gpu_tests conveyor_train_gpu_tests; do
           [ -x "$bin/$t" ] && run 300 "$bin/$t" --gtest_output=json:"$r/$t.json" 2>&1 | tail -60
         done ;;
       data)

@@ -70,8 +70,10 @@ def pipeline_figures(run):
         "what": "image_folder -> shuffle -> decode_random_resized_crop(224) -> flip -> distort -> batch(256), 16 threads",
         "timing": "images after the first W batches over the time from batch W to the last (W = threads or workers)",
         "conveyor_images_per_s": ours["images_per_s"],
-        "peer": "PyTorch DataLoader, 16 workers, pin_memory, decode_jpeg + v2 RandomResizedCrop + flip + ColorJitter",
+        "peer": "PyTorch DataLoader, 16 workers, pin_memory, decode_jpeg + v2 RandomResizedCrop + flip + ColorJitter"
+                + f", antialias={peer.get('antialias', True)}",
         "peer_images_per_s": peer["images_per_s"],
+        "peer_images_per_s_by_antialias": {k: v["images_per_s"] for k, v in peer.get("by_antialias", {}).items()},
         "ratio": ours["images_per_s"] / peer["images_per_s"],
         "target_ratio": 12000 / 5200,
         "scaling_efficiency_1_to_16": eff16,
@@ -134,8 +136,10 @@ def train_figures(run):
         "conveyor_images_per_s": fused["images_per_s"],
         "conveyor_warmup_s": fused["warmup_s"],
         "conveyor_first_step_ms": fused["first_step_ms"],
-        "peer": "PyTorch torchvision resnet18, bf16 autocast, channels_last, SGD momentum",
+        "peer": "PyTorch torchvision resnet18, bf16 autocast, channels_last, SGD momentum"
+                + (f", strongest variant: {peer['strongest']}" if peer.get("strongest") else ""),
         "peer_images_per_s": peer["images_per_s"],
+        "peer_variants_images_per_s": {name: v.get("images_per_s") for name, v in peer.get("variants", {}).items()},
         "peer_first_step_s": peer["first_step_s"],
         "ratio": fused["images_per_s"] / peer["images_per_s"],
         "target_ratio": 0.8,

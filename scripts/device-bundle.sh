@@ -8,6 +8,10 @@
 # On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The device helpers (device-libs, device-env) live in the shared folder beside the checkout unless
+# CONVEYOR_DEVICE_TOOLS names another place.
+tools=${CONVEYOR_DEVICE_TOOLS:-$(cd .. && pwd)/shared/tools}
+[ -x "$tools/device-libs" ] || { echo "device-bundle: no device-libs in $tools (set CONVEYOR_DEVICE_TOOLS)" >&2; exit 1; }
 build=$1; shift
 photos=0 fashion=0
 rm -rf .carry && mkdir -p .carry
@@ -23,10 +27,11 @@ for name in "$@"; do
   [ -n "$bin" ] || { echo "device-bundle: no binary $name in $build" >&2; exit 1; }
   strip -o "$stage/bundle/bin/$name" "$bin"
 done
-/work/shared/tools/device-libs "$stage/bundle/lib" "$stage"/bundle/bin/* >/dev/null
+"$tools/device-libs" "$stage/bundle/lib" "$stage"/bundle/bin/* >/dev/null
 # oneTBB's scalable allocator, for the benchmark variant that preloads it.
-cp -L /usr/lib/x86_64-linux-gnu/libtbbmalloc.so.2 /usr/lib/x86_64-linux-gnu/libtbbmalloc_proxy.so.2 "$stage/bundle/lib/"
-cp /work/shared/tools/device-env "$stage/bundle/tools/"
+libdir=$(dirname "$(ldconfig -p | awk '/libtbbmalloc.so.2 / {print $NF; exit}')")
+cp -L "$libdir/libtbbmalloc.so.2" "$libdir/libtbbmalloc_proxy.so.2" "$stage/bundle/lib/"
+cp "$tools/device-env" "$stage/bundle/tools/"
 tar -C "$stage" -cJf .carry/bundle.tar.xz bundle
 [ $photos -eq 0 ] || data/pack_photo_sources.sh .carry/photos "$build" >/dev/null
 if [ $fashion -eq 1 ]; then mkdir -p .carry/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .carry/fashion-mnist/; fi

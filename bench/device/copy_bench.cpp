@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "conveyor/batch.h"
-#include "conveyor/device.h"
-#include "conveyor/device_feeder.h"
+#include "conveyor/cuda/device.h"
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/stream.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
 
@@ -88,11 +89,15 @@ void BM_Feeder_stage(benchmark::State& state) {
   const std::size_t bytes = kPixelBytes + kBatch * sizeof(std::int64_t);
   PinnedBytes host(bytes);
   std::memset(host.data, 7, bytes);
+  std::vector<SampleInfo> samples(kBatch);
   detail::BatchBuffer buffer{
       static_cast<std::uint8_t*>(host.data),
-      reinterpret_cast<std::int64_t*>(static_cast<std::uint8_t*>(host.data) + kPixelBytes), kBatch, kShape,
+      reinterpret_cast<std::int64_t*>(static_cast<std::uint8_t*>(host.data) + kPixelBytes),
+      samples.data(),
+      kBatch,
+      kShape,
       true};
-  DeviceFeeder feeder(placement, static_cast<int>(state.range(0)));
+  DeviceFeeder feeder(placement, {.depth = static_cast<int>(state.range(0))});
   cuda::Stream compute;
   cuda::Event start(true), end(true);
   std::uint64_t sequence = 0;
@@ -101,10 +106,10 @@ void BM_Feeder_stage(benchmark::State& state) {
     Batch batch(std::shared_ptr<detail::BatchBuffer>(&buffer, [](detail::BatchBuffer*) {}), kBatch,
                 sequence++, 0);
     start.record(compute.get());
-    const StagedBatch staged = feeder.stage(std::move(batch));
-    CONVEYOR_CUDA(cudaStreamWaitEvent(compute.get(), static_cast<cudaEvent_t>(staged.ready), 0), kContext);
+    DeviceBatch staged = feeder.stage(std::move(batch));
+    cuda::read_on(staged, compute.get());  // the compute stream waits for the copy
     end.record(compute.get());
-    CONVEYOR_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(staged.consumed), compute.get()), kContext);
+    staged.release();
     end.synchronize();
     state.SetIterationTime(cuda::Event::elapsed_ms(start, end) / 1000.0);
   }

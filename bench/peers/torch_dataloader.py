@@ -2,7 +2,7 @@
 """PyTorch's DataLoader on the same JPEG folder as bench/pipeline/pipeline_throughput, as its peer.
 
 The same work per image: read the file, torchvision.io.decode_jpeg on a uint8 tensor, then torchvision's
-v2 RandomResizedCrop(size) + RandomHorizontalFlip(0.5) + ColorJitter(.4, .4, .4) on the uint8 tensor,
+v2 RandomResizedCrop(size, antialias=A) + RandomHorizontalFlip(0.5) + ColorJitter(.4, .4, .4) on the uint8 tensor,
 batches of 256 in pinned memory, 16 worker processes. The folder is listed with conveyor's
 image_folder rules (class = sorted sub-folder, *.jpg/*.jpeg in any case, sorted paths; --limit keeps
 the first N).
@@ -19,10 +19,16 @@ batches, done before the clock started. Also reported: the rate after the
 first batch only (images_per_s_after_first_batch) and over the whole run (images_per_s_overall).
 
   torch_dataloader.py --data DIR [--workers 16] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
-                      [--limit N] [--sweep 1,2,4,8,16] [--json FILE] [--conveyor-json FILE]
+                      [--limit N] [--sweep 1,2,4,8,16] [--antialias true|false|both] [--json FILE]
+                      [--conveyor-json FILE]
+
+--antialias true (the default, torchvision's own default) resizes with an antialiasing filter when it
+shrinks; --antialias false resizes with plain bilinear interpolation, the work conveyor's resize does.
+--antialias both measures true, then false, in one call: the top-level fields are then the false run's
+("antialias" says which), and "by_antialias" holds both runs (each with its sweep and ratios).
 
 With --conveyor-json (the JSON that pipeline_throughput wrote in the same session), it also prints
-conveyor's images/s and the ratio of the two.
+conveyor's images/s and the ratio of the two (for each antialias setting measured).
 """
 
 import argparse
@@ -32,56 +38,23 @@ import socket
 import sys
 import time
 
-import torch
-import torchvision
-from torchvision.transforms import v2
+import image_lists
+import timing_rules
+
+try:
+    import torch
+    import torchvision
+except ImportError as _error:
+    sys.exit(f"torch_dataloader.py: cannot import torch/torchvision ({_error}); run it with the Python that has "
+             f"torch (the GPU machine's python3)")
+from torch_datasets import JpegFolder  # noqa: E402  (after the check above, which names what is missing)
 
 
-def list_image_folder(root, limit):
-    """(path, label) pairs, in conveyor's image_folder order."""
-    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False))
-    samples = []
-    for label, name in enumerate(classes):
-        paths = []
-        for folder, _, files in os.walk(os.path.join(root, name), followlinks=False):
-            for file in files:
-                path = os.path.join(folder, file)
-                if file.lower().endswith((".jpg", ".jpeg")) and os.path.isfile(path):
-                    paths.append(path)
-        samples.extend((path, label) for path in sorted(paths))
-    if not samples:
-        sys.exit(f"torch_dataloader: no .jpg/.jpeg image in a class folder under {root}")
-    return samples[:limit] if limit else samples
-
-
-class JpegFolder(torch.utils.data.Dataset):
-    """The listed files, decoded and augmented on uint8 tensors. At module level so that it pickles
-    when the DataLoader starts its workers with spawn or forkserver."""
-
-    def __init__(self, samples, size):
-        self.samples = samples
-        self.transform = v2.Compose([
-            v2.RandomResizedCrop(size, antialias=True),
-            v2.RandomHorizontalFlip(0.5),
-            v2.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4),
-        ])
-
-    def __len__(self):
-        return len(self.samples)
-
-    def __getitem__(self, i):
-        path, label = self.samples[i]
-        with open(path, "rb") as file:
-            data = torch.frombuffer(bytearray(file.read()), dtype=torch.uint8)
-        image = torchvision.io.decode_jpeg(data, mode=torchvision.io.ImageReadMode.RGB)  # 3 x H x W uint8
-        return self.transform(image), label
-
-
-def run(samples, args, workers):
-    """One timed pass: {"workers", "images_per_s", "images_per_s_after_first_batch",
+def run(samples, args, workers, antialias):
+    """One timed pass: {"workers", "antialias", "images_per_s", "images_per_s_after_first_batch",
     "images_per_s_overall", "images", "warmup_batches", "time_to_first_batch_s", "steady_s"}."""
     torch.manual_seed(args.seed)
-    dataset = JpegFolder(samples * args.epochs, args.size)
+    dataset = JpegFolder(samples * args.epochs, args.size, antialias)
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=args.batch,
@@ -96,25 +69,55 @@ def run(samples, args, workers):
         arrivals.append((time.perf_counter(), batch.shape[0]))
     end = time.perf_counter()
 
-    def rate_after(warmup):
-        if len(arrivals) <= warmup:
-            return 0.0
-        seconds = end - arrivals[warmup - 1][0]
-        return sum(n for _, n in arrivals[warmup:]) / seconds if seconds > 0 else 0.0
-
+    if not arrivals:
+        sys.exit(f"torch_dataloader: the DataLoader gave no batch ({len(dataset)} images, batch {args.batch})")
     # W warm-up batches, fewer when the run is too short to leave half of it after them.
-    warmup = min(max(workers, 1), max(1, len(arrivals) // 2))
+    warmup = timing_rules.warmup_batches(workers, len(arrivals))
     images = sum(n for _, n in arrivals)
     return {
         "workers": workers,
-        "images_per_s": rate_after(warmup),
-        "images_per_s_after_first_batch": rate_after(1),
+        "antialias": antialias,
+        "images_per_s": timing_rules.steady_rate(arrivals, end, warmup),
+        "images_per_s_after_first_batch": timing_rules.steady_rate(arrivals, end, 1),
         "images_per_s_overall": images / (end - start),
         "images": images,
         "warmup_batches": warmup,
-        "time_to_first_batch_s": (arrivals[0][0] - start) if arrivals else 0.0,
-        "steady_s": (end - arrivals[warmup - 1][0]) if arrivals else 0.0,
+        "time_to_first_batch_s": arrivals[0][0] - start,
+        "steady_s": end - arrivals[warmup - 1][0],
     }
+
+
+ANTIALIAS = {"true": [True], "false": [False], "both": [True, False]}
+
+
+def measure(samples, args, antialias):
+    """One antialias setting: the sweep's points (if any) and the figures of the last point (or of the one
+    run at --workers)."""
+    points = []
+    if args.sweep:
+        print(f"antialias={antialias}\n{'workers':>8} {'images/s':>12} {'efficiency':>11} {'first (s)':>10}")
+        for workers in args.sweep:
+            point = run(samples, args, workers, antialias)
+            base = points[0] if points else point
+            point["efficiency"] = (point["images_per_s"] * max(base["workers"], 1)
+                                   / (max(workers, 1) * base["images_per_s"])) if base["images_per_s"] else 0.0
+            points.append(point)
+            print(f"{workers:>8} {point['images_per_s']:>12.1f} {100 * point['efficiency']:>10.1f}% "
+                  f"{point['time_to_first_batch_s']:>10.3f}", flush=True)
+        main_point = points[-1]
+    else:
+        main_point = run(samples, args, args.workers, antialias)
+    figures = {key: main_point[key] for key in (
+        "images_per_s", "images_per_s_after_first_batch", "images_per_s_overall", "warmup_batches", "workers",
+        "images", "time_to_first_batch_s", "steady_s")}
+    figures["antialias"] = antialias
+    figures["sweep"] = points
+    print(f"torch DataLoader, {figures['workers']} workers, antialias={antialias}: {figures['images_per_s']:.1f} "
+          f"images/s steady after {figures['warmup_batches']} warm-up batches "
+          f"({figures['images_per_s_after_first_batch']:.1f} after the first batch, "
+          f"{figures['images_per_s_overall']:.1f} overall; {figures['images']} images, first batch after "
+          f"{figures['time_to_first_batch_s']:.3f} s)", flush=True)
+    return figures
 
 
 def main():
@@ -127,64 +130,59 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=0, help="use the first N images only")
     parser.add_argument("--sweep", default="", help="worker counts, e.g. 1,2,4,8,16")
+    parser.add_argument("--antialias", default="true", choices=list(ANTIALIAS),
+                        help="RandomResizedCrop's antialias; both: true, then false (default true)")
     parser.add_argument("--json", default="", help="write the results here")
     parser.add_argument("--conveyor-json", default="", help="pipeline_throughput's JSON from the same run")
     args = parser.parse_args()
+    try:
+        args.sweep = [int(w) for w in args.sweep.split(",")] if args.sweep else []
+    except ValueError:
+        parser.error(f"--sweep takes worker counts such as 1,2,4,8,16, not '{args.sweep}'")
+    if any(w < 0 for w in args.sweep) or args.workers < 0 or args.batch < 1 or args.epochs < 1:
+        parser.error("worker counts must be >= 0, --batch and --epochs >= 1")
+    conveyor = None
+    if args.conveyor_json:
+        try:
+            with open(args.conveyor_json) as file:
+                conveyor = json.load(file)
+        except (OSError, ValueError) as error:
+            sys.exit(f"torch_dataloader: cannot read --conveyor-json {args.conveyor_json}: {error}")
 
-    samples = list_image_folder(args.data, args.limit)
-    points = []
-    if args.sweep:
-        print(f"{'workers':>8} {'images/s':>12} {'efficiency':>11} {'first (s)':>10}")
-        for workers in (int(w) for w in args.sweep.split(",")):
-            point = run(samples, args, workers)
-            base = points[0] if points else point
-            point["efficiency"] = (point["images_per_s"] * max(base["workers"], 1)
-                                   / (max(workers, 1) * base["images_per_s"])) if base["images_per_s"] else 0.0
-            points.append(point)
-            print(f"{workers:>8} {point['images_per_s']:>12.1f} {100 * point['efficiency']:>10.1f}% "
-                  f"{point['time_to_first_batch_s']:>10.3f}", flush=True)
-        main_point = points[-1]
-    else:
-        main_point = run(samples, args, args.workers)
-
-    result = {
-        "benchmark": "torch_dataloader",
-        "images_per_s": main_point["images_per_s"],
-        "images_per_s_after_first_batch": main_point["images_per_s_after_first_batch"],
-        "images_per_s_overall": main_point["images_per_s_overall"],
-        "warmup_batches": main_point["warmup_batches"],
-        "workers": main_point["workers"],
+    try:
+        samples = image_lists.list_image_folder(args.data, args.limit)
+    except image_lists.ListingError as error:
+        sys.exit(f"torch_dataloader: {error}")
+    by_antialias = {}
+    for antialias in ANTIALIAS[args.antialias]:
+        figures = measure(samples, args, antialias)
+        if conveyor:
+            figures.update(timing_rules.conveyor_ratios(conveyor, figures))
+            print(f"conveyor, {conveyor.get('threads')} threads: {conveyor['images_per_s']:.1f} images/s; "
+                  f"ratio conveyor / torch (antialias={antialias}) = {figures['ratio_conveyor_to_torch']:.2f}")
+        by_antialias[str(antialias).lower()] = figures
+    # The top level keeps the fields older readers know; with both settings it is the antialias=False run,
+    # the same resize work as conveyor's.
+    primary = by_antialias["false" if args.antialias == "both" else args.antialias]
+    result = {"benchmark": "torch_dataloader"}
+    result.update({key: value for key, value in primary.items()})
+    result.update({
         "batch": args.batch,
-        "images": main_point["images"],
-        "time_to_first_batch_s": main_point["time_to_first_batch_s"],
-        "steady_s": main_point["steady_s"],
         "config": {"data": args.data, "size": args.size, "epochs": args.epochs, "seed": args.seed,
-                   "limit": args.limit, "pin_memory": True,
-                   "transforms": "decode_jpeg + v2.RandomResizedCrop + RandomHorizontalFlip + ColorJitter(.4,.4,.4)"},
+                   "limit": args.limit, "pin_memory": True, "antialias": args.antialias,
+                   "transforms": "decode_jpeg + v2.RandomResizedCrop(antialias) + RandomHorizontalFlip + "
+                                 "ColorJitter(.4,.4,.4)"},
         "machine": {"hostname": socket.gethostname(), "nproc": os.cpu_count(),
                     "torch": torch.__version__, "torchvision": torchvision.__version__},
-        "sweep": points,
-    }
-    print(f"torch DataLoader, {result['workers']} workers: {result['images_per_s']:.1f} images/s steady after "
-          f"{result['warmup_batches']} warm-up batches ({result['images_per_s_after_first_batch']:.1f} after the "
-          f"first batch, {result['images_per_s_overall']:.1f} overall; {result['images']} images, first batch "
-          f"after {result['time_to_first_batch_s']:.3f} s)")
-    if args.conveyor_json:
-        with open(args.conveyor_json) as file:
-            conveyor = json.load(file)
-        ratio = conveyor["images_per_s"] / result["images_per_s"] if result["images_per_s"] else 0.0
-        result["conveyor_images_per_s"] = conveyor["images_per_s"]
-        result["conveyor_threads"] = conveyor.get("threads")
-        result["ratio_conveyor_to_torch"] = ratio
-        for rule in ("images_per_s_after_first_batch", "images_per_s_overall"):
-            if conveyor.get(rule) and result[rule]:
-                result[f"ratio_conveyor_to_torch_{rule.removeprefix('images_per_s_')}"] = conveyor[rule] / result[rule]
-        print(f"conveyor, {conveyor.get('threads')} threads: {conveyor['images_per_s']:.1f} images/s; "
-              f"ratio conveyor / torch = {ratio:.2f}")
+        "by_antialias": by_antialias,
+    })
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=2)
-            file.write("\n")
+        try:
+            with open(args.json, "w") as file:
+                json.dump(result, file, indent=2)
+                file.write("\n")
+        except OSError as error:
+            sys.exit(f"torch_dataloader: cannot write {args.json}: {error.strerror}")
 
 
 if __name__ == "__main__":

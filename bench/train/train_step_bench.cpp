@@ -16,16 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/batch.h"
+#include "conveyor/cuda/device_feeder.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
-#include "conveyor/train.h"
-
-#ifdef CONVEYOR_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "src/device/cuda_handles.h"
-#include "src/device/device_memory.h"
-#endif
+#include "conveyor/train/trainer.h"
 
 namespace {
 
@@ -41,10 +36,11 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "%s\nusage: train_step_bench [--model resnet18|small_resnet] [--batch N] [--precision bf16|fp16|fp32]\n"
-               "       [--steps N] [--warmup N] [--unfused-bn] [--graph] [--device N|cpu] [--size S] [--json FILE]\n",
-               problem.c_str());
+  std::fprintf(
+      stderr,
+      "%s\nusage: train_step_bench [--model resnet18|small_resnet] [--batch N] [--precision bf16|fp16|fp32]\n"
+      "       [--steps N] [--warmup N] [--unfused-bn] [--graph] [--device N|cpu] [--size S] [--json FILE]\n",
+      problem.c_str());
   std::exit(2);
 }
 
@@ -57,19 +53,29 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (flag == "--model") a.model = train::parse_model(value());
-      else if (flag == "--batch") a.batch = std::stoi(value());
-      else if (flag == "--precision") a.precision = train::parse_precision(value());
-      else if (flag == "--steps") a.steps = std::stoi(value());
-      else if (flag == "--warmup") a.warmup = std::stoi(value());
-      else if (flag == "--size") a.size = std::stoi(value());
-      else if (flag == "--unfused-bn") a.fused = false;
-      else if (flag == "--graph") a.graph = true;
-      else if (flag == "--json") a.json = value();
+      if (flag == "--model")
+        a.model = train::parse_model(value());
+      else if (flag == "--batch")
+        a.batch = std::stoi(value());
+      else if (flag == "--precision")
+        a.precision = train::parse_precision(value());
+      else if (flag == "--steps")
+        a.steps = std::stoi(value());
+      else if (flag == "--warmup")
+        a.warmup = std::stoi(value());
+      else if (flag == "--size")
+        a.size = std::stoi(value());
+      else if (flag == "--unfused-bn")
+        a.fused = false;
+      else if (flag == "--graph")
+        a.graph = true;
+      else if (flag == "--json")
+        a.json = value();
       else if (flag == "--device") {
         const std::string d = value();
         a.device = d == "cpu" ? -1 : std::stoi(d);
-      } else usage("unknown option " + flag);
+      } else
+        usage("unknown option " + flag);
     } catch (const std::logic_error& e) {  // stoi
       usage(flag + ": " + e.what());
     }
@@ -103,39 +109,21 @@ int main(int argc, char** argv) try {
   o.mean = {123.675f, 116.28f, 103.53f};
   o.std = {58.395f, 57.12f, 57.375f};
 
-  // Random pixels and labels, fixed for the run.
+  // Random pixels and labels, fixed for the run, staged once where the trainer reads them (on the GPU for
+  // a GPU run) and held for the whole run.
   const auto n = static_cast<std::size_t>(args.batch);
-  std::vector<std::uint8_t> pixels(n * shape.bytes());
-  std::vector<std::int64_t> labels(n);
+  PageableBatchBuffer host(n, shape);
   Rng rng(42);
-  for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.below(256));
-  for (auto& l : labels) l = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(o.num_classes)));
-  StagedBatch batch{pixels.data(), labels.data(), n, shape, false, -1, nullptr, nullptr};
-#ifdef CONVEYOR_HAVE_CUDA
-  // The input lives on the GPU for the whole run (declared before the trainer, so it outlives it; the
-  // stream outlives the buffers, which are freed on it).
-  std::unique_ptr<cuda::DeviceMemoryPool> pool;
-  std::optional<cuda::Stream> stream;
-  cuda::DeviceBuffer device_pixels, device_labels;
-  if (args.device >= 0) {
-    cuda::DeviceGuard guard(args.device);
-    pool = std::make_unique<cuda::DeviceMemoryPool>(args.device);
-    stream.emplace();
-    device_pixels = pool->allocate(pixels.size(), stream->get(), "benchmark pixels");
-    device_labels = pool->allocate(labels.size() * 8, stream->get(), "benchmark labels");
-    CONVEYOR_CUDA(cudaMemcpyAsync(device_pixels.data(), pixels.data(), pixels.size(), cudaMemcpyHostToDevice,
-                                  stream->get()),
-                  "bench");
-    CONVEYOR_CUDA(cudaMemcpyAsync(device_labels.data(), labels.data(), labels.size() * 8, cudaMemcpyHostToDevice,
-                                  stream->get()),
-                  "bench");
-    stream->synchronize();
-    batch.pixels = device_pixels.as<std::uint8_t>();
-    batch.labels = device_labels.as<std::int64_t>();
-    batch.on_device = true;
-    batch.device = args.device;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ImageView image = host.slot(i);
+    for (std::size_t b = 0; b < shape.bytes(); ++b) image.data[b] = static_cast<std::uint8_t>(rng.below(256));
+    host.labels()[i] = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(o.num_classes)));
   }
-#endif
+  Placement placement;
+  placement.gpu = args.device >= 0;
+  placement.device = args.device;
+  DeviceFeeder feeder(placement, {.depth = 1});
+  const DeviceBatch batch = feeder.stage(host.batch(n));
 
   train::Trainer trainer(o);
   auto start = Clock::now();
@@ -160,22 +148,28 @@ int main(int argc, char** argv) try {
   const double images_per_s_wall = static_cast<double>(args.batch) * args.steps / wall_s;
 
   std::printf("placement        %s\n", trainer.placement().c_str());
-  std::printf("model            %s, batch %d, %dx%dx%d, %s, batch norm %s%s\n", train::to_string(args.model), args.batch,
-              size, size, shape.channels, train::to_string(args.precision), args.fused ? "fused" : "unfused",
-              args.graph ? ", CUDA graph" : "");
-  std::printf("warm-up          %.3f s (context, handles, allocations, algorithm search, one throwaway step)\n", warmup_s);
+  std::printf("model            %s, batch %d, %dx%dx%d, %s, batch norm %s%s\n", train::to_string(args.model),
+              args.batch, size, size, shape.channels, train::to_string(args.precision),
+              args.fused ? "fused" : "unfused", args.graph ? ", CUDA graph" : "");
+  std::printf(
+      "warm-up          %.3f s (context, handles, allocations, algorithm search, one throwaway step)\n",
+      warmup_s);
   std::printf("first step       %.2f ms\n", first_step_ms);
-  std::printf("steady state     median %.3f ms, p95 %.3f ms over %zu steps -> %.0f images/s (wall clock: %.0f images/s)\n",
-              median, p95, timed.size(), images_per_s, images_per_s_wall);
+  std::printf(
+      "steady state     median %.3f ms, p95 %.3f ms over %zu steps -> %.0f images/s (wall clock: %.0f "
+      "images/s)\n",
+      median, p95, timed.size(), images_per_s, images_per_s_wall);
   std::printf("last loss        %.4f\n", last.loss);
   if (!args.json.empty()) {
     std::ofstream out(args.json);
     out << "{\"bench\": \"train_step_bench\", \"commit\": \"" << CONVEYOR_GIT_COMMIT << "\", \"model\": \""
         << train::to_string(args.model) << "\", \"batch\": " << args.batch << ", \"size\": " << size
-        << ", \"precision\": \"" << train::to_string(args.precision) << "\", \"fused_bn\": " << (args.fused ? "true" : "false")
+        << ", \"precision\": \"" << train::to_string(args.precision)
+        << "\", \"fused_bn\": " << (args.fused ? "true" : "false")
         << ", \"graph\": " << (args.graph ? "true" : "false") << ", \"placement\": \"" << trainer.placement()
-        << "\", \"warmup_s\": " << warmup_s << ", \"first_step_ms\": " << first_step_ms << ", \"steps\": " << timed.size()
-        << ", \"step_ms_median\": " << median << ", \"step_ms_p95\": " << p95 << ", \"images_per_s\": " << images_per_s
+        << "\", \"warmup_s\": " << warmup_s << ", \"first_step_ms\": " << first_step_ms
+        << ", \"steps\": " << timed.size() << ", \"step_ms_median\": " << median
+        << ", \"step_ms_p95\": " << p95 << ", \"images_per_s\": " << images_per_s
         << ", \"images_per_s_wall\": " << images_per_s_wall << ", \"last_loss\": " << last.loss << "}\n";
     if (!out) throw IoError("cannot write " + args.json);
   }

@@ -12,13 +12,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "conveyor/cuda/device.h"
 #include "conveyor/dataset.h"
-#include "conveyor/device.h"
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
 #include "conveyor/trace.h"
-#include "conveyor/train.h"
+#include "conveyor/train/trainer.h"
 #include "modes.h"
 #include "options.h"
 #include "report.h"
@@ -88,7 +88,8 @@ int main(int argc, char** argv) try {
   auto& trainer = setup.trainer;
   trainer.model = options.model == "resnet18" ? conveyor::train::ModelKind::resnet18
                                               : conveyor::train::ModelKind::small_resnet;
-  trainer.num_classes = std::max<int>(2, static_cast<int>(*std::max_element(setup.labels.begin(), setup.labels.end())) + 1);
+  trainer.num_classes =
+      std::max<int>(2, static_cast<int>(*std::max_element(setup.labels.begin(), setup.labels.end())) + 1);
   trainer.input = setup.shape;
   trainer.batch = options.batch;
   trainer.precision = options.precision == "fp32"   ? conveyor::train::Precision::fp32
@@ -100,9 +101,12 @@ int main(int argc, char** argv) try {
   trainer.blocks_per_stage = gpu ? 2 : 1;
 
   const std::vector<conveyor::StagePlacement> stages = {
-      {"read + decode + augment", "cpu, " + std::to_string(options.threads) + " threads (parallel, prefetch)"},
-      {"copy to device", gpu ? "gpu:" + std::to_string(placement.device) + " copy stream" : "none (host memory)"},
-      {"training step", gpu ? "gpu:" + std::to_string(placement.device) + " (cuDNN, cuBLAS)" : "cpu reference"}};
+      {"read + decode + augment",
+       "cpu, " + std::to_string(options.threads) + " threads (parallel, prefetch)"},
+      {"copy to device",
+       gpu ? "gpu:" + std::to_string(placement.device) + " copy stream" : "none (host memory)"},
+      {"training step",
+       gpu ? "gpu:" + std::to_string(placement.device) + " (cuDNN, cuBLAS)" : "cpu reference"}};
   std::printf("%s\n", conveyor::describe_placement(placement, stages).c_str());
 
   if (!options.trace_dir.empty()) std::filesystem::create_directories(options.trace_dir);
@@ -116,14 +120,25 @@ int main(int argc, char** argv) try {
     if (trace) trace->write_json(std::filesystem::path(options.trace_dir) / (mode + ".trace.json"));
   }
 
-  fvp::RunInfo info{placement.description, options.model, options.precision, options.data, utc_now(), host_name(),
-                    options.threads, options.batch, options.size, options.steps, static_cast<int>(setup.paths.size())};
+  fvp::RunInfo info{placement.description,
+                    options.model,
+                    options.precision,
+                    options.data,
+                    utc_now(),
+                    host_name(),
+                    options.threads,
+                    options.batch,
+                    options.size,
+                    options.steps,
+                    static_cast<int>(setup.paths.size())};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   if (!options.json.empty()) fvp::write_json(options.json, info, results);
   if (!options.plot.empty()) {
-    if (options.json.empty()) throw conveyor::InvalidArgument("--plot needs --json (the plot is drawn from it)");
+    if (options.json.empty())
+      throw conveyor::InvalidArgument("--plot needs --json (the plot is drawn from it)");
     const std::string script = std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_feed_vs_prefetch.py";
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" + script + "' '" + options.json + "' '" + options.plot + "'";
+    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" + script +
+                                "' '" + options.json + "' '" + options.plot + "'";
     if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
     std::printf("plot: %s\n", options.plot.c_str());
   }

@@ -1,21 +1,20 @@
 #include "modes.h"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
-
 #include "conveyor/batch.h"
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/dataset.h"
-#include "conveyor/device_feeder.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
+#include "conveyor/read_file.h"
 
 namespace feed_vs_prefetch {
 namespace {
@@ -26,16 +25,10 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// The naive way to read a file, as a hand-written loop would: an ifstream, read to the end.
-void read_file_naively(const std::string& path, std::vector<std::uint8_t>& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw conveyor::IoError("cannot open " + path);
-  bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // Element `index` of the endless stream every mode reads: the same file, label and seed everywhere. A
 // failure names the file, the stage and the reason, as the pipeline's PipelineError does in prefetch mode.
-void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& sample, conveyor::ImageView slot) {
+void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& sample,
+                    conveyor::ImageView slot) {
   const std::size_t n = setup.paths.size();
   sample.recycle();
   sample.index = index % n;
@@ -45,7 +38,9 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
   sample.label = setup.labels[sample.index];
   std::string stage = "read";
   try {
-    read_file_naively(sample.path, sample.encoded);
+    // The pipeline's own read (one open, fstat and read, the same size limit): the naive modes differ
+    // from prefetch in their scheduling only, not in how a file is read.
+    conveyor::read_file(sample.path.c_str(), sample.encoded, conveyor::PipelineOptions{}.max_file_bytes);
     sample.bind_slot(slot);
     for (const auto& op : setup.ops) {
       stage = op.name;
@@ -77,7 +72,8 @@ class Recorder {
   }
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
-  ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total, std::vector<double> step_times_ms) {
+  ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total,
+                    std::vector<double> step_times_ms) {
     auto quantile = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
@@ -90,8 +86,10 @@ class Recorder {
       copy.push_back(s.copy_ms);
     }
     if (step_times_ms.size() > steps_.size())
-      step_times_ms.erase(step_times_ms.begin(), step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
-    result_.images_per_s = wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
+      step_times_ms.erase(step_times_ms.begin(),
+                          step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
+    result_.images_per_s =
+        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
     result_.step_ms_median = quantile(wall, 0.5);
     result_.step_ms_p95 = quantile(wall, 0.95);
     result_.data_wait_ms = quantile(data, 0.5);
@@ -120,7 +118,7 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
   trainer.warmup();
   recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
 
-  conveyor::DeviceFeeder feeder(setup.placement, /*depth=*/1);
+  conveyor::DeviceFeeder feeder(setup.placement, {.depth = 1});
   conveyor::PageableBatchBuffer buffer(static_cast<std::size_t>(setup.batch), setup.shape);
   const bool parallel = mode == "parallel";
   tbb::task_arena arena(setup.threads);
@@ -148,12 +146,14 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
       });
     } else {
       for (int i = 0; i < setup.batch; ++i) {
-        prepare_sample(setup, first + static_cast<std::uint64_t>(i), samples[0], buffer.slot(static_cast<std::size_t>(i)));
+        prepare_sample(setup, first + static_cast<std::uint64_t>(i), samples[0],
+                       buffer.slot(static_cast<std::size_t>(i)));
         buffer.labels()[static_cast<std::size_t>(i)] = samples[0].label;
       }
     }
     const auto b = Clock::now();
-    const conveyor::StagedBatch staged = feeder.stage(buffer.batch(static_cast<std::size_t>(setup.batch), static_cast<std::uint64_t>(step)));
+    conveyor::DeviceBatch staged =
+        feeder.stage(buffer.batch(static_cast<std::size_t>(setup.batch), static_cast<std::uint64_t>(step)));
     feeder.synchronize();
     const auto c = Clock::now();
     trainer.step(staged);
@@ -174,7 +174,8 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
   const double wall = ms_between(timed_start, Clock::now());
   recorder.result().loss_last = trainer.last_step().loss;
   trainer.synchronize();
-  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
+  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total,
+                         trainer.step_times_ms());
 }
 
 // prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
@@ -192,12 +193,15 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   options.seed = setup.seed;
   options.trace = trace;
   options.held_batches = kFeederDepth;
+  options.host_memory = conveyor::host_memory_for(setup.placement);  // page-locked for a GPU
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
   for (const auto& op : setup.ops) samples = samples.map(op);
   const conveyor::BatchedDataset batches =
-      samples.with_options(options).batch(static_cast<std::size_t>(setup.batch), setup.shape, true).prefetch(4);
+      samples.with_options(options)
+          .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
+          .prefetch(4);
 
-  conveyor::DeviceFeeder feeder(setup.placement, kFeederDepth);
+  conveyor::DeviceFeeder feeder(setup.placement, {.depth = kFeederDepth});
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();
   auto it = batches.begin();
@@ -216,7 +220,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     std::optional<conveyor::Batch> batch = it.next();
     if (!batch) throw conveyor::Error("the pipeline ended early");
     const auto b = Clock::now();
-    const conveyor::StagedBatch staged = feeder.stage(std::move(*batch));
+    conveyor::DeviceBatch staged = feeder.stage(std::move(*batch));
     const auto c = Clock::now();
     trainer.step(staged);
     const auto d = Clock::now();

@@ -5,17 +5,17 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "conveyor/image.h"
 #include "conveyor/sample.h"
 #include "conveyor/trace.h"
-#include "conveyor/train.h"
+#include "conveyor/train/trainer.h"
 
 namespace feed_vs_prefetch {
 
 // Everything the modes share, so that only the scheduling differs between them.
 struct Setup {
-  std::vector<std::string> paths;     // in the order every mode reads them (already shuffled)
+  std::vector<std::string> paths;  // in the order every mode reads them (already shuffled)
   std::vector<std::int64_t> labels;
   std::vector<conveyor::SampleOp> ops;  // decode + augment, the same seeds in every mode
   conveyor::ImageShape shape;           // of one augmented sample
@@ -38,9 +38,9 @@ struct ModeResult {
   // Over the whole timed run: the share of wall time the training thread waited for data, and the share
   // the device sat idle (GPU: from CUDA events; CPU: time the training thread was not computing).
   double data_wait_fraction = 0, idle_fraction = 0;
-  double warmup_s = 0;          // trainer.warmup(): context, algorithm search, allocations
-  double first_batch_s = 0;     // from the start of the mode to its first batch being ready
-  double first_step_s = 0;      // the first step after warm-up, whole (data + copy + compute)
+  double warmup_s = 0;       // trainer.warmup(): context, algorithm search, allocations
+  double first_batch_s = 0;  // from the start of the mode to its first batch being ready
+  double first_step_s = 0;   // the first step after warm-up, whole (data + copy + compute)
   double loss_last = 0;
 };
 

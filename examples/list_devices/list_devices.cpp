@@ -11,8 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
+#include "conveyor/train/library_versions.h"
 
 namespace {
 
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
   report.gpus = list_gpus();
   if (report.gpus.empty()) report.no_gpu_reason = gpu_unavailable_reason();
   report.cpu = cpu_info();
-  report.versions = library_versions();
+  report.versions = train::library_versions();
   report.problems = version_problems(report.versions);
   try {
     report.placement = resolve(spec);

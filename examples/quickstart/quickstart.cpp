@@ -22,10 +22,10 @@ int main(int argc, char** argv) try {
                    .map(conveyor::ops::decode_random_resized_crop(size))  // decodes only the crop window
                    .map(conveyor::ops::flip_horizontal(0.5))
                    .map(conveyor::ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
-                   .with_options({.seed = 42, .held_batches = 3})
-                   .batch(static_cast<std::size_t>(batch_size))  // straight into pinned buffers
+                   .with_options({.seed = 42})                   // threads: all cores by default
+                   .batch(static_cast<std::size_t>(batch_size))  // straight into the batch's memory
                    .prefetch(4);
-  conveyor::DeviceFeeder feeder(placement);
+  conveyor::DeviceFeeder feeder(placement, {.depth = 3});  // copies overlap the steps
   conveyor::train::Trainer trainer({.model = conveyor::train::ModelKind::resnet18,
                                     .num_classes = static_cast<int>(train.class_names().size()),
                                     .input = {size, size, 3},
@@ -33,14 +33,14 @@ int main(int argc, char** argv) try {
                                     .device = placement.gpu ? placement.device : -1});
   trainer.warmup();  // first-step costs, up front
   std::printf("%s\n%s\n", placement.description.c_str(), trainer.placement().c_str());
-  auto it = train.begin();
+  auto batches = feeder.feed(train);  // pinned buffers, copied ahead, each held until the step has read it
   for (int step = 0; step < steps; ++step) {
-    auto batch = it.next();
-    trainer.step(feeder.stage(std::move(*batch)));
+    std::optional<conveyor::DeviceBatch> batch = batches.next();
+    trainer.step(*batch);
     if ((step + 1) % 10 == 0) std::printf("step %d: loss %.3f\n", step + 1, trainer.last_step().loss);
   }
   trainer.synchronize();
-  std::printf("%s\n", conveyor::format_stats(it.stats()).c_str());
+  std::printf("%s\n", conveyor::format_stats(batches.stats()).c_str());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "quickstart: %s\n", e.what());

@@ -14,13 +14,14 @@
 #include <string_view>
 #include <thread>
 
+#include "conveyor/cuda/device.h"
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/dataset.h"
-#include "conveyor/device.h"
-#include "conveyor/device_feeder.h"
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
-#include "conveyor/train.h"
+#include "conveyor/train/trainer.h"
 
 namespace {
 
@@ -28,8 +29,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "usage: train_fashion_mnist [--data DIR] [--epochs E] [--batch B] [--lr LR] [--device auto|cpu|gpu:N]\n"
-    "                           [--threads N] [--train-subset N] [--test-subset N] [--precision bf16|fp16|fp32]\n"
-    "                           [--width 16|32] [--csv FILE] [--plot FILE.png] [--checkpoint FILE] [--resume FILE]\n"
+    "                           [--threads N] [--train-subset N] [--test-subset N] [--precision "
+    "bf16|fp16|fp32]\n"
+    "                           [--width 16|32] [--csv FILE] [--plot FILE.png] [--checkpoint FILE] [--resume "
+    "FILE]\n"
     "                           [--seed K]\n"
     "DIR holds train.txt and test.txt (\"path label\" lines), as ./conveyor.sh demo makes them under\n"
     "data/generated/fashion-mnist.\n";
@@ -61,25 +64,42 @@ Options parse(int argc, char** argv) {
     auto number = [&](double lo, double hi) {
       char* end = nullptr;
       const double v = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || v < lo || v > hi) usage_error(std::string(flag) + ": bad value " + value);
+      if (value.empty() || *end != '\0' || v < lo || v > hi)
+        usage_error(std::string(flag) + ": bad value " + value);
       return v;
     };
-    if (flag == "--data") o.data = value;
-    else if (flag == "--epochs") o.epochs = static_cast<int>(number(0, 1000));
-    else if (flag == "--batch") o.batch = static_cast<int>(number(1, 65536));
-    else if (flag == "--lr") o.lr = number(0, 100);
-    else if (flag == "--device") o.device = value;
-    else if (flag == "--threads") o.threads = static_cast<int>(number(0, 4096));
-    else if (flag == "--train-subset") o.train_subset = static_cast<std::size_t>(number(0, 1e9));
-    else if (flag == "--test-subset") o.test_subset = static_cast<std::size_t>(number(0, 1e9));
-    else if (flag == "--precision") o.precision = value;
-    else if (flag == "--width") o.width = static_cast<int>(number(1, 1024));
-    else if (flag == "--csv") o.csv = value;
-    else if (flag == "--plot") o.plot = value;
-    else if (flag == "--checkpoint") o.checkpoint = value;
-    else if (flag == "--resume") o.resume = value;
-    else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(number(0, 1e18));
-    else usage_error("unknown option " + std::string(flag));
+    if (flag == "--data")
+      o.data = value;
+    else if (flag == "--epochs")
+      o.epochs = static_cast<int>(number(0, 1000));
+    else if (flag == "--batch")
+      o.batch = static_cast<int>(number(1, 65536));
+    else if (flag == "--lr")
+      o.lr = number(0, 100);
+    else if (flag == "--device")
+      o.device = value;
+    else if (flag == "--threads")
+      o.threads = static_cast<int>(number(0, 4096));
+    else if (flag == "--train-subset")
+      o.train_subset = static_cast<std::size_t>(number(0, 1e9));
+    else if (flag == "--test-subset")
+      o.test_subset = static_cast<std::size_t>(number(0, 1e9));
+    else if (flag == "--precision")
+      o.precision = value;
+    else if (flag == "--width")
+      o.width = static_cast<int>(number(1, 1024));
+    else if (flag == "--csv")
+      o.csv = value;
+    else if (flag == "--plot")
+      o.plot = value;
+    else if (flag == "--checkpoint")
+      o.checkpoint = value;
+    else if (flag == "--resume")
+      o.resume = value;
+    else if (flag == "--seed")
+      o.seed = static_cast<std::uint64_t>(number(0, 1e18));
+    else
+      usage_error("unknown option " + std::string(flag));
   }
   return o;
 }
@@ -103,10 +123,11 @@ int main(int argc, char** argv) try {
   const auto decode_gray = conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray});
   conveyor::Dataset train_files = conveyor::Dataset::list_file(root / "train.txt");
   conveyor::Dataset test_files = conveyor::Dataset::list_file(root / "test.txt");
-  if (o.train_subset) train_files = train_files.shuffle(train_files.source_size(), o.seed).take(o.train_subset);
+  if (o.train_subset)
+    train_files = train_files.shuffle(train_files.source_size(), o.seed).take(o.train_subset);
   if (o.test_subset) test_files = test_files.take(o.test_subset);
-  const std::size_t train_size = o.train_subset ? std::min(o.train_subset, train_files.source_size())
-                                                : train_files.source_size();
+  const std::size_t train_size =
+      o.train_subset ? std::min(o.train_subset, train_files.source_size()) : train_files.source_size();
   const std::size_t steps_per_epoch = train_size / static_cast<std::size_t>(o.batch);
   if (steps_per_epoch == 0) throw conveyor::InvalidArgument("--batch is larger than the training set");
 
@@ -115,7 +136,7 @@ int main(int argc, char** argv) try {
   t.num_classes = 10;
   t.input = shape;
   t.batch = o.batch;
-  t.precision = o.precision == "fp32" ? conveyor::train::Precision::fp32
+  t.precision = o.precision == "fp32"   ? conveyor::train::Precision::fp32
                 : o.precision == "fp16" ? conveyor::train::Precision::fp16
                                         : conveyor::train::Precision::bf16;
   t.learning_rate = o.lr;
@@ -130,8 +151,8 @@ int main(int argc, char** argv) try {
   conveyor::train::Trainer trainer(t);
   if (!o.resume.empty()) trainer.load(o.resume);
   std::printf("%s\ntrainer: %s\ndata: %zu training images (%zu steps of %d per epoch), %s\n",
-              placement.description.c_str(), trainer.placement().c_str(), train_size, steps_per_epoch, o.batch,
-              o.data.c_str());
+              placement.description.c_str(), trainer.placement().c_str(), train_size, steps_per_epoch,
+              o.batch, o.data.c_str());
   const auto warm_start = Clock::now();
   trainer.warmup();
   std::printf("warm-up (context, algorithm search, allocations): %.2f s\n", seconds_since(warm_start));
@@ -140,15 +161,16 @@ int main(int argc, char** argv) try {
   conveyor::PipelineOptions pipeline;
   pipeline.threads = threads;
   pipeline.held_batches = kFeederDepth;
-  conveyor::DeviceFeeder feeder(placement, kFeederDepth);
+  pipeline.host_memory = conveyor::host_memory_for(placement);  // page-locked for a GPU: asynchronous copies
+  conveyor::DeviceFeeder feeder(placement, {.depth = kFeederDepth});
 
   std::ofstream csv;
   if (!o.csv.empty()) {
     csv.open(o.csv);
     csv << "epoch,loss,train_accuracy,test_accuracy,images_per_s,data_wait_fraction,seconds\n";
   }
-  std::printf("%5s %8s %9s %9s %10s %9s %7s\n", "epoch", "loss", "train acc", "test acc", "images/s", "data wait",
-              "s");
+  std::printf("%5s %8s %9s %9s %10s %9s %7s\n", "epoch", "loss", "train acc", "test acc", "images/s",
+              "data wait", "s");
   const auto run_start = Clock::now();
   const double total_steps = static_cast<double>(steps_per_epoch) * o.epochs;
   double final_test = 0;
@@ -189,7 +211,10 @@ int main(int argc, char** argv) try {
     const double images_per_s = static_cast<double>(step) * o.batch / epoch_s;
 
     // Evaluation: inference-mode batch norm on the whole test split (kept remainder).
-    const auto test_batches = test_files.map(decode_gray).with_options(pipeline).batch(static_cast<std::size_t>(o.batch), shape).prefetch(4);
+    const auto test_batches = test_files.map(decode_gray)
+                                  .with_options(pipeline)
+                                  .batch(static_cast<std::size_t>(o.batch), shape)
+                                  .prefetch(4);
     double test_correct = 0, test_seen = 0;
     for (auto test_it = test_batches.begin();;) {
       std::optional<conveyor::Batch> batch = test_it.next();
@@ -209,13 +234,14 @@ int main(int argc, char** argv) try {
           << wait_s / epoch_s << ',' << seconds_since(run_start) << '\n';
     if (!o.checkpoint.empty()) trainer.save(o.checkpoint);
   }
-  std::printf("final test accuracy %.2f%% after %d epochs, %.1f s of training and evaluation\n", 100 * final_test,
-              o.epochs, seconds_since(run_start));
+  std::printf("final test accuracy %.2f%% after %d epochs, %.1f s of training and evaluation\n",
+              100 * final_test, o.epochs, seconds_since(run_start));
   if (!o.plot.empty()) {
     if (o.csv.empty()) throw conveyor::InvalidArgument("--plot needs --csv (the plot is drawn from it)");
     csv.close();
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" +
-                                o.csv + "' '" + o.plot + "'";
+    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" +
+                                std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" + o.csv +
+                                "' '" + o.plot + "'";
     if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
   }
   return 0;

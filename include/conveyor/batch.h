@@ -8,20 +8,29 @@
 #include <span>
 
 #include "conveyor/image.h"
+#include "conveyor/tensor.h"
 
 namespace conveyor {
+
+// Who one sample of a batch is: where it stands in the epoch's order and the seed of its randomness, so
+// that work done after batching (GPU-side augmentation, logs, resume) can tell samples apart exactly.
+struct SampleInfo {
+  std::uint64_t index = 0;  // position in the epoch's global order (after shuffle, before shard)
+  std::uint64_t epoch = 0;
+  std::uint64_t seed = 0;  // sample_seed(pipeline seed, epoch, index)
+  bool padding = false;    // a repeated element that only fills a batch (not new data)
+};
 
 namespace detail {
 // The memory behind a batch. Owned by a BatchPool; a Batch holds it through a shared_ptr whose
 // deleter hands it back to the pool.
 struct BatchBuffer {
-  std::uint8_t* pixels = nullptr;   // capacity * shape.bytes()
-  std::int64_t* labels = nullptr;   // capacity
+  std::uint8_t* pixels = nullptr;  // capacity * shape.bytes()
+  std::int64_t* labels = nullptr;  // capacity
+  SampleInfo* samples = nullptr;   // capacity
   std::size_t capacity = 0;
   ImageShape shape;
-  bool pinned = false;              // page-locked (cudaHostAlloc): eligible for async copies
-  // capacity flags, 1 for a padding sample; null: none is padding
-  std::uint8_t* padding = nullptr;
+  bool pinned = false;  // page-locked: eligible for asynchronous copies to a GPU
 };
 }  // namespace detail
 
@@ -54,27 +63,26 @@ class Batch {
   std::span<const std::int64_t> labels() const noexcept {
     return buffer_ ? std::span<const std::int64_t>(buffer_->labels, size_) : std::span<const std::int64_t>();
   }
+  // Who each of the size() samples is.
+  std::span<const SampleInfo> samples() const noexcept {
+    return buffer_ ? std::span<const SampleInfo>(buffer_->samples, size_) : std::span<const SampleInfo>();
+  }
   ConstImageView image(std::size_t i) const noexcept {
     return ConstImageView(buffer_->pixels + i * buffer_->shape.bytes(), buffer_->shape);
   }
 
-  // True for a sample that only evens out the ranks' shares (ShardRemainder): a repeat of another sample,
-  // to be left out of the loss.
-  bool is_padding(std::size_t i) const noexcept { return buffer_ && buffer_->padding && buffer_->padding[i]; }
-  // size() flags (1: padding), or empty when the batch's buffer carries none (then none is padding).
-  std::span<const std::uint8_t> padding_flags() const noexcept {
-    return buffer_ && buffer_->padding ? std::span<const std::uint8_t>(buffer_->padding, size_)
-                                       : std::span<const std::uint8_t>();
-  }
-  // How many of the samples are padding.
-  std::size_t padded() const noexcept {
-    std::size_t count = 0;
-    for (const std::uint8_t flag : padding_flags()) count += flag != 0;
-    return count;
-  }
+  // The same as tensors: pixels (N, H, W, C) uint8 and labels (N) int64, in host memory.
+  TensorView pixel_tensor() const noexcept;
+  TensorView label_tensor() const noexcept;
+  // Keeps the batch's memory from going back to its pool while the returned reference lives (for views
+  // handed to other libraries, e.g. conveyor/dlpack.h). The pool's bound counts such buffers as held.
+  std::shared_ptr<const void> share_memory() const noexcept { return buffer_; }
 
   // Gives the buffer back to its pool now (also done by the destructor).
-  void release() noexcept { buffer_.reset(); size_ = 0; }
+  void release() noexcept {
+    buffer_.reset();
+    size_ = 0;
+  }
 
  private:
   std::shared_ptr<detail::BatchBuffer> buffer_;
@@ -94,6 +102,8 @@ class PageableBatchBuffer {
   // Where sample i's pixels go, and the labels.
   ImageView slot(std::size_t i) const noexcept;
   std::span<std::int64_t> labels() const noexcept;
+  // Who each sample is (index, epoch, seed), for work after batching that draws per-sample randomness.
+  std::span<SampleInfo> samples() const noexcept;
   // A Batch of the first `size` samples.
   Batch batch(std::size_t size, std::uint64_t sequence = 0, std::uint64_t epoch = 0) const;
 

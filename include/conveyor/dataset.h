@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "conveyor/batch.h"
+#include "conveyor/host_memory.h"
 #include "conveyor/image.h"
 #include "conveyor/ranks.h"
 #include "conveyor/sample.h"
@@ -84,6 +85,9 @@ struct PipelineOptions {
   // are far smaller; raise it for huge scans (decode's 100 M pixel limit admits high-quality JPEGs of a
   // few hundred MB).
   std::size_t max_file_bytes = std::size_t{256} << 20;
+  // Where batch buffers live; null: ordinary pageable memory. A GPU consumer gives page-locked memory
+  // (conveyor/cuda/pinned_memory.h) so that its copies are asynchronous; DeviceFeeder::feed does that.
+  std::shared_ptr<HostMemoryResource> host_memory = nullptr;
 };
 
 namespace detail {

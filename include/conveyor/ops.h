@@ -7,11 +7,9 @@
 #include "conveyor/ops/decode_jpeg.h"
 #include "conveyor/ops/distort.h"
 #include "conveyor/ops/flip.h"
+#include "conveyor/ops/normalize.h"
 #include "conveyor/ops/pad.h"
 #include "conveyor/ops/random_resized_crop.h"
 #include "conveyor/ops/rect.h"
 #include "conveyor/ops/resize.h"
 #include "conveyor/ops/sample_ops.h"
-#if __has_include("conveyor/ops/normalize.h")
-#include "conveyor/ops/normalize.h"  // written alongside, on another branch
-#endif

@@ -17,11 +17,11 @@ namespace conveyor {
 // same number of steps and no collective waits for a rank that has run out. With more than one rank,
 // batches then also keep their count when elements go missing: an element that fails under on_error =
 // skip, or that a filter rejects, leaves its slot in the batch as padding (a copy of a sample of the same
-// batch, flagged Batch::is_padding) instead of closing the gap.
+// batch, flagged SampleInfo::padding) instead of closing the gap.
 enum class ShardRemainder : std::uint8_t {
   uneven,  // ranks differ by at most one element; nothing is repeated or left out
   pad,     // every rank gets ceil(n / ranks): a rank that is one short repeats one element of the epoch's
-           // start (torch's DistributedSampler rule), flagged Sample::padding / Batch::is_padding
+           // start (torch's DistributedSampler rule), flagged Sample::padding / SampleInfo::padding
   drop,    // every rank gets floor(n / ranks): the epoch's last n mod ranks elements are left out
 };
 

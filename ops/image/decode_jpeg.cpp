@@ -136,7 +136,7 @@ ConstImageView JpegDecoder::State::decode(Rect region, int scale_denom, ImageVie
   int first_column = 0;
   if (stored.x > 0 || stored.width < stored_width) {
     // One extra column on each side: fancy upsampling then sees the same chroma neighbours as in a full
-    // decode, which makes the window bit-exact (FACTS.md). And at least kMinCropWidth columns: libjpeg
+    // decode, which makes the window bit-exact (docs/libjpeg-turbo.md). And at least kMinCropWidth columns: libjpeg
     // falls back to plain (box) upsampling for a component whose cropped row holds 2 samples or fewer.
     constexpr int kMinCropWidth = 32;
     int x0 = std::max(0, stored.x - 1);

@@ -69,7 +69,6 @@ class JpegDecompress {
   void guarded(Call&& call);
   [[noreturn]] void jump(DecodeFailure failure);
   [[noreturn]] void throw_failure() const;
-  void check_complete_after_eof();
 
   jpeg_decompress_struct cinfo_{};
   jpeg_error_mgr errors_{};

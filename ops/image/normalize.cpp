@@ -1,10 +1,10 @@
-#include "ops/image/normalize.h"
+#include "conveyor/ops/normalize.h"
 
 #include <cmath>
 #include <string>
 
 #include "conveyor/error.h"
-#include "ops/nn/float16.h"
+#include "src/core/float16.h"
 
 namespace conveyor::ops {
 namespace {
@@ -21,7 +21,8 @@ Affine affine_of(const NormalizeParams& params, int channels) {
   Affine a;
   for (int c = 0; c < channels; ++c) {
     if (!(params.std[c] != 0.f) || !std::isfinite(params.std[c]))
-      throw InvalidArgument("normalize: std of channel " + std::to_string(c) + " must be finite and non-zero");
+      throw InvalidArgument("normalize: std of channel " + std::to_string(c) +
+                            " must be finite and non-zero");
     a.scale[c] = 1.f / params.std[c];
     a.bias[c] = -params.mean[c] * a.scale[c];
   }
@@ -57,7 +58,8 @@ void normalize_with(ConstImageView image, const Affine& a, const NormalizeParams
     }
     case ElementType::bfloat16: {
       auto* o = static_cast<std::uint16_t*>(out);
-      normalize_rows(image, a, params.layout, [o](std::size_t i, float v) { o[i] = nn::float_to_bfloat16(v); });
+      normalize_rows(image, a, params.layout,
+                     [o](std::size_t i, float v) { o[i] = nn::float_to_bfloat16(v); });
       break;
     }
   }
@@ -72,8 +74,8 @@ void normalize(ConstImageView image, const NormalizeParams& params, void* out) {
   normalize_with(image, affine_of(params, image.channels), params, out);
 }
 
-void normalize_batch(const std::uint8_t* nhwc, std::size_t count, ImageShape shape, const NormalizeParams& params,
-                     void* out) {
+void normalize_batch(const std::uint8_t* nhwc, std::size_t count, ImageShape shape,
+                     const NormalizeParams& params, void* out) {
   if (count == 0) return;
   if (!nhwc || shape.empty()) throw InvalidArgument("normalize_batch: empty input");
   const Affine a = affine_of(params, shape.channels);

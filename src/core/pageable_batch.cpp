@@ -8,6 +8,7 @@ namespace conveyor {
 struct PageableBatchBuffer::Storage {
   std::vector<std::uint8_t> pixels;
   std::vector<std::int64_t> labels;
+  std::vector<SampleInfo> samples;
   detail::BatchBuffer buffer;
 };
 
@@ -16,7 +17,10 @@ PageableBatchBuffer::PageableBatchBuffer(std::size_t capacity, ImageShape shape)
   if (capacity == 0 || shape.empty()) throw InvalidArgument("PageableBatchBuffer: empty batch or shape");
   storage_->pixels.resize(capacity * shape.bytes());
   storage_->labels.resize(capacity, -1);
-  storage_->buffer = {storage_->pixels.data(), storage_->labels.data(), capacity, shape, /*pinned=*/false};
+  storage_->samples.resize(capacity);
+  storage_->buffer = {
+      storage_->pixels.data(), storage_->labels.data(), storage_->samples.data(), capacity, shape,
+      /*pinned=*/false};
 }
 
 std::size_t PageableBatchBuffer::capacity() const noexcept { return storage_->buffer.capacity; }
@@ -27,6 +31,8 @@ ImageView PageableBatchBuffer::slot(std::size_t i) const noexcept {
 }
 
 std::span<std::int64_t> PageableBatchBuffer::labels() const noexcept { return storage_->labels; }
+
+std::span<SampleInfo> PageableBatchBuffer::samples() const noexcept { return storage_->samples; }
 
 Batch PageableBatchBuffer::batch(std::size_t size, std::uint64_t sequence, std::uint64_t epoch) const {
   if (size > capacity()) throw InvalidArgument("PageableBatchBuffer::batch: size over capacity");

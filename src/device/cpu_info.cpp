@@ -4,7 +4,7 @@
 #include <string>
 #include <thread>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 
 namespace conveyor {
 

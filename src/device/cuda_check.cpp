@@ -1,7 +1,5 @@
 #include "src/device/cuda_check.h"
 
-#ifdef CONVEYOR_HAVE_CUDA
-
 #include "conveyor/error.h"
 
 namespace conveyor::cuda {
@@ -13,5 +11,3 @@ void throw_cuda_error(cudaError_t status, const char* call, const std::string& c
 }
 
 }  // namespace conveyor::cuda
-
-#endif

@@ -1,8 +1,6 @@
-// One way to check every CUDA runtime, cuDNN and cuBLAS call: a failure throws DeviceError naming the
-// call, where it was made and what it was for (a layer, the feeder, ...).
+// One way to check every CUDA runtime call (src/train/layers/cudnn_check.h adds cuDNN and cuBLAS): a
+// failure throws DeviceError naming the call, where it was made and what it was for (the feeder, ...).
 #pragma once
-
-#ifdef CONVEYOR_HAVE_CUDA
 
 #include <cuda_runtime.h>
 
@@ -23,5 +21,3 @@ inline void check(cudaError_t status, const char* call, const std::string& conte
 
 // CONVEYOR_CUDA(cudaMemcpyAsync(...), "feeder") — context is a string naming the component or layer.
 #define CONVEYOR_CUDA(call, context) ::conveyor::cuda::check((call), #call, (context), __FILE__, __LINE__)
-
-#endif  // CONVEYOR_HAVE_CUDA

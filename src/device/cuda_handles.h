@@ -1,8 +1,6 @@
 // RAII owners of CUDA streams, events and plain device allocations.
 #pragma once
 
-#ifdef CONVEYOR_HAVE_CUDA
-
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -83,5 +81,3 @@ class Event {
 };
 
 }  // namespace conveyor::cuda
-
-#endif  // CONVEYOR_HAVE_CUDA

@@ -1,31 +1,23 @@
-#include "conveyor/device_feeder.h"
+#include "conveyor/cuda/device_feeder.h"
 
+#include <algorithm>
 #include <string>
-#include <vector>
+#include <utility>
 
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
-#include "src/device/gpu_stager.h"
+#include "src/device/cpu_feeder.h"
+#ifdef CONVEYOR_HAVE_CUDA
+#include "src/device/gpu_feeder.h"
+#endif
 
 namespace conveyor {
-
-struct DeviceFeeder::Impl {
-  Placement placement;
-  int depth;
-  // CPU placement: the ring holds the batches themselves, so their memory outlives the steps reading it.
-  std::vector<Batch> held;
-  std::uint64_t next = 0;
-  FeederStats cpu_stats;
-#ifdef CONVEYOR_HAVE_CUDA
-  std::unique_ptr<detail::GpuStager> gpu;
-#endif
-};
-
 namespace {
 
-void check_depth(int depth) {
-  if (depth < 1 || depth > 8)
+void check_options(const FeederOptions& options) {
+  if (options.depth < 1 || options.depth > 8)
     throw InvalidArgument("DeviceFeeder depth must be 1 to 8 (2 or 3 are the useful ones), got " +
-                          std::to_string(depth));
+                          std::to_string(options.depth));
 }
 
 void check_batch(const Batch& batch) {
@@ -36,71 +28,94 @@ void check_batch(const Batch& batch) {
 
 }  // namespace
 
-DeviceFeeder::DeviceFeeder(const Placement& placement, int depth) : impl_(std::make_unique<Impl>()) {
-  check_depth(depth);
-  impl_->placement = placement;
-  impl_->depth = depth;
-  if (placement.gpu) {
-#ifdef CONVEYOR_HAVE_CUDA
-    impl_->gpu = std::make_unique<detail::GpuStager>(placement.device, depth, nullptr);
-#else
-    throw DeviceError("DeviceFeeder: placement on gpu:" + std::to_string(placement.device) +
-                      " but this build of conveyor has no CUDA support");
-#endif
-  } else {
-    impl_->held.resize(static_cast<std::size_t>(depth));
+DeviceFeeder::DeviceFeeder(const Placement& placement, FeederOptions options)
+    : placement_(placement), options_(std::move(options)) {
+  check_options(options_);
+  if (!placement_.gpu) {
+    backend_ = std::make_shared<detail::CpuFeeder>(options_);
+    return;
   }
+#ifdef CONVEYOR_HAVE_CUDA
+  backend_ = std::make_shared<detail::GpuFeeder>(placement_.device, options_, nullptr);
+#else
+  throw DeviceError("DeviceFeeder: placement on gpu:" + std::to_string(placement_.device) +
+                    " but this build of conveyor has no CUDA support");
+#endif
 }
 
 DeviceFeeder::DeviceFeeder(const Placement& placement, [[maybe_unused]] cuda::DeviceMemoryPool& pool,
-                           int depth)
-    : impl_(std::make_unique<Impl>()) {
-  check_depth(depth);
-  impl_->placement = placement;
-  impl_->depth = depth;
-  if (!placement.gpu)
+                           FeederOptions options)
+    : placement_(placement), options_(std::move(options)) {
+  check_options(options_);
+  if (!placement_.gpu)
     throw InvalidArgument("DeviceFeeder: a device memory pool was given for a CPU placement");
 #ifdef CONVEYOR_HAVE_CUDA
-  impl_->gpu = std::make_unique<detail::GpuStager>(placement.device, depth, &pool);
+  backend_ = std::make_shared<detail::GpuFeeder>(placement_.device, options_, &pool);
 #else
   throw DeviceError("DeviceFeeder: this build of conveyor has no CUDA support");
 #endif
 }
 
-DeviceFeeder::~DeviceFeeder() = default;
+DeviceFeeder::~DeviceFeeder() {
+  // Held batches keep the backend (and their ring memory) alive; the copies in flight end here.
+  try {
+    backend_->synchronize();
+  } catch (const Error&) {
+    // A destructor cannot report; a failed copy was reported (or will be) by stage() or synchronize().
+  }
+}
 
-StagedBatch DeviceFeeder::stage(Batch batch) {
+DeviceBatch DeviceFeeder::stage(Batch batch) {
   check_batch(batch);
-#ifdef CONVEYOR_HAVE_CUDA
-  if (impl_->gpu) return impl_->gpu->stage(std::move(batch));
-#endif
-  StagedBatch staged;
-  staged.pixels = batch.pixels().data();
-  staged.labels = batch.labels().data();
-  staged.size = batch.size();
-  staged.shape = batch.sample_shape();
-  // Replacing the slot's batch gives back the one staged `depth` calls ago.
-  impl_->held[impl_->next % impl_->held.size()] = std::move(batch);
-  ++impl_->next;
-  ++impl_->cpu_stats.batches;
-  return staged;
+  return backend_->stage(std::move(batch));
 }
 
-void DeviceFeeder::synchronize() {
-#ifdef CONVEYOR_HAVE_CUDA
-  if (impl_->gpu) impl_->gpu->synchronize();
-#endif
+DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset) {
+  PipelineOptions options = dataset.options();
+  options.host_memory = host_memory_for(placement_);
+  // The feeder holds up to `depth` host batches while their copies run; the pipeline keeps room for them.
+  options.held_batches = std::max(options.held_batches, static_cast<std::size_t>(options_.depth));
+  return DeviceBatchIterator(*this, dataset.with_options(options).begin());
 }
 
-FeederStats DeviceFeeder::stats() const {
-#ifdef CONVEYOR_HAVE_CUDA
-  if (impl_->gpu) return impl_->gpu->stats();
-#endif
-  return impl_->cpu_stats;
+void DeviceFeeder::synchronize() { backend_->synchronize(); }
+
+FeederStats DeviceFeeder::stats() const { return backend_->stats(); }
+
+const Placement& DeviceFeeder::placement() const noexcept { return placement_; }
+
+const FeederOptions& DeviceFeeder::options() const noexcept { return options_; }
+
+// ---- DeviceBatchIterator -----------------------------------------------------------------------
+
+std::optional<DeviceBatch> DeviceBatchIterator::next() {
+  if (fetched_) {
+    fetched_ = false;
+    return std::exchange(current_, std::nullopt);
+  }
+  std::optional<Batch> batch = batches_.next();
+  if (!batch) return std::nullopt;
+  return feeder_->stage(std::move(*batch));
 }
 
-const Placement& DeviceFeeder::placement() const noexcept { return impl_->placement; }
+bool DeviceBatchIterator::at_end() {
+  if (!fetched_) {
+    current_.reset();  // the previous item is released before the next is staged
+    current_ = next();
+    fetched_ = true;
+  }
+  return !current_.has_value();
+}
 
-int DeviceFeeder::depth() const noexcept { return impl_->depth; }
+DeviceBatch& DeviceBatchIterator::current() {
+  if (at_end()) throw InvalidArgument("DeviceBatchIterator: dereferenced at the end");
+  return *current_;
+}
+
+void DeviceBatchIterator::advance() {
+  if (!fetched_) at_end();  // skip the item that was never looked at
+  fetched_ = false;
+  current_.reset();
+}
 
 }  // namespace conveyor

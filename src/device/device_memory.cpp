@@ -1,7 +1,5 @@
 #include "src/device/device_memory.h"
 
-#ifdef CONVEYOR_HAVE_CUDA
-
 #include <cstdint>
 #include <string>
 
@@ -29,7 +27,8 @@ void DeviceBuffer::reset() noexcept {
   bytes_ = 0;
 }
 
-DeviceMemoryPool::DeviceMemoryPool(int device, std::size_t limit_bytes) : device_(device), limit_(limit_bytes) {
+DeviceMemoryPool::DeviceMemoryPool(int device, std::size_t limit_bytes)
+    : device_(device), limit_(limit_bytes) {
   DeviceGuard guard(device);
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
@@ -83,5 +82,3 @@ void DeviceMemoryPool::release(void* data, std::size_t bytes, cudaStream_t strea
 }
 
 }  // namespace conveyor::cuda
-
-#endif  // CONVEYOR_HAVE_CUDA

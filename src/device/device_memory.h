@@ -3,8 +3,6 @@
 // was for, how much was asked and how much is left, before any CUDA, cuDNN or cuBLAS call can fail later.
 #pragma once
 
-#ifdef CONVEYOR_HAVE_CUDA
-
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -28,7 +26,9 @@ class DeviceBuffer {
 
   void* data() const noexcept { return data_; }
   template <class T>
-  T* as() const noexcept { return static_cast<T*>(data_); }
+  T* as() const noexcept {
+    return static_cast<T*>(data_);
+  }
   std::size_t bytes() const noexcept { return bytes_; }
   explicit operator bool() const noexcept { return data_ != nullptr; }
   void reset() noexcept;
@@ -75,5 +75,3 @@ class DeviceMemoryPool {
 };
 
 }  // namespace conveyor::cuda
-
-#endif  // CONVEYOR_HAVE_CUDA

@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 
 namespace conveyor::detail {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 
 namespace conveyor {
 namespace {
@@ -61,17 +61,20 @@ void check_cuda(const LibraryVersions& versions, std::vector<std::string>& probl
   }
   check_loaded(versions.cuda_runtime, false, problems);
 
-  if (!versions.cudnn.loaded.known()) {
+  // cuDNN and cuBLAS are in the report only when the training wing made it.
+  const bool has_cudnn = !versions.cudnn.name.empty(), has_cublas = !versions.cublas.name.empty();
+  if (has_cudnn && !versions.cudnn.loaded.known()) {
     problems.push_back("cuDNN could not be loaded (built against " + v(versions.cudnn.compiled) + ")");
-  } else {
+  } else if (has_cudnn) {
     check_loaded(versions.cudnn, false, problems);
     if (versions.cudnn_cuda.known() && runtime.known() && versions.cudnn_cuda.major != runtime.major)
       problems.push_back("cuDNN " + v(versions.cudnn.loaded) + " was built for CUDA " +
                          mm(versions.cudnn_cuda) + " but the CUDA runtime is " + mm(runtime) +
                          ": install the cuDNN made for CUDA " + std::to_string(runtime.major));
   }
-  check_loaded(versions.cublas, false, problems);
-  if (versions.cublas.loaded.known() && runtime.known() && versions.cublas.loaded.major != runtime.major)
+  if (has_cublas) check_loaded(versions.cublas, false, problems);
+  if (has_cublas && versions.cublas.loaded.known() && runtime.known() &&
+      versions.cublas.loaded.major != runtime.major)
     problems.push_back("cuBLAS " + v(versions.cublas.loaded) + " belongs to CUDA " +
                        std::to_string(versions.cublas.loaded.major) + " but the CUDA runtime is " +
                        mm(runtime));

@@ -1,5 +1,8 @@
 #include "src/memory/batch_pool.h"
 
+#include <memory>
+#include <utility>
+
 #include "conveyor/error.h"
 
 namespace conveyor::detail {
@@ -13,31 +16,37 @@ std::size_t round_up(std::size_t bytes) {
 }  // namespace
 
 std::shared_ptr<BatchPool> BatchPool::create(std::size_t max_buffers, std::size_t capacity, ImageShape shape,
-                                             bool want_pinned) {
+                                             std::shared_ptr<HostMemoryResource> memory) {
   if (max_buffers == 0 || capacity == 0 || shape.empty())
     throw InvalidArgument("BatchPool: needs at least one buffer, a capacity and a non-empty sample shape");
-  return std::make_shared<BatchPool>(Key{}, max_buffers, capacity, shape,
-                                     want_pinned && cuda_device_present());
+  if (!memory) memory = pageable_host_memory();
+  return std::make_shared<BatchPool>(Key{}, max_buffers, capacity, shape, std::move(memory));
 }
 
-BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape, bool pinned)
+BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape,
+                     std::shared_ptr<HostMemoryResource> memory)
     : max_buffers_(max_buffers),
       capacity_(capacity),
       shape_(shape),
-      pinned_(pinned),
+      memory_(std::move(memory)),
+      pinned_(memory_->page_locked()),
       pixel_bytes_(round_up(capacity * shape.bytes())),
       label_bytes_(round_up(capacity * sizeof(std::int64_t))),
-      padding_bytes_(round_up(capacity)) {
+      info_bytes_(round_up(capacity * sizeof(SampleInfo))) {
   slots_.reserve(max_buffers);
   free_.reserve(max_buffers);
 }
 
 std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
   auto slot = std::make_unique<Slot>();
-  slot->memory = HostAllocation(pixel_bytes_ + label_bytes_ + padding_bytes_, pinned_);
-  slot->buffer.pixels = reinterpret_cast<std::uint8_t*>(slot->memory.data());
-  slot->buffer.labels = reinterpret_cast<std::int64_t*>(slot->memory.data() + pixel_bytes_);
-  slot->buffer.padding = reinterpret_cast<std::uint8_t*>(slot->memory.data() + pixel_bytes_ + label_bytes_);
+  slot->memory = HostAllocation(pixel_bytes_ + label_bytes_ + info_bytes_, memory_);
+  std::byte* const base = slot->memory.data();
+  slot->buffer.pixels = reinterpret_cast<std::uint8_t*>(base);
+  slot->buffer.labels = reinterpret_cast<std::int64_t*>(base + pixel_bytes_);
+  // The memory is raw bytes: start the lifetime of the SampleInfo objects before anyone assigns them.
+  auto* const infos = reinterpret_cast<SampleInfo*>(base + pixel_bytes_ + label_bytes_);
+  std::uninitialized_value_construct_n(infos, capacity_);
+  slot->buffer.samples = infos;
   slot->buffer.capacity = capacity_;
   slot->buffer.shape = shape_;
   slot->buffer.pinned = pinned_;

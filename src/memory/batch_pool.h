@@ -23,10 +23,11 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   };
 
  public:
-  // Buffers of `capacity` samples of `shape`; page-locked when want_pinned and a GPU is present.
+  // Buffers of `capacity` samples of `shape`, from `memory` (pageable memory when null).
   static std::shared_ptr<BatchPool> create(std::size_t max_buffers, std::size_t capacity, ImageShape shape,
-                                           bool want_pinned = true);
-  BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape, bool pinned);
+                                           std::shared_ptr<HostMemoryResource> memory = nullptr);
+  BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape,
+            std::shared_ptr<HostMemoryResource> memory);
   BatchPool(const BatchPool&) = delete;
   BatchPool& operator=(const BatchPool&) = delete;
 
@@ -47,7 +48,6 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   std::size_t allocated() const;
   std::size_t in_use() const;
   bool pinned() const noexcept { return pinned_; }
-  std::size_t buffer_bytes() const noexcept { return pixel_bytes_ + label_bytes_ + padding_bytes_; }
 
  private:
   struct Slot {
@@ -64,10 +64,11 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   const std::size_t max_buffers_;
   const std::size_t capacity_;
   const ImageShape shape_;
+  const std::shared_ptr<HostMemoryResource> memory_;
   const bool pinned_;
   const std::size_t pixel_bytes_;
   const std::size_t label_bytes_;
-  const std::size_t padding_bytes_;
+  const std::size_t info_bytes_;
 
   mutable std::mutex mutex_;
   std::condition_variable returned_;

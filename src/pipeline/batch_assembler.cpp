@@ -21,7 +21,6 @@ BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool dr
   for (std::size_t i = 0; i < max_open; ++i) {
     auto state = std::make_unique<BufferState>();
     state->kept.assign(batch_size, 0);
-    state->epochs.assign(batch_size, 0);
     free_.push_back(state.get());
     states_.push_back(std::move(state));
   }
@@ -46,12 +45,11 @@ ImageView BatchAssembler::slot(const BufferState& state, std::size_t position) c
 }
 
 void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label,
-                            std::uint64_t epoch, bool padding, const Sink& sink) {
+                            const SampleInfo& info, const Sink& sink) {
   state.kept[position] = kept;
   if (kept) {
     state.buffer->labels[position] = label;
-    state.epochs[position] = epoch;
-    if (state.buffer->padding) state.buffer->padding[position] = padding;
+    state.buffer->samples[position] = info;
   }
   if (++state.arrived == batch_size_) complete(state, batch_size_, sink);
 }
@@ -131,35 +129,31 @@ void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
   std::size_t first_kept = used;
   for (std::size_t i = 0; i < used && first_kept == used; ++i)
     if (state.kept[i]) first_kept = i;
-  const bool from_this_buffer = first_kept < used;
-  if (from_this_buffer) {
+  if (first_kept < used) {
     // Refreshed from every buffer, so that one in which everything failed can still be padded.
     std::memcpy(fallback_pixels_.data(), buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
     fallback_label_ = buffer.labels[first_kept];
+    fallback_info_ = buffer.samples[first_kept];
   }
+  SampleInfo hole = fallback_info_;  // zeros before any sample was kept
+  hole.padding = true;
   for (std::size_t i = 0; i < used; ++i) {
     if (state.kept[i]) continue;
-    std::uint8_t* pixels = buffer.pixels + i * sample_bytes_;
-    if (from_this_buffer) {
-      std::memcpy(pixels, buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
-    } else {
-      std::memcpy(pixels, fallback_pixels_.data(), sample_bytes_);  // zeros before any sample was kept
-    }
+    std::memcpy(buffer.pixels + i * sample_bytes_, fallback_pixels_.data(), sample_bytes_);
     buffer.labels[i] = fallback_label_;
-    state.epochs[i] = from_this_buffer ? state.epochs[first_kept] : state.epochs[i];
-    if (buffer.padding) buffer.padding[i] = 1;
+    buffer.samples[i] = hole;
   }
 }
 
 void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept {
   std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_, sample_bytes_);
   to.buffer->labels[j] = from.buffer->labels[i];
-  to.epochs[j] = from.epochs[i];
-  if (to.buffer->padding) to.buffer->padding[j] = from.buffer->padding ? from.buffer->padding[i] : 0;
+  to.buffer->samples[j] = from.buffer->samples[i];
 }
 
 void BatchAssembler::emit(BufferState& state, std::size_t size, const Sink& sink) {
-  Batch batch(std::move(state.buffer), size, sequence_++, state.epochs[0]);
+  const std::uint64_t epoch = state.buffer->samples[0].epoch;
+  Batch batch(std::move(state.buffer), size, sequence_++, epoch);
   close(state);
   sink(std::move(batch));
 }

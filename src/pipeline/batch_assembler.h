@@ -9,7 +9,7 @@
 // depend on what failed or was filtered, or one rank would run out of batches before the others: a buffer is
 // then delivered as soon as it completes, at its full size, and each hole becomes a padding sample (a copy of
 // the first kept sample of the same buffer, or else of the last kept sample of an earlier one; zeros with
-// label 0 before any sample was kept), flagged in the batch's padding flags.
+// label 0 before any sample was kept), flagged SampleInfo::padding.
 #pragma once
 
 #include <cstddef>
@@ -27,8 +27,7 @@ namespace conveyor::detail {
 struct BufferState {
   std::shared_ptr<BatchBuffer> buffer;
   std::size_t arrived = 0;
-  std::vector<std::uint8_t> kept;     // per slot, set on arrival
-  std::vector<std::uint64_t> epochs;  // per slot: the batch's epoch is its first sample's
+  std::vector<std::uint8_t> kept;  // per slot, set on arrival
 };
 
 class BatchAssembler {
@@ -48,8 +47,8 @@ class BatchAssembler {
 
   // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
   // to `sink`.
-  void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, std::uint64_t epoch,
-              bool padding, const Sink& sink);
+  void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, const SampleInfo& info,
+              const Sink& sink);
 
   // After the pipeline ran to its end: completes `last` (which had `used` slots reserved; nothing to do
   // when it is full or null) and hands over the final partial batch unless drop_remainder.
@@ -74,6 +73,7 @@ class BatchAssembler {
   // fill_holes: the last kept sample delivered, for a buffer in which nothing was kept (collect stage only).
   std::vector<std::uint8_t> fallback_pixels_;
   std::int64_t fallback_label_ = 0;
+  SampleInfo fallback_info_;
 
   // The partial batch waiting for more kept elements (collect stage only).
   BufferState* partial_ = nullptr;

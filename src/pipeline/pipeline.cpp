@@ -157,7 +157,8 @@ std::optional<ImageShape> Pipeline::probe_shape() {
 
 void Pipeline::start_batching(ImageShape shape) {
   assembler_.emplace(plan_.batch_size, shape, plan_.drop_remainder, pool_capacity_, plan_.even);
-  std::shared_ptr<BatchPool> pool = BatchPool::create(pool_capacity_, plan_.batch_size, shape);
+  std::shared_ptr<BatchPool> pool =
+      BatchPool::create(pool_capacity_, plan_.batch_size, shape, plan_.options.host_memory);
   std::lock_guard lock(setup_mutex_);
   pool_ = std::move(pool);
   if (cancelled_.load()) pool_->cancel();

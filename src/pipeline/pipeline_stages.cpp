@@ -299,8 +299,10 @@ void Pipeline::collect(Element& element) {
   const bool kept = element.outcome == Outcome::kept;
   if (!failed_) {
     if (plan_.batched) {
-      assembler_->arrive(*element.buffer, element.slot, kept, element.sample.label, element.sample.epoch,
-                         element.sample.padding, sink_);
+      const Sample& sample = element.sample;
+      const SampleInfo info{
+          .index = sample.index, .epoch = sample.epoch, .seed = sample.seed, .padding = sample.padding};
+      assembler_->arrive(*element.buffer, element.slot, kept, sample.label, info, sink_);
     } else if (kept) {
       deliver(std::move(element.sample));
     }

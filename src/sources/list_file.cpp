@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "conveyor/error.h"
+#include "conveyor/read_file.h"
 #include "src/sources/source.h"
 
 namespace conveyor::detail {

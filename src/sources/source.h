@@ -43,11 +43,6 @@ FileListing list_image_folder(const std::filesystem::path& root);
 // Parses a "<path> <label>" list file (see Dataset::list_file for the rules).
 FileListing parse_list_file(const std::filesystem::path& list, const std::filesystem::path& root);
 
-// Reads a whole file with one open, one fstat and (normally) one read into `bytes`, reusing its
-// capacity. Throws IoError naming the path and the system's reason, or the size when the file is
-// larger than `max_bytes` (0: no limit).
-void read_file(const char* path, std::vector<std::uint8_t>& bytes, std::size_t max_bytes = 0);
-
 class Source {
  public:
   static std::shared_ptr<const Source> files(FileListing listing);

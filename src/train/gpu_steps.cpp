@@ -1,14 +1,15 @@
 #include "src/train/gpu_steps.h"
 
-#ifdef CONVEYOR_HAVE_CUDA
-
+#include "conveyor/cuda/stream.h"
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
+#include "src/device/normalize.h"
 
 namespace conveyor::train {
 
 GpuSteps::GpuSteps(nn::Context& ctx, ImageShape shape, int batch)
-    : staging_(ctx.allocate(shape.bytes() * static_cast<std::size_t>(batch), "staging for batches in host memory")),
+    : staging_(ctx.allocate(shape.bytes() * static_cast<std::size_t>(batch),
+                            "staging for batches in host memory")),
       ring_(64) {}
 
 GpuSteps::~GpuSteps() {
@@ -16,27 +17,33 @@ GpuSteps::~GpuSteps() {
   if (graph_) cudaGraphDestroy(graph_);
 }
 
-void GpuSteps::wait_for(const StagedBatch& batch, cudaStream_t stream) {
-  if (batch.ready)
-    CONVEYOR_CUDA(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(batch.ready), 0), "trainer (waiting for a batch)");
+void GpuSteps::wait_for(const DeviceBatch& batch, cudaStream_t stream) {
+  if (batch.on_device()) cuda::read_on(batch, stream);
 }
 
-void GpuSteps::stage(nn::Context& ctx, const StagedBatch& batch, std::size_t count, const ops::NormalizeParams& params,
-                     const nn::Tensor& input, std::int64_t* labels) {
+void GpuSteps::stage(nn::Context& ctx, const DeviceBatch& batch, std::size_t count,
+                     const ops::NormalizeParams& params, const nn::Tensor& input, std::int64_t* labels) {
   const cudaStream_t stream = ctx.stream();
   wait_for(batch, stream);
-  const std::uint8_t* pixels = batch.pixels;
-  const std::size_t pixel_bytes = count * batch.shape.bytes();
-  const cudaMemcpyKind kind = batch.on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
-  if (!batch.on_device) {
-    CONVEYOR_CUDA(cudaMemcpyAsync(staging_.data(), pixels, pixel_bytes, kind, stream), "trainer (copying a host batch)");
+  const ImageShape shape = batch.sample_shape();
+  const auto* pixels = batch.pixels().as<const std::uint8_t>();
+  const auto* batch_labels = batch.labels().as<const std::int64_t>();
+  if (batch.on_device()) {
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(labels, batch_labels, count * sizeof(std::int64_t), cudaMemcpyDeviceToDevice, stream),
+        "trainer (copying labels)");
+  } else {
+    // A batch in host memory may go back to its pool as soon as step() returns: copy it before that.
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(staging_.data(), pixels, count * shape.bytes(), cudaMemcpyHostToDevice, stream),
+        "trainer (copying a host batch)");
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(labels, batch_labels, count * sizeof(std::int64_t), cudaMemcpyHostToDevice, stream),
+        "trainer (copying labels)");
+    CONVEYOR_CUDA(cudaStreamSynchronize(stream), "trainer (copying a host batch)");
     pixels = staging_.as<const std::uint8_t>();
   }
-  CONVEYOR_CUDA(cudaMemcpyAsync(labels, batch.labels, count * sizeof(std::int64_t), kind, stream),
-                "trainer (copying labels)");
-  ops::normalize_batch_cuda(pixels, count, batch.shape, params, input.data, stream);
-  if (batch.consumed)
-    CONVEYOR_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(batch.consumed), stream), "trainer (releasing a batch)");
+  ops::normalize_batch_cuda(pixels, count, shape, params, input.data, stream);
 }
 
 void GpuSteps::begin_step(cudaStream_t stream, std::vector<double>& times_ms) {
@@ -81,5 +88,3 @@ void GpuSteps::launch_graph(cudaStream_t stream) {
 }
 
 }  // namespace conveyor::train
-
-#endif  // CONVEYOR_HAVE_CUDA

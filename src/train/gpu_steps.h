@@ -3,8 +3,6 @@
 // CUDA graph that replays forward + backward + SGD with one launch.
 #pragma once
 
-#ifdef CONVEYOR_HAVE_CUDA
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,10 +10,10 @@
 #include <functional>
 #include <vector>
 
-#include "conveyor/staged_batch.h"
-#include "ops/image/normalize.h"
-#include "ops/nn/context.h"
+#include "conveyor/cuda/device_batch.h"
+#include "conveyor/ops/normalize.h"
 #include "src/device/cuda_handles.h"
+#include "src/train/layers/context.h"
 
 namespace conveyor::train {
 
@@ -26,14 +24,14 @@ class GpuSteps {
   GpuSteps(const GpuSteps&) = delete;
   GpuSteps& operator=(const GpuSteps&) = delete;
 
-  // Makes the stream wait for batch.ready (stage() does it too; calling it first keeps the wait out of
-  // the step's timing).
-  void wait_for(const StagedBatch& batch, cudaStream_t stream);
-  // Makes the stream wait for batch.ready, copies the first `count` labels (and, for a batch in host
-  // memory, the pixels) into the step's own buffers, normalizes the pixels into `input` and records
-  // batch.consumed: from then on the batch's buffers may be reused.
-  void stage(nn::Context& ctx, const StagedBatch& batch, std::size_t count, const ops::NormalizeParams& params,
-             const nn::Tensor& input, std::int64_t* labels);
+  // Makes the stream a reader of a batch on the device, so it waits for the batch's data (stage() does it
+  // too; calling it first keeps the wait out of the step's timing).
+  void wait_for(const DeviceBatch& batch, cudaStream_t stream);
+  // Waits for the batch, copies the first `count` labels (and, for a batch in host memory, the pixels)
+  // into the step's own buffers and normalizes the pixels into `input`. The batch's memory is not reused
+  // before the stream has passed the point where the batch is released.
+  void stage(nn::Context& ctx, const DeviceBatch& batch, std::size_t count,
+             const ops::NormalizeParams& params, const nn::Tensor& input, std::int64_t* labels);
 
   // Timing events around one step (a ring: when it is full the oldest step is waited for and its time
   // appended to times_ms).
@@ -60,5 +58,3 @@ class GpuSteps {
 };
 
 }  // namespace conveyor::train
-
-#endif  // CONVEYOR_HAVE_CUDA

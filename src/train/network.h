@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/train.h"
-#include "ops/nn/batch_norm.h"
-#include "ops/nn/conv2d.h"
-#include "ops/nn/linear.h"
-#include "ops/nn/pooling.h"
+#include "conveyor/train/trainer.h"
+#include "src/train/layers/batch_norm.h"
+#include "src/train/layers/conv2d.h"
+#include "src/train/layers/linear.h"
+#include "src/train/layers/pooling.h"
 #include "src/train/parameters.h"
 
 namespace conveyor::train {
@@ -25,8 +25,8 @@ struct NetworkSpec {
   int batch = 256;
   ImageShape input{28, 28, 1};
   int classes = 10;
-  int width = 32;            // small_resnet only
-  int blocks_per_stage = 2;  // small_resnet only
+  int width = 32;                   // small_resnet only
+  int blocks_per_stage = 2;         // small_resnet only
   nn::BatchNormOptions batch_norm;  // relu/residual are set per layer
 };
 

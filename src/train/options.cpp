@@ -1,20 +1,25 @@
 #include <string>
 
 #include "conveyor/error.h"
-#include "conveyor/train.h"
+#include "conveyor/train/trainer.h"
 
 namespace conveyor::train {
 
 const char* to_string(Precision precision) noexcept {
   switch (precision) {
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-    case Precision::fp32: break;
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::fp32:
+      break;
   }
   return "fp32";
 }
 
-const char* to_string(ModelKind model) noexcept { return model == ModelKind::resnet18 ? "resnet18" : "small_resnet"; }
+const char* to_string(ModelKind model) noexcept {
+  return model == ModelKind::resnet18 ? "resnet18" : "small_resnet";
+}
 
 Precision parse_precision(std::string_view text) {
   if (text == "fp32") return Precision::fp32;

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/nn/reference.h"
-#include "ops/nn/context.h"
+#include "conveyor/train/nn/reference.h"
+#include "src/train/layers/context.h"
 
 #ifdef CONVEYOR_HAVE_CUDA
-#include "ops/nn/kernels.h"
+#include "src/train/layers/kernels.h"
 #endif
 
 namespace conveyor::train {

@@ -47,7 +47,7 @@ ops::NormalizeParams Trainer::Impl::normalize_params() const {
   ops::NormalizeParams p;
   for (int c = 0; c < 3; ++c) p.mean[c] = options.mean[c], p.std[c] = options.std[c];
   const nn::DType t = ctx ? ctx->dtype() : nn::DType::f32;
-  p.type = t == nn::DType::bf16 ? ops::ElementType::bfloat16
+  p.type = t == nn::DType::bf16  ? ops::ElementType::bfloat16
            : t == nn::DType::f16 ? ops::ElementType::float16
                                  : ops::ElementType::float32;
   p.layout = ops::TensorLayout::hwc;  // the model is NHWC throughout
@@ -67,8 +67,9 @@ void Trainer::Impl::warmup() {
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess || options.device >= count)
       throw InvalidArgument("trainer: GPU " + std::to_string(options.device) + " requested, " +
-                            (status == cudaSuccess ? std::to_string(count) + " visible"
-                                                   : std::string("none usable: ") + cudaGetErrorString(status)));
+                            (status == cudaSuccess
+                                 ? std::to_string(count) + " visible"
+                                 : std::string("none usable: ") + cudaGetErrorString(status)));
 #else
     throw InvalidArgument("trainer: GPU " + std::to_string(options.device) +
                           " requested, but conveyor was built without CUDA");
@@ -124,48 +125,45 @@ void Trainer::Impl::run_step_body() {
   params.sgd_step(*ctx);
 }
 
-void Trainer::Impl::check_batch(const StagedBatch& batch, std::size_t min_size) const {
-  if (batch.shape != options.input)
-    throw InvalidArgument("trainer: batch images are " + std::to_string(batch.shape.height) + "x" +
-                          std::to_string(batch.shape.width) + "x" + std::to_string(batch.shape.channels) +
+void Trainer::Impl::check_batch(const DeviceBatch& batch, std::size_t min_size) const {
+  if (!batch) throw InvalidArgument("trainer: the batch is empty (released or moved from)");
+  const ImageShape shape = batch.sample_shape();
+  if (shape != options.input)
+    throw InvalidArgument("trainer: batch images are " + std::to_string(shape.height) + "x" +
+                          std::to_string(shape.width) + "x" + std::to_string(shape.channels) +
                           ", the model takes " + std::to_string(options.input.height) + "x" +
                           std::to_string(options.input.width) + "x" + std::to_string(options.input.channels));
-  if (batch.size < min_size || batch.size > static_cast<std::size_t>(options.batch))
-    throw InvalidArgument("trainer: a batch of " + std::to_string(batch.size) + " images; this call takes " +
-                          (min_size == batch.size ? "" : "1 to ") + std::to_string(options.batch));
-  if (!batch.pixels || !batch.labels) throw InvalidArgument("trainer: batch without pixels or labels");
-  if (batch.on_device && batch.device != options.device)
-    throw InvalidArgument("trainer: batch is on device " + std::to_string(batch.device) + ", the trainer on " +
-                          std::to_string(options.device));
+  if (batch.size() < min_size || batch.size() > static_cast<std::size_t>(options.batch))
+    throw InvalidArgument("trainer: a batch of " + std::to_string(batch.size()) +
+                          " images; this call takes " + (min_size == batch.size() ? "" : "1 to ") +
+                          std::to_string(options.batch));
+  if (batch.on_device() && batch.device() != options.device)
+    throw InvalidArgument("trainer: batch is on device " + std::to_string(batch.device()) +
+                          ", the trainer on " + std::to_string(options.device));
 }
 
-void Trainer::Impl::stage(const StagedBatch& batch, std::size_t count) {
+void Trainer::Impl::stage(const DeviceBatch& batch, std::size_t count) {
 #ifdef CONVEYOR_HAVE_CUDA
   if (ctx->on_gpu())
     return gpu->stage(*ctx, batch, count, normalize_params(), network.input(), network.labels());
-  // A CPU run handed a batch still being copied by a GPU stream: wait for it, and release it at once
-  // after (the CPU reads synchronously).
-  if (batch.ready)
-    CONVEYOR_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(batch.ready)), "trainer (waiting for a batch)");
 #endif
-  if (batch.on_device) throw InvalidArgument("trainer: the CPU reference needs batches in host memory");
+  if (batch.on_device()) throw InvalidArgument("trainer: the CPU reference needs batches in host memory");
   const ops::NormalizeParams p = normalize_params();
   const nn::Tensor input = network.input();
-  const std::size_t image = batch.shape.bytes();
+  const ImageShape shape = batch.sample_shape();
+  const std::size_t image = shape.bytes();
+  const auto* pixels = batch.pixels().as<const std::uint8_t>();
   tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
-    ops::normalize(ConstImageView(batch.pixels + i * image, batch.shape), p, input.as<float>() + i * image);
+    ops::normalize(ConstImageView(pixels + i * image, shape), p, input.as<float>() + i * image);
   });
-  std::memcpy(network.labels(), batch.labels, count * sizeof(std::int64_t));
-#ifdef CONVEYOR_HAVE_CUDA
-  if (batch.consumed) CONVEYOR_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(batch.consumed), 0), "trainer");
-#endif
+  std::memcpy(network.labels(), batch.labels().data, count * sizeof(std::int64_t));
 }
 
-void Trainer::Impl::step(const StagedBatch& batch) {
+void Trainer::Impl::step(const DeviceBatch& batch) {
   check_batch(batch, static_cast<std::size_t>(options.batch));
   if (!ctx->on_gpu()) {
     const auto start = Clock::now();
-    stage(batch, batch.size);
+    stage(batch, batch.size());
     run_step_body();
     step_ms.push_back(elapsed_ms(start));
     ++steps;
@@ -175,7 +173,7 @@ void Trainer::Impl::step(const StagedBatch& batch) {
   const cudaStream_t stream = ctx->stream();
   gpu->wait_for(batch, stream);  // before the step's start event: waiting for data is not GPU work
   gpu->begin_step(stream, step_ms);
-  stage(batch, batch.size);
+  stage(batch, batch.size());
   if (gpu->has_graph())
     gpu->launch_graph(stream);
   else
@@ -197,7 +195,8 @@ std::pair<double, std::size_t> Trainer::Impl::read_rows(std::size_t count) {
   if (ctx->on_gpu()) {
     host_loss_.resize(count);
     host_correct_.resize(count);
-    CONVEYOR_CUDA(cudaMemcpyAsync(host_loss_.data(), loss, count * sizeof(float), cudaMemcpyDeviceToHost, ctx->stream()),
+    CONVEYOR_CUDA(cudaMemcpyAsync(host_loss_.data(), loss, count * sizeof(float), cudaMemcpyDeviceToHost,
+                                  ctx->stream()),
                   "trainer (reading the loss)");
     CONVEYOR_CUDA(cudaMemcpyAsync(host_correct_.data(), correct, count * sizeof(int), cudaMemcpyDeviceToHost,
                                   ctx->stream()),
@@ -210,8 +209,8 @@ std::pair<double, std::size_t> Trainer::Impl::read_rows(std::size_t count) {
   std::size_t right = 0;
   for (std::size_t i = 0; i < count; ++i) {
     if (correct[i] < 0)
-      throw InvalidArgument("trainer: the label of image " + std::to_string(i) + " of the batch is outside [0, " +
-                            std::to_string(options.num_classes) + ")");
+      throw InvalidArgument("trainer: the label of image " + std::to_string(i) +
+                            " of the batch is outside [0, " + std::to_string(options.num_classes) + ")");
     loss_sum += loss[i];
     right += static_cast<std::size_t>(correct[i]);
   }
@@ -225,15 +224,15 @@ StepStats Trainer::Impl::last_step() {
   return {loss_sum / n, static_cast<double>(right) / n, static_cast<std::size_t>(options.batch)};
 }
 
-EvalResult Trainer::Impl::evaluate(const StagedBatch& batch) {
+EvalResult Trainer::Impl::evaluate(const DeviceBatch& batch) {
   check_batch(batch, 1);
-  // Rows past batch.size keep whatever the buffers held: inference is per image, and the loss counts only
-  // the first batch.size rows.
-  stage(batch, batch.size);
+  // Rows past batch.size() keep whatever the buffers held: inference is per image, and the loss counts
+  // only the first batch.size() rows.
+  stage(batch, batch.size());
   network.forward(*ctx, params, false);
-  network.loss(*ctx, static_cast<int>(batch.size), 1.f, false);
-  const auto [loss_sum, right] = read_rows(batch.size);
-  return {right, loss_sum, batch.size};
+  network.loss(*ctx, static_cast<int>(batch.size()), 1.f, false);
+  const auto [loss_sum, right] = read_rows(batch.size());
+  return {right, loss_sum, batch.size()};
 }
 
 void Trainer::Impl::collect_times() {
@@ -273,7 +272,7 @@ Trainer::~Trainer() {
 void Trainer::warmup() { impl_->warmup(); }
 double Trainer::warmup_seconds() const noexcept { return impl_->warmup_seconds; }
 
-void Trainer::step(const StagedBatch& batch) {
+void Trainer::step(const DeviceBatch& batch) {
   impl_->warmup();
   DeviceScope scope(impl_->device_in_use());
   impl_->step(batch);
@@ -289,7 +288,7 @@ StepStats Trainer::last_step() {
   return impl_->last_step();
 }
 
-EvalResult Trainer::evaluate(const StagedBatch& batch) {
+EvalResult Trainer::evaluate(const DeviceBatch& batch) {
   impl_->warmup();
   DeviceScope scope(impl_->device_in_use());
   return impl_->evaluate(batch);

@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "conveyor/train.h"
-#include "ops/image/normalize.h"
-#include "ops/nn/context.h"
+#include "conveyor/ops/normalize.h"
+#include "conveyor/train/trainer.h"
+#include "src/train/layers/context.h"
 #include "src/train/network.h"
 #include "src/train/parameters.h"
 
@@ -44,10 +44,10 @@ class Trainer::Impl {
   explicit Impl(TrainerOptions options);
 
   void warmup();
-  void step(const StagedBatch& batch);
+  void step(const DeviceBatch& batch);
   void set_learning_rate(double learning_rate);
   StepStats last_step();
-  EvalResult evaluate(const StagedBatch& batch);
+  EvalResult evaluate(const DeviceBatch& batch);
   void collect_times();
   std::string placement() const;
   // The device to make current for a call: the trainer's once it holds GPU state, none before.
@@ -68,10 +68,10 @@ class Trainer::Impl {
 
  private:
   // Normalized pixels into the network's input and labels into its label buffer.
-  void stage(const StagedBatch& batch, std::size_t count);
+  void stage(const DeviceBatch& batch, std::size_t count);
   // Drops everything held on the context and the context itself (after a failed warm-up).
   void release() noexcept;
-  void check_batch(const StagedBatch& batch, std::size_t min_size) const;
+  void check_batch(const DeviceBatch& batch, std::size_t min_size) const;
   void run_step_body();
   nn::cpu::SgdHyper hyper() const;
   ops::NormalizeParams normalize_params() const;

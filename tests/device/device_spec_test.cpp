@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
 
 namespace conveyor {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
 
 namespace conveyor {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/device.h"
+#include "conveyor/cuda/device.h"
 #include "support/temp_dir.h"
 
 extern char** environ;

@@ -80,7 +80,7 @@ TEST(DecodeJpeg, FastModeMatchesTurboJpegFastFlagsAndStaysCloseToAccurate) {
   EXPECT_EQ(testing::max_abs_diff(quick.view(), testing::tj_decode(jpeg, 3, 1, true).view()), 0);
   const double difference = testing::mean_abs_diff(quick.view(), accurate.view());
   EXPECT_GT(difference, 0.0);
-  EXPECT_LT(difference, 4.0);  // on photos about 0.6 (FACTS.md); the test picture has more fine texture
+  EXPECT_LT(difference, 4.0);  // on photos about 0.6 (docs/libjpeg-turbo.md); the test picture has more fine texture
 }
 
 TEST(DecodeJpeg, GrayFileGivesOneChannelWithKeepAndReplicatedRgbWithRgb) {

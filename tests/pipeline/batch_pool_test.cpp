@@ -78,10 +78,46 @@ TEST(BatchPool, RejectsAnEmptyConfiguration) {
   EXPECT_THROW(BatchPool::create(1, 1, {0, 1, 1}), InvalidArgument);
 }
 
-TEST(BatchPool, IsPageLockedOnlyWithAGpu) {
-  auto pool = BatchPool::create(1, 1, {1, 1, 1});
-  EXPECT_EQ(pool->pinned(), cuda_device_present());
-  EXPECT_FALSE(BatchPool::create(1, 1, {1, 1, 1}, /*want_pinned=*/false)->pinned());
+TEST(BatchPool, IsPageableByDefault) { EXPECT_FALSE(BatchPool::create(1, 1, {1, 1, 1})->pinned()); }
+
+// Claims page-locked memory and counts what it lends: the pool must take every buffer from the resource
+// it was given, say what kind of memory that is, and give everything back when it dies.
+class CountingMemory final : public HostMemoryResource {
+ public:
+  void* allocate(std::size_t bytes) override {
+    ++allocations;
+    outstanding += bytes;
+    return pageable_->allocate(bytes);
+  }
+  void deallocate(void* memory, std::size_t bytes) noexcept override {
+    outstanding -= bytes;
+    pageable_->deallocate(memory, bytes);
+  }
+  bool page_locked() const noexcept override { return true; }
+  int allocations = 0;
+  std::size_t outstanding = 0;
+
+ private:
+  std::shared_ptr<HostMemoryResource> pageable_ = pageable_host_memory();
+};
+
+TEST(BatchPool, TakesItsBuffersFromTheGivenMemory) {
+  auto memory = std::make_shared<CountingMemory>();
+  {
+    auto pool = BatchPool::create(2, 4, {2, 2, 3}, memory);
+    EXPECT_TRUE(pool->pinned());
+    auto a = pool->acquire();
+    auto b = pool->acquire();
+    ASSERT_TRUE(a && b);
+    EXPECT_TRUE(a->pinned);
+    EXPECT_EQ(memory->allocations, 2);
+    // Pixels, labels and per-sample information of 4 samples fit in what the pool took.
+    EXPECT_GE(memory->outstanding, 2 * (4 * 12 + 4 * sizeof(std::int64_t) + 4 * sizeof(SampleInfo)));
+    a.reset();
+    auto c = pool->acquire();  // reuses a's buffer
+    EXPECT_EQ(memory->allocations, 2);
+  }
+  EXPECT_EQ(memory->outstanding, 0u);
 }
 
 }  // namespace

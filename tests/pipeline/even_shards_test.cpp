@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "conveyor/dataset.h"
@@ -36,6 +37,13 @@ std::uint64_t number_in(const Batch& batch, std::size_t i) {
   return value;
 }
 
+// How many of a batch's samples are padding (SampleInfo::padding).
+std::size_t padded(const Batch& batch) {
+  const std::span<const SampleInfo> samples = batch.samples();
+  return static_cast<std::size_t>(
+      std::count_if(samples.begin(), samples.end(), [](const SampleInfo& s) { return s.padding; }));
+}
+
 struct Delivered {
   std::uint64_t number, epoch, index, seed;
   bool padding;
@@ -59,7 +67,7 @@ RankBatches batches_of(const BatchedDataset& dataset) {
   for (const Batch& batch : dataset) {
     ++out.batches;
     for (std::size_t i = 0; i < batch.size(); ++i)
-      (batch.is_padding(i) ? out.padding : out.real).push_back(number_in(batch, i));
+      (batch.samples()[i].padding ? out.padding : out.real).push_back(number_in(batch, i));
   }
   return out;
 }
@@ -208,14 +216,15 @@ TEST(EvenShards, FailuresUnderSkipBecomePaddingSoTheBatchCountHolds) {
     while (std::optional<Batch> batch = it.next()) {
       sizes.push_back(batch->size());
       for (std::size_t i = 0; i < batch->size(); ++i) {
-        if (!batch->is_padding(i)) {
+        if (!batch->samples()[i].padding) {
           EXPECT_TRUE(real.insert(number_in(*batch, i)).second);
           continue;
         }
         // A hole is a copy of a kept sample of its batch, label and all; a repeat comes from the order.
         bool copy_of_a_kept_sample = false;
         for (std::size_t j = 0; j < batch->size(); ++j)
-          copy_of_a_kept_sample |= !batch->is_padding(j) && number_in(*batch, j) == number_in(*batch, i) &&
+          copy_of_a_kept_sample |= !batch->samples()[j].padding &&
+                                   number_in(*batch, j) == number_in(*batch, i) &&
                                    batch->labels()[j] == batch->labels()[i];
         ++(copy_of_a_kept_sample ? holes : repeats);
       }
@@ -245,9 +254,9 @@ TEST(EvenShards, ABatchWithNothingKeptIsPaddedFromAnEarlierOne) {
     flags.emplace_back();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       numbers.back().push_back(number_in(batch, i));
-      flags.back().push_back(batch.is_padding(i));
+      flags.back().push_back(batch.samples()[i].padding);
     }
-    EXPECT_EQ(batch.padded(),
+    EXPECT_EQ(padded(batch),
               static_cast<std::size_t>(std::count(flags.back().begin(), flags.back().end(), true)));
   }
   ASSERT_EQ(numbers.size(), 3u);
@@ -267,7 +276,7 @@ TEST(EvenShards, OneRankClosesGapsAsWithoutASplit) {
                                 .with_options({.threads = 2})
                                 .batch(2, kNumberShape)) {
     sizes.push_back(batch.size());
-    EXPECT_EQ(batch.padded(), 0u);
+    EXPECT_EQ(padded(batch), 0u);
   }
   EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 2, 1}));
 }
@@ -285,8 +294,8 @@ TEST(EvenShards, DropRemainderStillDropsTheLastPartialBatch) {
 
 TEST(EvenShards, BatchesOfAnUnevenSplitHaveNoPadding) {
   for (const Batch& batch : numbered_memory(9).shard(2, 1).map(number_as_pixels()).batch(4, kNumberShape)) {
-    EXPECT_EQ(batch.padded(), 0u);
-    EXPECT_EQ(batch.padding_flags().size(), batch.size());
+    EXPECT_EQ(padded(batch), 0u);
+    EXPECT_EQ(batch.samples().size(), batch.size());
   }
 }
 

@@ -34,10 +34,9 @@ TEST(FashionMnist, AShortRunOnASubsetLearnsFarAboveChance) {
   options.std = {90.02f, 90.02f, 90.02f};
   options.seed = 3;
   train::Trainer trainer(options);
-  DeviceFeeder feeder(cpu, 3);
+  DeviceFeeder feeder(cpu, {.depth = 3});
 
   PipelineOptions pipeline;
-  pipeline.held_batches = 3;
   const Dataset train_files = Dataset::list_file(kData / "train.txt").shuffle(60'000, 11).take(kTrain);
   for (int epoch = 0; epoch < kEpochs; ++epoch) {
     pipeline.seed = combine_seeds(5, static_cast<std::uint64_t>(epoch));
@@ -47,8 +46,7 @@ TEST(FashionMnist, AShortRunOnASubsetLearnsFarAboveChance) {
                              .with_options(pipeline)
                              .batch(kBatch, shape, /*drop_remainder=*/true)
                              .prefetch(2);
-    auto it = batches.begin();
-    while (std::optional<Batch> batch = it.next()) trainer.step(feeder.stage(std::move(*batch)));
+    for (const DeviceBatch& batch : feeder.feed(batches)) trainer.step(batch);
   }
 
   const auto test_batches = Dataset::list_file(kData / "test.txt")
@@ -58,9 +56,8 @@ TEST(FashionMnist, AShortRunOnASubsetLearnsFarAboveChance) {
                                 .batch(kBatch, shape)
                                 .prefetch(2);
   std::size_t correct = 0, seen = 0;
-  auto it = test_batches.begin();
-  while (std::optional<Batch> batch = it.next()) {
-    const train::EvalResult result = trainer.evaluate(feeder.stage(std::move(*batch)));
+  for (const DeviceBatch& batch : feeder.feed(test_batches)) {
+    const train::EvalResult result = trainer.evaluate(batch);
     correct += result.correct;
     seen += result.count;
   }

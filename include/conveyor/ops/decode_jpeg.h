@@ -1,7 +1,7 @@
 // JPEG decoding on libjpeg-turbo: the whole image, only a window of it (ROI decode), and either of them
 // at a DCT-domain scale of 1/2, 1/4 or 1/8. Output is 8-bit HWC, RGB or gray.
 //
-// Speed paths (see FACTS.md): a window is decoded with jpeg_crop_scanline + jpeg_skip_scanlines and the
+// Speed paths (see docs/libjpeg-turbo.md): a window is decoded with jpeg_crop_scanline + jpeg_skip_scanlines and the
 // decoder stops after the last row it needs; libjpeg's DCT scaling is offered only at the power-of-two
 // factors because the other M/8 factors run slower than no scaling at all.
 //

@@ -1,0 +1,57 @@
+"""The DataLoader datasets the PyTorch peers read JPEG files with: each file read whole and decoded by
+torchvision.io.decode_jpeg on a uint8 tensor, then augmented by torchvision's v2 transforms on that
+tensor. Module-level classes, so that they pickle when a DataLoader starts its workers with spawn or
+forkserver. Imports torch: load it only after checking that torch is there (the peers' require_torch)."""
+
+import torch
+import torchvision
+from torchvision.transforms import v2
+
+
+def read_jpeg(path, mode):
+    """The file's bytes decoded to a C x H x W uint8 tensor (mode: torchvision.io.ImageReadMode)."""
+    with open(path, "rb") as file:
+        data = torch.frombuffer(bytearray(file.read()), dtype=torch.uint8)
+    return torchvision.io.decode_jpeg(data, mode=mode)
+
+
+class JpegFolder(torch.utils.data.Dataset):
+    """(3 x size x size uint8, label) per (path, label): RGB decode, RandomResizedCrop(size) (bilinear,
+    antialiased when shrinking if `antialias`), RandomHorizontalFlip(0.5), ColorJitter(.4, .4, .4):
+    the work of conveyor's decode_random_resized_crop + flip_horizontal + distort."""
+
+    def __init__(self, samples, size, antialias=True):
+        self.samples = samples
+        self.transform = v2.Compose([
+            v2.RandomResizedCrop(size, antialias=antialias),
+            v2.RandomHorizontalFlip(0.5),
+            v2.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.4),
+        ])
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        path, label = self.samples[i]
+        return self.transform(read_jpeg(path, torchvision.io.ImageReadMode.RGB)), label
+
+
+class GrayJpegs(torch.utils.data.Dataset):
+    """(1 x side x side uint8, label) per (path, label): grayscale decode, then, if `augment`, pad `pad`
+    with zeros + RandomCrop(side) + RandomHorizontalFlip(0.5) (conveyor's random_crop(side, side, pad)
+    + flip_horizontal). A file of another size is an error naming it."""
+
+    def __init__(self, samples, side, pad, augment):
+        self.samples, self.side = samples, side
+        self.transform = v2.Compose([v2.RandomCrop(side, padding=pad), v2.RandomHorizontalFlip(0.5)]) \
+            if augment else None
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        path, label = self.samples[i]
+        image = read_jpeg(path, torchvision.io.ImageReadMode.GRAY)
+        if tuple(image.shape) != (1, self.side, self.side):
+            raise ValueError(f"{path}: decoded to {tuple(image.shape)}, expected (1, {self.side}, {self.side})")
+        return (self.transform(image) if self.transform else image), label

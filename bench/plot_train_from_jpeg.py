@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Plots torch_train_from_jpeg results: images/s of one PyTorch ResNet-18 training loop fed by the
+DataLoader, by conveyor and from a batch already on the GPU, eager and under torch.compile, with the
+ratios conveyor / DataLoader and conveyor / on-GPU over each group.
+
+    plot_train_from_jpeg.py RESULTS.json OUT.png
+
+RESULTS.json is what `bench/peers/torch_train_from_jpeg.py --json` writes. A variant that was skipped or
+failed is drawn as an empty slot with its reason under the axis.
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+FEEDS = [("dataloader", "DataLoader", "#c44e52"), ("conveyor", "conveyor", "#55a868"),
+         ("gpu", "batch on the GPU (ceiling)", "#4c72b0")]
+
+
+def main(results_path, out_path):
+    with open(results_path) as f:
+        run = json.load(f)
+    results, ratios = run["results"], run.get("ratios", {})
+    modes = list(results)
+    if not modes:
+        sys.exit(f"plot_train_from_jpeg: {results_path} holds no results")
+    width = 0.8 / len(FEEDS)
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    notes = []
+    top = max([f.get("images_per_s", 0) for by_feed in results.values() for f in by_feed.values()] + [1])
+    for j, (feed, label, color) in enumerate(FEEDS):
+        xs, heights = [], []
+        for i, mode in enumerate(modes):
+            figures = results[mode].get(feed, {})
+            if "images_per_s" in figures:
+                xs.append(i + (j - 1) * width)
+                heights.append(figures["images_per_s"])
+            elif figures:
+                notes.append(f"{mode}/{feed}: {figures.get('skipped') or figures.get('error')}")
+        bars = ax.bar(xs, heights, width, label=label, color=color)
+        ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    for i, mode in enumerate(modes):
+        r = ratios.get(mode, {})
+        parts = [f"{name} {r[key]:.2f}x" for key, name in (("conveyor_over_dataloader", "conveyor/DataLoader"),
+                                                             ("conveyor_over_gpu", "conveyor/GPU")) if r.get(key)]
+        if parts:
+            ax.text(i, top * 1.12, "\n".join(parts), ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(range(len(modes)))
+    ax.set_xticklabels([{"eager": "eager", "compile": "torch.compile"}.get(m, m) for m in modes])
+    ax.set_ylim(0, top * 1.35)
+    ax.set_ylabel("training images / s (timed steps, GPU timeline)")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(f"ResNet-18 bf16, batch {run.get('batch')}, {run.get('workers')} workers / {run.get('threads')} "
+                 f"threads on {run.get('device', '?')} ({run.get('date_utc', '')[:10]})", fontsize=10)
+    if notes:
+        fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom")
+        fig.subplots_adjust(bottom=0.12 + 0.03 * len(notes))
+    fig.tight_layout(rect=(0, 0.03 * len(notes), 1, 1))
+    fig.savefig(out_path, dpi=110)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,71 @@
+// A batch where its consumer reads it, handed over by a DeviceFeeder (conveyor/cuda/device_feeder.h):
+// device memory when the feeder's placement is a GPU, host memory on the CPU.
+//
+// The handle is the consumer's claim on the memory. While it (or a view made from it, such as a DLPack
+// tensor) lives, the feeder never writes into that memory. Releasing it (destructor, release()) marks a
+// point in the consumer's CUDA stream: the feeder overwrites the memory only once that stream has passed
+// the point, so kernels the consumer enqueued before releasing still read this batch's bytes. Nothing to
+// record by hand, nothing to forget. A feeder whose every ring slot is held refuses to stage another
+// batch (Error) rather than overwrite one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "conveyor/batch.h"
+#include "conveyor/image.h"
+#include "conveyor/tensor.h"
+
+namespace conveyor {
+
+namespace detail {
+class SlotHold;
+struct DeviceBatchAccess;
+}  // namespace detail
+
+class DeviceBatch {
+ public:
+  DeviceBatch() = default;
+  DeviceBatch(DeviceBatch&&) noexcept = default;
+  DeviceBatch& operator=(DeviceBatch&&) noexcept = default;
+  DeviceBatch(const DeviceBatch&) = delete;
+  DeviceBatch& operator=(const DeviceBatch&) = delete;
+  ~DeviceBatch() = default;  // releases (see the top of this file)
+
+  explicit operator bool() const noexcept { return hold_ != nullptr; }
+  std::size_t size() const noexcept { return size_; }
+  ImageShape sample_shape() const noexcept { return shape_; }
+  bool on_device() const noexcept { return device_ >= 0; }
+  int device() const noexcept { return device_; }  // CUDA device index; -1 on the CPU
+  std::uint64_t sequence() const noexcept { return sequence_; }
+  std::uint64_t epoch() const noexcept { return epoch_; }
+
+  // (N, H, W, C) uint8 as the pipeline made them, and (N) int64 labels.
+  const TensorView& pixels() const noexcept { return pixels_; }
+  const TensorView& labels() const noexcept { return labels_; }
+  // The images as the model takes them, when the feeder was asked to make them (FeederOptions::normalize:
+  // float32/float16/bfloat16, NCHW or NHWC, per-channel mean and std); an empty view otherwise.
+  const TensorView& images() const noexcept { return images_; }
+  // Who each sample is (host memory, valid while the handle lives).
+  std::span<const SampleInfo> samples() const noexcept { return samples_; }
+
+  // Gives the batch back now (the destructor does the same).
+  void release() noexcept { hold_.reset(); }
+  // Keeps the batch held while the returned reference lives, after this handle is gone: for views
+  // handed to other libraries (conveyor/cuda/dlpack.h).
+  std::shared_ptr<const void> share_hold() const noexcept;
+
+ private:
+  friend struct detail::DeviceBatchAccess;
+  std::shared_ptr<detail::SlotHold> hold_;
+  TensorView pixels_, labels_, images_;
+  std::span<const SampleInfo> samples_;
+  std::size_t size_ = 0;
+  ImageShape shape_;
+  int device_ = -1;
+  std::uint64_t sequence_ = 0, epoch_ = 0;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""check_layers.py [REPO] — the one-way rule of docs/architecture.md, checked on every #include.
+
+conveyor is built in wings, each a CMake target, whose dependencies point only down:
+
+    train     src/train/, include/conveyor/train/                      conveyor::train
+    device    src/device/, include/conveyor/cuda/                      conveyor::cuda
+    pipeline  src/{sources,memory,observe,pipeline}/, the rest of       conveyor::data
+              include/conveyor/*.h
+    ops       ops/, include/conveyor/ops.h, include/conveyor/ops/      conveyor::data
+    core      src/core/, include/conveyor/{error,image,sample,random,  conveyor::data
+              batch,host_memory,version,tensor,dlpack,
+              ranks}.h
+
+A file may include files of its own wing and of the wings below it, never above. The data wing (core,
+ops, pipeline) includes no CUDA header and the device wing none of cuDNN, cuBLAS or NCCL. Prints every
+violation with file and line and exits 1 when there is one; 0 and a one-line summary otherwise.
+"""
+import pathlib
+import re
+import sys
+
+WINGS = ["core", "ops", "pipeline", "device", "train"]
+RANK = {wing: i for i, wing in enumerate(WINGS)}
+CORE_HEADERS = {"error.h", "image.h", "sample.h", "random.h", "batch.h", "host_memory.h", "version.h", "tensor.h",
+                "dlpack.h", "ranks.h"}
+# System headers a wing may not use: the libraries of the wings above it.
+CUDA_HEADERS = re.compile(r"^(cuda[a-z_]*\.h|cuda/.*|cuda_runtime.*|cudnn.*\.h|cublas.*\.h|nccl\.h|nvjpeg\.h|"
+                          r"cuda_(bf16|fp16)\.h|curand.*\.h)$")
+TRAIN_ONLY_HEADERS = re.compile(r"^(cudnn.*\.h|cublas.*\.h|nccl\.h)$")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def wing_of(path):
+    """The wing of a repository-relative path, or None for files outside the library (tests, programs)."""
+    parts = path.parts
+    if parts[:2] == ("include", "conveyor"):
+        rest = parts[2:]
+        if rest == ("conveyor.h",):
+            return "umbrella"
+        if rest[0] == "cuda":
+            return "device"
+        if rest[0] == "train":
+            return "train"
+        if rest[0] == "ops" or rest == ("ops.h",):
+            return "ops"
+        if len(rest) == 1 and rest[0] in CORE_HEADERS:
+            return "core"
+        return "pipeline"
+    if parts[0] == "ops":
+        return "ops"
+    if parts[0] == "src" and len(parts) > 2:
+        return {"core": "core", "sources": "pipeline", "memory": "pipeline", "observe": "pipeline",
+                "pipeline": "pipeline", "device": "device", "train": "train"}.get(parts[1])
+    return None
+
+
+def target_of(include):
+    """Where a quoted include points, relative to the repository."""
+    if include.startswith("conveyor/"):
+        return pathlib.Path("include") / include
+    return pathlib.Path(include)
+
+
+def main():
+    repo = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+    problems, checked = [], 0
+    for root in ("include", "src", "ops"):
+        for path in sorted((repo / root).rglob("*")):
+            if path.suffix not in {".h", ".cpp", ".cu", ".cuh"} or not path.is_file():
+                continue
+            relative = path.relative_to(repo)
+            wing = wing_of(relative)
+            if wing is None:
+                problems.append(f"{relative}: not in any wing (see scripts/check_layers.py)")
+                continue
+            checked += 1
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                match = INCLUDE.match(line)
+                if not match:
+                    continue
+                kind, name = match.groups()
+                where = f"{relative}:{number}"
+                if kind == "<":
+                    if wing in ("core", "ops", "pipeline") and CUDA_HEADERS.match(name):
+                        problems.append(f"{where}: the data wing includes the CUDA header <{name}>")
+                    elif wing == "device" and TRAIN_ONLY_HEADERS.match(name):
+                        problems.append(f"{where}: the device wing includes <{name}>, a library of the training wing")
+                    continue
+                if wing == "umbrella":
+                    continue
+                target_wing = wing_of(target_of(name))
+                if target_wing is None:
+                    problems.append(f'{where}: includes "{name}", which is not in a wing of the library')
+                elif target_wing == "umbrella" or RANK[target_wing] > RANK[wing]:
+                    problems.append(f'{where}: the {wing} wing includes "{name}" of the {target_wing} wing above it')
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"check_layers: {len(problems)} violation(s) of the one-way rule (docs/architecture.md)")
+        return 1
+    print(f"check_layers: {checked} files, every include points down or sideways")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+#include "conveyor/version.h"
+
+namespace conveyor {
+
+const char* library_version() noexcept { return CONVEYOR_VERSION_STRING; }
+
+}  // namespace conveyor

@@ -1,0 +1,61 @@
+// DeviceBatch's handle plumbing, shared by both feeder backends.
+#include "conveyor/cuda/device_batch.h"
+
+#include <string>
+
+#include "conveyor/error.h"
+#include "src/device/feeder_backend.h"
+#include "src/device/normalized_images.h"
+
+namespace conveyor {
+
+std::shared_ptr<const void> DeviceBatch::share_hold() const noexcept { return hold_; }
+
+namespace detail {
+
+DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts& parts) {
+  DeviceBatch batch;
+  batch.hold_ = std::move(hold);
+  batch.pixels_ = parts.pixels;
+  batch.labels_ = parts.labels;
+  batch.images_ = parts.images;
+  batch.samples_ = parts.samples;
+  batch.size_ = parts.size;
+  batch.shape_ = parts.shape;
+  batch.device_ = parts.device;
+  batch.sequence_ = parts.sequence;
+  batch.epoch_ = parts.epoch;
+  return batch;
+}
+
+void throw_all_slots_held(std::size_t depth) {
+  throw Error("DeviceFeeder: all " + std::to_string(depth) +
+              " ring slots are held by DeviceBatch handles (or views of them) still alive; release one "
+              "(let it go out of scope, or call release()) before staging another, or make the feeder "
+              "deeper (FeederOptions::depth). The feeder never overwrites a batch in use.");
+}
+
+DType dtype_of(ops::ElementType type) noexcept {
+  switch (type) {
+    case ops::ElementType::float32:
+      return DType::float32;
+    case ops::ElementType::float16:
+      return DType::float16;
+    case ops::ElementType::bfloat16:
+      return DType::bfloat16;
+  }
+  return DType::float32;
+}
+
+TensorView normalized_images(void* data, std::size_t count, ImageShape shape,
+                             const ops::NormalizeParams& params, int device, bool pinned) {
+  const auto n = static_cast<std::int64_t>(count);
+  if (params.layout == ops::TensorLayout::chw)
+    return TensorView::contiguous(data, dtype_of(params.type), {n, shape.channels, shape.height, shape.width},
+                                  device, pinned);
+  return TensorView::contiguous(data, dtype_of(params.type), {n, shape.height, shape.width, shape.channels},
+                                device, pinned);
+}
+
+}  // namespace detail
+}  // namespace conveyor

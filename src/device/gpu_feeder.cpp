@@ -1,0 +1,297 @@
+#include "src/device/gpu_feeder.h"
+
+#include <algorithm>
+#include <string>
+
+#include "conveyor/error.h"
+#include "src/device/cuda_check.h"
+#include "src/device/normalize.h"
+#include "src/device/normalized_images.h"
+
+namespace conveyor::detail {
+namespace {
+
+constexpr const char* kContext = "DeviceFeeder";
+constexpr std::size_t kAlignment = 256;  // labels and images start on their own DMA-friendly boundary
+
+std::size_t round_up(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Page-locked memory is what the copy engine can read directly; ask CUDA rather than trust a flag.
+bool is_page_locked(const void* host) {
+  cudaPointerAttributes attributes{};
+  const cudaError_t status = cudaPointerGetAttributes(&attributes, host);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+}  // namespace
+
+GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemoryPool* shared_pool)
+    : device_(device),
+      options_(options),
+      pool_(shared_pool),
+      held_(static_cast<std::size_t>(options.depth)),
+      slots_(held_.size()) {
+  cuda::DeviceGuard guard(device_);
+  if (pool_ == nullptr) {
+    own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
+    pool_ = own_pool_.get();
+  } else if (pool_->device() != device_) {
+    throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
+                          " was given the memory pool of gpu:" + std::to_string(pool_->device()));
+  }
+  copy_.emplace();
+  own_consumer_.emplace();
+  consumer_ = own_consumer_->get();
+  returner_ = std::thread([this] {
+    // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
+    // stray context on) device 0. A failure here shows up as a failed event wait below.
+    cudaSetDevice(device_);
+    return_batches();
+  });
+}
+
+GpuFeeder::~GpuFeeder() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  returner_.join();  // it drains the queue first: every copy has finished and every batch is back
+  try {
+    cuda::DeviceGuard guard(device_);
+    // No batch is held any more (each hold keeps this object alive), but the last consumers may still
+    // read: free each buffer in stream order after its release point.
+    for (Slot& slot : slots_) {
+      cudaStreamWaitEvent(copy_->get(), slot.released.get(), 0);
+      slot.buffer.reset();
+    }
+    cudaStreamSynchronize(copy_->get());
+  } catch (const Error&) {
+    // A destructor cannot report; the CUDA context is broken if the guard failed.
+  }
+}
+
+void GpuFeeder::rethrow_failure_locked() const {
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+cudaStream_t GpuFeeder::consumer_stream() const { return consumer_; }
+
+void GpuFeeder::set_consumer_stream(cudaStream_t stream) {
+  if (held_.held() > 0)
+    throw Error("DeviceFeeder: the consumer stream can change only while no batch is held (" +
+                std::to_string(held_.held()) + " held now)");
+  consumer_ = stream != nullptr ? stream : own_consumer_->get();
+}
+
+void GpuFeeder::read_on(std::size_t index, cudaStream_t stream) {
+  cuda::DeviceGuard guard(device_);
+  Slot& slot = slots_[index];
+  CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.ready.get(), 0),
+                "DeviceFeeder (a batch read on another stream)");
+  std::lock_guard lock(mutex_);
+  if (stream != slot.consumer &&
+      std::find(slot.readers.begin(), slot.readers.end(), stream) == slot.readers.end())
+    slot.readers.push_back(stream);
+}
+
+cudaStream_t GpuFeeder::consumer_of(std::size_t index) const { return slots_[index].consumer; }
+
+void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, const Batch& batch) {
+  const ImageShape shape = batch.sample_shape();
+  const std::size_t capacity = std::max(batch.capacity(), batch.size());
+  const std::size_t pixel_bytes = capacity * shape.bytes();
+  const std::size_t label_bytes = capacity * sizeof(std::int64_t);
+  const std::size_t image_bytes =
+      options_.normalize ? capacity * shape.bytes() * ops::element_size(options_.normalize->type) : 0;
+  const std::size_t label_offset = round_up(pixel_bytes);
+  const std::size_t images_offset = round_up(label_offset + label_bytes);
+  if (slot.buffer && slot.pixel_capacity >= pixel_bytes && slot.label_offset == label_offset &&
+      slot.buffer.bytes() >= images_offset + image_bytes)
+    return;
+  // The copy stream already waits for the slot's release point, so freeing here (stream-ordered) cannot
+  // pull the memory from under a consumer that still reads it.
+  slot.buffer.reset();
+  slot.pixel_capacity = 0;
+  const std::string what = "DeviceFeeder ring slot " + std::to_string(index) + " (" +
+                           std::to_string(capacity) + " x " + std::to_string(shape.height) + "x" +
+                           std::to_string(shape.width) + "x" + std::to_string(shape.channels) +
+                           " uint8 pixels + int64 labels" + (image_bytes ? " + normalized images" : "") + ")";
+  slot.buffer = pool_->allocate(images_offset + image_bytes, copy_->get(), what);
+  slot.pixel_capacity = pixel_bytes;
+  slot.label_offset = label_offset;
+  slot.images_offset = images_offset;
+  std::lock_guard lock(mutex_);
+  ++stats_.allocations;
+}
+
+DeviceBatch GpuFeeder::stage(Batch batch) {
+  cuda::DeviceGuard guard(device_);
+  {
+    std::lock_guard lock(mutex_);
+    rethrow_failure_locked();
+  }
+  const std::optional<std::size_t> taken = held_.take();
+  if (!taken) throw_all_slots_held(held_.size());
+  const std::size_t index = *taken;
+  Slot& slot = slots_[index];
+  DeviceBatchAccess::Parts parts;
+  std::size_t copied = 0;
+  bool pageable = false;
+  cudaStream_t stream = copy_->get();
+  try {
+    {
+      // The previous copy out of this slot's pinned batch was issued at least one stage() ago and has
+      // almost always finished; if not, the copy engine is the bottleneck and waiting is the right
+      // back-pressure.
+      std::unique_lock lock(mutex_);
+      if (slot.in_flight) {
+        ++stats_.host_waits;
+        changed_.wait(lock, [&] { return !slot.in_flight || failure_; });
+      }
+      rethrow_failure_locked();
+    }
+    CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.released.get(), 0), kContext);
+    ensure_capacity(slot, index, batch);
+    const std::span<const std::uint8_t> pixels = batch.pixels();
+    const std::span<const std::int64_t> labels = batch.labels();
+    auto* device_pixels = slot.buffer.as<std::uint8_t>();
+    auto* device_labels = reinterpret_cast<std::int64_t*>(device_pixels + slot.label_offset);
+    pageable = !is_page_locked(pixels.data());
+    slot.start.record(stream);
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(device_pixels, pixels.data(), pixels.size_bytes(), cudaMemcpyHostToDevice, stream),
+        kContext);
+    CONVEYOR_CUDA(
+        cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
+        kContext);
+    const ImageShape shape = batch.sample_shape();
+    const auto n = static_cast<std::int64_t>(batch.size());
+    if (options_.normalize) {
+      void* images = device_pixels + slot.images_offset;
+      ops::normalize_batch_cuda(device_pixels, batch.size(), shape, *options_.normalize, images, stream);
+      parts.images = normalized_images(images, batch.size(), shape, *options_.normalize, device_, false);
+    }
+    slot.ready.record(stream);
+    CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kContext);
+    copied = pixels.size_bytes() + labels.size_bytes();
+    parts.pixels = TensorView::contiguous(device_pixels, DType::uint8,
+                                          {n, shape.height, shape.width, shape.channels}, device_);
+    parts.labels = TensorView::contiguous(device_labels, DType::int64, {n}, device_);
+  } catch (...) {
+    // Part of the batch may still be on its way: its memory must not go back to the pool before that.
+    cudaStreamSynchronize(stream);
+    held_.give_back(index);
+    throw;
+  }
+  slot.consumer = consumer_;
+  slot.samples.assign(batch.samples().begin(), batch.samples().end());
+  parts.samples = slot.samples;
+  parts.size = batch.size();
+  parts.shape = batch.sample_shape();
+  parts.device = device_;
+  parts.sequence = batch.sequence();
+  parts.epoch = batch.epoch();
+  {
+    std::lock_guard lock(mutex_);
+    slot.readers.clear();
+    slot.in_flight = true;
+    ++stats_.batches;
+    if (pageable) ++stats_.pageable;
+    queue_.push_back({index, std::move(batch), copied});
+  }
+  changed_.notify_all();
+  // The hold is made last: from here on its destructor, not this function, gives the slot back.
+  return DeviceBatchAccess::make(std::make_shared<SlotHold>(shared_from_this(), index), parts);
+}
+
+void GpuFeeder::release(std::size_t index) noexcept {
+  Slot& slot = slots_[index];
+  try {
+    cuda::DeviceGuard guard(device_);
+    std::vector<cudaStream_t> readers;
+    {
+      std::lock_guard lock(mutex_);
+      readers.swap(slot.readers);
+    }
+    // Join every other reader into the consumer stream, then mark the consumer's point: the next copy
+    // into this slot waits for it.
+    for (cudaStream_t reader : readers) {
+      slot.joined.record(reader);
+      CONVEYOR_CUDA(cudaStreamWaitEvent(slot.consumer, slot.joined.get(), 0),
+                    "DeviceFeeder (releasing a batch)");
+    }
+    slot.released.record(slot.consumer);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::current_exception();
+  }
+  held_.give_back(index);
+  changed_.notify_all();
+}
+
+void GpuFeeder::return_batches() {
+  for (;;) {
+    InFlight item;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Slot& slot = slots_[item.slot];
+    float milliseconds = 0;
+    std::exception_ptr failure;
+    try {
+      slot.ready.synchronize();
+      milliseconds = cuda::Event::elapsed_ms(slot.start, slot.ready);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    // The copy is over (or the context is lost and nothing reads the memory any more): the pinned buffer
+    // goes back to its pool now, on this thread, outside the lock.
+    item.batch.release();
+    {
+      std::lock_guard lock(mutex_);
+      slot.in_flight = false;
+      if (failure) {
+        if (!failure_) failure_ = failure;
+      } else {
+        ++stats_.copies;
+        stats_.bytes += item.bytes;
+        stats_.copy_seconds += milliseconds / 1000.0;
+      }
+    }
+    changed_.notify_all();
+  }
+}
+
+void GpuFeeder::synchronize() {
+  cuda::DeviceGuard guard(device_);
+  copy_->synchronize();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] {
+    if (failure_) return true;
+    for (const Slot& slot : slots_)
+      if (slot.in_flight) return false;
+    return true;
+  });
+  rethrow_failure_locked();
+}
+
+FeederStats GpuFeeder::stats() const {
+  FeederStats stats;
+  {
+    std::lock_guard lock(mutex_);
+    stats = stats_;
+  }
+  stats.held = held_.held();
+  return stats;
+}
+
+}  // namespace conveyor::detail

@@ -1,0 +1,100 @@
+// The GPU side of DeviceFeeder: a ring of device buffers filled by cudaMemcpyAsync on a copy stream (and
+// normalized there when asked), made ready on the consumer stream, and a returner thread that gives each
+// pinned batch back to its pool the moment its copy has finished.
+//
+// Why a thread and not cudaLaunchHostFunc: a host function runs on CUDA's internal thread and must not
+// call CUDA, but releasing a Batch runs its pool's deleter, which is not ours to constrain (a pool being
+// torn down frees pinned memory with cudaFreeHost). It would also stall the copy stream while it runs.
+// Polling the copy's event at the next stage() call would hold every pinned buffer for a whole training
+// step instead of for the copy. The returner sleeps in cudaEventSynchronize on a blocking-sync event, so it
+// costs no core, and releases each batch on a thread the feeder owns and joins.
+//
+// Reuse of a slot: when the last hold of a DeviceBatch dies, an event is recorded on its consumer stream
+// (after joining every other stream that read the batch: read_on()); the copy stream waits on that event
+// before writing the slot again. So neither host thread blocks, and no kernel the consumer enqueued before
+// releasing can see the next batch's bytes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "src/device/cuda_handles.h"
+#include "src/device/device_memory.h"
+#include "src/device/feeder_backend.h"
+
+namespace conveyor::detail {
+
+class GpuFeeder final : public FeederBackend {
+ public:
+  // shared_pool may be null: the feeder then owns a pool without a limit.
+  GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemoryPool* shared_pool);
+  ~GpuFeeder() override;
+  GpuFeeder(const GpuFeeder&) = delete;
+  GpuFeeder& operator=(const GpuFeeder&) = delete;
+
+  DeviceBatch stage(Batch batch) override;
+  void synchronize() override;
+  FeederStats stats() const override;
+  void release(std::size_t slot) noexcept override;
+
+  int device() const noexcept { return device_; }
+  cudaStream_t consumer_stream() const;
+  // Only while no batch is held: batches already handed out keep the stream they were made ready on.
+  void set_consumer_stream(cudaStream_t stream);
+  // `stream` waits for the batch in `slot` now and is joined before the slot is reused.
+  void read_on(std::size_t slot, cudaStream_t stream);
+  // The stream a held batch was made ready on.
+  cudaStream_t consumer_of(std::size_t slot) const;
+
+ private:
+  struct Slot {
+    cuda::DeviceBuffer buffer;  // pixels, labels at label_offset, normalized images at images_offset
+    std::size_t pixel_capacity = 0, label_offset = 0, images_offset = 0;
+    cuda::Event start{true};  // copy begins (timing)
+    cuda::Event ready{true,
+                      true};  // copy (and normalize) ends: consumers wait on it, the returner sleeps on it
+    cuda::Event released;     // recorded on the consumer stream when the batch is given back
+    cuda::Event joined;       // scratch for joining reader streams into the consumer stream
+    cudaStream_t consumer = nullptr;    // the stream the held batch was made ready on
+    std::vector<cudaStream_t> readers;  // other streams that read it (read_on)
+    std::vector<SampleInfo> samples;    // host copy: the pinned batch goes back after the copy
+    bool in_flight = false;             // a copy was issued and the returner has not retired it
+  };
+  struct InFlight {
+    std::size_t slot;
+    Batch batch;
+    std::size_t bytes;
+  };
+
+  void ensure_capacity(Slot& slot, std::size_t index, const Batch& batch);
+  void return_batches();
+  void rethrow_failure_locked() const;
+
+  const int device_;
+  const FeederOptions options_;
+  std::unique_ptr<cuda::DeviceMemoryPool> own_pool_;  // before the streams and buffers: destroyed after them
+  cuda::DeviceMemoryPool* pool_;
+  std::optional<cuda::Stream> copy_, own_consumer_;  // made with the device current
+  cudaStream_t consumer_ = nullptr;
+  HeldSlots held_;
+  std::vector<Slot> slots_;  // never resized after construction
+
+  mutable std::mutex mutex_;  // slots' in_flight and readers, queue_, stats_, failure_
+  std::condition_variable changed_;
+  std::deque<InFlight> queue_;
+  FeederStats stats_;
+  std::exception_ptr failure_;  // a copy or a release that failed on another thread, rethrown to the caller
+  bool stopping_ = false;
+  std::thread returner_;  // last: started when everything else exists, joined in the destructor
+};
+
+}  // namespace conveyor::detail

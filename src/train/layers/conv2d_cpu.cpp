@@ -1,0 +1,129 @@
+// CPU reference convolution, NHWC activations and KRSC filters. Each loop nest keeps a contiguous
+// channel run innermost so the compiler vectorises it without reassociating any sum.
+#include <algorithm>
+#include <vector>
+
+#include "conveyor/train/nn/reference.h"
+#include "src/train/layers/cpu_parallel.h"
+
+namespace conveyor::nn::cpu {
+namespace {
+
+std::size_t offset(const Shape4& s, int n, int y, int x) {
+  return ((static_cast<std::size_t>(n) * s.h + y) * s.w + x) * s.c;
+}
+
+}  // namespace
+
+template <class T>
+void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
+  const Shape4 in = g.input, out = g.output();
+  const int K = g.out_channels, C = in.c, R = g.kernel;
+  // Filters transposed to R x S x C x K: the innermost loop then runs over contiguous output channels.
+  std::vector<T> wt(g.weight_count());
+  for (int k = 0; k < K; ++k)
+    for (int r = 0; r < R; ++r)
+      for (int s = 0; s < R; ++s)
+        for (int c = 0; c < C; ++c)
+          wt[((static_cast<std::size_t>(r) * R + s) * C + c) * K + k] =
+              w[((static_cast<std::size_t>(k) * R + r) * R + s) * C + c];
+  parallel_ranges(static_cast<std::size_t>(out.n) * out.h, 1, [&](std::size_t begin, std::size_t end) {
+    std::vector<T> acc(K);
+    for (std::size_t row = begin; row < end; ++row) {
+      const int n = static_cast<int>(row / out.h), oy = static_cast<int>(row % out.h);
+      for (int ox = 0; ox < out.w; ++ox) {
+        std::fill(acc.begin(), acc.end(), T(0));
+        for (int r = 0; r < R; ++r) {
+          const int iy = oy * g.stride - g.pad + r;
+          if (iy < 0 || iy >= in.h) continue;
+          for (int s = 0; s < R; ++s) {
+            const int ix = ox * g.stride - g.pad + s;
+            if (ix < 0 || ix >= in.w) continue;
+            const T* xp = x + offset(in, n, iy, ix);
+            const T* wp = wt.data() + (static_cast<std::size_t>(r) * R + s) * C * K;
+            for (int c = 0; c < C; ++c) {
+              const T xv = xp[c];
+              const T* wk = wp + static_cast<std::size_t>(c) * K;
+              for (int k = 0; k < K; ++k) acc[k] += xv * wk[k];
+            }
+          }
+        }
+        std::copy(acc.begin(), acc.end(), y + offset(out, n, oy, ox));
+      }
+    }
+  });
+}
+
+template <class T>
+void conv2d_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx, bool accumulate) {
+  const Shape4 in = g.input, out = g.output();
+  const int K = g.out_channels, C = in.c, R = g.kernel;
+  const std::size_t image = static_cast<std::size_t>(in.h) * in.w * C;
+  // One image per task: the scatter into dx never crosses images, so tasks never share an output.
+  parallel_ranges(static_cast<std::size_t>(in.n), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t nn = begin; nn < end; ++nn) {
+      const int n = static_cast<int>(nn);
+      if (!accumulate) std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
+      for (int oy = 0; oy < out.h; ++oy)
+        for (int ox = 0; ox < out.w; ++ox) {
+          const T* gp = dy + offset(out, n, oy, ox);
+          for (int r = 0; r < R; ++r) {
+            const int iy = oy * g.stride - g.pad + r;
+            if (iy < 0 || iy >= in.h) continue;
+            for (int s = 0; s < R; ++s) {
+              const int ix = ox * g.stride - g.pad + s;
+              if (ix < 0 || ix >= in.w) continue;
+              T* dxp = dx + offset(in, n, iy, ix);
+              for (int k = 0; k < K; ++k) {
+                const T gk = gp[k];
+                if (gk == T(0)) continue;
+                const T* wp = w + ((static_cast<std::size_t>(k) * R + r) * R + s) * C;
+                for (int c = 0; c < C; ++c) dxp[c] += gk * wp[c];
+              }
+            }
+          }
+        }
+    }
+  });
+}
+
+template <class T>
+void conv2d_backward_filter(const ConvGeometry& g, const T* x, const T* dy, T* dw) {
+  const Shape4 in = g.input, out = g.output();
+  const int K = g.out_channels, C = in.c, R = g.kernel;
+  const std::size_t filter = static_cast<std::size_t>(R) * R * C;
+  // One output channel per task: each task owns its K-slice of dw and reads all of x.
+  parallel_ranges(static_cast<std::size_t>(K), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t kk = begin; kk < end; ++kk) {
+      T* dwk = dw + kk * filter;
+      std::fill(dwk, dwk + filter, T(0));
+      for (int n = 0; n < out.n; ++n)
+        for (int oy = 0; oy < out.h; ++oy)
+          for (int ox = 0; ox < out.w; ++ox) {
+            const T gk = dy[offset(out, n, oy, ox) + kk];
+            if (gk == T(0)) continue;
+            for (int r = 0; r < R; ++r) {
+              const int iy = oy * g.stride - g.pad + r;
+              if (iy < 0 || iy >= in.h) continue;
+              for (int s = 0; s < R; ++s) {
+                const int ix = ox * g.stride - g.pad + s;
+                if (ix < 0 || ix >= in.w) continue;
+                const T* xp = x + offset(in, n, iy, ix);
+                T* dwp = dwk + (static_cast<std::size_t>(r) * R + s) * C;
+                for (int c = 0; c < C; ++c) dwp[c] += gk * xp[c];
+              }
+            }
+          }
+    }
+  });
+}
+
+#define CONVEYOR_INSTANTIATE(T)                                                             \
+  template void conv2d_forward<T>(const ConvGeometry&, const T*, const T*, T*);             \
+  template void conv2d_backward_data<T>(const ConvGeometry&, const T*, const T*, T*, bool); \
+  template void conv2d_backward_filter<T>(const ConvGeometry&, const T*, const T*, T*);
+CONVEYOR_INSTANTIATE(float)
+CONVEYOR_INSTANTIATE(double)
+#undef CONVEYOR_INSTANTIATE
+
+}  // namespace conveyor::nn::cpu

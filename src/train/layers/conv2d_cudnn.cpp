@@ -1,0 +1,194 @@
+#include "src/train/layers/conv2d_cudnn.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "conveyor/error.h"
+
+namespace conveyor::nn {
+namespace {
+
+std::string shape_key(const ConvGeometry& g, DType type, bool backward_data) {
+  const Shape4& s = g.input;
+  return std::to_string(s.n) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w) + "x" +
+         std::to_string(s.c) + " k" + std::to_string(g.out_channels) + " r" + std::to_string(g.kernel) +
+         " s" + std::to_string(g.stride) + " p" + std::to_string(g.pad) + " " + to_string(type) +
+         (backward_data ? " +dgrad" : "");
+}
+
+// The first usable candidate: it ran (or cuDNN expects it to), fits the workspace budget and, when asked,
+// is deterministic. cudnnFind*Ex sorts by measured time, cudnnGet*_v7 by cuDNN's expectation.
+template <class Perf>
+const Perf& first_usable(const Perf* perf, int count, std::size_t budget, bool deterministic_only,
+                         const std::string& layer, const char* what) {
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= budget &&
+        (!deterministic_only || perf[i].determinism == CUDNN_DETERMINISTIC))
+      return perf[i];
+  throw DeviceError(layer + ": cuDNN has no " + (deterministic_only ? "deterministic " : "") + what +
+                    " algorithm for this shape and precision (" + std::to_string(count) +
+                    " candidates, workspace budget " + std::to_string(budget) + " bytes)");
+}
+
+}  // namespace
+
+ConvCudnn::ConvCudnn(CudaContext& cuda, std::string name, const ConvGeometry& geometry, bool needs_input_grad)
+    : name_(std::move(name)),
+      geometry_(geometry),
+      dtype_(cuda.dtype()),
+      needs_input_grad_(needs_input_grad),
+      x_desc_(make_nhwc_descriptor(geometry.input, cuda.dtype(), name_)),
+      y_desc_(make_nhwc_descriptor(geometry.output(), cuda.dtype(), name_)) {
+  const ConvGeometry& g = geometry_;
+  CONVEYOR_CUDNN(cudnnSetFilter4dDescriptor(w_desc_.get(), cudnn_type(dtype_), CUDNN_TENSOR_NHWC,
+                                            g.out_channels, g.input.c, g.kernel, g.kernel),
+                 name_);
+  // Accumulation in fp32 for every storage type (cuDNN's PSEUDO_HALF / BFLOAT16 configurations).
+  const cudnnMathType_t math = dtype_ == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  for (const ConvolutionDescriptor* d : {&forward_desc_, &backward_data_desc_, &backward_filter_desc_}) {
+    CONVEYOR_CUDNN(cudnnSetConvolution2dDescriptor(d->get(), g.pad, g.pad, g.stride, g.stride, 1, 1,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                   name_);
+    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(d->get(), math), name_);
+  }
+}
+
+void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y,
+                                  const Tensor& dx, void* dw) {
+  auto& cache = cuda.conv_algorithms();
+  const std::string key = shape_key(geometry_, dtype_, needs_input_grad_);
+  if (const auto found = cache.find(key); found != cache.end()) {
+    algorithms_ = found->second;
+  } else {
+    const auto [scratch, budget] = cuda.search_workspace();
+    // Deterministic: cuDNN's heuristic order, which depends only on the shape and the card, so every run
+    // takes the same algorithms. Otherwise: timed on these tensors, the fastest that fits.
+    const bool heuristic = cuda.deterministic_algorithms();
+    ConvAlgorithms& a = algorithms_;
+    {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int count = 0;
+      if (heuristic) {
+        CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+                                                              forward_desc_.get(), y_desc_.get(),
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+                       name_ + " (algorithm heuristics, forward)");
+      } else {
+        CONVEYOR_CUDNN(
+            cudnnFindConvolutionForwardAlgorithmEx(
+                cuda.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w, forward_desc_.get(), y_desc_.get(),
+                y.data, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, scratch, budget),
+            name_ + " (algorithm search, forward)");
+      }
+      const auto& best = first_usable(perf, count, budget, heuristic, name_, "forward");
+      a.forward = best.algo, a.forward_math = best.mathType, a.forward_bytes = best.memory;
+      a.forward_ms = heuristic ? -1.f : best.time;
+    }
+    {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int count = 0;
+      if (heuristic) {
+        CONVEYOR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                           cuda.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(),
+                           w_desc_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
+                       name_ + " (algorithm heuristics, backward filter)");
+      } else {
+        // y stands in for dy: same shape, and only the timing matters here.
+        CONVEYOR_CUDNN(
+            cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                cuda.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
+                w_desc_.get(), dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, scratch, budget),
+            name_ + " (algorithm search, backward filter)");
+      }
+      const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-filter");
+      a.backward_filter = best.algo, a.backward_filter_math = best.mathType;
+      a.backward_filter_bytes = best.memory, a.backward_filter_ms = heuristic ? -1.f : best.time;
+    }
+    if (needs_input_grad_) {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int count = 0;
+      if (heuristic) {
+        CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                           cuda.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(),
+                           x_desc_.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                       name_ + " (algorithm heuristics, backward data)");
+      } else {
+        CONVEYOR_CUDNN(
+            cudnnFindConvolutionBackwardDataAlgorithmEx(
+                cuda.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(),
+                x_desc_.get(), dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
+            name_ + " (algorithm search, backward data)");
+      }
+      const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-data");
+      a.backward_data = best.algo, a.backward_data_math = best.mathType;
+      a.backward_data_bytes = best.memory, a.backward_data_ms = heuristic ? -1.f : best.time;
+      a.has_backward_data = true;
+    }
+    cache.emplace(key, a);
+  }
+  // fp32 stays on FMA math whatever the search reports, so that no direction silently uses TF32.
+  if (dtype_ != DType::f32) {
+    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), algorithms_.forward_math), name_);
+    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_filter_desc_.get(), algorithms_.backward_filter_math),
+                   name_);
+    if (needs_input_grad_)
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_data_desc_.get(), algorithms_.backward_data_math),
+                     name_);
+  }
+  cuda.require_workspace(std::max({algorithms_.forward_bytes, algorithms_.backward_filter_bytes,
+                                   needs_input_grad_ ? algorithms_.backward_data_bytes : std::size_t{0}}));
+  ready_ = true;
+}
+
+void ConvCudnn::require_ready() const {
+  if (!ready_) throw InvalidArgument(name_ + ": prepare() the layer before running it");
+}
+
+void ConvCudnn::forward(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y) const {
+  require_ready();
+  const float one = 1.f, zero = 0.f;
+  CONVEYOR_CUDNN(cudnnConvolutionForward(cuda.cudnn(), &one, x_desc_.get(), x.data, w_desc_.get(), w,
+                                         forward_desc_.get(), algorithms_.forward, cuda.workspace(),
+                                         cuda.workspace_bytes(), &zero, y_desc_.get(), y.data),
+                 name_ + " (forward)");
+}
+
+void ConvCudnn::backward_data(CudaContext& cuda, const Tensor& dy, const void* w, const Tensor& dx,
+                              bool accumulate) const {
+  require_ready();
+  const float one = 1.f, beta = accumulate ? 1.f : 0.f;
+  CONVEYOR_CUDNN(
+      cudnnConvolutionBackwardData(cuda.cudnn(), &one, w_desc_.get(), w, y_desc_.get(), dy.data,
+                                   backward_data_desc_.get(), algorithms_.backward_data, cuda.workspace(),
+                                   cuda.workspace_bytes(), &beta, x_desc_.get(), dx.data),
+      name_ + " (backward data)");
+}
+
+void ConvCudnn::backward_filter(CudaContext& cuda, const Tensor& x, const Tensor& dy, void* dw) const {
+  require_ready();
+  const float one = 1.f, zero = 0.f;
+  CONVEYOR_CUDNN(
+      cudnnConvolutionBackwardFilter(cuda.cudnn(), &one, x_desc_.get(), x.data, y_desc_.get(), dy.data,
+                                     backward_filter_desc_.get(), algorithms_.backward_filter,
+                                     cuda.workspace(), cuda.workspace_bytes(), &zero, w_desc_.get(), dw),
+      name_ + " (backward filter)");
+}
+
+std::string ConvCudnn::describe() const {
+  const auto one = [](const char* what, int algo, float ms) {
+    char text[96];
+    if (ms < 0)
+      std::snprintf(text, sizeof text, "%s algo %d (heuristic, deterministic)", what, algo);
+    else
+      std::snprintf(text, sizeof text, "%s algo %d (%.3f ms)", what, algo, ms);
+    return std::string(text);
+  };
+  const ConvAlgorithms& a = algorithms_;
+  std::string s = one("fwd", static_cast<int>(a.forward), a.forward_ms) + ", " +
+                  one("bwd-filter", static_cast<int>(a.backward_filter), a.backward_filter_ms);
+  if (a.has_backward_data) s += ", " + one("bwd-data", static_cast<int>(a.backward_data), a.backward_data_ms);
+  return s;
+}
+
+}  // namespace conveyor::nn

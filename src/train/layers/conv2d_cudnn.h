@@ -1,0 +1,40 @@
+// The cuDNN twin of Conv2d: descriptors for NHWC activations and KRSC filters, and one algorithm per
+// direction chosen at warm-up by timing the candidates with cudnnFind*Ex on the real buffers.
+#pragma once
+
+#include <string>
+
+#include "src/train/layers/cuda_context.h"
+
+namespace conveyor::nn {
+
+class ConvCudnn {
+ public:
+  ConvCudnn(CudaContext& cuda, std::string name, const ConvGeometry& geometry, bool needs_input_grad);
+
+  // Looks the shape up in the context's cache or times every algorithm (16-bit types may use tensor
+  // cores; fp32 is restricted to FMA math, so no TF32), then reserves the chosen algorithms' workspace.
+  void choose_algorithms(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y, const Tensor& dx,
+                         void* dw);
+
+  void forward(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y) const;
+  void backward_data(CudaContext& cuda, const Tensor& dy, const void* w, const Tensor& dx,
+                     bool accumulate) const;
+  void backward_filter(CudaContext& cuda, const Tensor& x, const Tensor& dy, void* dw) const;
+  std::string describe() const;
+
+ private:
+  void require_ready() const;
+  std::string name_;
+  ConvGeometry geometry_;
+  DType dtype_;
+  bool needs_input_grad_;
+  TensorDescriptor x_desc_, y_desc_;
+  FilterDescriptor w_desc_;
+  // One per direction: each carries the math type of its own chosen algorithm.
+  ConvolutionDescriptor forward_desc_, backward_data_desc_, backward_filter_desc_;
+  ConvAlgorithms algorithms_;
+  bool ready_ = false;
+};
+
+}  // namespace conveyor::nn

@@ -1,0 +1,98 @@
+#include "src/train/layers/cuda_context.h"
+
+#include <algorithm>
+
+namespace conveyor::nn {
+
+cudnnDataType_t cudnn_type(DType type) noexcept {
+  switch (type) {
+    case DType::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    case DType::f16:
+      return CUDNN_DATA_HALF;
+    case DType::f32:
+      break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+cudaDataType_t cublas_type(DType type) noexcept {
+  switch (type) {
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::f16:
+      return CUDA_R_16F;
+    case DType::f32:
+      break;
+  }
+  return CUDA_R_32F;
+}
+
+TensorDescriptor make_nhwc_descriptor(const Shape4& s, DType type, const std::string& layer) {
+  TensorDescriptor d;
+  CONVEYOR_CUDNN(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NHWC, cudnn_type(type), s.n, s.c, s.h, s.w),
+                 layer);
+  return d;
+}
+
+CudaContext::CudaContext(int device, DType dtype, std::size_t memory_limit_bytes)
+    : device_(device),
+      dtype_(dtype),
+      pool_(device, memory_limit_bytes),
+      // A stream belongs to the device current when it is made.
+      stream_([device] {
+        cuda::DeviceGuard guard(device);
+        return cuda::Stream();
+      }()) {
+  cuda::DeviceGuard guard(device);
+  cudaDeviceProp props{};
+  CONVEYOR_CUDA(cudaGetDeviceProperties(&props, device), "CudaContext");
+  device_name_ = props.name;
+  CONVEYOR_CUDNN(cudnnCreate(&cudnn_), "CudaContext");
+  CONVEYOR_CUDNN(cudnnSetStream(cudnn_, stream_.get()), "CudaContext");
+  CONVEYOR_CUBLAS(cublasCreate(&cublas_), "CudaContext");
+  CONVEYOR_CUBLAS(cublasSetStream(cublas_, stream_.get()), "CudaContext");
+  // cuBLAS would otherwise allocate its own workspace outside the pool (and outside any limit); 32 MiB is
+  // what NVIDIA recommends for Hopper. A fixed workspace also keeps GEMMs capturable in a CUDA graph.
+  constexpr std::size_t kCublasWorkspace = 32u << 20;
+  cublas_workspace_ = pool_.allocate(kCublasWorkspace, stream_.get(), "cuBLAS workspace");
+  CONVEYOR_CUBLAS(cublasSetWorkspace(cublas_, cublas_workspace_.data(), kCublasWorkspace), "CudaContext");
+  // Default math: tensor cores for 16-bit inputs, and no TF32 for fp32 (fp32 means fp32 here; the
+  // convolutions ask for FMA math likewise).
+  CONVEYOR_CUBLAS(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "CudaContext");
+}
+
+CudaContext::~CudaContext() {
+  cudaStreamSynchronize(stream_.get());
+  if (cublas_) cublasDestroy(cublas_);
+  if (cudnn_) cudnnDestroy(cudnn_);
+}
+
+void CudaContext::require_workspace(std::size_t bytes) noexcept {
+  workspace_needed_ = std::max(workspace_needed_, bytes);
+}
+
+void CudaContext::allocate_workspace() {
+  release_search_workspace();  // the search is over: its scratch goes back before the workspace is taken
+  if (workspace_needed_ <= workspace_.bytes()) return;
+  workspace_.reset();
+  workspace_ = pool_.allocate(workspace_needed_, stream_.get(), "cuDNN workspace shared by the layers");
+}
+
+std::pair<void*, std::size_t> CudaContext::search_workspace() {
+  if (!search_) {
+    std::size_t left = 0;
+    if (pool_.limit()) {
+      left = pool_.limit() > pool_.in_use() ? pool_.limit() - pool_.in_use() : 0;
+    } else {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      CONVEYOR_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "cuDNN algorithm search");
+      left = free_bytes;
+    }
+    const std::size_t bytes = std::min<std::size_t>(left / 2, std::size_t{1} << 30) & ~std::size_t{255};
+    search_ = pool_.allocate(bytes, stream_.get(), "cuDNN algorithm search scratch");
+  }
+  return {search_.data(), search_.bytes()};
+}
+
+}  // namespace conveyor::nn

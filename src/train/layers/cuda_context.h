@@ -1,0 +1,121 @@
+// The GPU side of a Context: device, memory pool, stream, cuDNN and cuBLAS handles, the workspace the
+// layers share, and the cache of convolution algorithms chosen at warm-up. Also the RAII owners of cuDNN
+// descriptors. Only sources compiled with cuDNN include this header.
+//
+// cuDNN 9 marks the legacy (non-graph) API used here as deprecated. It still ships in libcudnn_ops /
+// libcudnn_cnn, is far simpler than the graph API for a fixed set of layers, and its deprecation
+// warnings appear only when CUDNN_WARN_DEPRECATED is defined, which this project does not do.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "src/device/cuda_handles.h"
+#include "src/device/device_memory.h"
+#include "src/train/layers/cudnn_check.h"
+#include "src/train/layers/tensor.h"
+
+namespace conveyor::nn {
+
+// RAII owner of one cuDNN descriptor.
+template <class Handle, cudnnStatus_t (*Create)(Handle*), cudnnStatus_t (*Destroy)(Handle)>
+class CudnnDescriptor {
+ public:
+  CudnnDescriptor() { CONVEYOR_CUDNN(Create(&handle_), "creating a cuDNN descriptor"); }
+  ~CudnnDescriptor() {
+    if (handle_) Destroy(handle_);
+  }
+  CudnnDescriptor(CudnnDescriptor&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  CudnnDescriptor& operator=(CudnnDescriptor&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  Handle get() const noexcept { return handle_; }
+
+ private:
+  Handle handle_ = nullptr;
+};
+
+using TensorDescriptor =
+    CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor =
+    CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor = CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                                              cudnnDestroyConvolutionDescriptor>;
+using PoolingDescriptor =
+    CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+using ActivationDescriptor = CudnnDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                                             cudnnDestroyActivationDescriptor>;
+
+cudnnDataType_t cudnn_type(DType type) noexcept;
+cudaDataType_t cublas_type(DType type) noexcept;
+// A fully packed NHWC descriptor of `shape`.
+TensorDescriptor make_nhwc_descriptor(const Shape4& shape, DType type, const std::string& layer);
+
+// The algorithms one convolution shape runs with, chosen once by timing (cudnnFind*Ex).
+struct ConvAlgorithms {
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  cudnnMathType_t forward_math{}, backward_data_math{}, backward_filter_math{};
+  std::size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+  float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0;  // negative: not timed (heuristics)
+  bool has_backward_data = false;
+};
+
+class CudaContext {
+ public:
+  CudaContext(int device, DType dtype, std::size_t memory_limit_bytes);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  int device() const noexcept { return device_; }
+  DType dtype() const noexcept { return dtype_; }
+  const std::string& device_name() const noexcept { return device_name_; }
+  cuda::DeviceMemoryPool& pool() noexcept { return pool_; }
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+  cudnnHandle_t cudnn() const noexcept { return cudnn_; }
+  cublasHandle_t cublas() const noexcept { return cublas_; }
+
+  // The workspace every layer shares: they run one after another on one stream, so the largest need is
+  // enough. require_workspace() during preparation, allocate_workspace() once after.
+  void require_workspace(std::size_t bytes) noexcept;
+  void allocate_workspace();
+  void* workspace() const noexcept { return workspace_.data(); }
+  std::size_t workspace_bytes() const noexcept { return workspace_.bytes(); }
+
+  // Scratch for cudnnFind*Ex while it times candidate algorithms (algorithms needing more are skipped):
+  // up to 1 GiB, at most half of what the limit or the card has left. Freed by release_search_workspace().
+  std::pair<void*, std::size_t> search_workspace();
+  void release_search_workspace() noexcept { search_.reset(); }
+
+  // Algorithms per convolution shape: ResNet-18's repeated shapes are searched once.
+  std::map<std::string, ConvAlgorithms>& conv_algorithms() noexcept { return conv_algorithms_; }
+  // true: layers take cuDNN's heuristic choice among deterministic algorithms instead of timing them
+  // (set before the layers are prepared; TrainerOptions::deterministic).
+  void set_deterministic_algorithms(bool on) noexcept { deterministic_algorithms_ = on; }
+  bool deterministic_algorithms() const noexcept { return deterministic_algorithms_; }
+
+ private:
+  int device_;
+  DType dtype_;
+  std::string device_name_;
+  cuda::DeviceMemoryPool pool_;  // first: destroyed after every buffer below
+  cuda::Stream stream_;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cuda::DeviceBuffer cublas_workspace_;
+  cuda::DeviceBuffer workspace_;
+  cuda::DeviceBuffer search_;
+  std::size_t workspace_needed_ = 0;
+  std::map<std::string, ConvAlgorithms> conv_algorithms_;
+  bool deterministic_algorithms_ = false;
+};
+
+}  // namespace conveyor::nn

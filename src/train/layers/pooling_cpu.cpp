@@ -1,0 +1,156 @@
+// CPU reference pooling (max, average over a square window, global average), NHWC.
+#include <algorithm>
+#include <limits>
+
+#include "conveyor/train/nn/reference.h"
+#include "src/train/layers/cpu_parallel.h"
+
+namespace conveyor::nn::cpu {
+namespace {
+
+std::size_t offset(const Shape4& s, int n, int y, int x) {
+  return ((static_cast<std::size_t>(n) * s.h + y) * s.w + x) * s.c;
+}
+
+// The window of output (oy, ox) clipped to the input: [y0, y1) x [x0, x1).
+struct Window {
+  int y0, y1, x0, x1;
+};
+Window window_of(const PoolGeometry& g, int oy, int ox) {
+  const int y0 = oy * g.stride - g.pad, x0 = ox * g.stride - g.pad;
+  return {std::max(y0, 0), std::min(y0 + g.window, g.input.h), std::max(x0, 0),
+          std::min(x0 + g.window, g.input.w)};
+}
+
+}  // namespace
+
+template <class T>
+void max_pool_forward(const PoolGeometry& g, const T* x, T* y) {
+  const Shape4 in = g.input, out = g.output();
+  parallel_ranges(static_cast<std::size_t>(out.n) * out.h, 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row) {
+      const int n = static_cast<int>(row / out.h), oy = static_cast<int>(row % out.h);
+      for (int ox = 0; ox < out.w; ++ox) {
+        T* yp = y + offset(out, n, oy, ox);
+        std::fill(yp, yp + in.c, -std::numeric_limits<T>::infinity());
+        const Window win = window_of(g, oy, ox);
+        for (int iy = win.y0; iy < win.y1; ++iy)
+          for (int ix = win.x0; ix < win.x1; ++ix) {
+            const T* xp = x + offset(in, n, iy, ix);
+            for (int c = 0; c < in.c; ++c) yp[c] = std::max(yp[c], xp[c]);
+          }
+      }
+    }
+  });
+}
+
+template <class T>
+void max_pool_backward(const PoolGeometry& g, const T* x, const T* dy, T* dx) {
+  const Shape4 in = g.input, out = g.output();
+  const std::size_t image = static_cast<std::size_t>(in.h) * in.w * in.c;
+  // Windows overlap, so one image per task (never two tasks writing the same dx).
+  parallel_ranges(static_cast<std::size_t>(in.n), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t nn = begin; nn < end; ++nn) {
+      const int n = static_cast<int>(nn);
+      std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
+      for (int oy = 0; oy < out.h; ++oy)
+        for (int ox = 0; ox < out.w; ++ox) {
+          const Window win = window_of(g, oy, ox);
+          for (int c = 0; c < in.c; ++c) {
+            std::size_t best = offset(in, n, win.y0, win.x0) + c;
+            for (int iy = win.y0; iy < win.y1; ++iy)
+              for (int ix = win.x0; ix < win.x1; ++ix) {
+                const std::size_t at = offset(in, n, iy, ix) + c;
+                if (x[at] > x[best]) best = at;
+              }
+            dx[best] += dy[offset(out, n, oy, ox) + c];
+          }
+        }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_forward(const PoolGeometry& g, const T* x, T* y) {
+  const Shape4 in = g.input, out = g.output();
+  const T inv_area = T(1) / static_cast<T>(g.window * g.window);
+  parallel_ranges(static_cast<std::size_t>(out.n) * out.h, 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t row = begin; row < end; ++row) {
+      const int n = static_cast<int>(row / out.h), oy = static_cast<int>(row % out.h);
+      for (int ox = 0; ox < out.w; ++ox) {
+        T* yp = y + offset(out, n, oy, ox);
+        std::fill(yp, yp + in.c, T(0));
+        const Window win = window_of(g, oy, ox);
+        for (int iy = win.y0; iy < win.y1; ++iy)
+          for (int ix = win.x0; ix < win.x1; ++ix) {
+            const T* xp = x + offset(in, n, iy, ix);
+            for (int c = 0; c < in.c; ++c) yp[c] += xp[c];
+          }
+        for (int c = 0; c < in.c; ++c) yp[c] *= inv_area;
+      }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_backward(const PoolGeometry& g, const T* dy, T* dx) {
+  const Shape4 in = g.input, out = g.output();
+  const std::size_t image = static_cast<std::size_t>(in.h) * in.w * in.c;
+  const T inv_area = T(1) / static_cast<T>(g.window * g.window);
+  parallel_ranges(static_cast<std::size_t>(in.n), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t nn = begin; nn < end; ++nn) {
+      const int n = static_cast<int>(nn);
+      std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
+      for (int oy = 0; oy < out.h; ++oy)
+        for (int ox = 0; ox < out.w; ++ox) {
+          const T* gp = dy + offset(out, n, oy, ox);
+          const Window win = window_of(g, oy, ox);
+          for (int iy = win.y0; iy < win.y1; ++iy)
+            for (int ix = win.x0; ix < win.x1; ++ix) {
+              T* dxp = dx + offset(in, n, iy, ix);
+              for (int c = 0; c < in.c; ++c) dxp[c] += gp[c] * inv_area;
+            }
+        }
+    }
+  });
+}
+
+template <class T>
+void global_avg_pool_forward(const Shape4& s, const T* x, T* y) {
+  const std::size_t pixels = static_cast<std::size_t>(s.h) * s.w;
+  parallel_ranges(static_cast<std::size_t>(s.n), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t n = begin; n < end; ++n) {
+      T* yp = y + n * s.c;
+      std::fill(yp, yp + s.c, T(0));
+      for (std::size_t p = 0; p < pixels; ++p) {
+        const T* xp = x + (n * pixels + p) * s.c;
+        for (int c = 0; c < s.c; ++c) yp[c] += xp[c];
+      }
+      for (int c = 0; c < s.c; ++c) yp[c] /= static_cast<T>(pixels);
+    }
+  });
+}
+
+template <class T>
+void global_avg_pool_backward(const Shape4& s, const T* dy, T* dx) {
+  const std::size_t pixels = static_cast<std::size_t>(s.h) * s.w;
+  parallel_ranges(static_cast<std::size_t>(s.n), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t n = begin; n < end; ++n)
+      for (std::size_t p = 0; p < pixels; ++p)
+        for (int c = 0; c < s.c; ++c)
+          dx[(n * pixels + p) * s.c + c] = dy[n * s.c + c] / static_cast<T>(pixels);
+  });
+}
+
+#define CONVEYOR_INSTANTIATE(T)                                                    \
+  template void max_pool_forward<T>(const PoolGeometry&, const T*, T*);            \
+  template void max_pool_backward<T>(const PoolGeometry&, const T*, const T*, T*); \
+  template void avg_pool_forward<T>(const PoolGeometry&, const T*, T*);            \
+  template void avg_pool_backward<T>(const PoolGeometry&, const T*, T*);           \
+  template void global_avg_pool_forward<T>(const Shape4&, const T*, T*);           \
+  template void global_avg_pool_backward<T>(const Shape4&, const T*, T*);
+CONVEYOR_INSTANTIATE(float)
+CONVEYOR_INSTANTIATE(double)
+#undef CONVEYOR_INSTANTIATE
+
+}  // namespace conveyor::nn::cpu
