@@ -15,6 +15,7 @@
 #include "conveyor/error.h"
 #include "conveyor/random.h"
 #include "conveyor/read_file.h"
+#include "training.h"
 
 namespace feed_vs_prefetch {
 namespace {
@@ -72,8 +73,9 @@ class Recorder {
   }
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
+  // replicas: batches per step (one per GPU this process drives).
   ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total,
-                    std::vector<double> step_times_ms) {
+                    std::vector<double> step_times_ms, int replicas = 1) {
     auto quantile = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
@@ -89,7 +91,7 @@ class Recorder {
       step_times_ms.erase(step_times_ms.begin(),
                           step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
     result_.images_per_s =
-        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
+        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch * replicas / wall_ms : 0;
     result_.step_ms_median = quantile(wall, 0.5);
     result_.step_ms_p95 = quantile(wall, 0.95);
     result_.data_wait_ms = quantile(data, 0.5);
@@ -178,57 +180,95 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
                          trainer.step_times_ms());
 }
 
-// prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
-// them asynchronously; the step is queued without waiting for it.
-ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
-  Recorder recorder(setup, "prefetch");
-  conveyor::train::Trainer trainer(setup.trainer);
-  auto t0 = Clock::now();
-  trainer.warmup();
-  recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
-
-  constexpr int kFeederDepth = 3;
+// This replica's pipeline: its share of the one shuffled order (element q of each epoch goes to replica
+// q % replicas, padded so that all get as many), decoded and augmented into page-locked batches.
+conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local, int held_batches,
+                                         const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   conveyor::PipelineOptions options;
   options.threads = setup.threads;
   options.seed = setup.seed;
   options.trace = trace;
-  options.held_batches = kFeederDepth;
-  options.host_memory = conveyor::host_memory_for(setup.placement);  // page-locked for a GPU
+  options.held_batches = held_batches;
+  options.host_memory = conveyor::host_memory_for(setup.placements[local]);  // page-locked for a GPU
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
+  if (setup.data_parallel()) {
+    const std::size_t replica = static_cast<std::size_t>(setup.ranks.rank) * setup.placements.size() + local;
+    samples = samples.shard(static_cast<std::size_t>(setup.world_replicas()), replica,
+                            conveyor::ShardRemainder::pad);
+  }
   for (const auto& op : setup.ops) samples = samples.map(op);
-  const conveyor::BatchedDataset batches =
-      samples.with_options(options)
-          .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
-          .prefetch(4);
+  return samples.with_options(options)
+      .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
+      .prefetch(4);
+}
 
-  conveyor::DeviceFeeder feeder(setup.placement, {.depth = kFeederDepth});
+// prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
+// them asynchronously; the step is queued without waiting for it. Data-parallel: one pipeline and one
+// feeder per GPU of this process, one step over all of them.
+ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  Recorder recorder(setup, "prefetch");
+  Training training(setup);
+  auto t0 = Clock::now();
+  training.warmup();
+  recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
+  if (setup.data_parallel()) std::printf("%s\n", training.placement().c_str());
+
+  constexpr int kFeederDepth = 3;
+  const std::size_t local = setup.placements.size();
+  std::vector<conveyor::BatchedDataset> datasets;
+  std::vector<std::unique_ptr<conveyor::DeviceFeeder>> feeders;
+  std::vector<conveyor::BatchIterator> iterators;
+  conveyor::FeederOptions feeder_options;
+  feeder_options.depth = kFeederDepth;
+  for (std::size_t i = 0; i < local; ++i) {
+    datasets.push_back(replica_batches(setup, i, kFeederDepth, trace));
+    feeders.push_back(std::make_unique<conveyor::DeviceFeeder>(setup.placements[i], feeder_options));
+  }
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();
-  auto it = batches.begin();
+  for (const conveyor::BatchedDataset& dataset : datasets) iterators.push_back(dataset.begin());
+  auto copy_seconds = [&] {
+    double total = 0;
+    for (const auto& feeder : feeders) total += feeder->stats().copy_seconds;
+    return total / static_cast<double>(local);
+  };
+  auto busy_ms = [&] {
+    std::vector<double> busy;
+    for (std::size_t i = 0; i < local; ++i) busy.push_back(training.replica(i).gpu_busy_ms());
+    return busy;
+  };
   Clock::time_point timed_start{};
-  double busy_at_timed_start = 0, copy_s_at_timed_start = 0, data_total = 0;
+  std::vector<double> busy_at_timed_start;
+  double copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
+  std::vector<conveyor::DeviceBatch> staged(local);
   for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
     const bool timed = step >= setup.warmup_steps;
     if (step == setup.warmup_steps) {
-      trainer.synchronize();
+      training.synchronize();
       timed_start = previous = Clock::now();
-      busy_at_timed_start = trainer.gpu_busy_ms();
-      copy_s_at_timed_start = feeder.stats().copy_seconds;
+      busy_at_timed_start = busy_ms();
+      copy_s_at_timed_start = copy_seconds();
     }
     const auto a = Clock::now();
-    std::optional<conveyor::Batch> batch = it.next();
-    if (!batch) throw conveyor::Error("the pipeline ended early");
+    std::vector<conveyor::Batch> batches;
+    for (conveyor::BatchIterator& it : iterators) {
+      std::optional<conveyor::Batch> batch = it.next();
+      if (!batch) throw conveyor::Error("the pipeline ended early");
+      batches.push_back(std::move(*batch));
+    }
     const auto b = Clock::now();
-    conveyor::DeviceBatch staged = feeder.stage(std::move(*batch));
+    for (std::size_t i = 0; i < local; ++i) staged[i] = feeders[i]->stage(std::move(batches[i]));
     const auto c = Clock::now();
-    trainer.step(staged);
+    training.step(staged);
+    for (conveyor::DeviceBatch& batch : staged) batch.release();
     const auto d = Clock::now();
     if (step == 0) {
-      trainer.synchronize();
+      training.synchronize();
       recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
       recorder.result().first_step_s = ms_between(a, Clock::now()) / 1000;
     }
+    if (setup.record_loss) recorder.result().losses.push_back(training.last_step().loss);
     if (trace) {
       trace->complete(track, "wait for batch", a, b);
       trace->complete(track, "stage (async copy)", b, c);
@@ -241,14 +281,20 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     recorder.add({ms_between(previous, now), ms_between(a, b), 0}, timed);
     previous = now;
   }
-  trainer.synchronize();
+  training.synchronize();
   const double wall = ms_between(timed_start, Clock::now());
-  recorder.result().loss_last = trainer.last_step().loss;
-  feeder.synchronize();
-  ModeResult result =
-      recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
+  recorder.result().loss_last = training.last_step().loss;
+  for (auto& feeder : feeders) feeder->synchronize();
+  const std::vector<double> busy = busy_ms();
+  for (std::size_t i = 0; i < local; ++i)
+    recorder.result().idle_per_gpu.push_back(
+        wall > 0 ? std::clamp(1.0 - (busy[i] - busy_at_timed_start[i]) / wall, 0.0, 1.0) : 0);
+  ModeResult result = recorder.finish(wall, busy[0] - busy_at_timed_start[0], data_total,
+                                      training.replica(0).step_times_ms(), static_cast<int>(local));
+  // The busiest GPU's idle share is the figure (the others wait for it at each all-reduce).
+  result.idle_fraction = *std::max_element(result.idle_per_gpu.begin(), result.idle_per_gpu.end());
   // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.
-  result.copy_ms = 1000 * (feeder.stats().copy_seconds - copy_s_at_timed_start) / setup.steps;
+  result.copy_ms = 1000 * (copy_seconds() - copy_s_at_timed_start) / setup.steps;
   return result;
 }
 

@@ -13,11 +13,19 @@ constexpr const char* kUsage =
     "                        [--steps S] [--warmup W] [--model small|resnet18] [--size S] [--width W]\n"
     "                        [--device auto|cpu|gpu|gpu:N] [--precision bf16|fp16|fp32]\n"
     "                        [--trace-dir DIR] [--plot FILE.png] [--json FILE] [--seed K]\n"
+    "                        [--gpus N] [--deterministic] [--record-loss]\n"
     "Trains the same model on the same data three ways and shows what the input pipeline gains:\n"
     "  feed      one image after another on the training thread, pageable memory, synchronous copy\n"
     "  parallel  the batch made by the parallel map on the thread pool, still no overlap with the step\n"
     "  prefetch  the full pipeline: parallel map into pinned buffers, prefetch, asynchronous copy\n"
-    "With no arguments it uses the demo data of ./conveyor.sh demo and the GPU when there is one.\n";
+    "With no arguments it uses the demo data of ./conveyor.sh demo and the GPU when there is one.\n"
+    "Data parallel (prefetch only): --gpus N trains one replica per GPU 0..N-1 of this process, gradients\n"
+    "averaged over NCCL; under a launcher (scripts/launch.sh N ..., torchrun) each process trains on its\n"
+    "LOCAL_RANK's GPU and the ranks meet at MASTER_ADDR:MASTER_PORT. Each replica reads its share of the\n"
+    "data (equal batches per replica) with --threads threads; --batch is per replica; with several ranks\n"
+    "--json FILE becomes FILE.rankR.json per rank.\n"
+    "  --deterministic  deterministic convolution algorithms (same losses every run)\n"
+    "  --record-loss    every step's loss in the JSON (reading it synchronises after each step)\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "feed_vs_prefetch: %s\n%s", message.c_str(), kUsage);
@@ -51,8 +59,13 @@ Options parse_options(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
+    if (flag == "--deterministic" || flag == "--record-loss") {  // switches: no value
+      (flag == "--deterministic" ? options.deterministic : options.record_loss) = true;
+      continue;
+    }
     if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
     const char* value = argv[++i];
+    options.modes_given |= flag == "--modes";
     if (flag == "--data") options.data = value;
     else if (flag == "--modes") options.modes = split(value);
     else if (flag == "--threads") options.threads = to_int(flag, value);
@@ -68,11 +81,13 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--plot") options.plot = value;
     else if (flag == "--json") options.json = value;
     else if (flag == "--seed") options.seed = static_cast<unsigned long long>(to_int(flag, value));
+    else if (flag == "--gpus") options.gpus = to_int(flag, value);
     else usage_error("unknown option " + std::string(flag));
   }
   for (const auto& mode : options.modes)
     if (mode != "feed" && mode != "parallel" && mode != "prefetch") usage_error("unknown mode " + mode);
   if (options.modes.empty()) usage_error("--modes names no mode");
+  if (options.gpus < 1) usage_error("--gpus needs at least 1");
   if (!options.model.empty() && options.model != "small" && options.model != "resnet18")
     usage_error("--model is small or resnet18");
   return options;

@@ -9,6 +9,7 @@ namespace feed_vs_prefetch {
 struct Options {
   std::string data;                       // ImageFolder root
   std::vector<std::string> modes{"feed", "parallel", "prefetch"};
+  bool modes_given = false;               // --modes was on the command line
   int threads = 0;                        // 0: all cores
   int batch = 0;                          // 0: 256 on a GPU, 32 on the CPU
   int steps = 0;                          // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
@@ -22,6 +23,9 @@ struct Options {
   std::string plot;
   std::string json;
   unsigned long long seed = 42;
+  int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
+  bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
+  bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)
 };
 
 // Parses argv; prints usage and exits on --help or a bad argument.

@@ -19,6 +19,15 @@ std::string quoted(const std::string& text) {
   return out + '"';
 }
 
+// [1.5, 2.25] with full precision (losses are compared across runs).
+std::string numbers(const std::vector<double>& values) {
+  std::ostringstream out;
+  out.precision(17);
+  out << '[';
+  for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  return out.str() + ']';
+}
+
 double speedup(const std::vector<ModeResult>& results, const ModeResult& r) {
   for (const auto& other : results)
     if (other.mode == "feed" && other.images_per_s > 0) return r.images_per_s / other.images_per_s;
@@ -30,7 +39,12 @@ double speedup(const std::vector<ModeResult>& results, const ModeResult& r) {
 std::string format_table(const RunInfo& info, const std::vector<ModeResult>& results) {
   std::ostringstream out;
   char line[256];
-  out << "feed_vs_prefetch: " << info.model << ", batch " << info.batch << ", " << info.size << "x" << info.size
+  out << "feed_vs_prefetch: " << info.model << ", batch " << info.batch << ", " << info.size << "x"
+      << info.size
+      << (info.world_size > 1 || info.gpus > 1
+              ? " per replica (rank " + std::to_string(info.rank) + " of " + std::to_string(info.world_size) +
+                    ", " + std::to_string(info.gpus) + " GPU(s) here)"
+              : std::string())
       << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
       << "device: " << info.device << "\n\n";
   std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s", "step p50",
@@ -46,6 +60,15 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
                   100 * r.data_wait_fraction, 100 * r.idle_fraction,
                   x > 0 ? (std::to_string(x).substr(0, std::to_string(x).find('.') + 2)).c_str() : "-");
     out << line;
+  }
+  for (const auto& r : results) {
+    if (r.idle_per_gpu.size() < 2) continue;
+    out << "  " << r.mode << ": idle per GPU of this process:";
+    for (const double idle : r.idle_per_gpu) {
+      std::snprintf(line, sizeof line, " %.1f %%", 100 * idle);
+      out << line;
+    }
+    out << "\n";
   }
   out << "\nwarm-up, not in the figures above:\n";
   for (const auto& r : results) {
@@ -66,8 +89,10 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
       << ",\n  \"precision\": " << quoted(info.precision) << ",\n  \"data\": " << quoted(info.data)
       << ",\n  \"images_in_data\": " << info.images << ",\n  \"date\": " << quoted(info.date)
       << ",\n  \"host\": " << quoted(info.host) << ",\n  \"threads\": " << info.threads
-      << ",\n  \"batch\": " << info.batch << ",\n  \"size\": " << info.size << ",\n  \"steps\": " << info.steps
-      << ",\n  \"results\": [\n";
+      << ",\n  \"batch\": " << info.batch << ",\n  \"size\": " << info.size
+      << ",\n  \"steps\": " << info.steps << ",\n  \"world_size\": " << info.world_size
+      << ",\n  \"rank\": " << info.rank << ",\n  \"gpus_in_process\": " << info.gpus
+      << ",\n  \"deterministic\": " << (info.deterministic ? "true" : "false") << ",\n  \"results\": [\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     out << "    {\"mode\": " << quoted(r.mode) << ", \"images_per_s\": " << r.images_per_s
@@ -76,7 +101,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
         << ", \"compute_ms\": " << r.compute_ms << ", \"data_wait_fraction\": " << r.data_wait_fraction
         << ", \"idle_fraction\": " << r.idle_fraction << ", \"speedup_over_feed\": " << speedup(results, r)
         << ", \"warmup_s\": " << r.warmup_s << ", \"first_batch_s\": " << r.first_batch_s
-        << ", \"first_step_s\": " << r.first_step_s << ", \"loss_last\": " << r.loss_last << "}"
+        << ", \"first_step_s\": " << r.first_step_s << ", \"loss_last\": " << r.loss_last
+        << ", \"idle_per_gpu\": " << numbers(r.idle_per_gpu) << ", \"losses\": " << numbers(r.losses) << "}"
         << (i + 1 < results.size() ? "," : "") << "\n";
   }
   out << "  ]\n}\n";

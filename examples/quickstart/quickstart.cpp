@@ -1,22 +1,28 @@
 // The README's example, compiled so that it stays true: trains ResNet-18 for a few steps on an
-// ImageFolder tree. usage: quickstart DIR [steps]
+// ImageFolder tree.
+//   quickstart DIR [STEPS] [--gpus N]           one GPU (or the CPU), or N GPUs of this process
+//   scripts/launch.sh N quickstart DIR [STEPS]  one process per GPU (torchrun and mpirun work too)
+// With several GPUs the model is data-parallel over NCCL: each replica reads its share of the data,
+// batches of 256 per GPU, gradients averaged after every step.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "conveyor/conveyor.h"
 
-int main(int argc, char** argv) try {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: quickstart DIR [steps]\n");
-    return 2;
-  }
-  const int steps = argc > 2 ? std::atoi(argv[2]) : 20;
+namespace {
+
+int train_one(const char* dir, int steps) {
   const auto placement = conveyor::resolve(conveyor::DeviceSpec::parse("auto"));
   const int batch_size = placement.gpu ? 256 : 8;
   const int size = placement.gpu ? 224 : 64;  // the CPU reference is slow: a small input there
 
-  auto train = conveyor::Dataset::image_folder(argv[1])  // (bytes, label) from class folders
+  auto train = conveyor::Dataset::image_folder(dir)  // (bytes, label) from class folders
                    .shuffle(10'000, /*seed=*/42)
                    .repeat()
                    .map(conveyor::ops::decode_random_resized_crop(size))  // decodes only the crop window
@@ -42,6 +48,96 @@ int main(int argc, char** argv) try {
   trainer.synchronize();
   std::printf("%s\n", conveyor::format_stats(batches.stats()).c_str());
   return 0;
+}
+
+// Data parallel: `gpus` GPUs in this process, or this process's GPU among the launcher's ranks.
+int train_data_parallel(const char* dir, int steps, int gpus, const conveyor::Ranks& ranks) {
+  std::vector<int> devices;
+  if (ranks.world_size > 1)
+    devices.push_back(ranks.local_rank);  // one process per GPU
+  else
+    for (int d = 0; d < gpus; ++d) devices.push_back(d);
+  const std::size_t replicas = static_cast<std::size_t>(ranks.world_size) * devices.size();
+  const auto folder = conveyor::Dataset::image_folder(dir);
+  const conveyor::train::TrainerOptions options{.model = conveyor::train::ModelKind::resnet18,
+                                                .num_classes = static_cast<int>(folder.class_names().size()),
+                                                .input = {224, 224, 3},
+                                                .batch = 256,  // per GPU
+                                                .device = devices[0]};
+  std::unique_ptr<conveyor::train::Rendezvous> rendezvous;
+  std::unique_ptr<conveyor::train::DataParallelTrainer> trainer;
+  if (ranks.world_size > 1) {
+    rendezvous = conveyor::train::connect_rendezvous(ranks);  // MASTER_ADDR:MASTER_PORT
+    trainer = std::make_unique<conveyor::train::DataParallelTrainer>(options, *rendezvous);
+  } else {
+    trainer = std::make_unique<conveyor::train::DataParallelTrainer>(options, devices);
+  }
+  trainer->warmup();
+  if (ranks.is_main()) std::printf("%s\n", trainer->placement().c_str());
+
+  // The host's cores shared out between the pipelines running on it.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = std::max(1, cores / (ranks.local_world_size * static_cast<int>(devices.size())));
+  std::vector<std::unique_ptr<conveyor::DeviceFeeder>> feeders;
+  std::vector<conveyor::DeviceBatchIterator> batches;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    // Every replica shards the same shuffled order: element q of an epoch goes to replica q % replicas,
+    // and padding gives all of them the same number of batches.
+    const std::size_t replica = static_cast<std::size_t>(ranks.rank) * devices.size() + i;
+    auto train = folder.shuffle(10'000, /*seed=*/42)
+                     .repeat()
+                     .shard(replicas, replica, conveyor::ShardRemainder::pad)
+                     .map(conveyor::ops::decode_random_resized_crop(224))
+                     .map(conveyor::ops::flip_horizontal(0.5))
+                     .map(conveyor::ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
+                     .with_options({.threads = threads, .seed = 42})
+                     .batch(256)
+                     .prefetch(4);
+    const auto placement =
+        conveyor::resolve(conveyor::DeviceSpec::parse("gpu:" + std::to_string(devices[i])));
+    feeders.push_back(
+        std::make_unique<conveyor::DeviceFeeder>(placement, conveyor::FeederOptions{.depth = 3}));
+    batches.push_back(feeders.back()->feed(train));
+  }
+  for (int step = 0; step < steps; ++step) {
+    std::vector<conveyor::DeviceBatch> step_batches;
+    for (auto& it : batches) step_batches.push_back(*it.next());
+    trainer->step(step_batches);
+    if ((step + 1) % 10 == 0) {
+      const double loss = trainer->last_step().loss;  // every rank calls it: the average is a collective
+      if (ranks.is_main()) std::printf("step %d: loss %.3f (all %zu replicas)\n", step + 1, loss, replicas);
+    }
+  }
+  trainer->synchronize();
+  if (ranks.is_main()) std::printf("%s\n", conveyor::format_stats(batches[0].stats()).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::vector<std::string> positional;
+  int gpus = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--gpus" && i + 1 < argc)
+      gpus = std::atoi(argv[++i]);
+    else
+      positional.push_back(arg);
+  }
+  if (positional.empty() || positional.size() > 2 || gpus < 1) {
+    std::fprintf(stderr,
+                 "usage: quickstart DIR [STEPS] [--gpus N]   (or: scripts/launch.sh N quickstart DIR)\n");
+    return 2;
+  }
+  const int steps = positional.size() > 1 ? std::atoi(positional[1].c_str()) : 20;
+  const conveyor::Ranks ranks = conveyor::ranks_from_environment();  // set by a launcher
+  if (ranks.world_size > 1 && gpus > 1) {
+    std::fprintf(stderr, "quickstart: under a launcher each process trains on one GPU; drop --gpus\n");
+    return 2;
+  }
+  if (ranks.world_size > 1 || gpus > 1) return train_data_parallel(positional[0].c_str(), steps, gpus, ranks);
+  return train_one(positional[0].c_str(), steps);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "quickstart: %s\n", e.what());
   return 1;

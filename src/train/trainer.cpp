@@ -96,6 +96,7 @@ void Trainer::Impl::warmup() {
 #ifdef CONVEYOR_HAVE_CUDA
     if (ctx->on_gpu()) gpu = std::make_unique<GpuSteps>(*ctx, options.input, options.batch);
 #endif
+    if (hooks.prepared) hooks.prepared();
     // A throwaway step on the zeroed input with label 0 pays every first-call cost (cuDNN and cuBLAS
     // kernel loading, lazy module loading); then the parameters go back to their initial values.
     run_step_body();
@@ -121,7 +122,9 @@ void Trainer::Impl::release() noexcept {
 void Trainer::Impl::run_step_body() {
   network.forward(*ctx, params, true);
   network.loss(*ctx, spec.batch, loss_scale, true);
-  network.backward(*ctx, params);
+  if (hooks.before_backward) hooks.before_backward();
+  network.backward(*ctx, params, hooks.gradient_ready);
+  if (hooks.before_update) hooks.before_update();
   params.sgd_step(*ctx);
 }
 
