@@ -12,7 +12,18 @@
 #   pipeline-variants  pipeline_throughput at 16 threads with other scheduling settings
 #   train     train_step_bench ResNet-18 (fused and unfused batch norm) beside PyTorch's ResNet-18
 #   fvp       feed_vs_prefetch, ResNet-18, batch 256, 16 threads, traces
-#   fashion   Fashion-MNIST JPEGs from the carried IDX files, then train_fashion_mnist (15 epochs)
+#   fashion   Fashion-MNIST JPEGs from the carried IDX files, then train_fashion_mnist (default recipe)
+#   step      ResNet-18 bf16 step: train_step_bench's warm-up with no algorithm cache, a cold and a warm one,
+#             then graph and eager runs around torch_resnet18.py's eager/graph/compile (2 alternating rounds)
+#   fashion-recipes  train_fashion_mnist's input path alone, then recipes fast16,fast18,fast20 x seeds 1,2,3,
+#             beside the PyTorch anchors (data in GPU memory: the three recipes; DataLoader: fast18)
+#   resume    (after fashion) train_fashion_mnist 15 epochs in deterministic mode, uninterrupted and stopped at
+#             step 1,700 (in epoch 8, 234 steps an epoch) then resumed in a new process: the two final lines
+#             must be equal; then PyTorch loads the checkpoint's weights (scripts/check_safetensors.py)
+#   python    the Python module built here (bundle made with --python) and its tests, GPU ones included
+#   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
+#   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
+#             and compiled (bench/peers/torch_train_from_jpeg.py); needs the python phase first
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -104,12 +115,60 @@ run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo
         run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --threads 16 --batch 256 --steps 30 --warmup 3 \
           --json "$r/feed_vs_prefetch.json" --trace-dir "$r/traces"
         [ -x "$bin/quickstart" ] && run 120 "$bin/quickstart" "$imagenet" 30 ;;
+      step)
+        log "training step: warm-up without, with a cold and with a warm algorithm cache"
+        step=("$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5)
+        cache=$(mktemp -d /tmp/conveyor-algorithms.XXXXXX)
+        CONVEYOR_ALGORITHM_CACHE=off run 60 "${step[@]}" --json "$r/step_graph_nocache.json" | grep -E '^(model|warm-up|algorithm|graph|steady)'
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --json "$r/step_graph_cold.json" | grep -E '^(warm-up|algorithm|graph|steady)'
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --json "$r/step_graph_warm.json" | grep -E '^(warm-up|algorithm|graph|steady)'
+        log "training step: conveyor eager, PyTorch (2 alternating rounds), conveyor eager and graph"
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --no-graph --json "$r/step_eager_1.json" | grep -E '^(model|steady)'
+        run 240 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 50 --warmup 10 \
+          --variants eager,graph,compile --rounds 2 --json "$r/torch_resnet18_rounds.json" | tail -5
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --no-graph --json "$r/step_eager_2.json" | grep -E '^(model|steady)'
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --json "$r/step_graph_2.json" | grep -E '^(model|warm-up|steady)' ;;
+      fashion-recipes)
+        log "fashion-mnist recipes"
+        mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
+        run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
+        run 60 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --input-only --recipe fast18
+        run 240 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --recipe fast16,fast18,fast20 --seeds 1,2,3 \
+          --json "$r/fashion_recipes.json" | grep -vE '^ +[0-9]+ '
+        run 150 python3 "$root/bench/peers/torch_fashion_mnist.py" --data "$data/fashion-mnist" --feeds gpu \
+          --recipe fast16,fast18,fast20 --seeds 1 --json "$r/torch_fashion_gpu.json" | grep -E 'final|median|FAILED|decoded'
+        run 150 python3 "$root/bench/peers/torch_fashion_mnist.py" --data "$data/fashion-mnist" --feeds dataloader \
+          --recipe fast18 --seeds 1 --json "$r/torch_fashion_dataloader.json" | grep -E 'final|median|FAILED' ;;
       fashion)
         log "fashion-mnist"
         run 120 "$bin/make_fashion_mnist" --help >/dev/null 2>&1
         mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
         run 120 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
-        run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --epochs 15 --csv "$r/fashion_mnist.csv" ;;
+        run 400 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --eval-every 1 --csv "$r/fashion_mnist.csv" ;;
+      resume)
+        log "fashion-mnist: interrupted and resumed against uninterrupted (deterministic)"
+        fm=(--data "$data/fashion-mnist" --epochs 15 --seed 3 --deterministic 1)
+        run 400 "$bin/train_fashion_mnist" "${fm[@]}" --checkpoint "$r/whole.json" --csv "$r/resume_whole.csv" \
+          | tee "$r/resume_whole.log" | tail -3
+        run 200 "$bin/train_fashion_mnist" "${fm[@]}" --checkpoint "$r/resumed.json" --stop-after 1700 | tail -2
+        run 400 "$bin/train_fashion_mnist" "${fm[@]}" --checkpoint "$r/resumed.json" --resume "$r/resumed.json" \
+          --csv "$r/resume_resumed.csv" | tee "$r/resume_resumed.log" | tail -3
+        a=$(grep '^final test accuracy' "$r/resume_whole.log" | sed 's/, [0-9.]* s of.*//')
+        b=$(grep '^final test accuracy' "$r/resume_resumed.log" | sed 's/, [0-9.]* s of.*//')
+        if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "RESUME OK: $a"; else echo "!!! RESUME DIFFERS: '$a' vs '$b'"; fi
+        run 120 python3 "$root/scripts/check_safetensors.py" "$r/whole.json" ;;
+      python)
+        log "python module: build and tests"
+        run 580 "$root/scripts/test_python_on_gpu_machine.sh" /tmp/bundle build-python ;;
+      python-overhead)
+        log "python overhead: the same pipeline iterated from C++ and from Python"
+        run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
+          --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
+          --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
+      train-from-jpeg)
+        log "ResNet-18 in PyTorch fed three ways"
+        run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" \
+          --conveyor-python "$root/build-python" --json "$r/torch_train_from_jpeg.json" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

@@ -173,9 +173,77 @@ def fashion_figures(run):
     with open(path) as f:
         rows = [line.strip().split(",") for line in f][1:]
     last = rows[-1]
-    return {"what": "train_fashion_mnist: small ResNet, 15 epochs, pad 4 + random crop 28 + flip, JPEG files",
-            "epochs": int(last[0]), "final_test_accuracy": float(last[3]), "best_test_accuracy": max(float(r[3]) for r in rows),
+    tested = [float(r[3]) for r in rows if r[3]]
+    return {"what": "train_fashion_mnist: small ResNet, default recipe, JPEG files",
+            "epochs": int(last[0]), "final_test_accuracy": float(last[3]), "best_test_accuracy": max(tested),
             "seconds_training_and_evaluation": float(last[6]), "target_accuracy": 0.935, "target_seconds": 120}
+
+
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def step_rounds_figures(run):
+    """The `step` phase: conveyor's ResNet-18 step with the graph and eager (runs before and after PyTorch),
+    PyTorch's variants in alternating rounds, and the warm-up without, with a cold and a warm algorithm cache."""
+    graph = [load(run, n) for n in ("step_graph_nocache.json", "step_graph_cold.json", "step_graph_warm.json",
+                                    "step_graph_2.json")]
+    eager = [load(run, n) for n in ("step_eager_1.json", "step_eager_2.json")]
+    peer = load(run, "torch_resnet18_rounds.json")
+    graph, eager = [g for g in graph if g], [e for e in eager if e]
+    if not graph or not peer:
+        return None
+    out = {"what": "ResNet-18 training step, batch 256, 224x224, bf16, NHWC, data already on the GPU; conveyor "
+                   "processes before and after one PyTorch process that measures its variants in 2 alternating rounds",
+           "conveyor_graph_images_per_s": [g["images_per_s"] for g in graph],
+           "conveyor_graph_median_images_per_s": median([g["images_per_s"] for g in graph]),
+           "conveyor_graph_used": [g.get("graph") for g in graph],
+           "conveyor_eager_images_per_s": [e["images_per_s"] for e in eager],
+           "conveyor_eager_median_images_per_s": median([e["images_per_s"] for e in eager]),
+           "peer": f"PyTorch torchvision resnet18, strongest variant: {peer.get('strongest')}",
+           "peer_images_per_s": peer.get("images_per_s"),
+           "peer_variants_images_per_s": {n: v.get("images_per_s") for n, v in peer.get("variants", {}).items()},
+           "target_ratio": 1.25, "target_warm_warmup_s": 0.5}
+    if out["peer_images_per_s"]:
+        out["ratio_graph_over_peer"] = out["conveyor_graph_median_images_per_s"] / out["peer_images_per_s"]
+    for name, key in (("step_graph_nocache.json", "warmup_no_cache"), ("step_graph_cold.json", "warmup_cold_cache"),
+                      ("step_graph_warm.json", "warmup_warm_cache")):
+        w = load(run, name)
+        if w:
+            out[key] = {k: w.get(k) for k in ("warmup_s", "warmup_context_s", "warmup_prepare_s",
+                                               "warmup_first_step_s", "warmup_capture_s", "algorithm_cache_reused",
+                                               "algorithm_cache_searched", "algorithm_cache_rejected",
+                                               "algorithm_cache_warnings")}
+    return out
+
+
+def fashion_recipes_figures(run):
+    """The `fashion-recipes` phase: per recipe, conveyor's median over seeds beside the PyTorch anchors."""
+    ours = load(run, "fashion_recipes.json")
+    if not ours:
+        return None
+    out = {"what": "train_fashion_mnist from the JPEG files, final test accuracy and seconds of training and "
+                   "evaluation (warm-up excluded), median over seeds",
+           "target_accuracy": 0.94, "target_seconds": 8.0, "recipes": {}}
+    anchors = {}
+    for name in ("torch_fashion_gpu.json", "torch_fashion_dataloader.json"):
+        peer = load(run, name)
+        if peer:
+            anchors.update(peer.get("summary", {}))
+    for recipe, figures in ours["summary"].items():
+        acc, sec = figures["median_final_test_accuracy"], figures["median_seconds_training_and_evaluation"]
+        out["recipes"][recipe] = {
+            "seeds": figures["seeds"], "median_final_test_accuracy": acc, "median_seconds": sec,
+            "accuracies": figures["final_test_accuracies"], "seconds": figures["seconds"],
+            "meets_both_targets": acc >= 0.94 and sec <= 8.0,
+            "anchors": {key: {"median_final_test_accuracy": v["median_final_test_accuracy"],
+                              "median_seconds": v["median_seconds_training_and_evaluation"], "seeds": v["seeds"]}
+                        for key, v in anchors.items() if key.startswith(recipe + "/")}}
+    return out
 
 
 def main():
@@ -189,7 +257,8 @@ def main():
     summary = {"machine": machine_and_commit(a.run), "command": a.command, "note": a.note}
     for key, fn in [("ops_one_core", ops_figures), ("pipeline", pipeline_figures),
                     ("pipeline_pairs", pairs_figures), ("scaling_ceiling", ceiling_figures), ("train_step", train_figures),
-                    ("feed_vs_prefetch", fvp_figures), ("fashion_mnist", fashion_figures)]:
+                    ("feed_vs_prefetch", fvp_figures), ("fashion_mnist", fashion_figures),
+                    ("train_step_rounds", step_rounds_figures), ("fashion_recipes", fashion_recipes_figures)]:
         figures = fn(a.run)
         if figures:
             summary[key] = figures

@@ -8,6 +8,8 @@
 // data must be reported as such, never as an invalid argument or std::bad_alloc), a result of the wrong
 // shape, or a window decode that differs from cropping the whole decode of a file libjpeg decoded without
 // a warning (the ROI path promises bit-exactness).
+#include <xxhash.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -31,12 +33,6 @@ constexpr std::size_t kMaxPixels = 512 * 512;
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "fuzz_decode: %s\n", what);
   std::abort();
-}
-
-std::uint64_t hash_of(std::span<const std::uint8_t> data) {
-  std::uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
-  for (const std::uint8_t b : data) h = (h ^ b) * 0x100000001B3ull;
-  return conveyor::mix64(h);
 }
 
 ops::DecodeOptions decode_options(conveyor::Rng& rng) {
@@ -114,7 +110,7 @@ void check_window_is_exact(std::span<const std::uint8_t> data, conveyor::Rng& rn
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::uint8_t> bytes(data, size);
-  const std::uint64_t seed = hash_of(bytes);
+  const std::uint64_t seed = XXH3_64bits(data, size);
   conveyor::Rng rng(seed, 0xf022);
 
   conveyor::Sample sample;

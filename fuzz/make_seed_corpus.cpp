@@ -6,6 +6,7 @@
 // The pictures are smooth gradients with a disc and some texture, so every coefficient band has work.
 #include <turbojpeg.h>
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -88,11 +89,19 @@ void write(const std::filesystem::path& path, const Bytes& bytes) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_seed_corpus DIR\n");
-    return 2;
+  std::filesystem::path dir;
+  CLI::App app(
+      "make_seed_corpus: writes small real JPEGs of every kind the decoder handles into DIR, the seed\n"
+      "corpus of fuzz_decode (baseline 4:2:0/4:2:2/4:4:4/4:4:0, progressive, gray, CMYK, arithmetic,\n"
+      "restart markers, EXIF orientation, tiny and odd sizes).");
+  app.add_option("dir", dir, "output folder, made if missing (required)");
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (dir.empty()) throw CLI::RequiredError("dir");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
   }
-  const std::filesystem::path dir(argv[1]);
   std::filesystem::create_directories(dir);
   const int accurate = TJFLAG_ACCURATEDCT;
   write(dir / "baseline_420.jpg", tj_encode(48, 64, TJPF_RGB, TJSAMP_420, accurate));

@@ -3,8 +3,11 @@
 # the chosen binaries from BUILD_DIR (stripped) with the shared libraries they need that the GPU machine
 # lacks and the device helper scripts, as one compressed archive; optionally the photos the ImageNet-like
 # set is made from (--photos, 15 MB) and Fashion-MNIST's IDX files (--fashion, 30 MB), which are
-# already compressed.
-#   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] BINARY_NAME...
+# already compressed. --python adds what building the Python module there needs (the GPU machine has
+# Python 3.12 and pybind11 but not conveyor's dependencies' headers): conveyor installed from BUILD_DIR
+# (headers, static libraries, CMake package) as bundle/prefix with dlpack's header, the shared libraries
+# the module links into bundle/lib, and make_test_jpegs for its tests (scripts/build_python_on_gpu_machine.sh).
+#   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] [--python] BINARY_NAME...
 # On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +16,7 @@ cd "$(dirname "$0")/.."
 tools=${CONVEYOR_DEVICE_TOOLS:-$(cd .. && pwd)/shared/tools}
 [ -x "$tools/device-libs" ] || { echo "device-bundle: no device-libs in $tools (set CONVEYOR_DEVICE_TOOLS)" >&2; exit 1; }
 build=$1; shift
-photos=0 fashion=0
+photos=0 fashion=0 python=0
 rm -rf .carry && mkdir -p .carry
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -22,12 +25,24 @@ for name in "$@"; do
   case "$name" in
     --photos) photos=1; continue ;;
     --fashion) fashion=1; continue ;;
+    --python) python=1; continue ;;
   esac
   bin=$(find "$build" -type f -name "$name" -perm -u+x | head -1)
   [ -n "$bin" ] || { echo "device-bundle: no binary $name in $build" >&2; exit 1; }
   strip -o "$stage/bundle/bin/$name" "$bin"
 done
-"$tools/device-libs" "$stage/bundle/lib" "$stage"/bundle/bin/* >/dev/null
+needs=("$stage"/bundle/bin/*)  # the binaries whose shared libraries device-libs copies
+if [ $python -eq 1 ]; then
+  module=$(find "$build/python" -maxdepth 1 -name 'conveyor*.so' | head -1)
+  [ -n "$module" ] || { echo "device-bundle: no Python module in $build/python (build it first)" >&2; exit 1; }
+  strip -o "$stage/bundle/bin/make_test_jpegs" "$build/tests/python/make_test_jpegs"
+  cmake --install "$build" --prefix "$stage/bundle/prefix" >/dev/null
+  # conveyor's public headers include <dlpack/dlpack.h>: the one the libraries were built with.
+  dlpack=$(printf '#include <dlpack/dlpack.h>\n' | g++ -M -x c++ - | tr ' ' '\n' | grep 'dlpack/dlpack.h$')
+  mkdir -p "$stage/bundle/prefix/include/dlpack" && cp "$dlpack" "$stage/bundle/prefix/include/dlpack/"
+  needs+=("$module" "$stage/bundle/bin/make_test_jpegs")
+fi
+"$tools/device-libs" "$stage/bundle/lib" "${needs[@]}" >/dev/null
 # oneTBB's scalable allocator, for the benchmark variant that preloads it.
 libdir=$(dirname "$(ldconfig -p | awk '/libtbbmalloc.so.2 / {print $NF; exit}')")
 cp -L "$libdir/libtbbmalloc.so.2" "$libdir/libtbbmalloc_proxy.so.2" "$stage/bundle/lib/"

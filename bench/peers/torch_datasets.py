@@ -38,13 +38,13 @@ class JpegFolder(torch.utils.data.Dataset):
 
 class GrayJpegs(torch.utils.data.Dataset):
     """(1 x side x side uint8, label) per (path, label): grayscale decode, then, if `augment`, pad `pad`
-    with zeros + RandomCrop(side) + RandomHorizontalFlip(0.5) (conveyor's random_crop(side, side, pad)
-    + flip_horizontal). A file of another size is an error naming it."""
+    with zeros + RandomCrop(side) (when pad > 0) and RandomHorizontalFlip(0.5) (when `flip`): conveyor's
+    random_crop(side, side, pad) + flip_horizontal. A file of another size is an error naming it."""
 
-    def __init__(self, samples, side, pad, augment):
+    def __init__(self, samples, side, pad, augment, flip=True):
         self.samples, self.side = samples, side
-        self.transform = v2.Compose([v2.RandomCrop(side, padding=pad), v2.RandomHorizontalFlip(0.5)]) \
-            if augment else None
+        steps = ([v2.RandomCrop(side, padding=pad)] if pad > 0 else []) + ([v2.RandomHorizontalFlip(0.5)] if flip else [])
+        self.transform = v2.Compose(steps) if augment and steps else None
 
     def __len__(self):
         return len(self.samples)

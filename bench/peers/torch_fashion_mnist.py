@@ -2,16 +2,19 @@
 """PyTorch anchors for examples/train_fashion_mnist: the same small ResNet trained with the same recipe,
 (1) from data held in GPU memory and (2) from the same JPEG files through a DataLoader, in one call.
 
-The recipe is conveyor's (examples/train_fashion_mnist/main.cpp, src/train/network.cpp):
-  model      small_resnet: 3x3 stem, stages of 32, 64, 128 channels, 2 BasicBlocks each, global average
+The recipes are conveyor's, by name (--recipe; the table is fashion_recipes.py, which a test keeps equal
+to examples/train_fashion_mnist/recipes.cpp; --list-recipes prints it). Every recipe shares:
+  model      small_resnet: 3x3 stem, stages of width, 2x, 4x channels, 2 BasicBlocks each, global average
              pool, linear; convolutions Kaiming-normal (fan-out), linear U(+-1/sqrt(fan_in)); channels_last
   data       the JPEGs that data/fashion_mnist makes (DIR/train.txt, DIR/test.txt), decoded as grayscale;
              pixels normalized as (p - 72.94) / 90.02
-  augment    pad 4 (zeros) + random crop 28, horizontal flip with p 0.5
-  optimizer  SGD, lr 0.1, momentum 0.9, Nesterov, weight decay 5e-4 on every parameter, batch 256 (the
-             training remainder dropped), lr on a cosine from 0.1 to 0 over all steps, set before each step
+  optimizer  SGD with the recipe's momentum, Nesterov and weight decay on every parameter, the training
+             remainder dropped, the rate set before each step (linear warm-up, then a cosine to 0)
   precision  bf16 autocast, fp32 weights
-  epochs     15; after each, the whole test split (10,000) in inference mode
+and sets: epochs, batch, width, peak rate and warm-up, label smoothing (F.cross_entropy's), the crop's
+padding and the training flip, and test-time flip (evaluation averages the logits of each image and of its
+mirror image). The whole test split (10,000) is evaluated in inference mode after the last epoch, and
+after every N-th with --eval-every N, as train_fashion_mnist does.
 Feeds (--feeds):
   gpu         every image decoded once (before the clock starts; load_s) and held on the GPU as uint8; each
               epoch a permutation on the GPU, batches gathered there, crop and flip drawn on the GPU
@@ -30,17 +33,20 @@ train_fashion_mnist's does; warm-up (cuDNN's algorithm search, graph capture or 
 throwaway steps whose effect on weights, batch-norm statistics and momentum is undone) is before it and
 reported as warmup_s, as conveyor's Trainer::warmup is. The DataLoader's worker start is inside the clock.
 
-  torch_fashion_mnist.py --data DIR [--feeds gpu,dataloader] [--impl graph] [--epochs 15] [--seeds 1]
-                         [--workers 16] [--batch 256] [--lr 0.1] [--width 32] [--json FILE]
+  torch_fashion_mnist.py --data DIR [--recipe NAME[,NAME...]] [--feeds gpu,dataloader] [--impl graph]
+                         [--seeds 1] [--eval-every 0] [--workers 16] [--json FILE]
+                         [--epochs E] [--batch B] [--lr PEAK] [--width W]   (override the recipes)
+  torch_fashion_mnist.py --list-recipes
 
---seeds 1,2,3 trains each feed and implementation once per seed; the summary gives the median.
+--seeds 1,2,3 trains each recipe, feed and implementation once per seed; the summary gives the median.
 """
 import argparse
-import math
+import json
 import sys
 import time
 import traceback
 
+import fashion_recipes
 import image_lists
 import run_record
 import timing_rules
@@ -56,48 +62,63 @@ IMPLS = {
     "compile": "torch.compile(model), default mode; loss, backward and fused SGD around it eager",
 }
 MEAN, STD = 72.94, 90.02  # Fashion-MNIST's pixel mean and standard deviation on the 0..255 scale
-PAD, SIDE = 4, 28
+SIDE = 28
 WARMUP_STEPS = 3
+OVERRIDES = ("epochs", "batch", "lr", "width")
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="folder with train.txt and test.txt (data/fashion_mnist makes it)")
+    ap.add_argument("--list-recipes", action="store_true", help="print the recipe table as JSON and exit")
+    ap.add_argument("--data", help="folder with train.txt and test.txt (data/fashion_mnist makes it)")
+    ap.add_argument("--recipe", default=fashion_recipes.DEFAULT,
+                    help=f"comma-separated, from {', '.join(r['name'] for r in fashion_recipes.RECIPES)}")
     ap.add_argument("--feeds", default="gpu,dataloader", help=f"comma-separated, from {', '.join(FEEDS)}")
     ap.add_argument("--impl", default="graph", help=f"comma-separated, from {', '.join(IMPLS)}")
-    ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--seeds", default="1", help="comma-separated seeds, e.g. 1,2,3")
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="also evaluate after every N-th epoch (default 0: after the last one only)")
     ap.add_argument("--workers", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--width", type=int, default=32)
+    ap.add_argument("--epochs", type=int, help="override every recipe's epochs")
+    ap.add_argument("--batch", type=int, help="override every recipe's batch")
+    ap.add_argument("--lr", type=float, help="override every recipe's peak learning rate")
+    ap.add_argument("--width", type=int, help="override every recipe's width")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    if a.list_recipes:
+        return a
+    if not a.data:
+        ap.error("--data is required")
     try:
         a.feeds = timing_rules.parse_choices(a.feeds, list(FEEDS), "feed")
         a.impl = timing_rules.parse_choices(a.impl, list(IMPLS), "implementation")
         a.seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
+        a.recipes = [fashion_recipes.find(name) for name in timing_rules.parse_choices(
+            a.recipe, [r["name"] for r in fashion_recipes.RECIPES], "recipe")]
     except ValueError as error:
         ap.error(str(error))
     if not a.seeds:
         ap.error("--seeds: at least one seed")
-    if a.epochs < 1 or a.batch < 1 or a.width < 1 or a.workers < 0 or not a.lr > 0:
-        ap.error("--epochs, --batch and --width must be >= 1, --workers >= 0, --lr > 0")
+    for name in ("epochs", "batch", "width"):
+        if getattr(a, name) is not None and getattr(a, name) < 1:
+            ap.error(f"--{name} must be >= 1")
+    if a.lr is not None and not a.lr > 0:
+        ap.error("--lr must be > 0")
+    if a.workers < 0 or a.eval_every < 0:
+        ap.error("--workers and --eval-every must be >= 0")
+    for r in a.recipes:
+        for name, field in (("epochs", "epochs"), ("batch", "batch"), ("lr", "peak_lr"), ("width", "width")):
+            if getattr(a, name) is not None:
+                r[field] = getattr(a, name)
     return a
 
 
-def cosine_lr(base, epoch, step, steps_per_epoch, epochs):
-    """train_fashion_mnist's schedule: cosine decay from `base` to 0 over the whole run, by step."""
-    progress = (epoch * steps_per_epoch + step) / (steps_per_epoch * epochs)
-    return 0.5 * base * (1 + math.cos(progress * math.pi))
-
-
 def summarize(runs):
-    """Per feed and implementation: the median final accuracy and seconds over the seeds."""
+    """Per recipe, feed and implementation: the median final accuracy and seconds over the seeds."""
     groups = {}
     for run in runs:
         if "final_test_accuracy" in run:
-            groups.setdefault(f"{run['feed']}/{run['impl']}", []).append(run)
+            groups.setdefault(f"{run['recipe']}/{run['feed']}/{run['impl']}", []).append(run)
     return {key: {"seeds": [r["seed"] for r in rs],
                   "median_final_test_accuracy": timing_rules.median([r["final_test_accuracy"] for r in rs]),
                   "median_seconds_training_and_evaluation":
@@ -117,10 +138,12 @@ def require_torch():
     return torch, torchvision
 
 
-def gray_jpegs(samples, augment):
+def gray_jpegs(samples, augment, recipe=None):
     from torch_datasets import GrayJpegs
 
-    return GrayJpegs(samples, SIDE, PAD, augment)
+    if recipe is None:
+        return GrayJpegs(samples, SIDE, 0, False)
+    return GrayJpegs(samples, SIDE, recipe["crop_padding"], augment, flip=recipe["train_flip"])
 
 
 def load_to_gpu(torch, samples, workers, device):
@@ -139,18 +162,19 @@ class Training:
     """One model, optimizer and implementation, fed through static device tensors (train_x/train_y and
     eval_x): every feed copies its batch into them, and a step either replays a graph or runs eagerly."""
 
-    def __init__(self, torch, args, impl, seed, augment_on_gpu):
+    def __init__(self, torch, recipe, impl, seed, augment_on_gpu):
         import torch_models
 
-        self.torch, self.args, self.impl, self.augment_on_gpu = torch, args, impl, augment_on_gpu
+        self.torch, self.recipe, self.impl, self.augment_on_gpu = torch, recipe, impl, augment_on_gpu
         F = torch.nn.functional
         dev = torch.device("cuda")
         torch.manual_seed(seed)
-        self.model = torch_models.small_resnet(1, args.width, 2, 10).to(dev).to(memory_format=torch.channels_last)
-        self.lr = torch.tensor(args.lr, dtype=torch.float32, device=dev)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.lr, momentum=0.9, weight_decay=5e-4,
-                                   nesterov=True, fused=True)
-        b = args.batch
+        self.model = torch_models.small_resnet(1, recipe["width"], 2, 10).to(dev).to(memory_format=torch.channels_last)
+        self.lr = torch.tensor(recipe["peak_lr"], dtype=torch.float32, device=dev)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.lr, momentum=recipe["momentum"],
+                                   weight_decay=recipe["weight_decay"], nesterov=recipe["nesterov"], fused=True)
+        b = recipe["batch"]
+        pad, smoothing = recipe["crop_padding"], recipe["label_smoothing"]
         self.train_x = torch.zeros((b, 1, SIDE, SIDE), dtype=torch.uint8, device=dev)
         self.train_y = torch.zeros((b,), dtype=torch.int64, device=dev)
         self.eval_x = torch.zeros((b, 1, SIDE, SIDE), dtype=torch.uint8, device=dev)
@@ -165,12 +189,12 @@ class Training:
             return x.float().sub(MEAN).div(STD).contiguous(memory_format=torch.channels_last)
 
         def crop_and_flip(x):
-            # Pad 4 with zeros, take a 28x28 window at a random offset 0..8 each way, mirror it with p 0.5:
-            # one gather whose row and column indices carry the offsets and the flip.
-            padded = F.pad(x[:, 0], (PAD, PAD, PAD, PAD))
-            oy = torch.randint(0, 2 * PAD + 1, (b, 1, 1), device=dev)
-            ox = torch.randint(0, 2 * PAD + 1, (b, 1, 1), device=dev)
-            flip = torch.rand((b, 1, 1), device=dev) < 0.5
+            # Pad with zeros, take a 28x28 window at a random offset 0..2 pad each way, mirror it with p 0.5
+            # (when the recipe flips): one gather whose row and column indices carry the offsets and the flip.
+            padded = F.pad(x[:, 0], (pad, pad, pad, pad))
+            oy = torch.randint(0, 2 * pad + 1, (b, 1, 1), device=dev)
+            ox = torch.randint(0, 2 * pad + 1, (b, 1, 1), device=dev)
+            flip = (torch.rand((b, 1, 1), device=dev) < 0.5) & recipe["train_flip"]
             rows = oy + arange.view(1, SIDE, 1)
             cols = torch.where(flip, ox + (SIDE - 1) - arange.view(1, 1, SIDE), ox + arange.view(1, 1, SIDE))
             return padded[batch_index, rows, cols].unsqueeze(1)
@@ -179,7 +203,7 @@ class Training:
             x = crop_and_flip(self.train_x) if augment_on_gpu else self.train_x
             with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphed):
                 logits = forward(normalize(x))
-                loss = F.cross_entropy(logits, self.train_y)
+                loss = F.cross_entropy(logits, self.train_y, label_smoothing=smoothing)
             loss.backward()
             self.opt.step()
             with torch.no_grad():
@@ -188,7 +212,11 @@ class Training:
 
         def eval_body():
             with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphed):
-                return forward(normalize(self.eval_x)).argmax(1)
+                x = normalize(self.eval_x)
+                logits = forward(x).float()
+                if recipe["test_time_flip"]:  # the mean of the logits of each image and of its mirror image
+                    logits = 0.5 * (logits + forward(x.flip(3)).float())
+                return logits.argmax(1)
 
         self.train_body, self.eval_body = train_body, eval_body
         self.train_graph = self.eval_graph = None
@@ -251,10 +279,10 @@ class Training:
         return time.perf_counter() - start
 
 
-def train(torch, args, feed, impl, seed, data):
+def train(torch, args, recipe, feed, impl, seed, data):
     """One training run; returns its record (accuracy per epoch, seconds, warm-up)."""
-    b = args.batch
-    training = Training(torch, args, impl, seed, augment_on_gpu=feed == "gpu")
+    b = recipe["batch"]
+    training = Training(torch, recipe, impl, seed, augment_on_gpu=feed == "gpu")
     if feed == "gpu":
         train_images, train_labels, test_images, test_labels = data["gpu"]
         train_count = train_images.shape[0]
@@ -272,8 +300,8 @@ def train(torch, args, feed, impl, seed, data):
         loader_options = dict(batch_size=b, num_workers=args.workers, pin_memory=True,
                               persistent_workers=args.workers > 0)
         torch.manual_seed(seed)
-        train_loader = torch.utils.data.DataLoader(gray_jpegs(train_samples, augment=True), shuffle=True,
-                                                   drop_last=True, **loader_options)
+        train_loader = torch.utils.data.DataLoader(gray_jpegs(train_samples, augment=True, recipe=recipe),
+                                                   shuffle=True, drop_last=True, **loader_options)
         test_loader = torch.utils.data.DataLoader(gray_jpegs(test_samples, augment=False), shuffle=False,
                                                   **loader_options)
 
@@ -285,12 +313,11 @@ def train(torch, args, feed, impl, seed, data):
             for x, y in test_loader:
                 yield x, y
 
-    epochs, final = [], 0.0
-    print(f"{'epoch':>5} {'loss':>8} {'train acc':>9} {'test acc':>9} {'images/s':>10} {'s':>7}  [{feed}, {impl}, seed {seed}]",
-          flush=True)
+    epochs, final, tag = [], 0.0, f"[{recipe['name']}, {feed}, {impl}, seed {seed}]"
+    print(f"{'epoch':>5} {'loss':>8} {'train acc':>9} {'test acc':>9} {'images/s':>10} {'s':>7}  {tag}", flush=True)
     torch.cuda.synchronize()
     run_start = time.perf_counter()
-    for epoch in range(args.epochs):
+    for epoch in range(recipe["epochs"]):
         epoch_start = time.perf_counter()
         if feed == "gpu":
             order = torch.randperm(train_count, device="cuda", generator=generator)
@@ -306,7 +333,7 @@ def train(torch, args, feed, impl, seed, data):
                 x, y = item
                 training.train_x.copy_(x, non_blocking=True)
                 training.train_y.copy_(y, non_blocking=True)
-            training.lr.fill_(cosine_lr(args.lr, epoch, step, steps_per_epoch, args.epochs))
+            training.lr.fill_(fashion_recipes.learning_rate(recipe, epoch * steps_per_epoch + step, steps_per_epoch))
             training.step()
             step += 1
         if step != steps_per_epoch:
@@ -317,30 +344,35 @@ def train(torch, args, feed, impl, seed, data):
         training.correct.zero_()
         train_s = time.perf_counter() - epoch_start
 
-        correct = torch.zeros((), dtype=torch.int64, device="cuda")
-        seen = 0
-        for x, y in test_batches():
-            n = x.shape[0]
-            training.eval_x[:n].copy_(x, non_blocking=True)
-            y = y.to("cuda", non_blocking=True)
-            correct += (training.predict()[:n] == y).sum()
-            seen += n
-        final = correct.item() / seen
+        test_accuracy = None
+        if epoch + 1 == recipe["epochs"] or (args.eval_every and (epoch + 1) % args.eval_every == 0):
+            correct = torch.zeros((), dtype=torch.int64, device="cuda")
+            seen = 0
+            for x, y in test_batches():
+                n = x.shape[0]
+                training.eval_x[:n].copy_(x, non_blocking=True)
+                y = y.to("cuda", non_blocking=True)
+                correct += (training.predict()[:n] == y).sum()
+                seen += n
+            test_accuracy = final = correct.item() / seen
         seconds = time.perf_counter() - run_start
-        epochs.append({"epoch": epoch + 1, "loss": loss, "train_accuracy": train_accuracy, "test_accuracy": final,
+        epochs.append({"epoch": epoch + 1, "loss": loss, "train_accuracy": train_accuracy, "test_accuracy": test_accuracy,
                        "images_per_s": step * b / train_s, "seconds": seconds})
-        print(f"{epoch + 1:>5} {loss:>8.4f} {100 * train_accuracy:>8.2f}% {100 * final:>8.2f}% "
-              f"{step * b / train_s:>10.0f} {time.perf_counter() - epoch_start:>7.2f}", flush=True)
+        shown = f"{100 * test_accuracy:>8.2f}%" if test_accuracy is not None else f"{'-':>9}"
+        print(f"{epoch + 1:>5} {loss:>8.4f} {100 * train_accuracy:>8.2f}% {shown} "
+              f"{step * b / train_s:>10.0f} {seconds:>7.2f}", flush=True)
     total = time.perf_counter() - run_start
-    print(f"final test accuracy {100 * final:.2f}% after {args.epochs} epochs, {total:.1f} s of training and "
-          f"evaluation (warm-up {warmup_s:.2f} s) [{feed}, {impl}, seed {seed}]", flush=True)
-    return {"feed": feed, "impl": impl, "seed": seed, "final_test_accuracy": final,
-            "best_test_accuracy": max(e["test_accuracy"] for e in epochs),
+    print(f"final test accuracy {100 * final:.2f}% after {recipe['epochs']} epochs, {total:.2f} s of training and "
+          f"evaluation (warm-up {warmup_s:.2f} s) {tag}", flush=True)
+    return {"recipe": recipe["name"], "feed": feed, "impl": impl, "seed": seed, "final_test_accuracy": final,
             "seconds_training_and_evaluation": total, "warmup_s": warmup_s, "epochs": epochs}
 
 
 def main():
     args = parse_args()
+    if args.list_recipes:
+        print(json.dumps(fashion_recipes.recipes_json(234), indent=1, sort_keys=True))
+        return
     try:
         train_samples = image_lists.read_list_file(f"{args.data}/train.txt")
         test_samples = image_lists.read_list_file(f"{args.data}/test.txt")
@@ -359,24 +391,28 @@ def main():
         print(f"decoded {len(train_samples) + len(test_samples)} JPEGs into GPU memory in {load_s:.2f} s", flush=True)
 
     runs, failed = [], []
-    for seed in args.seeds:
-        for feed in args.feeds:
-            for impl in args.impl:
-                try:
-                    runs.append(train(torch, args, feed, impl, seed, data))
-                except Exception as error:  # one run's failure must not hide the others' figures
-                    failed.append(f"{feed}/{impl}/seed {seed}")
-                    runs.append({"feed": feed, "impl": impl, "seed": seed,
-                                 "error": f"{type(error).__name__}: {error}"})
-                    print(f"[{feed}, {impl}, seed {seed}] FAILED: {type(error).__name__}: {error}", flush=True)
-                    traceback.print_exc()
+    for recipe in args.recipes:
+        for seed in args.seeds:
+            for feed in args.feeds:
+                for impl in args.impl:
+                    try:
+                        runs.append(train(torch, args, recipe, feed, impl, seed, data))
+                    except Exception as error:  # one run's failure must not hide the others' figures
+                        failed.append(f"{recipe['name']}/{feed}/{impl}/seed {seed}")
+                        runs.append({"recipe": recipe["name"], "feed": feed, "impl": impl, "seed": seed,
+                                     "error": f"{type(error).__name__}: {error}"})
+                        print(f"[{recipe['name']}, {feed}, {impl}, seed {seed}] FAILED: {type(error).__name__}: "
+                              f"{error}", flush=True)
+                        traceback.print_exc()
 
     result = run_record.header("torch_fashion_mnist")
     result.update({
         "data": args.data, "train_images": len(train_samples), "test_images": len(test_samples),
-        "epochs": args.epochs, "batch": args.batch, "lr": args.lr, "width": args.width, "workers": args.workers,
-        "recipe": "small_resnet, SGD nesterov momentum 0.9 wd 5e-4, cosine lr per step, pad 4 + crop 28 + flip, "
-                  "bf16 autocast, channels_last, batch 256 drop remainder, test after every epoch",
+        "workers": args.workers, "eval_every": args.eval_every,
+        "overrides": {name: getattr(args, name) for name in OVERRIDES},
+        "recipes": args.recipes,
+        "common": "small_resnet, SGD, bf16 autocast, channels_last, training remainder dropped, test split after "
+                  "the last epoch (and every --eval-every epochs)",
         "feeds": {f: FEEDS[f] for f in args.feeds}, "impls": {i: IMPLS[i] for i in args.impl},
         "load_to_gpu_s": load_s, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
         "torchvision": torchvision.__version__, "cudnn": torch.backends.cudnn.version(),

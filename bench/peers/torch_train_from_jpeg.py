@@ -277,12 +277,14 @@ def main():
     except image_lists.ListingError as error:
         sys.exit(f"torch_train_from_jpeg.py: {error}")
     classes = image_lists.class_count(samples)
+    # torch first: it and conveyor's module both need libcudart.so.13 and the process keeps the first one
+    # loaded, which must be torch's (it may be newer than the toolkit conveyor was built with).
+    torch, torchvision = require_torch()
     conveyor, conveyor_skip = (None, None)
     if "conveyor" in args.feeds:
         conveyor, conveyor_skip = import_conveyor(args.conveyor_python)
         if conveyor_skip:
             print(f"conveyor-fed variants SKIPPED: {conveyor_skip}", flush=True)
-    torch, torchvision = require_torch()
     torch.backends.cudnn.benchmark = True
     mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
     std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)

@@ -8,31 +8,45 @@
 // there each worker makes whole batches, so its first W batches arrive together and a clock started at
 // the first batch would credit it with work done before the clock started. Also written: the rate after
 // the first batch only (images_per_s_after_first_batch) and over the whole run including start-up
-// (images_per_s_overall). A checksum over every batch's bytes and labels, in order, shows that the
-// result does not depend on the thread count.
+// (images_per_s_overall). A checksum over every batch's bytes and labels, in order (BatchChecksum),
+// shows that the result does not depend on the thread count; --checksum 0 leaves it out, so that the
+// consumer does no work at all, as bench/pipeline/pipeline_throughput.py (the same run from Python) does.
+// See --help for the options.
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch 256] [--size 224] [--epochs 1]
 //                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
+//                       [--checksum 1|0] [--shards N --shard I] [--state-out FILE] [--resume FILE ...]
+//                       [--batch-log FILE] [--sample-log FILE]
+//
+// Resume (issue 15): --state-out writes the iterator's state after every batch (atomically); --resume
+// starts from such a file (given once per shard of the run that wrote them, they are combined: the rest of
+// the epoch is split over this run's --shards); --batch-log writes "epoch first_index checksum" per batch
+// and --sample-log "epoch index checksum label" per sample (XXH3 of its pixels), each line flushed before
+// the state is written, so that a run killed at any moment and resumed gives the same lines.
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/iterator_state.h"
 #include "conveyor/ops.h"
 #include "conveyor/shards.h"
 #include "conveyor/stats.h"
@@ -58,121 +72,126 @@ struct Config {
   int repeat = 1;
   std::size_t in_flight = 0;  // 0: the library's default
   bool deterministic = true;
+  bool checksum = true;
+  std::size_t shards = 1, shard = 0;
+  std::string state_out, batch_log, sample_log;
+  std::vector<std::string> resume;
 };
-
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "pipeline_throughput: %s\n"
-               "usage: pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch B] [--size S]\n"
-               "         [--epochs E] [--seed K] [--on-error fail|skip] [--json FILE] [--trace FILE]\n"
-               "         [--sweep 1,2,4,8,16] [--limit N]\n"
-               "         [--prefetch P] [--repeat R] [--in-flight N] [--deterministic 1|0]\n",
-               problem.c_str());
-  std::exit(2);
-}
-
-std::uint64_t parse_number(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') usage("bad number for " + flag + ": '" + text + "'");
-  return value;
-}
 
 Config parse(int argc, char** argv) {
   Config config;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) usage("missing value after " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--data")
-      config.data = value;
-    else if (flag == "--threads")
-      config.threads = static_cast<int>(parse_number(flag, value));
-    else if (flag == "--batch")
-      config.batch = parse_number(flag, value);
-    else if (flag == "--size")
-      config.size = static_cast<int>(parse_number(flag, value));
-    else if (flag == "--epochs")
-      config.epochs = parse_number(flag, value);
-    else if (flag == "--seed")
-      config.seed = parse_number(flag, value);
-    else if (flag == "--json")
-      config.json = value;
-    else if (flag == "--trace")
-      config.trace = value;
-    else if (flag == "--limit")
-      config.limit = parse_number(flag, value);
-    else if (flag == "--prefetch")
-      config.prefetch = parse_number(flag, value);
-    else if (flag == "--repeat")
-      config.repeat = static_cast<int>(parse_number(flag, value));
-    else if (flag == "--in-flight")
-      config.in_flight = parse_number(flag, value);
-    else if (flag == "--deterministic")
-      config.deterministic = parse_number(flag, value) != 0;
-    else if (flag == "--on-error") {
-      if (value == "fail")
-        config.on_error = conveyor::OnError::fail;
-      else if (value == "skip")
-        config.on_error = conveyor::OnError::skip;
-      else
-        usage("--on-error is fail or skip");
-    } else if (flag == "--sweep") {
-      for (std::size_t start = 0; start <= value.size();) {
-        const std::size_t comma = std::min(value.find(',', start), value.size());
-        config.sweep.push_back(static_cast<int>(parse_number(flag, value.substr(start, comma - start))));
-        start = comma + 1;
-      }
-    } else {
-      usage("unknown flag " + flag);
-    }
+  CLI::App app(
+      "pipeline_throughput: images per second of the full CPU input pipeline (image_folder, shuffle,\n"
+      "decode_random_resized_crop, flip, distort, batch, prefetch) on a folder of JPEGs.");
+  app.add_option("--data", config.data,
+                 "ImageFolder root, list file, tar shards (index .json, pattern, URL) (required)");
+  app.add_option("--threads", config.threads, "worker threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--batch", config.batch, "images per batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--size", config.size, "crop size in pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--epochs", config.epochs, "passes over the data")->capture_default_str();
+  app.add_option("--seed", config.seed, "pipeline seed (order and augmentation)")->capture_default_str();
+  std::string on_error = "fail";
+  app.add_option("--on-error", on_error, "a file that fails to decode: fail the run or skip it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fail", "skip"}));
+  app.add_option("--json", config.json, "write the results as JSON to FILE");
+  app.add_option("--trace", config.trace, "write a Chrome trace of the (last) run to FILE");
+  app.add_option("--sweep", config.sweep, "run at each of these thread counts, e.g. 1,2,4,8,16")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--limit", config.limit, "use only the first N files (0: all)")->capture_default_str();
+  app.add_option("--prefetch", config.prefetch, "batches made ahead")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--repeat", config.repeat, "runs per point; the median is reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--in-flight", config.in_flight, "elements in flight (0: the library's default)")
+      ->capture_default_str();
+  app.add_option("--deterministic", config.deterministic, "deliver in order (1) or as ready (0)")
+      ->capture_default_str();
+  app.add_option("--checksum", config.checksum, "checksum every batch (1) or leave the consumer idle (0)")
+      ->capture_default_str();
+  app.add_option("--shards", config.shards, "split the data into N shards (shard(N, I))")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--shard", config.shard, "the shard this run reads")->capture_default_str();
+  app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
+  app.add_option("--resume", config.resume,
+                 "start from the state in FILE; one FILE per shard of the run that wrote them combines them");
+  app.add_option("--batch-log", config.batch_log, "write \"epoch first_index checksum\" per batch to FILE");
+  app.add_option("--sample-log", config.sample_log,
+                 "write \"epoch index checksum label\" per sample to FILE");
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (config.data.empty()) throw CLI::RequiredError("--data");
+    if (config.shard >= config.shards) throw CLI::ValidationError("--shard", "must be below --shards");
+    const bool resumable = !config.state_out.empty() || !config.resume.empty() || !config.batch_log.empty() ||
+                           !config.sample_log.empty();
+    if (resumable && (!config.sweep.empty() || config.repeat != 1))
+      throw CLI::ValidationError("--state-out, --resume, --batch-log, --sample-log",
+                                 "one run: no --sweep or --repeat");
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
-  if (config.data.empty()) usage("--data is required");
-  if (config.batch == 0 || config.size <= 0 || config.prefetch == 0 || config.repeat <= 0)
-    usage("sizes must be positive");
+  config.on_error = on_error == "skip" ? conveyor::OnError::skip : conveyor::OnError::fail;
   if (config.threads == 0)
     config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return config;
 }
 
-// xxHash64-style: four independent multiply-rotate lanes over 8-byte words, so hashing every byte of
-// every batch costs the consumer thread little (a byte-at-a-time FNV would cost it a core at 10k img/s).
-class Checksum {
- public:
-  void add(const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const std::uint8_t*>(data);
-    std::size_t i = 0;
-    for (; i + 32 <= size; i += 32)
-      for (int lane = 0; lane < 4; ++lane) lanes_[lane] = round(lanes_[lane], load(bytes + i + 8 * lane));
-    for (; i + 8 <= size; i += 8) lanes_[0] = round(lanes_[0], load(bytes + i));
-    for (; i < size; ++i) lanes_[1] = round(lanes_[1], bytes[i]);
-    length_ += size;
-  }
-  std::uint64_t value() const {
-    std::uint64_t h = rotl(lanes_[0], 1) + rotl(lanes_[1], 7) + rotl(lanes_[2], 12) + rotl(lanes_[3], 18);
-    h ^= length_;
-    h ^= h >> 33;
-    h *= kPrime2;
-    h ^= h >> 29;
-    h *= kPrime3;
-    return h ^ (h >> 32);
-  }
+// ---- resume (issue 15): one small function per flag ----
 
- private:
-  static constexpr std::uint64_t kPrime1 = 0x9E3779B185EBCA87ull, kPrime2 = 0xC2B2AE3D27D4EB4Full,
-                                 kPrime3 = 0x165667B19E3779F9ull;
-  static std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-  static std::uint64_t load(const std::uint8_t* p) {
-    std::uint64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
+// --resume: one state continues that iterator; the states of all shards of a run are combined first.
+conveyor::BatchIterator resume_or_begin(const conveyor::BatchedDataset& batches, const Config& config) {
+  if (config.resume.empty()) return batches.begin();
+  std::vector<conveyor::IteratorState> states;
+  for (const std::string& file : config.resume) states.push_back(conveyor::IteratorState::load(file));
+  return batches.begin(states.size() == 1 ? states.front() : conveyor::IteratorState::combine(states));
+}
+
+// A log file whose lines are flushed one by one (so that a killed run leaves every line it wrote).
+std::unique_ptr<std::FILE, int (*)(std::FILE*)> open_log(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(path.empty() ? nullptr : std::fopen(path.c_str(), "w"),
+                                                       std::fclose);
+  if (!path.empty() && !file) throw std::runtime_error("cannot write " + path);
+  return file;
+}
+
+// --batch-log: "epoch first_index checksum" (BatchChecksum of the batch's pixels and labels).
+void log_batch(std::FILE* log, const conveyor::Batch& batch) {
+  if (log == nullptr) return;
+  conveyor::BatchChecksum sum;
+  sum.add(batch);
+  std::fprintf(log, "%llu %llu %s\n", static_cast<unsigned long long>(batch.epoch()),
+               static_cast<unsigned long long>(batch.samples()[0].index), sum.hex().c_str());
+  std::fflush(log);
+}
+
+// --sample-log: "epoch index checksum label" per sample (its pixels): exactly-once checks across shards.
+void log_samples(std::FILE* log, const conveyor::Batch& batch) {
+  if (log == nullptr) return;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    conveyor::BatchChecksum sum;
+    sum.add({batch.image(i).data, batch.image(i).shape().bytes()});
+    std::fprintf(log, "%llu %llu %s %lld\n", static_cast<unsigned long long>(batch.samples()[i].epoch),
+                 static_cast<unsigned long long>(batch.samples()[i].index), sum.hex().c_str(),
+                 static_cast<long long>(batch.labels()[i]));
   }
-  static std::uint64_t round(std::uint64_t acc, std::uint64_t input) {
-    return rotl(acc + input * kPrime2, 31) * kPrime1;
-  }
-  std::uint64_t lanes_[4] = {kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1};
-  std::uint64_t length_ = 0;
-};
+  std::fflush(log);
+}
+
+// --state-out: after the batch's lines, so that the state never covers a batch whose lines are missing.
+void save_state(const std::string& path, const conveyor::BatchIterator& it) {
+  if (!path.empty()) it.state().save(path);
+}
 
 struct Result {
   int threads = 0;
@@ -183,31 +202,31 @@ struct Result {
   std::uint64_t warmup_batches = 0;
   double steady_s = 0;
   double first_batch_s = 0;
-  std::uint64_t checksum = 0;
+  std::string checksum;  // BatchChecksum::hex() of every batch, in order; "off" with --checksum 0
   conveyor::PipelineStats stats;
 };
 
-// What --data names, and the sample shuffle buffer that suits it.
+// What --data names, and the shuffle that suits it.
 struct DataSource {
   conveyor::Dataset dataset;
-  std::size_t shuffle_buffer;
+  std::size_t shuffle_buffer;  // 0: the whole-epoch shuffle (random-access sources)
 };
 
 // --data is a folder (ImageFolder), a list file, tar shards (a file or URL ending in .json is their
 // index; else a pattern such as DIR/shard-{000000..000099}.tar or DIR/*.tar, or http(s) URLs of shards).
-// Tar shards are shuffled per epoch (by --seed) and their shuffle buffer holds the samples' bytes, so it
-// is 1,000 rather than 10,000.
+// Tar shards are shuffled per epoch (by --seed) and, as a stream has no random access, their samples by a
+// shuffle buffer, which holds the samples' bytes: 1,000. Files take the whole-epoch shuffle.
 DataSource open_data(const Config& config) {
   const std::string& data = config.data;
   const bool url = data.starts_with("http://") || data.starts_with("https://");
-  if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 10'000};
+  if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 0};
   conveyor::TarShardOptions shards;
   shards.seed = config.seed;
   if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
   if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), 1'000};
-  return {conveyor::Dataset::list_file(data), 10'000};
+  return {conveyor::Dataset::list_file(data), 0};
 }
 
 Result run_once(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
@@ -216,9 +235,13 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   const DataSource source = open_data(config);
   conveyor::Dataset files = source.dataset;
   if (config.limit > 0) files = files.take(config.limit);
+  // The whole-epoch shuffle (seeded from the pipeline seed) over files: its state restores in O(1); over
+  // tar shards a shuffle buffer (its state replays the stream). shard(1, 0) when unsharded, so that every
+  // state can be combined into another shard count.
   const conveyor::BatchedDataset batches =
-      files.shuffle(source.shuffle_buffer, config.seed)
+      (source.shuffle_buffer == 0 ? files.shuffle() : files.shuffle(source.shuffle_buffer))
           .repeat(config.epochs)
+          .shard(config.shards, config.shard)
           .map(ops::decode_random_resized_crop(config.size))
           .map(ops::flip_horizontal(0.5))
           .map(ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
@@ -233,16 +256,20 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
 
   Result result;
   result.threads = threads;
-  Checksum checksum;
-  conveyor::BatchIterator it = batches.begin();
+  conveyor::BatchChecksum checksum;
+  conveyor::BatchIterator it = resume_or_begin(batches, config);
+  const auto batch_log = open_log(config.batch_log), sample_log = open_log(config.sample_log);
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;  // when each batch came, its size
   while (std::optional<conveyor::Batch> batch = it.next()) {
     arrivals.emplace_back(Clock::now(), batch->size());
-    conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
-    checksum.add(batch->pixels().data(), batch->pixels().size());
-    checksum.add(batch->labels().data(), batch->labels().size_bytes());
     result.images += batch->size();
+    log_batch(batch_log.get(), *batch);
+    log_samples(sample_log.get(), *batch);
+    save_state(config.state_out, it);
+    if (!config.checksum) continue;
+    conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
+    checksum.add(*batch);
   }
   const auto end = Clock::now();
   const auto rate_after = [&](std::size_t warmup) {
@@ -257,14 +284,13 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
                                                 std::max<std::size_t>(1, arrivals.size() / 2));
   if (!arrivals.empty()) {
     result.first_batch_s = std::chrono::duration<double>(arrivals.front().first - start).count();
-    result.steady_s =
-        std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
+    result.steady_s = std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
     result.images_per_s = rate_after(result.warmup_batches);
     result.images_per_s_after_first_batch = rate_after(1);
     result.images_per_s_overall =
         static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
   }
-  result.checksum = checksum.value();
+  result.checksum = config.checksum ? checksum.hex() : "off";
   result.stats = it.stats();
   return result;
 }
@@ -293,100 +319,73 @@ std::string hostname() {
   return name;
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
 
-std::string hex(std::uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-std::string point_json(const Result& r, double efficiency) {
-  char text[512];
-  std::snprintf(
-      text, sizeof text,
-      "{\"threads\": %d, \"images_per_s\": %.1f, \"images_per_s_after_first_batch\": %.1f, "
-      "\"images_per_s_overall\": %.1f, \"images\": %llu, \"warmup_batches\": %llu, "
-      "\"time_to_first_batch_s\": %.3f, \"steady_s\": %.3f, \"efficiency\": %.3f, \"checksum\": \"%s\", "
-      "\"skipped\": %llu}",
-      r.threads, r.images_per_s, r.images_per_s_after_first_batch, r.images_per_s_overall,
-      static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.warmup_batches),
-      r.first_batch_s, r.steady_s, efficiency, hex(r.checksum).c_str(),
-      static_cast<unsigned long long>(r.stats.skipped));
-  return text;
+Json point_json(const Result& r, double efficiency) {
+  return {{"threads", r.threads},
+          {"images_per_s", r.images_per_s},
+          {"images_per_s_after_first_batch", r.images_per_s_after_first_batch},
+          {"images_per_s_overall", r.images_per_s_overall},
+          {"images", r.images},
+          {"warmup_batches", r.warmup_batches},
+          {"time_to_first_batch_s", r.first_batch_s},
+          {"steady_s", r.steady_s},
+          {"efficiency", efficiency},
+          {"checksum", r.checksum},
+          {"skipped", r.stats.skipped}};
 }
 
 void write_json(const Config& config, const Result& main, const std::vector<Result>& sweep,
                 const std::vector<double>& efficiency) {
-  std::string out = "{\n";
-  out += "  \"benchmark\": \"pipeline_throughput\",\n";
-  out += "  \"machine\": {\"hostname\": " + json_string(hostname()) +
-         ", \"nproc\": " + std::to_string(std::thread::hardware_concurrency()) +
-         ", \"commit\": " + json_string(CONVEYOR_GIT_COMMIT) + "},\n";
-  char text[1024];
-  std::snprintf(
-      text, sizeof text,
-      "  \"config\": {\"data\": %s, \"batch\": %zu, \"size\": %d, \"epochs\": %llu, \"seed\": %llu, "
-      "\"on_error\": \"%s\", \"limit\": %llu, \"prefetch\": %zu, \"repeat\": %d, \"in_flight\": %zu, "
-      "\"deterministic\": %s},\n",
-      json_string(config.data).c_str(), config.batch, config.size,
-      static_cast<unsigned long long>(config.epochs), static_cast<unsigned long long>(config.seed),
-      config.on_error == conveyor::OnError::skip ? "skip" : "fail",
-      static_cast<unsigned long long>(config.limit), config.prefetch, config.repeat, main.stats.max_in_flight,
-      config.deterministic ? "true" : "false");
-  out += text;
-  std::snprintf(text, sizeof text,
-                "  \"images_per_s\": %.1f,\n  \"images_per_s_after_first_batch\": %.1f,\n"
-                "  \"images_per_s_overall\": %.1f,\n  \"warmup_batches\": %llu,\n"
-                "  \"threads\": %d,\n  \"images\": %llu,\n  \"skipped\": %llu,\n"
-                "  \"checksum\": \"%s\",\n  \"peak_rss_mb\": %.1f,\n  \"time_to_first_batch_s\": %.3f,\n"
-                "  \"steady_s\": %.3f,\n  \"pinned\": %s,\n  \"pool_buffers\": %zu,\n",
-                main.images_per_s, main.images_per_s_after_first_batch, main.images_per_s_overall,
-                static_cast<unsigned long long>(main.warmup_batches), main.threads,
-                static_cast<unsigned long long>(main.images),
-                static_cast<unsigned long long>(main.stats.skipped), hex(main.checksum).c_str(),
-                peak_rss_mb(), main.first_batch_s, main.steady_s, main.stats.pinned ? "true" : "false",
-                main.stats.pool_buffers);
-  out += text;
-  out += "  \"skip_reasons\": {";
-  bool first = true;
-  for (const auto& [reason, count] : main.stats.skip_reasons) {
-    out += (first ? "" : ", ") + json_string(reason) + ": " + std::to_string(count);
-    first = false;
-  }
-  out += "},\n  \"stages\": [";
-  for (std::size_t i = 0; i < main.stats.stages.size(); ++i) {
-    const conveyor::StageStats& s = main.stats.stages[i];
-    std::snprintf(text, sizeof text,
-                  "%s\n    {\"name\": %s, \"count\": %llu, \"busy_s\": %.3f, \"failures\": %llu}",
-                  i ? "," : "", json_string(s.name).c_str(), static_cast<unsigned long long>(s.count),
-                  static_cast<double>(s.busy_ns) / 1e9, static_cast<unsigned long long>(s.failures));
-    out += text;
-  }
-  std::snprintf(text, sizeof text,
-                "\n  ],\n  \"queue\": {\"max\": %zu, \"mean_seen_by_consumer\": %.2f},\n"
-                "  \"consumer_wait_s\": %.3f,\n",
-                main.stats.queue.max, main.stats.queue.mean,
-                static_cast<double>(main.stats.consumer_wait_ns) / 1e9);
-  out += text;
-  bool same = true;
-  for (const Result& r : sweep) same = same && r.checksum == main.checksum;
-  out += std::string("  \"checksums_equal\": ") + (same ? "true" : "false") + ",\n";
-  out += "  \"sweep\": [";
-  for (std::size_t i = 0; i < sweep.size(); ++i)
-    out += (i ? ",\n    " : "\n    ") + point_json(sweep[i], efficiency[i]);
-  out += sweep.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  std::FILE* file = std::fopen(config.json.c_str(), "w");
-  if (file == nullptr) throw std::runtime_error("cannot write " + config.json);
-  std::fwrite(out.data(), 1, out.size(), file);
-  std::fclose(file);
+  Json out;
+  out["benchmark"] = "pipeline_throughput";
+  out["machine"] = {{"hostname", hostname()},
+                    {"nproc", std::thread::hardware_concurrency()},
+                    {"commit", CONVEYOR_GIT_COMMIT}};
+  out["config"] = {{"data", config.data},
+                   {"batch", config.batch},
+                   {"size", config.size},
+                   {"epochs", config.epochs},
+                   {"seed", config.seed},
+                   {"on_error", config.on_error == conveyor::OnError::skip ? "skip" : "fail"},
+                   {"limit", config.limit},
+                   {"prefetch", config.prefetch},
+                   {"repeat", config.repeat},
+                   {"in_flight", main.stats.max_in_flight},
+                   {"deterministic", config.deterministic},
+                   {"checksum", config.checksum}};
+  out["images_per_s"] = main.images_per_s;
+  out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
+  out["images_per_s_overall"] = main.images_per_s_overall;
+  out["warmup_batches"] = main.warmup_batches;
+  out["threads"] = main.threads;
+  out["images"] = main.images;
+  out["skipped"] = main.stats.skipped;
+  out["checksum"] = main.checksum;
+  out["peak_rss_mb"] = peak_rss_mb();
+  out["time_to_first_batch_s"] = main.first_batch_s;
+  out["steady_s"] = main.steady_s;
+  out["pinned"] = main.stats.pinned;
+  out["pool_buffers"] = main.stats.pool_buffers;
+  out["skip_reasons"] = Json::object();
+  for (const auto& [reason, count] : main.stats.skip_reasons) out["skip_reasons"][reason] = count;
+  out["stages"] = Json::array();
+  for (const conveyor::StageStats& s : main.stats.stages)
+    out["stages"].push_back({{"name", s.name},
+                             {"count", s.count},
+                             {"busy_s", static_cast<double>(s.busy_ns) / 1e9},
+                             {"failures", s.failures}});
+  out["queue"] = {{"max", main.stats.queue.max}, {"mean_seen_by_consumer", main.stats.queue.mean}};
+  out["consumer_wait_s"] = static_cast<double>(main.stats.consumer_wait_ns) / 1e9;
+  out["checksums_equal"] =
+      std::all_of(sweep.begin(), sweep.end(), [&](const Result& r) { return r.checksum == main.checksum; });
+  out["sweep"] = Json::array();
+  for (std::size_t i = 0; i < sweep.size(); ++i) out["sweep"].push_back(point_json(sweep[i], efficiency[i]));
+
+  std::ofstream file(config.json, std::ios::binary | std::ios::trunc);
+  // Paths need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
+  file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  if (!file.flush()) throw std::runtime_error("cannot write " + config.json);
 }
 
 }  // namespace
@@ -412,8 +411,7 @@ int main(int argc, char** argv) {
                                        (static_cast<double>(sweep.back().threads) * base.images_per_s)
                                  : 0.0);
         std::printf("%8d %12.1f %10.1f%% %10.3f  %s\n", sweep.back().threads, sweep.back().images_per_s,
-                    100.0 * efficiency.back(), sweep.back().first_batch_s,
-                    hex(sweep.back().checksum).c_str());
+                    100.0 * efficiency.back(), sweep.back().first_batch_s, sweep.back().checksum.c_str());
         std::fflush(stdout);
       }
       main_run = sweep.back();
@@ -424,8 +422,7 @@ int main(int argc, char** argv) {
         main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.warmup_batches),
         main_run.images_per_s_after_first_batch, main_run.images_per_s_overall,
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
-        static_cast<unsigned long long>(main_run.stats.skipped),
-        hex(main_run.checksum).c_str(), peak_rss_mb());
+        static_cast<unsigned long long>(main_run.stats.skipped), main_run.checksum.c_str(), peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
     for (const Result& r : sweep)
       if (r.checksum != main_run.checksum)

@@ -6,10 +6,10 @@ that the program measures what it says it measures).
 
 Makes 48 ImageNet-like JPEGs from the photos Debian's opencv-doc ships (exit 77, CTest's skip, without
 them), then checks: the JSON's fields, the image count over two epochs, the warm-up rule (W = threads
-batches, fewer on a short run), equal checksums across a 1,2 thread sweep; --data as a list file, as tar
-shards (their index, a brace pattern, a glob: the same batches) and as shards served over HTTP on the
-loopback address (the same batches again); and a bad file: counted with its reason under --on-error skip,
-and under fail a non-zero exit that names the file and the stage.
+batches, fewer on a short run), equal checksums across a 1,2 thread sweep, a run with --checksum 0; --data
+as a list file, as tar shards (their index, a brace pattern, a glob: the same batches) and as shards served
+over HTTP on the loopback address (the same batches again); and a bad file: counted with its reason under
+--on-error skip, and under fail a non-zero exit that names the file and the stage.
 """
 import functools
 import http.server
@@ -87,7 +87,8 @@ def main(throughput, make_images, make_shards):
         data = os.path.join(tmp, "set")
         run([make_images, "--out", data, "--sources", PHOTOS, "--count", str(IMAGES), "--classes", "4"])
         train = os.path.join(data, "train")
-        common = [throughput, "--data", train, "--batch", "8", "--size", "64", "--epochs", "2", "--seed", "3"]
+        # Both forms of an option's value, "--flag value" and "--flag=value".
+        common = [throughput, "--data", train, "--batch=8", "--size", "64", "--epochs=2", "--seed", "3"]
 
         # A sweep: both points see every image twice, in the same order, with the same bytes.
         sweep_json = os.path.join(tmp, "sweep.json")
@@ -113,6 +114,14 @@ def main(throughput, make_images, make_shards):
             short = json.load(f)
         expect(short["warmup_batches"] == 6, f"warm-up batches {short['warmup_batches']}, expected 6")
         expect(short["checksum"] == sweep["checksum"], "checksum at 16 threads differs")
+
+        # --checksum 0: the same images, the consumer does nothing with them.
+        bare_json = os.path.join(tmp, "bare.json")
+        run(common + ["--threads", "2", "--checksum", "0", "--json", bare_json])
+        with open(bare_json) as f:
+            bare = json.load(f)
+        expect(bare["checksum"] == "off" and bare["config"]["checksum"] is False, "--checksum 0 in the JSON")
+        expect(bare["images"] == 2 * IMAGES and bare["images_per_s"] > 0, "--checksum 0 run")
 
         check_shards(common, train, tmp, make_shards)
 

@@ -6,20 +6,23 @@
 // stability (the last quarter against the first). Not a test: a run takes minutes (default 10).
 //
 //   soak --data DIR [--minutes 10] [--interval 5] [--threads N] [--batch 256] [--size 224] [--seed 0]
-//        [--on-error skip|fail] [--json FILE] [--csv FILE]
+//        [--on-error skip|fail] [--json FILE] [--csv FILE]        (--help says more)
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/ops.h"
 #include "soak_report.h"
@@ -37,56 +40,37 @@ struct Config {
   conveyor::OnError on_error = conveyor::OnError::skip;  // a soak keeps going over the odd bad file
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "soak: %s\nusage: soak --data DIR [--minutes 10] [--interval 5] [--threads N] [--batch 256]\n"
-               "            [--size 224] [--seed 0] [--on-error skip|fail] [--json FILE] [--csv FILE]\n",
-               problem.c_str());
-  std::exit(2);
-}
-
-double number(const std::string& flag, const char* text, double lo, double hi) {
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (*text == '\0' || *end != '\0' || !(value >= lo && value <= hi))
-    usage("bad value for " + flag + ": " + text);
-  return value;
-}
-
+// On --help prints the usage and exits 0; on a bad argument says why and exits 2.
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h")
-      usage("runs the pipeline for minutes, sampling throughput and memory");
-    if (i + 1 >= argc) usage(flag + " needs a value");
-    const char* value = argv[++i];
-    if (flag == "--data")
-      c.data = value;
-    else if (flag == "--minutes")
-      c.minutes = number(flag, value, 0.01, 10'000);
-    else if (flag == "--interval")
-      c.interval_s = number(flag, value, 0.1, 3600);
-    else if (flag == "--threads")
-      c.threads = static_cast<int>(number(flag, value, 0, 4096));
-    else if (flag == "--batch")
-      c.batch = static_cast<std::size_t>(number(flag, value, 1, 65536));
-    else if (flag == "--size")
-      c.size = static_cast<int>(number(flag, value, 1, 4096));
-    else if (flag == "--seed")
-      c.seed = static_cast<std::uint64_t>(number(flag, value, 0, 1e18));
-    else if (flag == "--json")
-      c.json = value;
-    else if (flag == "--csv")
-      c.csv = value;
-    else if (flag == "--on-error") {
-      const std::string mode = value;
-      if (mode != "skip" && mode != "fail") usage("--on-error is skip or fail");
-      c.on_error = mode == "skip" ? conveyor::OnError::skip : conveyor::OnError::fail;
-    } else
-      usage("unknown option " + flag);
+  CLI::App app(
+      "soak: runs the training input pipeline for minutes, sampling throughput and resident memory, and\n"
+      "judges whether memory stays flat and throughput steady (exit 3 when memory grows).");
+  app.add_option("--data", c.data, "ImageFolder root: one folder of JPEGs per class (required)");
+  app.add_option("--minutes", c.minutes, "how long to run")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 10'000.0));
+  app.add_option("--interval", c.interval_s, "seconds between samples")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--threads", c.threads, "worker threads (0: all cores)")->check(CLI::Range(0, 4096));
+  app.add_option("--batch", c.batch, "images per batch")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--size", c.size, "crop size in pixels")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--seed", c.seed, "pipeline seed")->capture_default_str();
+  std::string on_error = "skip";
+  app.add_option("--on-error", on_error, "a file that fails to decode: skip it (a soak keeps going) or fail")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"skip", "fail"}));
+  app.add_option("--json", c.json, "write the samples and the verdict as JSON to FILE");
+  app.add_option("--csv", c.csv, "write the samples as CSV to FILE");
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (c.data.empty()) throw CLI::RequiredError("--data");
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
-  if (c.data.empty()) usage("--data DIR is required (an ImageFolder tree of JPEGs)");
+  c.on_error = on_error == "skip" ? conveyor::OnError::skip : conveyor::OnError::fail;
   return c;
 }
 
@@ -95,15 +79,6 @@ double resident_mb() {
   unsigned long size = 0, resident = 0;
   statm >> size >> resident;
   return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
 }
 
 std::string utc_now() {
@@ -150,13 +125,13 @@ int main(int argc, char** argv) try {
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.interval_s));
   std::vector<soak::Sample> samples;
   std::uint64_t images = 0, images_at_last = 0;
-  std::uint64_t checksum = 0;  // touch the pixels, as a consumer would
+  conveyor::BatchChecksum checksum;  // reads every byte, as a consumer would
   Clock::time_point last = start;
   while (Clock::now() < end) {
     batch = it.next();
     if (!batch) throw std::runtime_error("the endless pipeline ended");
     images += batch->size();
-    checksum += batch->pixels()[batch->pixels().size() / 2];
+    checksum.add(*batch);
     batch.reset();
     const Clock::time_point now = Clock::now();
     if (now - last < interval) continue;
@@ -174,21 +149,29 @@ int main(int argc, char** argv) try {
     last = now;
   }
   const soak::Verdict verdict = soak::judge(samples);
-  std::printf("soak: %s (checksum byte sum %llu)\n", soak::describe(verdict).c_str(),
-              static_cast<unsigned long long>(checksum));
+  std::printf("soak: %s (checksum %s)\n", soak::describe(verdict).c_str(), checksum.hex().c_str());
 
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  const std::string run =
-      "  \"benchmark\": \"soak\", \"commit\": " + json_string(CONVEYOR_GIT_COMMIT) +
-      ", \"host\": " + json_string(host) +
-      ", \"cores\": " + std::to_string(std::thread::hardware_concurrency()) +
-      ", \"started\": " + json_string(started) + ",\n  \"data\": " + json_string(c.data) +
-      ", \"images_in_folder\": " + std::to_string(folder.source_size()) +
-      ", \"threads\": " + std::to_string(threads) + ", \"batch\": " + std::to_string(c.batch) +
-      ", \"size\": " + std::to_string(c.size) + ", \"minutes\": " + std::to_string(c.minutes) +
-      ", \"interval_s\": " + std::to_string(c.interval_s) + ", \"images\": " + std::to_string(images);
-  if (!c.json.empty()) write_text(c.json, soak::to_json(run, samples, verdict));
+  const nlohmann::ordered_json run = {{"benchmark", "soak"},
+                                      {"commit", CONVEYOR_GIT_COMMIT},
+                                      {"host", host},
+                                      {"cores", std::thread::hardware_concurrency()},
+                                      {"started", started},
+                                      {"data", c.data},
+                                      {"images_in_folder", folder.source_size()},
+                                      {"threads", threads},
+                                      {"batch", c.batch},
+                                      {"size", c.size},
+                                      {"minutes", c.minutes},
+                                      {"interval_s", c.interval_s},
+                                      {"images", images},
+                                      {"checksum", checksum.hex()}};
+  // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
+  if (!c.json.empty())
+    write_text(c.json, soak::to_json(run, samples, verdict)
+                               .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                           "\n");
   if (!c.csv.empty()) write_text(c.csv, soak::to_csv(samples));
   return verdict.memory_flat ? 0 : 3;
 } catch (const std::exception& error) {

@@ -12,12 +12,6 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
 }  // namespace
 
 Verdict judge(const std::vector<Sample>& samples, double warmup_fraction) {
@@ -75,33 +69,28 @@ std::string to_csv(const std::vector<Sample>& samples) {
   return csv;
 }
 
-std::string to_json(const std::string& run_members, const std::vector<Sample>& samples, const Verdict& v) {
-  std::string json = "{\n" + run_members + ",\n  \"samples\": [\n";
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    const Sample& s = samples[i];
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "    {\"t_s\": %.2f, \"images\": %llu, \"images_per_s\": %.1f, \"resident_mb\": %.2f, "
-                  "\"pool_buffers\": %llu, \"skipped\": %llu}%s\n",
-                  s.t_s, static_cast<unsigned long long>(s.images), s.images_per_s, s.resident_mb,
-                  static_cast<unsigned long long>(s.pool_buffers), static_cast<unsigned long long>(s.skipped),
-                  i + 1 < samples.size() ? "," : "");
-    json += line;
-  }
-  json += "  ],\n  \"verdict\": {";
-  json += "\"warmup_s\": " + format("%.1f", v.warmup_s);
-  json += ", \"samples_used\": " + std::to_string(v.samples_used);
-  json += ", \"memory_slope_mb_per_min\": " + format("%.3f", v.memory_slope_mb_per_min);
-  json += ", \"memory_growth_mb\": " + format("%.2f", v.memory_growth_mb);
-  json += ", \"memory_mean_mb\": " + format("%.1f", v.memory_mean_mb);
-  json += ", \"memory_max_mb\": " + format("%.1f", v.memory_max_mb);
-  json += std::string(", \"memory_flat\": ") + (v.memory_flat ? "true" : "false");
-  json += ", \"throughput_mean\": " + format("%.1f", v.throughput_mean);
-  json += ", \"throughput_cv\": " + format("%.3f", v.throughput_cv);
-  json += ", \"throughput_last_vs_first\": " + format("%.3f", v.throughput_last_vs_first);
-  json += std::string(", \"throughput_steady\": ") + (v.throughput_steady ? "true" : "false");
-  json += "}\n}\n";
-  return json;
+nlohmann::ordered_json to_json(nlohmann::ordered_json run, const std::vector<Sample>& samples,
+                               const Verdict& v) {
+  run["samples"] = nlohmann::ordered_json::array();
+  for (const Sample& s : samples)
+    run["samples"].push_back({{"t_s", s.t_s},
+                              {"images", s.images},
+                              {"images_per_s", s.images_per_s},
+                              {"resident_mb", s.resident_mb},
+                              {"pool_buffers", s.pool_buffers},
+                              {"skipped", s.skipped}});
+  run["verdict"] = {{"warmup_s", v.warmup_s},
+                    {"samples_used", v.samples_used},
+                    {"memory_slope_mb_per_min", v.memory_slope_mb_per_min},
+                    {"memory_growth_mb", v.memory_growth_mb},
+                    {"memory_mean_mb", v.memory_mean_mb},
+                    {"memory_max_mb", v.memory_max_mb},
+                    {"memory_flat", v.memory_flat},
+                    {"throughput_mean", v.throughput_mean},
+                    {"throughput_cv", v.throughput_cv},
+                    {"throughput_last_vs_first", v.throughput_last_vs_first},
+                    {"throughput_steady", v.throughput_steady}};
+  return run;
 }
 
 std::string describe(const Verdict& v) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,9 @@ Verdict judge(const std::vector<Sample>& samples, double warmup_fraction = 0.2);
 // CSV: one line per sample.
 std::string to_csv(const std::vector<Sample>& samples);
 
-// The run's description (a JSON object's members, already formatted), the samples and the verdict.
-std::string to_json(const std::string& run_members, const std::vector<Sample>& samples,
-                    const Verdict& verdict);
+// The run's description (an object) with the samples and the verdict added as "samples" and "verdict".
+nlohmann::ordered_json to_json(nlohmann::ordered_json run, const std::vector<Sample>& samples,
+                               const Verdict& verdict);
 
 // A human-readable line.
 std::string describe(const Verdict& verdict);

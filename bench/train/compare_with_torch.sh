@@ -9,11 +9,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 tag=$(echo "$*" | tr -c 'a-zA-Z0-9_-' '_' | sed 's/__*/_/g; s/^_//; s/_$//')
 "$bench" "$@" --json "$out/conveyor_${tag:-default}.json"
-# The peer takes the same options, except --device.
+# The peer takes the same options, except --device and --no-graph (it runs its own variants: eager, its
+# whole-step CUDA graph and torch.compile, and reports the strongest).
 peer_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --device) shift 2 ;;
+    --no-graph) shift ;;
     *) peer_args+=("$1"); shift ;;
   esac
 done

@@ -1,17 +1,21 @@
 // train_step_bench: the training step alone, on random uint8 images already where the step reads them
 // (device memory on a GPU), so only the step is measured: normalize on the GPU, forward, loss, backward,
-// SGD. Warm-up (context, algorithm search, first-call costs) and the first real step are reported
-// apart from the steady state; steady-state step times are CUDA events around each step (median, p95),
-// and images/s is also given from the wall clock over all timed steps.
+// SGD (replayed as one CUDA graph unless --no-graph). Warm-up (context, algorithm choice, first-call
+// costs, graph capture; its parts and what the cuDNN algorithm cache gave are printed) and the first real
+// step are reported apart from the steady state; steady-state step times are CUDA events around each step
+// (median, p95), and images/s is also given from the wall clock over all timed steps.
 //
 //   train_step_bench --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 10 [--unfused-bn]
-//                    [--graph] [--device 0|cpu] [--size 224] [--json FILE]
+//                    [--no-graph] [--device 0|cpu] [--size 224] [--json FILE]     (--help says more)
+// The algorithm cache is the Trainer's: $CONVEYOR_ALGORITHM_CACHE names its folder (or "off").
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,56 +35,51 @@ struct Args {
   train::ModelKind model = train::ModelKind::resnet18;
   int batch = 256, steps = 50, warmup = 10, size = 0, device = 0;
   train::Precision precision = train::Precision::bf16;
-  bool fused = true, graph = false;
+  bool fused = true, graph = true;
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "%s\nusage: train_step_bench [--model resnet18|small_resnet] [--batch N] [--precision bf16|fp16|fp32]\n"
-      "       [--steps N] [--warmup N] [--unfused-bn] [--graph] [--device N|cpu] [--size S] [--json FILE]\n",
-      problem.c_str());
-  std::exit(2);
-}
-
+// On --help prints the usage and exits 0; on a bad argument says why and exits 2.
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (flag == "--model")
-        a.model = train::parse_model(value());
-      else if (flag == "--batch")
-        a.batch = std::stoi(value());
-      else if (flag == "--precision")
-        a.precision = train::parse_precision(value());
-      else if (flag == "--steps")
-        a.steps = std::stoi(value());
-      else if (flag == "--warmup")
-        a.warmup = std::stoi(value());
-      else if (flag == "--size")
-        a.size = std::stoi(value());
-      else if (flag == "--unfused-bn")
-        a.fused = false;
-      else if (flag == "--graph")
-        a.graph = true;
-      else if (flag == "--json")
-        a.json = value();
-      else if (flag == "--device") {
-        const std::string d = value();
-        a.device = d == "cpu" ? -1 : std::stoi(d);
-      } else
-        usage("unknown option " + flag);
-    } catch (const std::logic_error& e) {  // stoi
-      usage(flag + ": " + e.what());
-    }
+  std::string model = "resnet18", precision = "bf16", device = "0";
+  bool unfused = false, eager = false;
+  CLI::App app(
+      "train_step_bench: the training step alone (normalize, forward, loss, backward, SGD, replayed as a\n"
+      "CUDA graph) on random images already where the step reads them; warm-up (its parts and the cuDNN\n"
+      "algorithm cache: $CONVEYOR_ALGORITHM_CACHE names its folder, or off) and the first step are\n"
+      "reported apart.");
+  app.add_option("--model", model, "the network")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"resnet18", "small_resnet"}));
+  app.add_option("--batch", a.batch, "images per step")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--precision", precision, "arithmetic of the step")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_option("--steps", a.steps, "timed steps")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", a.warmup, "untimed steps after the first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--unfused-bn", unfused, "batch norm as separate mean, variance and normalize steps");
+  app.add_flag("--no-graph", eager, "run the step eagerly (default: replayed as one CUDA graph)");
+  bool graph_flag = false;  // the default; the flag stays so that older command lines still run
+  app.add_flag("--graph", graph_flag, "the default: the step replayed as one CUDA graph");
+  app.add_option("--device", device, "GPU index, or cpu for the CPU reference")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu"}) | CLI::Range(0, 1024));
+  app.add_option("--size", a.size, "input size (0: 224 for resnet18, 28 for small_resnet)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--json", a.json, "write the results as JSON to FILE");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
-  if (a.batch < 1 || a.steps < 1 || a.warmup < 0) usage("batch and steps must be positive");
+  a.model = train::parse_model(model);
+  a.precision = train::parse_precision(precision);
+  a.fused = !unfused;
+  a.graph = !eager;
+  a.device = device == "cpu" ? -1 : std::stoi(device);
   return a;
 }
 
@@ -122,7 +121,7 @@ int main(int argc, char** argv) try {
   Placement placement;
   placement.gpu = args.device >= 0;
   placement.device = args.device;
-  DeviceFeeder feeder(placement, {.depth = 1});
+  DeviceFeeder feeder(placement, {.depth = 1, .normalize = std::nullopt});
   const DeviceBatch batch = feeder.stage(host.batch(n));
 
   train::Trainer trainer(o);
@@ -148,12 +147,25 @@ int main(int argc, char** argv) try {
   const double images_per_s_wall = static_cast<double>(args.batch) * args.steps / wall_s;
 
   std::printf("placement        %s\n", trainer.placement().c_str());
-  std::printf("model            %s, batch %d, %dx%dx%d, %s, batch norm %s%s\n", train::to_string(args.model),
-              args.batch, size, size, shape.channels, train::to_string(args.precision),
-              args.fused ? "fused" : "unfused", args.graph ? ", CUDA graph" : "");
+  const train::WarmupReport& w = trainer.warmup_report();
+  const auto& cache = w.algorithm_cache;
+  std::printf("model            %s, batch %d, %dx%dx%d, %s, batch norm %s, %s\n",
+              train::to_string(args.model), args.batch, size, size, shape.channels,
+              train::to_string(args.precision), args.fused ? "fused" : "unfused",
+              w.graph                     ? "step replayed as a CUDA graph"
+              : !w.graph_fallback.empty() ? "eager (graph capture failed)"
+              : args.graph                ? "eager (no graphs on the CPU)"
+                                          : "eager (--no-graph)");
   std::printf(
-      "warm-up          %.3f s (context, handles, allocations, algorithm search, one throwaway step)\n",
-      warmup_s);
+      "warm-up          %.3f s: context and handles %.3f, allocations and algorithms %.3f, throwaway step "
+      "%.3f, "
+      "graph capture %.3f\n",
+      warmup_s, w.context_seconds, w.prepare_seconds, w.first_step_seconds, w.capture_seconds);
+  if (!cache.file.empty())
+    std::printf("algorithm cache  %zu shapes reused, %zu searched, %zu rejected, %zu warnings (%s)\n",
+                cache.reused, cache.searched, cache.rejected, cache.warnings, cache.file.c_str());
+  for (const std::string& m : cache.messages) std::printf("                 %s\n", m.c_str());
+  if (!w.graph_fallback.empty()) std::printf("graph fallback   %s\n", w.graph_fallback.c_str());
   std::printf("first step       %.2f ms\n", first_step_ms);
   std::printf(
       "steady state     median %.3f ms, p95 %.3f ms over %zu steps -> %.0f images/s (wall clock: %.0f "
@@ -161,17 +173,36 @@ int main(int argc, char** argv) try {
       median, p95, timed.size(), images_per_s, images_per_s_wall);
   std::printf("last loss        %.4f\n", last.loss);
   if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << "{\"bench\": \"train_step_bench\", \"commit\": \"" << CONVEYOR_GIT_COMMIT << "\", \"model\": \""
-        << train::to_string(args.model) << "\", \"batch\": " << args.batch << ", \"size\": " << size
-        << ", \"precision\": \"" << train::to_string(args.precision)
-        << "\", \"fused_bn\": " << (args.fused ? "true" : "false")
-        << ", \"graph\": " << (args.graph ? "true" : "false") << ", \"placement\": \"" << trainer.placement()
-        << "\", \"warmup_s\": " << warmup_s << ", \"first_step_ms\": " << first_step_ms
-        << ", \"steps\": " << timed.size() << ", \"step_ms_median\": " << median
-        << ", \"step_ms_p95\": " << p95 << ", \"images_per_s\": " << images_per_s
-        << ", \"images_per_s_wall\": " << images_per_s_wall << ", \"last_loss\": " << last.loss << "}\n";
-    if (!out) throw IoError("cannot write " + args.json);
+    const nlohmann::ordered_json out = {
+        {"bench", "train_step_bench"},
+        {"commit", CONVEYOR_GIT_COMMIT},
+        {"model", train::to_string(args.model)},
+        {"batch", args.batch},
+        {"size", size},
+        {"precision", train::to_string(args.precision)},
+        {"fused_bn", args.fused},
+        {"graph", w.graph},
+        {"graph_asked", args.graph},
+        {"placement", trainer.placement()},
+        {"warmup_s", warmup_s},
+        {"warmup_context_s", w.context_seconds},
+        {"warmup_prepare_s", w.prepare_seconds},
+        {"warmup_first_step_s", w.first_step_seconds},
+        {"warmup_capture_s", w.capture_seconds},
+        {"algorithm_cache_reused", cache.reused},
+        {"algorithm_cache_searched", cache.searched},
+        {"algorithm_cache_rejected", cache.rejected},
+        {"algorithm_cache_warnings", cache.warnings},
+        {"first_step_ms", first_step_ms},
+        {"steps", timed.size()},
+        {"step_ms_median", median},
+        {"step_ms_p95", p95},
+        {"images_per_s", images_per_s},
+        {"images_per_s_wall", images_per_s_wall},
+        {"last_loss", last.loss}};  // NaN (a diverged step) is written as null
+    std::ofstream file(args.json, std::ios::binary | std::ios::trunc);
+    file << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    if (!file.flush()) throw IoError("cannot write " + args.json);
   }
   return 0;
 } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <CLI/CLI.hpp>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -101,36 +102,35 @@ void write_split(const Split& split, const fs::path& out, int quality) {
                              {reinterpret_cast<const std::uint8_t*>(list.data()), list.size()});
 }
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: make_fashion_mnist --idx DIR --out DIR [--quality 95] [--threads N] | --recipe\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path idx, out;
   int quality = 95, threads = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--recipe") {
-      std::printf("%s\n", kRecipe);
-      return 0;
-    } else if (arg == "--idx" && has_value) {
-      idx = argv[++i];
-    } else if (arg == "--out" && has_value) {
-      out = argv[++i];
-    } else if (arg == "--quality" && has_value) {
-      quality = std::stoi(argv[++i]);
-    } else if (arg == "--threads" && has_value) {
-      threads = std::stoi(argv[++i]);
-    } else {
-      return usage();
-    }
+  bool recipe = false;
+  CLI::App app(
+      "make_fashion_mnist: Fashion-MNIST's IDX files -> grayscale JPEGs in an ImageFolder layout,\n"
+      "OUT/{train,test}/<class>/<index:05>.jpg and OUT/{train,test}.txt (\"path label\" lines).");
+  app.add_option("--idx", idx,
+                 "folder of the uncompressed {train,t10k}-{images-idx3,labels-idx1}-ubyte files (required)");
+  app.add_option("--out", out, "output folder (required)");
+  app.add_option("--quality", quality, "JPEG quality")->capture_default_str()->check(CLI::Range(1, 100));
+  app.add_option("--threads", threads, "threads (0: all cores)")->check(CLI::Range(0, 4096));
+  app.add_flag("--recipe", recipe,
+               "print the line that identifies what this version writes (for stamps) and exit");
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): --recipe needs neither, and CLI11 would report a missing
+    // option before an unknown flag.
+    if (!recipe && idx.empty()) throw CLI::RequiredError("--idx");
+    if (!recipe && out.empty()) throw CLI::RequiredError("--out");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
   }
-  if (idx.empty() || out.empty() || quality < 1 || quality > 100 || threads < 0) return usage();
+  if (recipe) {
+    std::printf("%s\n", kRecipe);
+    return 0;
+  }
   try {
     const auto start = std::chrono::steady_clock::now();
     tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);

@@ -15,6 +15,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,7 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace conveyor::data;
 
-constexpr const char* kVersion = "make_imagenet_like v1";  // bump when the output changes: stamps use it
+// Bump when the output changes: stamps use it. v2: sources ordered by XXH3 of their bytes (FNV-1a before).
+constexpr const char* kVersion = "make_imagenet_like v2";
 constexpr int kMinShortSide = 600;           // decode large photos down to about this short side
 constexpr double kMinKb = 55, kMaxKb = 105;  // target file sizes are drawn from this range
 // Sensor noise, in levels: camera photos have it and rendered wallpapers do not, and it is what makes
@@ -245,49 +247,44 @@ int run(const Options& options) {
   return 0;
 }
 
-int usage() {
-  std::fprintf(
-      stderr,
-      "usage: make_imagenet_like --out DIR --sources FOLDER... [--count N] [--seed S] [--classes C]\n"
-      "         [--min-side PX] [--max-source-pixels N] [--threads N]\n"
-      "       make_imagenet_like --list-sources --sources FOLDER... | --recipe [options]\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options options;
+  CLI::App app(
+      "make_imagenet_like: an ImageNet-like set of JPEGs (about 500x375, 4:2:0, 55-105 KB) cut from\n"
+      "photos, DIR/train/c<class:03>/<i:06>.jpg and DIR/train.txt. The output depends only on the\n"
+      "options and the photos' content.");
+  app.add_option("--out", options.out, "output folder DIR (required unless --list-sources or --recipe)");
+  app.add_option("--sources", options.sources,
+                 "folders searched (recursively) for source photos (required unless --recipe)")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--count", options.count, "images to make")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--seed", options.seed, "seed of the crops, sizes, noise and file sizes")
+      ->capture_default_str();
+  app.add_option("--classes", options.classes, "classes (image i has class i mod C)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--min-side", options.rules.min_side, "source photos need both sides at least PX")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--max-source-pixels", options.rules.max_pixels, "source photos have at most N pixels")
+      ->capture_default_str();
+  app.add_option("--threads", options.threads, "threads (0: all cores)")->check(CLI::Range(0, 4096));
+  app.add_flag("--list-sources", options.list_sources,
+               "print the usable photos (\"path width height bytes\"), in the order used, and exit");
+  app.add_flag("--recipe", options.recipe,
+               "print the line that identifies the output of these options (for stamps) and exit");
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      const bool has_value = i + 1 < argc;
-      if (arg == "--recipe")
-        options.recipe = true;
-      else if (arg == "--list-sources")
-        options.list_sources = true;
-      else if (arg == "--out" && has_value)
-        options.out = argv[++i];
-      else if (arg == "--count" && has_value)
-        options.count = std::stoi(argv[++i]);
-      else if (arg == "--seed" && has_value)
-        options.seed = std::stoull(argv[++i]);
-      else if (arg == "--classes" && has_value)
-        options.classes = std::stoi(argv[++i]);
-      else if (arg == "--min-side" && has_value)
-        options.rules.min_side = std::stoi(argv[++i]);
-      else if (arg == "--max-source-pixels" && has_value)
-        options.rules.max_pixels = std::stoull(argv[++i]);
-      else if (arg == "--threads" && has_value)
-        options.threads = std::stoi(argv[++i]);
-      else if (arg == "--sources")
-        while (i + 1 < argc && std::string_view(argv[i + 1]).substr(0, 2) != "--")
-          options.sources.emplace_back(argv[++i]);
-      else
-        return usage();
-    }
-  } catch (const std::exception&) {
-    return usage();
+    app.parse(argc, argv);
+    // Checked here rather than with required(): --recipe needs neither, and CLI11 would report a missing
+    // option before an unknown flag.
+    if (!options.recipe && options.sources.empty()) throw CLI::RequiredError("--sources");
+    if (!options.recipe && !options.list_sources && options.out.empty()) throw CLI::RequiredError("--out");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
   }
   if (options.recipe) {
     std::printf("%s count %d seed %llu classes %d min-side %d max-source-pixels %zu\n", kVersion,
@@ -295,9 +292,6 @@ int main(int argc, char** argv) {
                 options.rules.min_side, options.rules.max_pixels);
     return 0;
   }
-  if (options.sources.empty() || (!options.list_sources && options.out.empty()) || options.count < 1 ||
-      options.classes < 1 || options.threads < 0)
-    return usage();
   try {
     cv::setNumThreads(0);  // TBB runs the images in parallel; OpenCV must not add threads of its own
     tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);

@@ -1,6 +1,7 @@
 #include "data/imagenet_like/source_photos.h"
 
 #include <oneapi/tbb/parallel_for.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <map>
@@ -19,13 +20,6 @@ bool is_jpeg_name(const fs::path& path) {
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == ".jpg" || ext == ".jpeg";
-}
-
-// FNV-1a, 64 bits: enough to tell a few thousand photos apart and to find copies.
-std::uint64_t fnv1a(const std::vector<std::uint8_t>& bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (const std::uint8_t byte : bytes) hash = (hash ^ byte) * 0x100000001b3ull;
-  return hash;
 }
 
 struct Header {
@@ -72,7 +66,8 @@ std::vector<SourcePhoto> find_source_photos(const std::vector<fs::path>& folders
                rules.max_pixels) {
       reasons[i] = "more than " + std::to_string(rules.max_pixels) + " pixels";
     } else {
-      found[i] = SourcePhoto{paths[i], header->width, header->height, bytes.size(), fnv1a(bytes)};
+      found[i] = SourcePhoto{paths[i], header->width, header->height, bytes.size(),
+                             XXH3_64bits(bytes.data(), bytes.size())};
     }
   });
 

@@ -14,7 +14,7 @@ struct SourcePhoto {
   std::filesystem::path path;
   int width = 0, height = 0;
   std::size_t bytes = 0;
-  std::uint64_t hash = 0;  // of the file's bytes: orders the sources by content, not by where they lie
+  std::uint64_t hash = 0;  // XXH3 of the file's bytes: orders the sources by content, not by where they lie
 };
 
 struct SourceRules {

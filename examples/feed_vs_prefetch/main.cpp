@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <filesystem>
@@ -22,6 +21,7 @@
 #include "conveyor/train/trainer.h"
 #include "modes.h"
 #include "options.h"
+#include "plot_script.h"
 #include "report.h"
 
 namespace fvp = feed_vs_prefetch;
@@ -173,12 +173,8 @@ int main(int argc, char** argv) try {
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);
-  if (!options.plot.empty() && ranks.is_main()) {
-    if (json.empty()) throw conveyor::InvalidArgument("--plot needs --json (the plot is drawn from it)");
-    const std::string script = std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_feed_vs_prefetch.py";
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" + script +
-                                "' '" + json + "' '" + options.plot + "'";
-    if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
+  if (!options.plot.empty() && ranks.is_main()) {  // the command line made sure --json was given too
+    example_support::plot("plot_feed_vs_prefetch.py", json, options.plot);
     std::printf("plot: %s\n", options.plot.c_str());
   }
   return 0;

@@ -43,9 +43,10 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
     // from prefetch in their scheduling only, not in how a file is read.
     conveyor::read_file(sample.path.c_str(), sample.encoded, conveyor::PipelineOptions{}.max_file_bytes);
     sample.bind_slot(slot);
-    for (const auto& op : setup.ops) {
-      stage = op.name;
-      op.apply(sample);
+    for (std::size_t i = 0; i < setup.ops.size(); ++i) {
+      stage = setup.ops[i].name;
+      sample.op_position = static_cast<std::uint32_t>(i);  // as the pipeline numbers its maps: same draws
+      setup.ops[i].apply(sample);
     }
     stage = "batch";
     if (!sample.in_slot()) {
@@ -197,7 +198,7 @@ conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local, 
                             conveyor::ShardRemainder::pad);
   }
   for (const auto& op : setup.ops) samples = samples.map(op);
-  return samples.with_options(options)
+  return samples.with_options(conveyor::PipelineOptionChanges::all(options))
       .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
       .prefetch(4);
 }

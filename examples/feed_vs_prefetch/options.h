@@ -1,34 +1,35 @@
 // Command line of feed_vs_prefetch.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace feed_vs_prefetch {
 
 struct Options {
-  std::string data;                       // ImageFolder root
+  std::string data;  // ImageFolder root
   std::vector<std::string> modes{"feed", "parallel", "prefetch"};
-  bool modes_given = false;               // --modes was on the command line
-  int threads = 0;                        // 0: all cores
-  int batch = 0;                          // 0: 256 on a GPU, 32 on the CPU
-  int steps = 0;                          // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
-  int warmup = 0;                         // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
-  std::string model;                      // small | resnet18; "": resnet18 on a GPU, small on the CPU
-  int size = 0;                           // crop size; 0: 224 for resnet18, 64 for small
-  int width = 0;                          // small: channels of its first stage; 0: 32 on a GPU, 8 on the CPU
+  bool modes_given = false;  // --modes was on the command line
+  int threads = 0;           // 0: all cores
+  int batch = 0;             // 0: 256 on a GPU, 32 on the CPU
+  int steps = 0;             // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
+  int warmup = 0;            // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
+  std::string model;         // small | resnet18; "": resnet18 on a GPU, small on the CPU
+  int size = 0;              // crop size; 0: 224 for resnet18, 64 for small
+  int width = 0;             // small: channels of its first stage; 0: 32 on a GPU, 8 on the CPU
   std::string device = "auto";
   std::string precision = "bf16";
   std::string trace_dir;
   std::string plot;
   std::string json;
-  unsigned long long seed = 42;
+  std::uint64_t seed = 42;
   int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
   bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
   bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)
 };
 
-// Parses argv; prints usage and exits on --help or a bad argument.
+// Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.
 Options parse_options(int argc, char** argv);
 
 }  // namespace feed_vs_prefetch

@@ -2,31 +2,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "conveyor/error.h"
 
 namespace feed_vs_prefetch {
 namespace {
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out + '"';
-}
-
-// [1.5, 2.25] with full precision (losses are compared across runs).
-std::string numbers(const std::vector<double>& values) {
-  std::ostringstream out;
-  out.precision(17);
-  out << '[';
-  for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  return out.str() + ']';
-}
 
 double speedup(const std::vector<ModeResult>& results, const ModeResult& r) {
   for (const auto& other : results)
@@ -47,17 +29,17 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
               : std::string())
       << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
       << "device: " << info.device << "\n\n";
-  std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s", "step p50",
-                "step p95", "data", "copy", "compute", "wait", "idle", "speed-up");
+  std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s",
+                "step p50", "step p95", "data", "copy", "compute", "wait", "idle", "speed-up");
   out << line;
-  std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "", "", "ms", "ms", "ms", "ms",
-                "ms", "%", "%", "x feed");
+  std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "", "", "ms", "ms", "ms",
+                "ms", "ms", "%", "%", "x feed");
   out << line;
   for (const auto& r : results) {
     const double x = speedup(results, r);
-    std::snprintf(line, sizeof line, "%-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %7.1f %8s\n", r.mode.c_str(),
-                  r.images_per_s, r.step_ms_median, r.step_ms_p95, r.data_wait_ms, r.copy_ms, r.compute_ms,
-                  100 * r.data_wait_fraction, 100 * r.idle_fraction,
+    std::snprintf(line, sizeof line, "%-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %7.1f %8s\n",
+                  r.mode.c_str(), r.images_per_s, r.step_ms_median, r.step_ms_p95, r.data_wait_ms, r.copy_ms,
+                  r.compute_ms, 100 * r.data_wait_fraction, 100 * r.idle_fraction,
                   x > 0 ? (std::to_string(x).substr(0, std::to_string(x).find('.') + 2)).c_str() : "-");
     out << line;
   }
@@ -83,30 +65,35 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
 }
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<ModeResult>& results) {
-  std::ofstream out(path);
-  if (!out) throw conveyor::IoError("cannot write " + path);
-  out << "{\n  \"device\": " << quoted(info.device) << ",\n  \"model\": " << quoted(info.model)
-      << ",\n  \"precision\": " << quoted(info.precision) << ",\n  \"data\": " << quoted(info.data)
-      << ",\n  \"images_in_data\": " << info.images << ",\n  \"date\": " << quoted(info.date)
-      << ",\n  \"host\": " << quoted(info.host) << ",\n  \"threads\": " << info.threads
-      << ",\n  \"batch\": " << info.batch << ",\n  \"size\": " << info.size
-      << ",\n  \"steps\": " << info.steps << ",\n  \"world_size\": " << info.world_size
-      << ",\n  \"rank\": " << info.rank << ",\n  \"gpus_in_process\": " << info.gpus
-      << ",\n  \"deterministic\": " << (info.deterministic ? "true" : "false") << ",\n  \"results\": [\n";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
-    out << "    {\"mode\": " << quoted(r.mode) << ", \"images_per_s\": " << r.images_per_s
-        << ", \"step_ms_median\": " << r.step_ms_median << ", \"step_ms_p95\": " << r.step_ms_p95
-        << ", \"data_wait_ms\": " << r.data_wait_ms << ", \"copy_ms\": " << r.copy_ms
-        << ", \"compute_ms\": " << r.compute_ms << ", \"data_wait_fraction\": " << r.data_wait_fraction
-        << ", \"idle_fraction\": " << r.idle_fraction << ", \"speedup_over_feed\": " << speedup(results, r)
-        << ", \"warmup_s\": " << r.warmup_s << ", \"first_batch_s\": " << r.first_batch_s
-        << ", \"first_step_s\": " << r.first_step_s << ", \"loss_last\": " << r.loss_last
-        << ", \"idle_per_gpu\": " << numbers(r.idle_per_gpu) << ", \"losses\": " << numbers(r.losses) << "}"
-        << (i + 1 < results.size() ? "," : "") << "\n";
-  }
-  out << "  ]\n}\n";
-  if (!out) throw conveyor::IoError("cannot write " + path);
+  using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
+  Json out = {
+      {"device", info.device},   {"model", info.model},           {"precision", info.precision},
+      {"data", info.data},       {"images_in_data", info.images}, {"date", info.date},
+      {"host", info.host},       {"threads", info.threads},       {"batch", info.batch},
+      {"size", info.size},       {"steps", info.steps},           {"world_size", info.world_size},
+      {"rank", info.rank},       {"gpus_in_process", info.gpus},  {"deterministic", info.deterministic},
+      {"results", Json::array()}};
+  for (const ModeResult& r : results)
+    out["results"].push_back({{"mode", r.mode},
+                              {"images_per_s", r.images_per_s},
+                              {"step_ms_median", r.step_ms_median},
+                              {"step_ms_p95", r.step_ms_p95},
+                              {"data_wait_ms", r.data_wait_ms},
+                              {"copy_ms", r.copy_ms},
+                              {"compute_ms", r.compute_ms},
+                              {"data_wait_fraction", r.data_wait_fraction},
+                              {"idle_fraction", r.idle_fraction},
+                              {"speedup_over_feed", speedup(results, r)},
+                              {"warmup_s", r.warmup_s},
+                              {"first_batch_s", r.first_batch_s},
+                              {"first_step_s", r.first_step_s},
+                              {"loss_last", r.loss_last},  // NaN (a diverged run) is written as null
+                              {"idle_per_gpu", r.idle_per_gpu},
+                              {"losses", r.losses}});  // doubles written to round-trip exactly
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
+  file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  if (!file.flush()) throw conveyor::IoError("cannot write " + path);
 }
 
 }  // namespace feed_vs_prefetch

@@ -9,11 +9,11 @@
 namespace feed_vs_prefetch {
 
 struct RunInfo {
-  std::string device;     // the placement's description
+  std::string device;  // the placement's description
   std::string model;
   std::string precision;
   std::string data;
-  std::string date;       // UTC, ISO 8601
+  std::string date;  // UTC, ISO 8601
   std::string host;
   int threads = 0, batch = 0, size = 0, steps = 0, images = 0;
   int world_size = 1, rank = 0, gpus = 1;  // data parallel: ranks in the job, this one, GPUs in this process

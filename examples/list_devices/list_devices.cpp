@@ -5,15 +5,17 @@
 //   list_devices --json          the same as one JSON object, for scripts
 //
 // GPU indices are those after CUDA_VISIBLE_DEVICES; the PCI bus id names the physical card.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
 #include "conveyor/train/library_versions.h"
+#include "device_option.h"
 
 namespace {
 
@@ -75,85 +77,50 @@ void print_text(const Report& r) {
     std::printf("  cannot place: %s\n", r.placement_error.c_str());
 }
 
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+nlohmann::ordered_json json_version(const Version& v) {
+  return v.known() ? nlohmann::ordered_json(v.to_string()) : nlohmann::ordered_json(nullptr);
 }
-
-std::string json_version(const Version& v) { return v.known() ? quoted(v.to_string()) : "null"; }
 
 void print_json(const Report& r) {
-  std::string out = "{\n  \"gpus\": [";
-  for (std::size_t i = 0; i < r.gpus.size(); ++i) {
-    const GpuInfo& g = r.gpus[i];
-    out += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(g.index) +
-           ", \"name\": " + quoted(g.name) + ", \"compute_capability\": " +
-           quoted(std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)) +
-           ", \"total_memory\": " + std::to_string(g.total_memory) +
-           ", \"free_memory\": " + std::to_string(g.free_memory) +
-           ", \"pci_bus_id\": " + quoted(g.pci_bus_id) +
-           ", \"multiprocessors\": " + std::to_string(g.multiprocessors) + "}";
+  using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
+  Json out;
+  out["gpus"] = Json::array();
+  for (const GpuInfo& g : r.gpus)
+    out["gpus"].push_back(
+        {{"index", g.index},
+         {"name", g.name},
+         {"compute_capability", std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)},
+         {"total_memory", g.total_memory},
+         {"free_memory", g.free_memory},
+         {"pci_bus_id", g.pci_bus_id},
+         {"multiprocessors", g.multiprocessors}});
+  out["no_gpu_reason"] = r.no_gpu_reason;
+  out["cuda_visible_devices"] =
+      r.versions.cuda_visible_devices ? Json(*r.versions.cuda_visible_devices) : Json(nullptr);
+  out["cpu"] = {
+      {"model", r.cpu.model}, {"logical_cores", r.cpu.logical_cores}, {"usable_cores", r.cpu.usable_cores}};
+  out["built_with_cuda"] = r.versions.built_with_cuda;
+  out["nvidia_kernel_module"] = r.versions.nvidia_kernel_module;
+  out["libraries"] = Json::array();
+  for (const LibraryVersion& l : r.versions.libraries())
+    out["libraries"].push_back({{"name", l.name},
+                                {"loaded", json_version(l.loaded)},
+                                {"compiled", json_version(l.compiled)},
+                                {"path", l.path},
+                                {"detail", l.detail}});
+  out["problems"] = r.problems;
+  out["device"] = r.device_text;
+  if (r.placement) {
+    out["placement"] = {{"gpu", r.placement->gpu},
+                        {"device", r.placement->device},
+                        {"description", r.placement->description},
+                        {"reason", r.placement->reason}};
+  } else {
+    out["placement"] = nullptr;
+    out["placement_error"] = r.placement_error;
   }
-  out += std::string(r.gpus.empty() ? "" : "\n  ") + "],\n";
-  out += "  \"no_gpu_reason\": " + quoted(r.no_gpu_reason) + ",\n";
-  out += "  \"cuda_visible_devices\": " +
-         (r.versions.cuda_visible_devices ? quoted(*r.versions.cuda_visible_devices) : std::string("null")) +
-         ",\n";
-  out += "  \"cpu\": {\"model\": " + quoted(r.cpu.model) +
-         ", \"logical_cores\": " + std::to_string(r.cpu.logical_cores) +
-         ", \"usable_cores\": " + std::to_string(r.cpu.usable_cores) + "},\n";
-  out += "  \"built_with_cuda\": " + std::string(r.versions.built_with_cuda ? "true" : "false") + ",\n";
-  out += "  \"nvidia_kernel_module\": " + quoted(r.versions.nvidia_kernel_module) + ",\n";
-  out += "  \"libraries\": [";
-  const auto libraries = r.versions.libraries();
-  for (std::size_t i = 0; i < libraries.size(); ++i) {
-    const LibraryVersion& l = libraries[i];
-    out += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(l.name) +
-           ", \"loaded\": " + json_version(l.loaded) + ", \"compiled\": " + json_version(l.compiled) +
-           ", \"path\": " + quoted(l.path) + ", \"detail\": " + quoted(l.detail) + "}";
-  }
-  out += "\n  ],\n  \"problems\": [";
-  for (std::size_t i = 0; i < r.problems.size(); ++i)
-    out += std::string(i ? ", " : "") + quoted(r.problems[i]);
-  out += "],\n  \"device\": " + quoted(r.device_text) + ",\n  \"placement\": ";
-  if (r.placement)
-    out += "{\"gpu\": " + std::string(r.placement->gpu ? "true" : "false") +
-           ", \"device\": " + std::to_string(r.placement->device) +
-           ", \"description\": " + quoted(r.placement->description) +
-           ", \"reason\": " + quoted(r.placement->reason) + "}";
-  else
-    out += "null,\n  \"placement_error\": " + quoted(r.placement_error);
-  out += "\n}\n";
-  std::fputs(out.c_str(), stdout);
-}
-
-int usage(const char* program) {
-  std::fprintf(stderr, "usage: %s [--device auto|cpu|gpu|gpu:N] [--json]\n", program);
-  return 2;
+  // Library paths and driver strings need not be UTF-8: such bytes become U+FFFD, not an exception.
+  std::printf("%s\n", out.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
 }
 
 }  // namespace
@@ -162,25 +129,21 @@ int main(int argc, char** argv) {
   Report report;
   report.device_text = "auto";
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--device" && i + 1 < argc) {
-      report.device_text = argv[++i];
-    } else if (arg.starts_with("--device=")) {
-      report.device_text = std::string(arg.substr(9));
-    } else {
-      return usage(argv[0]);
-    }
-  }
-  DeviceSpec spec;
+  CLI::App app(
+      "list_devices: what this machine offers to conveyor (GPUs, CPU, the library versions loaded) and "
+      "what stands in the way.\nGPU indices are those after CUDA_VISIBLE_DEVICES; the PCI bus id names the "
+      "physical card.\nExit status: 0, or 1 when the --device asked for cannot be placed.");
+  app.add_option("--device", report.device_text,
+                 "also say where a run asked to go there would go, or why it cannot")
+      ->capture_default_str()
+      ->check(example_support::device_spec());
+  app.add_flag("--json", json, "print the same as one JSON object, for scripts");
   try {
-    spec = DeviceSpec::parse(report.device_text);
-  } catch (const InvalidArgument& error) {
-    std::fprintf(stderr, "list_devices: %s\n", error.what());
-    return 2;
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
   }
+  const DeviceSpec spec = DeviceSpec::parse(report.device_text);  // checked by the command line
   report.gpus = list_gpus();
   if (report.gpus.empty()) report.no_gpu_reason = gpu_unavailable_reason();
   report.cpu = cpu_info();

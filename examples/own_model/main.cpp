@@ -1,6 +1,6 @@
-// own_model DATA [--steps N]: trains a model of the user's own (a two-layer perceptron written with
-// cuBLAS and a few CUDA kernels in mlp.cu; not conveyor's Trainer) on Fashion-MNIST JPEGs fed by a
-// conveyor pipeline, through the public API only:
+// own_model DATA [--steps N] (--help lists the rest): trains a model of the user's own (a two-layer
+// perceptron written with cuBLAS and a few CUDA kernels in mlp.cu; not conveyor's Trainer) on Fashion-MNIST
+// JPEGs fed by a conveyor pipeline, through the public API only:
 //   - the Dataset decodes and batches on the CPU into page-locked memory (DeviceFeeder::feed sets it),
 //   - the DeviceFeeder copies each batch and normalizes it on the GPU (FeederOptions::normalize),
 //   - the batch is made ready on the model's own CUDA stream (conveyor/cuda/stream.h), and its memory is
@@ -19,6 +19,7 @@
 #include "conveyor/cuda/stream.h"
 #include "conveyor/dataset.h"
 #include "conveyor/ops.h"
+#include "device_option.h"
 #include "mlp.h"
 
 namespace {
@@ -48,15 +49,22 @@ int main(int argc, char** argv) try {
   float learning_rate = 0.1f;
   app.add_option("data", data,
                  "Fashion-MNIST JPEGs as an ImageFolder tree (the train/ folder that "
-                 "data/fashion_mnist/make_fashion_mnist.sh makes)")
-      ->required();
-  app.add_option("--steps", steps, "training steps")->capture_default_str();
-  app.add_option("--batch", batch, "images per step")->capture_default_str();
-  app.add_option("--hidden", hidden, "hidden units")->capture_default_str();
+                 "data/fashion_mnist/make_fashion_mnist.sh makes; required)");
+  app.add_option("--steps", steps, "training steps")->capture_default_str()->check(CLI::Range(0, 10000000));
+  app.add_option("--batch", batch, "images per step")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--hidden", hidden, "hidden units")->capture_default_str()->check(CLI::Range(1, 65536));
   app.add_option("--lr", learning_rate, "SGD learning rate")->capture_default_str();
-  app.add_option("--device", device, "auto, gpu or gpu:N")->capture_default_str();
+  app.add_option("--device", device, "auto, gpu or gpu:N")
+      ->capture_default_str()
+      ->check(example_support::device_spec());
   app.add_option("--csv", csv_path, "write step,loss lines here");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (data.empty()) throw CLI::RequiredError("data");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
+  }
 
   const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(device));
   if (!placement.gpu) {

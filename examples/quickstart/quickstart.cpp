@@ -4,9 +4,9 @@
 //   scripts/launch.sh N quickstart DIR [STEPS]  one process per GPU (torchrun and mpirun work too)
 // With several GPUs the model is data-parallel over NCCL: each replica reads its share of the data,
 // batches of 256 per GPU, gradients averaged after every step.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
@@ -116,28 +116,29 @@ int train_data_parallel(const char* dir, int steps, int gpus, const conveyor::Ra
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::vector<std::string> positional;
+  std::string dir;
+  int steps = 20;
   int gpus = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--gpus" && i + 1 < argc)
-      gpus = std::atoi(argv[++i]);
-    else
-      positional.push_back(arg);
+  CLI::App app("quickstart: trains ResNet-18 for a few steps on an ImageFolder tree (the README's example)");
+  app.add_option("dir", dir, "ImageFolder root: one folder of JPEGs per class (required)");
+  app.add_option("steps", steps, "training steps")->capture_default_str()->check(CLI::Range(0, 1000000));
+  app.add_option("--gpus", gpus, "GPUs of this process, data-parallel (under a launcher: one per process)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  try {
+    app.parse(argc, argv);
+    // Checked here rather than with required(): CLI11 would report it before an unknown flag.
+    if (dir.empty()) throw CLI::RequiredError("dir");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
   }
-  if (positional.empty() || positional.size() > 2 || gpus < 1) {
-    std::fprintf(stderr,
-                 "usage: quickstart DIR [STEPS] [--gpus N]   (or: scripts/launch.sh N quickstart DIR)\n");
-    return 2;
-  }
-  const int steps = positional.size() > 1 ? std::atoi(positional[1].c_str()) : 20;
   const conveyor::Ranks ranks = conveyor::ranks_from_environment();  // set by a launcher
   if (ranks.world_size > 1 && gpus > 1) {
     std::fprintf(stderr, "quickstart: under a launcher each process trains on one GPU; drop --gpus\n");
     return 2;
   }
-  if (ranks.world_size > 1 || gpus > 1) return train_data_parallel(positional[0].c_str(), steps, gpus, ranks);
-  return train_one(positional[0].c_str(), steps);
+  if (ranks.world_size > 1 || gpus > 1) return train_data_parallel(dir.c_str(), steps, gpus, ranks);
+  return train_one(dir.c_str(), steps);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "quickstart: %s\n", e.what());
   return 1;

@@ -1,249 +1,302 @@
 // train_fashion_mnist: trains the small ResNet on Fashion-MNIST for real, through the whole stack: JPEG
-// files on disk, the pipeline (decode, pad 4 + random crop 28, flip), pinned batches, the device feeder
-// and the training step (cuDNN on a GPU, the CPU reference otherwise). Prints loss, train and test
-// accuracy, images/s and the data-wait fraction per epoch; writes a CSV and a PNG of the curves.
+// files on disk, the pipeline (decode, pad + random crop 28, flip), pinned batches, the device feeder and
+// the training step (cuDNN with the whole step replayed as a CUDA graph on a GPU, the CPU reference
+// otherwise). Named recipes (--recipe, --list-recipes) and several seeds in one call (--seeds 1,2,3: the
+// median is what counts); prints loss, train and test accuracy, images/s and the data-wait fraction per
+// epoch; writes JSON, a CSV and a PNG of the curves when asked.
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <optional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
-#include "conveyor/cuda/device.h"
-#include "conveyor/cuda/device_feeder.h"
-#include "conveyor/cuda/pinned_memory.h"
-#include "conveyor/dataset.h"
 #include "conveyor/error.h"
-#include "conveyor/ops.h"
-#include "conveyor/random.h"
-#include "conveyor/train/trainer.h"
+#include "conveyor/train/library_versions.h"
+#include "device_option.h"
+#include "plot_script.h"
+#include "recipes.h"
+#include "training_run.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr const char* kUsage =
-    "usage: train_fashion_mnist [--data DIR] [--epochs E] [--batch B] [--lr LR] [--device auto|cpu|gpu:N]\n"
-    "                           [--threads N] [--train-subset N] [--test-subset N] [--precision "
-    "bf16|fp16|fp32]\n"
-    "                           [--width 16|32] [--csv FILE] [--plot FILE.png] [--checkpoint FILE] [--resume "
-    "FILE]\n"
-    "                           [--seed K]\n"
-    "DIR holds train.txt and test.txt (\"path label\" lines), as ./conveyor.sh demo makes them under\n"
-    "data/generated/fashion-mnist.\n";
-
 struct Options {
   std::string data = "data/generated/fashion-mnist";
-  int epochs = 15, batch = 256, threads = 0, width = 0;
-  double lr = 0.1;
-  std::string device = "auto", precision = "bf16", csv, plot, checkpoint, resume;
+  int epochs = 0, batch = 0, width = 0;  // 0: the recipe's
+  double lr = 0;
+  std::vector<std::string> recipes{default_recipe().name};
+  std::vector<std::uint64_t> seeds{1};
+  int threads = 0, eval_every = 0;
+  bool eager = false, list = false, input_only = false;
+  std::string device = "auto", precision = "bf16", json, csv, plot, checkpoint, resume;
   std::size_t train_subset = 0, test_subset = 0;
-  std::uint64_t seed = 1;
+  std::uint64_t checkpoint_every = 0;  // steps; 0: at the end of each epoch only
+  std::uint64_t stop_after = 0;        // steps; 0: run to the end
+  bool deterministic = false;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "train_fashion_mnist: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
+// A CLI11 check that accepts recipe names (recipes.h), naming the choices otherwise.
+CLI::Validator recipe_name() {
+  return CLI::Validator(
+      [](const std::string& name) {
+        try {
+          find_recipe(name);
+          return std::string();
+        } catch (const std::exception& error) {
+          return std::string(error.what());
+        }
+      },
+      "NAME");
 }
 
+// On --help prints the usage and exits 0; on a bad argument says why and exits 2.
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
-    const std::string value = argv[++i];
-    auto number = [&](double lo, double hi) {
-      char* end = nullptr;
-      const double v = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || v < lo || v > hi)
-        usage_error(std::string(flag) + ": bad value " + value);
-      return v;
-    };
-    if (flag == "--data")
-      o.data = value;
-    else if (flag == "--epochs")
-      o.epochs = static_cast<int>(number(0, 1000));
-    else if (flag == "--batch")
-      o.batch = static_cast<int>(number(1, 65536));
-    else if (flag == "--lr")
-      o.lr = number(0, 100);
-    else if (flag == "--device")
-      o.device = value;
-    else if (flag == "--threads")
-      o.threads = static_cast<int>(number(0, 4096));
-    else if (flag == "--train-subset")
-      o.train_subset = static_cast<std::size_t>(number(0, 1e9));
-    else if (flag == "--test-subset")
-      o.test_subset = static_cast<std::size_t>(number(0, 1e9));
-    else if (flag == "--precision")
-      o.precision = value;
-    else if (flag == "--width")
-      o.width = static_cast<int>(number(1, 1024));
-    else if (flag == "--csv")
-      o.csv = value;
-    else if (flag == "--plot")
-      o.plot = value;
-    else if (flag == "--checkpoint")
-      o.checkpoint = value;
-    else if (flag == "--resume")
-      o.resume = value;
-    else if (flag == "--seed")
-      o.seed = static_cast<std::uint64_t>(number(0, 1e18));
-    else
-      usage_error("unknown option " + std::string(flag));
+  std::string names;
+  for (const Recipe& r : recipes()) names += "\n  " + r.name + ": " + r.summary;
+  CLI::App app(
+      "train_fashion_mnist: trains the small ResNet on Fashion-MNIST through the whole stack (JPEG files,\n"
+      "the pipeline, pinned batches, the device feeder, the training step replayed as a CUDA graph) and\n"
+      "prints loss, accuracy, images/s and the data-wait fraction per epoch. Every recipe runs once per\n"
+      "seed, a fresh model each time; the summary gives each recipe's median final test accuracy and\n"
+      "seconds (training and evaluation, warm-up excluded). Recipes:" +
+      names);
+  app.add_option("--data", o.data,
+                 "folder with train.txt and test.txt (\"path label\" lines), as ./conveyor.sh data makes it")
+      ->capture_default_str();
+  app.add_option("--recipe", o.recipes, "recipes to run, comma-separated (--list-recipes prints them)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(recipe_name());
+  app.add_option("--seeds,--seed", o.seeds, "seeds, comma-separated: each recipe once per seed")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--eval-every", o.eval_every,
+                 "also evaluate the test split after every N-th epoch (0: after the last one only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--device", o.device, "where the model trains")
+      ->capture_default_str()
+      ->check(example_support::device_spec());
+  app.add_option("--threads", o.threads, "pipeline threads (0: all cores)")->check(CLI::Range(0, 4096));
+  app.add_option("--train-subset", o.train_subset, "train on a random N of the training images (0: all)");
+  app.add_option("--test-subset", o.test_subset, "test on the first N test images (0: all)");
+  app.add_option("--precision", o.precision, "arithmetic of the training step")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_flag("--no-graph", o.eager,
+               "run every step eagerly (default: replayed as one CUDA graph on a GPU)");
+  app.add_option("--epochs", o.epochs, "override the recipes' passes over the training set")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--batch", o.batch, "override the recipes' images per step")->check(CLI::Range(1, 65536));
+  app.add_option("--lr", o.lr, "override the recipes' peak learning rate")->check(CLI::Range(1e-9, 100.0));
+  app.add_option("--width", o.width, "override the recipes' channels of the first stage")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--json", o.json, "write every run, epoch by epoch, and the summary to FILE");
+  CLI::Option* csv = app.add_option("--csv", o.csv, "write one line per run and epoch to FILE");
+  app.add_option("--plot", o.plot,
+                 "draw the curves into FILE.png " + example_support::help_text("plot_training.py"))
+      ->needs(csv);
+  app.add_option("--checkpoint", o.checkpoint,
+                 "save the run (model, optimizer, schedule, data position) to FILE after every epoch");
+  app.add_option("--resume", o.resume,
+                 "go on from the checkpoint FILE: its epoch, position in the data, schedule and model");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "also save the checkpoint every STEPS steps")
+      ->needs("--checkpoint");
+  app.add_option("--stop-after", o.stop_after, "end after STEPS steps with a checkpoint, as a preemption would")
+      ->needs("--checkpoint");
+  app.add_option("--deterministic", o.deterministic,
+                 "GPU: deterministic convolution algorithms, so that a run repeats (and resumes) bit for bit")
+      ->capture_default_str();
+  app.add_flag("--list-recipes", o.list, "print the recipes as JSON and exit");
+  app.add_flag("--input-only", o.input_only,
+               "run the recipe's input path alone for 3 epochs (read, decode, crop, flip, batch, copy to the "
+               "device) and print images/s: the most the training loop can be fed");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }
   return o;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+nlohmann::json run_json(const RunResult& r) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const EpochRecord& e : r.epochs)
+    epochs.push_back(
+        {{"epoch", e.epoch},
+         {"loss", e.loss},
+         {"train_accuracy", e.train_accuracy},
+         {"test_accuracy", e.test_accuracy ? nlohmann::json(*e.test_accuracy) : nlohmann::json()},
+         {"images_per_s", e.images_per_s},
+         {"data_wait_fraction", e.data_wait_fraction},
+         {"seconds", e.seconds}});
+  const auto& w = r.warmup;
+  return {{"recipe", r.recipe},
+          {"seed", r.seed},
+          {"placement", r.placement},
+          {"final_test_accuracy", r.final_test_accuracy},
+          {"seconds_training_and_evaluation", r.seconds},
+          {"warmup",
+           {{"seconds", w.seconds},
+            {"context_seconds", w.context_seconds},
+            {"prepare_seconds", w.prepare_seconds},
+            {"first_step_seconds", w.first_step_seconds},
+            {"capture_seconds", w.capture_seconds},
+            {"cuda_graph", w.graph},
+            {"graph_fallback", w.graph_fallback},
+            {"algorithm_cache",
+             {{"file", w.algorithm_cache.file},
+              {"reused", w.algorithm_cache.reused},
+              {"searched", w.algorithm_cache.searched},
+              {"rejected", w.algorithm_cache.rejected},
+              {"warnings", w.algorithm_cache.warnings}}}}},
+          {"epochs", epochs}};
+}
+
+void write_csv(const std::string& path, const std::vector<RunResult>& runs) {
+  std::ofstream csv(path);
+  // The first seven columns are those of the single-run CSV before recipes existed.
+  csv << "epoch,loss,train_accuracy,test_accuracy,images_per_s,data_wait_fraction,seconds,recipe,seed\n";
+  for (const RunResult& r : runs)
+    for (const EpochRecord& e : r.epochs) {
+      csv << e.epoch << ',' << e.loss << ',' << e.train_accuracy << ',';
+      if (e.test_accuracy) csv << *e.test_accuracy;
+      csv << ',' << e.images_per_s << ',' << e.data_wait_fraction << ',' << e.seconds << ',' << r.recipe
+          << ',' << r.seed << '\n';
+    }
+  if (!csv) throw conveyor::IoError("cannot write " + path);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
-  const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(o.device));
-  const int threads = o.threads ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (o.list) {
+    // 234 steps per epoch: the full training split in batches of 256.
+    std::printf("%s\n", recipes_json(234).c_str());
+    return 0;
+  }
+  RunSettings settings;
+  settings.placement = conveyor::resolve(conveyor::DeviceSpec::parse(o.device));
+  settings.precision = conveyor::train::parse_precision(o.precision);
+  settings.threads = o.threads ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  settings.eval_every = o.eval_every;
+  settings.cuda_graph = !o.eager;
+  settings.checkpoint = o.checkpoint;
+  settings.resume = o.resume;
+  settings.checkpoint_every = o.checkpoint_every;
+  settings.stop_after = o.stop_after;
+  settings.deterministic = o.deterministic;
+  if ((!o.checkpoint.empty() || !o.resume.empty()) && (o.recipes.size() != 1 || o.seeds.size() != 1))
+    throw conveyor::InvalidArgument("--checkpoint and --resume belong to one run: one recipe and one seed");
+
   const std::filesystem::path root(o.data);
   if (!std::filesystem::exists(root / "train.txt"))
     throw conveyor::IoError("no " + (root / "train.txt").string() +
                             " (./conveyor.sh data makes it from Debian's dataset-fashion-mnist)");
-
-  const conveyor::ImageShape shape{28, 28, 1};
-  const auto decode_gray = conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray});
-  conveyor::Dataset train_files = conveyor::Dataset::list_file(root / "train.txt");
-  conveyor::Dataset test_files = conveyor::Dataset::list_file(root / "test.txt");
-  if (o.train_subset)
-    train_files = train_files.shuffle(train_files.source_size(), o.seed).take(o.train_subset);
-  if (o.test_subset) test_files = test_files.take(o.test_subset);
-  const std::size_t train_size =
-      o.train_subset ? std::min(o.train_subset, train_files.source_size()) : train_files.source_size();
-  const std::size_t steps_per_epoch = train_size / static_cast<std::size_t>(o.batch);
-  if (steps_per_epoch == 0) throw conveyor::InvalidArgument("--batch is larger than the training set");
-
-  conveyor::train::TrainerOptions t;
-  t.model = conveyor::train::ModelKind::small_resnet;
-  t.num_classes = 10;
-  t.input = shape;
-  t.batch = o.batch;
-  t.precision = o.precision == "fp32"   ? conveyor::train::Precision::fp32
-                : o.precision == "fp16" ? conveyor::train::Precision::fp16
-                                        : conveyor::train::Precision::bf16;
-  t.learning_rate = o.lr;
-  t.momentum = 0.9;
-  t.weight_decay = 5e-4;
-  t.nesterov = true;
-  t.mean = {72.94f, 72.94f, 72.94f};  // Fashion-MNIST's pixel mean and standard deviation, 0..255 scale
-  t.std = {90.02f, 90.02f, 90.02f};
-  t.device = placement.gpu ? placement.device : -1;
-  t.seed = o.seed;
-  if (o.width) t.width = o.width;
-  conveyor::train::Trainer trainer(t);
-  if (!o.resume.empty()) trainer.load(o.resume);
-  std::printf("%s\ntrainer: %s\ndata: %zu training images (%zu steps of %d per epoch), %s\n",
-              placement.description.c_str(), trainer.placement().c_str(), train_size, steps_per_epoch,
-              o.batch, o.data.c_str());
-  const auto warm_start = Clock::now();
-  trainer.warmup();
-  std::printf("warm-up (context, algorithm search, allocations): %.2f s\n", seconds_since(warm_start));
-
-  constexpr int kFeederDepth = 3;
-  conveyor::PipelineOptions pipeline;
-  pipeline.threads = threads;
-  pipeline.held_batches = kFeederDepth;
-  pipeline.host_memory = conveyor::host_memory_for(placement);  // page-locked for a GPU: asynchronous copies
-  conveyor::DeviceFeeder feeder(placement, {.depth = kFeederDepth});
-
-  std::ofstream csv;
-  if (!o.csv.empty()) {
-    csv.open(o.csv);
-    csv << "epoch,loss,train_accuracy,test_accuracy,images_per_s,data_wait_fraction,seconds\n";
+  FashionData data{conveyor::Dataset::list_file(root / "train.txt"),
+                   conveyor::Dataset::list_file(root / "test.txt"), 0};
+  data.train_size = data.train.source_size();
+  if (o.train_subset) {
+    // The same subset for every run: chosen with a fixed seed, not the run's.
+    data.train = data.train.shuffle(conveyor::Dataset::whole_epoch, 1).take(o.train_subset);
+    data.train_size = std::min(o.train_subset, data.train_size);
   }
-  std::printf("%5s %8s %9s %9s %10s %9s %7s\n", "epoch", "loss", "train acc", "test acc", "images/s",
-              "data wait", "s");
-  const auto run_start = Clock::now();
-  const double total_steps = static_cast<double>(steps_per_epoch) * o.epochs;
-  double final_test = 0;
-  for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    // A new order and new augmentations every epoch: the seed of the epoch's pipeline changes.
-    pipeline.seed = conveyor::combine_seeds(o.seed, static_cast<std::uint64_t>(epoch));
-    const auto batches = train_files.shuffle(train_size, pipeline.seed)
-                             .map(decode_gray)
-                             .map(conveyor::ops::random_crop(28, 28, /*padding=*/4))
-                             .map(conveyor::ops::flip_horizontal(0.5))
-                             .with_options(pipeline)
-                             .batch(static_cast<std::size_t>(o.batch), shape, /*drop_remainder=*/true)
-                             .prefetch(4);
-    const auto epoch_start = Clock::now();
-    double loss_sum = 0, correct = 0, seen = 0, wait_s = 0;
-    std::size_t step = 0;
-    auto it = batches.begin();
-    for (;;) {
-      const auto wait_start = Clock::now();
-      std::optional<conveyor::Batch> batch = it.next();
-      wait_s += seconds_since(wait_start);
-      if (!batch) break;
-      // Cosine decay from the base rate to zero over the whole run.
-      const double progress = (static_cast<double>(epoch) * steps_per_epoch + step) / total_steps;
-      trainer.set_learning_rate(0.5 * o.lr * (1 + std::cos(progress * 3.141592653589793)));
-      trainer.step(feeder.stage(std::move(*batch)));
-      ++step;
-      // Reading a step's loss waits for the device, so only every 20th step is read.
-      if (step % 20 == 0 || step == steps_per_epoch) {
-        const auto s = trainer.last_step();
-        loss_sum += s.loss * static_cast<double>(s.images);
-        correct += s.accuracy * static_cast<double>(s.images);
-        seen += static_cast<double>(s.images);
+  if (o.test_subset) data.test = data.test.take(o.test_subset);
+  std::printf("%s\ndata: %zu training images, %s; %d threads\n", settings.placement.description.c_str(),
+              data.train_size, o.data.c_str(), settings.threads);
+
+  std::vector<RunResult> runs;
+  for (const std::string& name : o.recipes) {
+    Recipe recipe = find_recipe(name);
+    if (o.epochs) recipe.epochs = o.epochs;
+    if (o.batch) recipe.batch = o.batch;
+    if (o.width) recipe.width = o.width;
+    if (o.lr) recipe.peak_lr = o.lr;
+    if (o.input_only) {
+      input_images_per_s(recipe, o.seeds.front(), data, settings, 3);
+      continue;
+    }
+    for (const std::uint64_t seed : o.seeds) runs.push_back(train_once(recipe, seed, data, settings));
+  }
+  if (o.input_only) return 0;
+  if (!runs.empty() && runs.back().stopped) return 0;  // --stop-after: the checkpoint is the result
+
+  std::printf("\n%-10s %-12s %10s %12s %s\n", "recipe", "seeds", "median acc", "median s",
+              "(accuracy, seconds)");
+  nlohmann::json summary = nlohmann::json::object();
+  for (const std::string& name : o.recipes) {
+    std::vector<double> accuracy, seconds;
+    std::string seeds, each;
+    for (const RunResult& r : runs)
+      if (r.recipe == name) {
+        accuracy.push_back(r.final_test_accuracy);
+        seconds.push_back(r.seconds);
+        if (!seeds.empty()) seeds += ',';
+        seeds += std::to_string(r.seed);
+        char one[48];
+        std::snprintf(one, sizeof one, "%s%.2f%% %.2fs", each.empty() ? "" : ", ",
+                      100 * r.final_test_accuracy, r.seconds);
+        each += one;
       }
-    }
-    trainer.synchronize();
-    const double epoch_s = seconds_since(epoch_start);
-    const double images_per_s = static_cast<double>(step) * o.batch / epoch_s;
+    std::printf("%-10s %-12s %9.2f%% %11.2fs (%s)\n", name.c_str(), seeds.c_str(), 100 * median(accuracy),
+                median(seconds), each.c_str());
+    summary[name] = {{"seeds", seeds},
+                     {"median_final_test_accuracy", median(accuracy)},
+                     {"median_seconds_training_and_evaluation", median(seconds)},
+                     {"final_test_accuracies", accuracy},
+                     {"seconds", seconds}};
+  }
 
-    // Evaluation: inference-mode batch norm on the whole test split (kept remainder).
-    const auto test_batches = test_files.map(decode_gray)
-                                  .with_options(pipeline)
-                                  .batch(static_cast<std::size_t>(o.batch), shape)
-                                  .prefetch(4);
-    double test_correct = 0, test_seen = 0;
-    for (auto test_it = test_batches.begin();;) {
-      std::optional<conveyor::Batch> batch = test_it.next();
-      if (!batch) break;
-      const std::size_t n = batch->size();
-      const auto result = trainer.evaluate(feeder.stage(std::move(*batch)));
-      test_correct += static_cast<double>(result.correct);
-      test_seen += static_cast<double>(n);
-    }
-    final_test = test_seen ? test_correct / test_seen : 0;
-    const double loss = seen ? loss_sum / seen : 0, train_acc = seen ? correct / seen : 0;
-    std::printf("%5d %8.4f %8.2f%% %8.2f%% %10.0f %8.1f%% %7.1f\n", epoch + 1, loss, 100 * train_acc,
-                100 * final_test, images_per_s, 100 * wait_s / epoch_s, seconds_since(epoch_start));
-    std::fflush(stdout);
-    if (csv.is_open())
-      csv << epoch + 1 << ',' << loss << ',' << train_acc << ',' << final_test << ',' << images_per_s << ','
-          << wait_s / epoch_s << ',' << seconds_since(run_start) << '\n';
-    if (!o.checkpoint.empty()) trainer.save(o.checkpoint);
+  if (!o.json.empty()) {
+    nlohmann::json recipes_used = nlohmann::json::array();
+    nlohmann::json table = nlohmann::json::parse(recipes_json(234));
+    for (const auto& r : table["recipes"])
+      if (std::find(o.recipes.begin(), o.recipes.end(), r["name"].get<std::string>()) != o.recipes.end())
+        recipes_used.push_back(r);
+    nlohmann::json all = nlohmann::json::array();
+    for (const RunResult& r : runs) all.push_back(run_json(r));
+    const conveyor::LibraryVersions v = conveyor::train::library_versions();
+    nlohmann::json versions = nlohmann::json::object();
+    for (const conveyor::LibraryVersion* l :
+         {&v.cuda_driver, &v.cuda_runtime, &v.cudnn, &v.cublas, &v.libjpeg_turbo, &v.tbb, &v.opencv})
+      if (!l->name.empty()) versions[l->name] = l->loaded.to_string();
+    std::ofstream out(o.json);
+    out << nlohmann::json(
+               {{"bench", "train_fashion_mnist"},
+                {"placement", settings.placement.description},
+                {"threads", settings.threads},
+                {"data", o.data},
+                {"train_images", data.train_size},
+                {"eval_every", o.eval_every},
+                {"overrides",
+                 {{"epochs", o.epochs}, {"batch", o.batch}, {"width", o.width}, {"peak_lr", o.lr}}},
+                {"cuda_graph", !o.eager},
+                {"libraries", versions},
+                {"recipes", recipes_used},
+                {"runs", all},
+                {"summary", summary}})
+               .dump(1)
+        << '\n';
+    if (!out) throw conveyor::IoError("cannot write " + o.json);
   }
-  std::printf("final test accuracy %.2f%% after %d epochs, %.1f s of training and evaluation\n",
-              100 * final_test, o.epochs, seconds_since(run_start));
-  if (!o.plot.empty()) {
-    if (o.csv.empty()) throw conveyor::InvalidArgument("--plot needs --csv (the plot is drawn from it)");
-    csv.close();
-    const std::string command = "'" + std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot.sh' '" +
-                                std::string(CONVEYOR_SOURCE_DIR) + "/bench/plot_training.py' '" + o.csv +
-                                "' '" + o.plot + "'";
-    if (std::system(command.c_str()) != 0) throw conveyor::Error("plotting failed: " + command);
-  }
+  if (!o.csv.empty()) write_csv(o.csv, runs);
+  if (!o.plot.empty()) example_support::plot("plot_training.py", o.csv, o.plot);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_fashion_mnist: %s\n", e.what());

@@ -3,7 +3,9 @@
 // trainer). A program that wants batches only includes the data wing's headers and links conveyor::data.
 #pragma once
 
+#include "conveyor/atomic_file.h"
 #include "conveyor/batch.h"
+#include "conveyor/batch_checksum.h"
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/cuda/device_feeder.h"
@@ -15,7 +17,9 @@
 #include "conveyor/error.h"
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"
+#include "conveyor/iterator_state.h"
 #include "conveyor/library_version.h"
+#include "conveyor/memory_budget.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
 #include "conveyor/ranks.h"

@@ -1,11 +1,11 @@
 // A typed, chainable description of an input pipeline, in the spirit of tf.data:
 //
 //   auto train = conveyor::Dataset::image_folder("photos/train")
-//                    .shuffle(10'000, /*seed=*/42)
+//                    .shuffle()                  // the whole epoch, seeded from the pipeline seed
 //                    .repeat(epochs)
 //                    .map(conveyor::ops::decode_random_resized_crop(224))
 //                    .map(conveyor::ops::flip_horizontal(0.5))
-//                    .with_options({.threads = 16})
+//                    .with_options({.threads = 16, .seed = 42})
 //                    .batch(256)
 //                    .prefetch(4);
 //   for (const conveyor::Batch& batch : train) step(batch);
@@ -22,6 +22,14 @@
 // - An element's index is its position in the epoch's order after the last shuffle (the source order
 //   when there is none); shard, skip and take keep it. Its seed is sample_seed(options.seed, epoch,
 //   index): results are bitwise the same at any thread count and any shard count.
+// - Every random decision derives from the pipeline seed (PipelineOptions::seed): a shuffle without its
+//   own seed, and each op's draws, Rng(sample.seed, op_stream(kind, position of the op among the maps and
+//   filters)) (conveyor/random.h), so two ops of one kind in one chain draw independently.
+// - Options: with_options sets the fields it is given and keeps the rest (PipelineOptionChanges), so that
+//   options set in two places (a library's defaults, then the user's threads) add up instead of the last
+//   call silently resetting the first one's fields to their defaults.
+// - An iterator's state (Iterator::state(), conveyor/iterator_state.h) starts another iterator where it
+//   stood: after a crash, at another thread count, or at another shard count.
 // - map and filter run on each element, in the order called, in parallel on the arena. Maps may be
 //   called before or after the ordering methods (a map only depends on its element and seed), but
 //   shuffle, shard, skip and take may not follow a filter (InvalidArgument): they would act on a
@@ -30,6 +38,7 @@
 //   not share mutable state.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -43,6 +52,7 @@
 #include "conveyor/batch.h"
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"
+#include "conveyor/iterator_state.h"
 #include "conveyor/ranks.h"
 #include "conveyor/sample.h"
 #include "conveyor/shards.h"
@@ -88,10 +98,59 @@ struct PipelineOptions {
   // Where batch buffers live; null: ordinary pageable memory. A GPU consumer gives page-locked memory
   // (conveyor/cuda/pinned_memory.h) so that its copies are asynchronous; DeviceFeeder::feed does that.
   std::shared_ptr<HostMemoryResource> host_memory = nullptr;
+
+  // ---- watchdog ----
+  // An element that stays in one stage longer than this (a stuck network read, a pathological file) is
+  // reported once per stage: its stage, path, time in the stage and worker thread, in
+  // PipelineStats::stall_reports, as an instant on the trace's "watchdog" track and through on_stall.
+  // 0: no watchdog thread.
+  std::chrono::milliseconds stall_limit{0};
+  // Called on the watchdog's own thread for every report; keep it quick. Null: none.
+  std::function<void(const StallReport&)> on_stall = nullptr;
+  // Under on_error = skip, a reported element is also given up: counted as skipped (reason "stalled"), its
+  // batch is completed without it, and what its stage does when it finally returns is thrown away (its
+  // thread stays busy until then, and the pipeline runs with one element fewer in flight meanwhile). So
+  // that such an op can never write into a batch that has been delivered, ops write into the element's
+  // own scratch images and the pipeline copies the result into the slot (one copy more per element).
+  bool abandon_stalled = false;
+
+  // ---- memory ----
+  // Bytes the decodes running at once may reserve (ops/image: libjpeg's whole-image coefficient buffers
+  // of progressive and multi-scan files, plus the decoded pixels, estimated from the header before
+  // anything is allocated). A decode that would go over waits, in arrival order, until others finish; an
+  // image larger than the whole budget decodes alone. Bounds peak memory under hostile input (huge
+  // progressive JPEGs) at any thread count. 0: no budget.
+  std::size_t decode_memory_budget = std::size_t{512} << 20;
+};
+
+// What with_options changes: each field that is set replaces that option, every field left empty keeps
+// what the chain had (PipelineOptions says what each one means). So settings made in two places agree:
+//   files.with_options({.threads = 16}).with_options({.seed = 7})   // threads 16 and seed 7
+// (A with_options that replaced the whole struct would silently reset the threads to 0 here.)
+// all(options) sets every field, for code that holds a whole PipelineOptions.
+struct PipelineOptionChanges {
+  std::optional<int> threads = std::nullopt;
+  std::optional<bool> deterministic = std::nullopt;
+  std::optional<OnError> on_error = std::nullopt;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  std::optional<std::size_t> max_in_flight = std::nullopt;
+  std::optional<std::shared_ptr<TraceRecorder>> trace = std::nullopt;
+  std::optional<std::size_t> held_batches = std::nullopt;
+  std::optional<std::size_t> max_file_bytes = std::nullopt;
+  std::optional<std::shared_ptr<HostMemoryResource>> host_memory = std::nullopt;
+  std::optional<std::chrono::milliseconds> stall_limit = std::nullopt;
+  std::optional<std::function<void(const StallReport&)>> on_stall = std::nullopt;
+  std::optional<bool> abandon_stalled = std::nullopt;
+  std::optional<std::size_t> decode_memory_budget = std::nullopt;
+
+  static PipelineOptionChanges all(const PipelineOptions& options);
+  // `options` with the set fields replaced.
+  PipelineOptions applied_to(PipelineOptions options) const;
 };
 
 namespace detail {
 struct DatasetNode;
+struct PipelinePlan;
 class Pipeline;
 }  // namespace detail
 
@@ -118,6 +177,10 @@ class Iterator {
 
   // Counts so far; callable at any time.
   PipelineStats stats() const;
+  // Where this iterator stands after the last item it handed out (before the first: where it started),
+  // to start another one there (Dataset::begin(state)). O(1). Throws InvalidArgument when the pipeline
+  // delivers out of order (deterministic = false with several threads): there is no single position then.
+  IteratorState state() const;
 
   // Range-for support. The item stays valid until the next increment.
   const Item& operator*() const;
@@ -187,10 +250,21 @@ class Dataset {
   static Dataset tar_shard_index(const std::string& index);
 
   // ---- which elements, in what order ----
-  // A buffered shuffle (tf.data's): keeps `buffer_size` elements and emits a random one of them each
-  // time. Reshuffled every epoch (the generator is seeded from seed and epoch). buffer_size >= the
-  // dataset's size gives a uniform permutation.
+  // The whole epoch in a random order, a new one every epoch: a keyed pseudo-random permutation of the
+  // positions (a Feistel network; src/pipeline/epoch_permutation.h), so that position p of the epoch is
+  // found without the ones before it and an iterator's state restores in O(1) (conveyor/iterator_state.h).
+  // The seed derives from the pipeline seed (PipelineOptions::seed) unless given: shuffle(whole_epoch, seed).
+  // Needs random access to the stream before it: the source, shard, skip, take and a finite repeat
+  // have it; a buffered shuffle or repeat() forever before it is refused (InvalidArgument).
+  Dataset shuffle() const;
+  // A buffered shuffle (tf.data's): keeps `buffer_size` elements and emits a random one of them each time.
+  // Reshuffled every epoch (the generator is seeded from the seed and the epoch). buffer_size >= the
+  // dataset's size gives a uniform permutation. Without a seed, it derives from the pipeline seed (and the
+  // shuffle's position in the chain). An iterator's state restores by replaying the draws since the epoch
+  // began (no element is read or decoded again). buffer_size == whole_epoch is shuffle() above.
+  Dataset shuffle(std::size_t buffer_size) const;
   Dataset shuffle(std::size_t buffer_size, std::uint64_t seed) const;
+  static constexpr std::size_t whole_epoch = static_cast<std::size_t>(-1);
   // The stream so far, `count` times (epochs 0..count-1); repeat() repeats forever.
   Dataset repeat(std::uint64_t count) const;
   Dataset repeat() const;
@@ -217,8 +291,9 @@ class Dataset {
   Dataset filter(std::string name, std::function<bool(const Sample&)> keep) const;
 
   // ---- execution ----
-  // Replaces the options of every iterator made from the result.
-  Dataset with_options(PipelineOptions options) const;
+  // Sets the options given in `changes` for every iterator made from the result; the others keep the
+  // values the chain had (defaults, or an earlier with_options). Throws InvalidArgument on a bad value.
+  Dataset with_options(const PipelineOptionChanges& changes) const;
   // Samples kept ready ahead of the consumer when iterating samples (default 16).
   Dataset prefetch(std::size_t samples) const;
   // Groups samples into batches of fixed-size images written straight into pooled (pinned when a GPU is
@@ -232,6 +307,10 @@ class Dataset {
   // Iterating a Dataset yields Samples, owning copies of every element's identity, bytes and pixels:
   // for tests and for variable-size data.
   SampleIterator begin() const;
+  // An iterator that continues where the one that gave `state` stood (Iterator::state()): the same samples
+  // an uninterrupted iterator would deliver next. Throws InvalidArgument when the state belongs to another
+  // dataset (other source size, ordering methods or pipeline seed), naming the difference.
+  SampleIterator begin(const IteratorState& state) const;
   std::default_sentinel_t end() const noexcept { return {}; }
 
   // Elements in the source (before shuffle, repeat, shard, ...); for tar shards the samples of all
@@ -251,6 +330,7 @@ class Dataset {
   // A new node after this one, inheriting its source, options and prefetch depth.
   std::shared_ptr<detail::DatasetNode> child() const;
   void require_no_filter(const char* what) const;
+  Dataset shuffle_with(std::size_t buffer_size, std::optional<std::uint64_t> seed) const;
 
   std::shared_ptr<const detail::DatasetNode> node_;
 };
@@ -260,9 +340,13 @@ class BatchedDataset {
   // Batches kept ready ahead of the consumer (default 2). The pipeline pauses while this many are ready;
   // the pool holds prefetch + in-flight + held_batches buffers, so memory is bounded by configuration.
   BatchedDataset prefetch(std::size_t batches) const;
-  BatchedDataset with_options(PipelineOptions options) const;
+  BatchedDataset with_options(const PipelineOptionChanges& changes) const;
 
   BatchIterator begin() const;
+  // Continues where the iterator that gave `state` stood (see Dataset::begin(state)): the batches an
+  // uninterrupted iterator would deliver next, bit for bit, at any thread count; from a combined state
+  // (IteratorState::combine) the rest of the epoch split over this dataset's shard count.
+  BatchIterator begin(const IteratorState& state) const;
   std::default_sentinel_t end() const noexcept { return {}; }
 
   std::size_t batch_size() const noexcept { return batch_size_; }
@@ -278,6 +362,7 @@ class BatchedDataset {
   friend class Dataset;
   BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape,
                  bool drop_remainder);
+  detail::PipelinePlan plan() const;
 
   Dataset samples_;
   std::size_t batch_size_;

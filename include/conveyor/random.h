@@ -25,9 +25,18 @@ constexpr std::uint64_t sample_seed(std::uint64_t dataset_seed, std::uint64_t ep
   return combine_seeds(combine_seeds(dataset_seed, epoch), index);
 }
 
+// The Rng stream of a random op of kind `kind` (its constant, e.g. ops::stream::flip_horizontal) at
+// `position` in its chain (0 for the first map or filter, 1 for the next, ...): a sample's draws for that
+// op are Rng(sample.seed, op_stream(kind, position)). Two ops of one kind at different positions draw
+// independently; the same op at the same position draws the same numbers on any thread, in any process.
+// GPU-side augmentation that re-draws a sample's parameters after batching uses this same function.
+constexpr std::uint64_t op_stream(std::uint64_t kind, std::uint64_t position) noexcept {
+  return combine_seeds(kind, position);
+}
+
 // A small, fast generator (xoshiro256**) for the handful of draws one op makes on one sample.
-// Construct it from the sample's seed and a per-op stream constant so that two ops on the same sample
-// draw independent numbers.
+// Construct it from the sample's seed and the op's stream (op_stream above) so that two ops on the same
+// sample draw independent numbers.
 class Rng {
  public:
   explicit constexpr Rng(std::uint64_t seed, std::uint64_t stream = 0) noexcept {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "conveyor/image.h"
+#include "conveyor/memory_budget.h"
+#include "conveyor/random.h"
 
 namespace conveyor {
 
@@ -15,13 +17,20 @@ class Sample {
   // ---- identity, set by the pipeline before any op runs ----
   std::uint64_t index = 0;  // position in the epoch's global order (after shuffle, before shard)
   std::uint64_t epoch = 0;
-  std::uint64_t seed = 0;   // sample_seed(dataset seed, epoch, index): the only randomness ops may use
+  std::uint64_t seed = 0;  // sample_seed(dataset seed, epoch, index): the only randomness ops may use
   std::int64_t label = -1;
-  std::string path;         // file path, or "<memory:N>" for in-memory sources
+  std::string path;                   // file path, or "<memory:N>" for in-memory sources
   std::vector<std::uint8_t> encoded;  // the bytes as read (reused from sample to sample)
+  // Position of the op now running among the chain's maps and filters (0, 1, ...), set by the pipeline
+  // before each one: random ops draw from rng(), so two ops of one kind in one chain draw independently.
+  std::uint32_t op_position = 0;
   // A repeat that evens out the ranks' shares of an epoch (ShardRemainder::pad): the same element (index,
   // seed, pixels) as its original, to be left out of the loss.
   bool padding = false;
+
+  // The generator of the op now running, of kind `kind` (its stream constant):
+  // Rng(seed, op_stream(kind, op_position)). The only randomness an op may use.
+  Rng rng(std::uint64_t kind) const noexcept { return Rng(seed, op_stream(kind, op_position)); }
 
   // The current pixels; empty before the first op that produces an image.
   ConstImageView image() const noexcept;
@@ -39,10 +48,19 @@ class Sample {
   // True when the current pixels are in the batch slot, so the batch stage has nothing to copy.
   bool in_slot() const noexcept { return current_ == kSlot; }
 
+  // A decode that is about to allocate `bytes` (estimated from its header) takes them from the pipeline's
+  // decode-memory budget first (PipelineOptions::decode_memory_budget): this may wait for other decodes to
+  // finish. Keep the reservation until the decode's big buffers are freed. Outside a pipeline: no budget.
+  MemoryBudget::Reservation reserve_decode_memory(std::size_t bytes) const {
+    return decode_budget_ ? decode_budget_->reserve(bytes) : MemoryBudget::Reservation();
+  }
+
   // ---- used by the pipeline ----
   // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
   void bind_slot(ImageView slot) noexcept { slot_ = slot; }
   ImageView slot() const noexcept { return slot_; }
+  // The budget reserve_decode_memory() draws from (null: none); it must outlive the sample's processing.
+  void set_decode_budget(MemoryBudget* budget) noexcept { decode_budget_ = budget; }
   // Forgets the pixels and the slot but keeps every allocation for the next sample.
   void recycle() noexcept;
 
@@ -50,6 +68,7 @@ class Sample {
   static constexpr int kNone = -1, kSlot = 2;
   Image scratch_[2];
   ImageView slot_;
+  MemoryBudget* decode_budget_ = nullptr;
   int current_ = kNone;
   int pending_ = kNone;
 };

@@ -4,6 +4,7 @@
 // workers nothing.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -37,8 +38,20 @@ struct SkippedSample {
   std::string reason;
 };
 
+// An element that stayed in one stage longer than PipelineOptions::stall_limit (the watchdog's report).
+struct StallReport {
+  std::string stage;  // the stage's name, as in StageStats
+  std::string path;
+  std::uint64_t index = 0, epoch = 0;   // who the element is (Sample::index, Sample::epoch)
+  std::chrono::nanoseconds elapsed{0};  // in the stage when the watchdog saw it
+  int worker = -1;                      // arena slot of its thread: the trace's "worker N" track
+  std::uint64_t thread_id = 0;          // the thread's OS id (gettid), for a debugger or /proc
+  bool abandoned = false;               // given up (abandon_stalled under on_error = skip)
+};
+
 struct PipelineStats {
   static constexpr std::size_t kMaxSkippedSamples = 100;
+  static constexpr std::size_t kMaxStallReports = 100;
 
   int threads = 0;                 // threads of the iterator's task arena
   std::size_t max_in_flight = 0;   // elements processed at once at most (the pipeline's tokens)
@@ -51,11 +64,17 @@ struct PipelineStats {
   std::vector<SkippedSample> skipped_samples;         // the first kMaxSkippedSamples skipped
   std::vector<StageStats> stages;                     // in pipeline order
   QueueStats queue;
-  std::uint64_t consumer_waits = 0;    // calls to next() that found nothing ready
-  std::uint64_t consumer_wait_ns = 0;  // time the consumer spent waiting in those calls
-  std::size_t pool_buffers = 0;        // batch buffers allocated so far (never above pool_capacity)
-  std::size_t pool_capacity = 0;       // the most the pool may allocate
-  bool pinned = false;                 // batch buffers are page-locked (a GPU was present)
+  std::uint64_t consumer_waits = 0;        // calls to next() that found nothing ready
+  std::uint64_t consumer_wait_ns = 0;      // time the consumer spent waiting in those calls
+  std::size_t pool_buffers = 0;            // batch buffers allocated so far (never above pool_capacity)
+  std::size_t pool_capacity = 0;           // the most the pool may allocate
+  bool pinned = false;                     // batch buffers are page-locked (a GPU was present)
+  std::uint64_t stalls = 0;                // elements the watchdog reported (once per element and stage)
+  std::uint64_t abandoned = 0;             // of those, given up (also counted in skipped, reason "stalled")
+  std::vector<StallReport> stall_reports;  // the first kMaxStallReports
+  std::size_t decode_memory_budget = 0;    // PipelineOptions::decode_memory_budget (0: none)
+  std::size_t decode_memory_peak = 0;      // most bytes reserved by decodes at once
+  std::uint64_t decode_memory_waits = 0;   // decodes that waited for others to give memory back
 };
 
 // A few human-readable lines: stage table, queue, skips, waits.

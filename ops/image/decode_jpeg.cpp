@@ -193,6 +193,16 @@ ImageShape JpegDecoder::shape(int scale_denom) const {
                                     : ImageShape{height, width, channels};
 }
 
+std::size_t JpegDecoder::memory_estimate(Rect window, int scale_denom) const {
+  if (!state_->opened) throw InvalidArgument("JpegDecoder::memory_estimate: no image opened");
+  const ImageShape whole = shape(scale_denom);
+  const auto scaled = [&](int size) { return static_cast<std::size_t>(scaled_size(size, scale_denom)); };
+  const std::size_t rows = static_cast<std::size_t>(std::max(whole.width, whole.height)) *
+                           scaled(std::max(window.height, window.width)) * 4;
+  const std::size_t pixels = scaled(window.width) * scaled(window.height) * 3 * 2;
+  return state_->jpeg.coefficient_bytes() + rows + pixels;
+}
+
 DecodeResult JpegDecoder::read(ImageView out, int scale_denom) {
   const ImageShape whole = shape(scale_denom);
   return read_region({0, 0, whole.width, whole.height}, out, scale_denom);

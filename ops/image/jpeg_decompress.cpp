@@ -188,6 +188,21 @@ void JpegDecompress::open(std::span<const std::uint8_t> jpeg, const DecodeOption
   }
 }
 
+std::size_t JpegDecompress::coefficient_bytes() noexcept {
+  // After jpeg_read_header the state is DSTATE_READY, in which jpeg_has_multiple_scans cannot fail.
+  if (!created_ || cinfo_.global_state == 0 || !jpeg_has_multiple_scans(&cinfo_)) return 0;
+  std::size_t total = 0;
+  for (int c = 0; c < cinfo_.num_components; ++c) {
+    const jpeg_component_info& component = cinfo_.comp_info[c];
+    // libjpeg's coefficient controller rounds each component's blocks up to whole iMCUs.
+    const auto round_up = [](std::size_t n, std::size_t m) { return m ? (n + m - 1) / m * m : n; };
+    total += round_up(component.width_in_blocks, static_cast<std::size_t>(component.h_samp_factor)) *
+             round_up(component.height_in_blocks, static_cast<std::size_t>(component.v_samp_factor)) *
+             DCTSIZE2 * sizeof(JCOEF);
+  }
+  return total;
+}
+
 void JpegDecompress::start(int scale_denom, J_COLOR_SPACE space, bool fast) {
   cinfo_.out_color_space = space;
   cinfo_.scale_num = 1;

@@ -38,6 +38,10 @@ class JpegDecompress {
   // input, input without a JPEG SOI marker, and images over options.max_pixels.
   void open(std::span<const std::uint8_t> jpeg, const DecodeOptions& options, bool read_orientation);
   const JpegHeader& header() const noexcept { return header_; }
+  // After open(): the bytes of libjpeg's whole-image coefficient buffers, which start() allocates when the
+  // file has several scans (progressive or multi-scan); 0 for a single-scan file, which libjpeg decodes
+  // one row of blocks at a time.
+  std::size_t coefficient_bytes() noexcept;
 
   // Starts decompression into `space` (JCS_RGB, JCS_GRAYSCALE or JCS_CMYK) at 1/scale_denom.
   void start(int scale_denom, J_COLOR_SPACE space, bool fast);

@@ -40,7 +40,10 @@ SampleOp decode(DecodeOptions options) {
   return {"decode", [options](Sample& sample) {
             JpegDecoder& decoder = thread_decoder();
             decoder.open(sample.encoded, options);
-            decoder.read(sample.output(decoder.shape()));
+            const ImageShape full = decoder.shape();
+            const auto memory =
+                sample.reserve_decode_memory(decoder.memory_estimate({0, 0, full.width, full.height}));
+            decoder.read(sample.output(full));
             sample.publish();
           }};
 }
@@ -51,10 +54,12 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
   random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
   return {"decode_random_resized_crop", [size, options](Sample& sample) {
             JpegDecoder& decoder = thread_decoder();
-            Rng rng(sample.seed, stream::random_resized_crop);
+            Rng rng = sample.rng(stream::random_resized_crop);
             decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
             const Rect window = random_resized_crop_window(full.height, full.width, options, rng);
+            const auto memory = sample.reserve_decode_memory(
+                decoder.memory_estimate(window, choose_dct_scale(window.width, window.height, size, size)));
             decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
                                   options.interpolation);
             sample.publish();
@@ -68,6 +73,8 @@ SampleOp decode_center_crop(int size, DecodeOptions options) {
             decoder.open(sample.encoded, options);
             const ImageShape full = decoder.shape();
             const Rect window = center_fit_window(full.height, full.width, size, size);
+            const auto memory = sample.reserve_decode_memory(
+                decoder.memory_estimate(window, choose_dct_scale(window.width, window.height, size, size)));
             decode_resized_window(decoder, window, sample.output({size, size, full.channels}),
                                   Interpolation::linear);
             sample.publish();
@@ -79,7 +86,7 @@ SampleOp random_crop(int height, int width, int padding, PadMode mode) {
   if (padding < 0) throw InvalidArgument("random_crop: negative padding");
   return {"random_crop", [height, width, padding, mode](Sample& sample) {
             const ConstImageView image = current_image(sample, "random_crop");
-            Rng rng(sample.seed, stream::random_crop);
+            Rng rng = sample.rng(stream::random_crop);
             ImageView out = sample.output({height, width, image.channels});
             random_crop(image, out, rng, padding, mode);
             sample.publish();
@@ -100,7 +107,7 @@ SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_
 SampleOp flip_horizontal(double p) {
   return {"flip_horizontal", [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_horizontal");
-            Rng rng(sample.seed, stream::flip_horizontal);
+            Rng rng = sample.rng(stream::flip_horizontal);
             if (rng.bernoulli(p)) flip_horizontal(image);
           }};
 }
@@ -108,7 +115,7 @@ SampleOp flip_horizontal(double p) {
 SampleOp flip_vertical(double p) {
   return {"flip_vertical", [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_vertical");
-            Rng rng(sample.seed, stream::flip_vertical);
+            Rng rng = sample.rng(stream::flip_vertical);
             if (rng.bernoulli(p)) flip_vertical(image);
           }};
 }
@@ -118,7 +125,7 @@ SampleOp distort(DistortOptions options) {
   draw_color_jitter(options, check);  // validates the options now rather than per sample
   return {"distort", [options](Sample& sample) {
             ImageView image = current_mutable_image(sample, "distort");
-            Rng rng(sample.seed, stream::distort);
+            Rng rng = sample.rng(stream::distort);
             distort(image, options, rng);
           }};
 }

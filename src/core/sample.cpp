@@ -36,6 +36,7 @@ void Sample::publish() {
 
 void Sample::recycle() noexcept {
   index = epoch = seed = 0;
+  op_position = 0;
   label = -1;
   path.clear();
   encoded.clear();

@@ -70,12 +70,19 @@ DeviceBatch DeviceFeeder::stage(Batch batch) {
   return backend_->stage(std::move(batch));
 }
 
-DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset) {
-  PipelineOptions options = dataset.options();
-  options.host_memory = host_memory_for(placement_);
+BatchedDataset DeviceFeeder::fed(const BatchedDataset& dataset) const {
   // The feeder holds up to `depth` host batches while their copies run; the pipeline keeps room for them.
-  options.held_batches = std::max(options.held_batches, static_cast<std::size_t>(options_.depth));
-  return DeviceBatchIterator(*this, dataset.with_options(options).begin());
+  return dataset.with_options(
+      {.held_batches = std::max(dataset.options().held_batches, static_cast<std::size_t>(options_.depth)),
+       .host_memory = host_memory_for(placement_)});
+}
+
+DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset) {
+  return DeviceBatchIterator(*this, fed(dataset).begin());
+}
+
+DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset, const IteratorState& state) {
+  return DeviceBatchIterator(*this, fed(dataset).begin(state));
 }
 
 void DeviceFeeder::synchronize() { backend_->synchronize(); }

@@ -16,6 +16,13 @@ void PipelineCounters::record_skip(std::string_view path, const std::string& sta
     skipped_samples_.push_back(SkippedSample{std::string(path), stage, reason});
 }
 
+void PipelineCounters::record_stall(const StallReport& report) {
+  std::lock_guard lock(skip_mutex_);
+  ++stalls_;
+  abandoned_ += report.abandoned ? 1 : 0;
+  if (stall_reports_.size() < PipelineStats::kMaxStallReports) stall_reports_.push_back(report);
+}
+
 void PipelineCounters::queue_pushed(std::size_t depth) noexcept {
   std::size_t max = queue_max_.load(std::memory_order_relaxed);
   while (depth > max && !queue_max_.compare_exchange_weak(max, depth, std::memory_order_relaxed)) {
@@ -47,6 +54,9 @@ PipelineStats PipelineCounters::snapshot() const {
   std::lock_guard lock(skip_mutex_);
   stats.skip_reasons = skip_reasons_;
   stats.skipped_samples = skipped_samples_;
+  stats.stalls = stalls_;
+  stats.abandoned = abandoned_;
+  stats.stall_reports = stall_reports_;
   return stats;
 }
 
@@ -84,6 +94,25 @@ std::string format_stats(const PipelineStats& stats) {
   out += line;
   for (const auto& [reason, count] : stats.skip_reasons)
     out += "  skipped " + std::to_string(count) + " x " + reason + "\n";
+  if (stats.stalls > 0) {
+    std::snprintf(line, sizeof line, "watchdog: %llu stalls, %llu abandoned\n",
+                  static_cast<unsigned long long>(stats.stalls),
+                  static_cast<unsigned long long>(stats.abandoned));
+    out += line;
+    for (const StallReport& r : stats.stall_reports) {
+      std::snprintf(line, sizeof line, "  %.3f s in '%s' on worker %d (thread %llu)%s: ",
+                    std::chrono::duration<double>(r.elapsed).count(), r.stage.c_str(), r.worker,
+                    static_cast<unsigned long long>(r.thread_id), r.abandoned ? ", abandoned" : "");
+      out += line + r.path + "\n";
+    }
+  }
+  if (stats.decode_memory_budget > 0 || stats.decode_memory_peak > 0) {
+    std::snprintf(line, sizeof line, "decode memory: peak %.1f MB of a %.1f MB budget, %llu waits\n",
+                  static_cast<double>(stats.decode_memory_peak) / 1e6,
+                  static_cast<double>(stats.decode_memory_budget) / 1e6,
+                  static_cast<unsigned long long>(stats.decode_memory_waits));
+    out += line;
+  }
   return out;
 }
 

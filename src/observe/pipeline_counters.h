@@ -32,6 +32,8 @@ class PipelineCounters {
   // A dropped element: counted per "stage: kind", the first few kept with their full reason.
   void record_skip(std::string_view path, const std::string& stage, const std::string& kind,
                    const std::string& reason);
+  // A watchdog report (kept in the first kMaxStallReports).
+  void record_stall(const StallReport& report);
   // The output queue's depth after a push, and the depth a next() call found. (Its current depth is
   // the queue's own to report: these calls are not ordered with the queue's operations.)
   void queue_pushed(std::size_t depth) noexcept;
@@ -56,6 +58,8 @@ class PipelineCounters {
   mutable std::mutex skip_mutex_;
   std::map<std::string, std::uint64_t> skip_reasons_;
   std::vector<SkippedSample> skipped_samples_;
+  std::uint64_t stalls_ = 0, abandoned_ = 0;  // under skip_mutex_, as the reports
+  std::vector<StallReport> stall_reports_;
 };
 
 }  // namespace conveyor::detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "conveyor/error.h"
 
@@ -41,28 +42,39 @@ void set_name(char (&out)[TraceRecorder::kMaxNameLength], std::uint8_t& length, 
   length = static_cast<std::uint8_t>(n);
 }
 
-void append_escaped(std::string& out, std::string_view text) {
-  out.push_back('"');
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char code[8];
-      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += code;
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
+using Json = nlohmann::ordered_json;  // ordered: "name" and "ph" first, as Chrome's own traces have them
+
+// Appends one JSON value as one line of the document. Names are cut at kMaxNameLength bytes, which can
+// split a UTF-8 character: such bytes become U+FFFD instead of an exception.
+void append_line(std::string& out, const Json& value) {
+  out += ",\n";
+  out += value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-void append_number(std::string& out, const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  out += text;
-}
+// Writes the events of a trace. A trace may hold millions of events, so it is written event by event
+// rather than built as one nlohmann::json document (hundreds of bytes per event before the first is
+// written), and each kind of event is one object whose fields are set in place for every event rather
+// than a new object per event (a quarter of the time on a million events).
+class EventLines {
+ public:
+  // phase: 'X' complete (uses duration_us), 'i' instant, 'C' counter (uses value).
+  void append(std::string& out, std::string_view name, char phase, int tid, double start_us,
+              double duration_us, double value) {
+    Json& event = phase == 'X' ? complete_ : phase == 'i' ? instant_ : counter_;
+    event["name"].get_ref<std::string&>().assign(name);
+    event["tid"] = tid;
+    event["ts"] = start_us;
+    if (phase == 'X') event["dur"] = duration_us;
+    if (phase == 'C') event["args"]["value"] = value;  // NaN and infinities come out as null
+    append_line(out, event);
+  }
+
+ private:
+  Json complete_ = {{"name", ""}, {"ph", "X"}, {"pid", 1}, {"tid", 0}, {"ts", 0.0}, {"dur", 0.0}};
+  Json instant_ = {{"name", ""}, {"ph", "i"}, {"pid", 1}, {"tid", 0}, {"ts", 0.0}, {"s", "t"}};  // on its row
+  Json counter_ = {{"name", ""}, {"ph", "C"}, {"pid", 1},
+                   {"tid", 0},   {"ts", 0.0}, {"args", {{"value", 0.0}}}};
+};
 
 struct FileCloser {
   // NOLINTNEXTLINE(cppcoreguidelines-owning-memory): the unique_ptr below is the owner
@@ -170,44 +182,29 @@ std::size_t TraceRecorder::events() const noexcept {
 std::size_t TraceRecorder::dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
 std::string TraceRecorder::json() const {
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  out += R"({"name":"process_name","ph":"M","pid":1,"args":{"name":"conveyor"}})";
+  // Only the opening and the closing of the object and its "traceEvents" array are written by hand.
+  std::string out = R"({"displayTimeUnit":"ms","traceEvents":[)";
+  out += '\n';
+  out += Json{{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "conveyor"}}}}.dump();
+  EventLines lines;
   std::lock_guard lock(mutex_);  // the counter track's writer holds it too
   const int count = track_count_.load(std::memory_order_acquire);
   for (int id = 0; id < count; ++id) {
     const Track* track = find(id);
-    const std::string tid = std::to_string(id);
-    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":";
-    out += tid;
-    out += ",\"args\":{\"name\":";
-    append_escaped(out, track->name);
-    out += "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":";
-    out += tid;
-    out += ",\"args\":{\"sort_index\":";
-    out += tid;
-    out += "}}";
+    append_line(
+        out,
+        {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", id}, {"args", {{"name", track->name}}}});
+    append_line(out, {{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", id},
+                      {"args", {{"sort_index", id}}}});
     const std::size_t size = track->size.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < size; ++i) {
       const Event& e = track->chunks[i / Track::kChunk][i % Track::kChunk];
-      out += ",\n{\"name\":";
-      append_escaped(out, std::string_view(e.name, e.name_length));
-      out += ",\"ph\":\"";
-      out.push_back(e.phase);
-      out += "\",\"pid\":1,\"tid\":";
-      out += tid;
-      out += ",\"ts\":";
-      append_number(out, "%.3f", static_cast<double>(e.start_ns) / 1000.0);
-      if (e.phase == 'X') {
-        out += ",\"dur\":";
-        append_number(out, "%.3f", static_cast<double>(e.duration_ns) / 1000.0);
-      } else if (e.phase == 'i') {
-        out += ",\"s\":\"t\"";
-      } else {
-        out += ",\"args\":{\"value\":";
-        append_number(out, "%.17g", e.value);
-        out += "}";
-      }
-      out += "}";
+      lines.append(out, std::string_view(e.name, e.name_length), e.phase, id,
+                   static_cast<double>(e.start_ns) / 1000.0, static_cast<double>(e.duration_ns) / 1000.0,
+                   e.value);
     }
   }
   out += "\n]}\n";

@@ -9,18 +9,22 @@
 namespace conveyor::detail {
 
 BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder,
-                               std::size_t max_open, bool fill_holes)
+                               std::size_t max_open, std::size_t state_words, std::uint64_t first_sequence,
+                               bool fill_holes)
     : batch_size_(batch_size),
       shape_(shape),
       sample_bytes_(shape.bytes()),
       drop_remainder_(drop_remainder),
-      fill_holes_(fill_holes) {
+      fill_holes_(fill_holes),
+      state_words_(state_words),
+      sequence_(first_sequence) {
   if (fill_holes_) fallback_pixels_.assign(sample_bytes_, 0);
   states_.reserve(max_open);
   free_.reserve(max_open);
   for (std::size_t i = 0; i < max_open; ++i) {
     auto state = std::make_unique<BufferState>();
     state->kept.assign(batch_size, 0);
+    state->states.assign(batch_size * state_words, 0);
     free_.push_back(state.get());
     states_.push_back(std::move(state));
   }
@@ -45,12 +49,16 @@ ImageView BatchAssembler::slot(const BufferState& state, std::size_t position) c
 }
 
 void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label,
-                            const SampleInfo& info, const Sink& sink) {
+                            const SampleInfo& info, std::span<const std::uint64_t> order_state,
+                            const Sink& sink) {
   state.kept[position] = kept;
   if (kept) {
     state.buffer->labels[position] = label;
     state.buffer->samples[position] = info;
   }
+  // With fill_holes a hole stays in its slot (as padding), so the batch may end on one: its state counts.
+  if (kept || fill_holes_)
+    std::copy(order_state.begin(), order_state.end(), state.states.begin() + position * state_words_);
   if (++state.arrived == batch_size_) complete(state, batch_size_, sink);
 }
 
@@ -149,13 +157,18 @@ void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to
   std::memcpy(to.buffer->pixels + j * sample_bytes_, from.buffer->pixels + i * sample_bytes_, sample_bytes_);
   to.buffer->labels[j] = from.buffer->labels[i];
   to.buffer->samples[j] = from.buffer->samples[i];
+  std::copy_n(from.states.begin() + i * state_words_, state_words_, to.states.begin() + j * state_words_);
 }
 
 void BatchAssembler::emit(BufferState& state, std::size_t size, const Sink& sink) {
   const std::uint64_t epoch = state.buffer->samples[0].epoch;
   Batch batch(std::move(state.buffer), size, sequence_++, epoch);
+  // In order, the batch's last sample is the last element it covers: the state after it is the batch's.
+  // The span stays valid while the sink runs: the state goes back to the free list only afterwards.
+  const std::span<const std::uint64_t> order_state(state.states.data() + (size - 1) * state_words_,
+                                                   state_words_);
+  sink(std::move(batch), order_state);
   close(state);
-  sink(std::move(batch));
 }
 
 void BatchAssembler::close(BufferState& state) noexcept {

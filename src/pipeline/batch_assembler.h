@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "conveyor/batch.h"
@@ -27,16 +28,20 @@ namespace conveyor::detail {
 struct BufferState {
   std::shared_ptr<BatchBuffer> buffer;
   std::size_t arrived = 0;
-  std::vector<std::uint8_t> kept;  // per slot, set on arrival
+  std::vector<std::uint8_t> kept;     // per slot, set on arrival
+  std::vector<std::uint64_t> states;  // per slot, the element order's state after that element
 };
 
 class BatchAssembler {
  public:
-  using Sink = std::function<void(Batch)>;
+  // A complete batch and the element order's state after its last sample (what IteratorState saves).
+  using Sink = std::function<void(Batch, std::span<const std::uint64_t> state)>;
 
-  // max_open: the most buffers open at once (the pool's size).
+  // max_open: the most buffers open at once (the pool's size). state_words: the size of an element's order
+  // state. first_sequence: the Batch::sequence of the first batch (a resumed iterator goes on counting).
+  // fill_holes: a failed or filtered element's slot is kept as padding instead of closing the gap.
   BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open,
-                 bool fill_holes = false);
+                 std::size_t state_words, std::uint64_t first_sequence, bool fill_holes = false);
 
   std::size_t batch_size() const noexcept { return batch_size_; }
   ImageShape shape() const noexcept { return shape_; }
@@ -48,7 +53,7 @@ class BatchAssembler {
   // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
   // to `sink`.
   void arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label, const SampleInfo& info,
-              const Sink& sink);
+              std::span<const std::uint64_t> order_state, const Sink& sink);
 
   // After the pipeline ran to its end: completes `last` (which had `used` slots reserved; nothing to do
   // when it is full or null) and hands over the final partial batch unless drop_remainder.
@@ -68,7 +73,8 @@ class BatchAssembler {
   const std::size_t sample_bytes_;
   const bool drop_remainder_;
   const bool fill_holes_;
-  std::uint64_t sequence_ = 0;
+  const std::size_t state_words_;
+  std::uint64_t sequence_;
 
   // fill_holes: the last kept sample delivered, for a buffer in which nothing was kept (collect stage only).
   std::vector<std::uint8_t> fallback_pixels_;

@@ -1,7 +1,9 @@
 #include "conveyor/dataset.h"
 
 #include "conveyor/error.h"
+#include "conveyor/random.h"
 #include "src/pipeline/dataset_node.h"
+#include "src/pipeline/element_order.h"
 #include "src/pipeline/pipeline.h"
 #include "src/sources/shard_set.h"
 
@@ -39,6 +41,9 @@ const char* to_string(ShardRemainder remainder) noexcept {
 
 namespace detail {
 
+// The kind of a shuffle's Rng stream when its seed derives from the pipeline seed ("SHUFFLE").
+constexpr std::uint64_t kShuffleKind = 0x5348'5546'464C'45ull;
+
 PipelinePlan make_plan(const DatasetNode& last) {
   std::vector<const DatasetNode*> chain;
   for (const DatasetNode* node = &last; node != nullptr; node = node->parent.get()) chain.push_back(node);
@@ -47,7 +52,12 @@ PipelinePlan make_plan(const DatasetNode& last) {
   plan.options = last.options;
   plan.prefetch = last.prefetch;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    if ((*it)->order) plan.order.push_back(*(*it)->order);
+    if ((*it)->order) {
+      OrderOp op = *(*it)->order;
+      if (auto* shuffle = std::get_if<ShuffleOrder>(&op); shuffle && !shuffle->seed)
+        shuffle->seed = combine_seeds(plan.options.seed, op_stream(kShuffleKind, plan.order.size()));
+      plan.order.push_back(std::move(op));
+    }
     if ((*it)->step) plan.steps.push_back(*(*it)->step);
   }
   for (const OrderOp& op : plan.order)
@@ -138,11 +148,20 @@ void Dataset::require_no_filter(const char* what) const {
         "before filter()");
 }
 
+Dataset Dataset::shuffle() const { return shuffle_with(whole_epoch, std::nullopt); }
+Dataset Dataset::shuffle(std::size_t buffer_size) const { return shuffle_with(buffer_size, std::nullopt); }
 Dataset Dataset::shuffle(std::size_t buffer_size, std::uint64_t seed) const {
+  return shuffle_with(buffer_size, seed);
+}
+
+Dataset Dataset::shuffle_with(std::size_t buffer_size, std::optional<std::uint64_t> seed) const {
   require_no_filter("shuffle");
   if (buffer_size == 0) throw InvalidArgument("Dataset::shuffle: buffer_size must be at least 1");
   auto node = child();
   node->order = detail::ShuffleOrder{buffer_size, seed};
+  // Builds the order once (cheap: nothing is drawn) so that an impossible chain fails here, where it was
+  // written, rather than at begin().
+  if (buffer_size == whole_epoch) detail::ElementOrder(*node->source, detail::make_plan(*node).order);
   return Dataset(std::move(node));
 }
 
@@ -220,8 +239,43 @@ Dataset Dataset::filter(std::string name, std::function<bool(const Sample&)> kee
   return Dataset(std::move(node));
 }
 
-Dataset Dataset::with_options(PipelineOptions options) const {
+PipelineOptionChanges PipelineOptionChanges::all(const PipelineOptions& o) {
+  return {.threads = o.threads,
+          .deterministic = o.deterministic,
+          .on_error = o.on_error,
+          .seed = o.seed,
+          .max_in_flight = o.max_in_flight,
+          .trace = o.trace,
+          .held_batches = o.held_batches,
+          .max_file_bytes = o.max_file_bytes,
+          .host_memory = o.host_memory,
+          .stall_limit = o.stall_limit,
+          .on_stall = o.on_stall,
+          .abandon_stalled = o.abandon_stalled,
+          .decode_memory_budget = o.decode_memory_budget};
+}
+
+PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
+  if (threads) o.threads = *threads;
+  if (deterministic) o.deterministic = *deterministic;
+  if (on_error) o.on_error = *on_error;
+  if (seed) o.seed = *seed;
+  if (max_in_flight) o.max_in_flight = *max_in_flight;
+  if (trace) o.trace = *trace;
+  if (held_batches) o.held_batches = *held_batches;
+  if (max_file_bytes) o.max_file_bytes = *max_file_bytes;
+  if (host_memory) o.host_memory = *host_memory;
+  if (stall_limit) o.stall_limit = *stall_limit;
+  if (on_stall) o.on_stall = *on_stall;
+  if (abandon_stalled) o.abandon_stalled = *abandon_stalled;
+  if (decode_memory_budget) o.decode_memory_budget = *decode_memory_budget;
+  return o;
+}
+
+Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
+  PipelineOptions options = changes.applied_to(node_->options);
   if (options.threads < 0) throw InvalidArgument("PipelineOptions: threads must be >= 0");
+  if (options.stall_limit.count() < 0) throw InvalidArgument("PipelineOptions: stall_limit must be >= 0");
   auto node = child();
   node->options = std::move(options);
   return Dataset(std::move(node));
@@ -245,6 +299,10 @@ BatchedDataset Dataset::batch(std::size_t batch_size, ImageShape sample_shape, b
 
 SampleIterator Dataset::begin() const {
   return SampleIterator(std::make_unique<detail::Pipeline>(detail::make_plan(*node_)));
+}
+
+SampleIterator Dataset::begin(const IteratorState& state) const {
+  return SampleIterator(std::make_unique<detail::Pipeline>(detail::make_plan(*node_), state));
 }
 
 std::size_t Dataset::source_size() const noexcept { return node_->source->size(); }
@@ -276,20 +334,28 @@ BatchedDataset BatchedDataset::prefetch(std::size_t batches) const {
   return result;
 }
 
-BatchedDataset BatchedDataset::with_options(PipelineOptions options) const {
+BatchedDataset BatchedDataset::with_options(const PipelineOptionChanges& changes) const {
   BatchedDataset result = *this;
-  result.samples_ = samples_.with_options(std::move(options));
+  result.samples_ = samples_.with_options(changes);
   return result;
 }
 
-BatchIterator BatchedDataset::begin() const {
+detail::PipelinePlan BatchedDataset::plan() const {
   detail::PipelinePlan plan = detail::make_plan(*samples_.node_);
   plan.batched = true;
   plan.batch_size = batch_size_;
   plan.shape = shape_;
   plan.drop_remainder = drop_remainder_;
   plan.prefetch = prefetch_;
-  return BatchIterator(std::make_unique<detail::Pipeline>(std::move(plan)));
+  return plan;
+}
+
+BatchIterator BatchedDataset::begin() const {
+  return BatchIterator(std::make_unique<detail::Pipeline>(plan()));
+}
+
+BatchIterator BatchedDataset::begin(const IteratorState& state) const {
+  return BatchIterator(std::make_unique<detail::Pipeline>(plan(), state));
 }
 
 }  // namespace conveyor

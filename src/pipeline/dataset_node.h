@@ -19,8 +19,8 @@ namespace conveyor::detail {
 
 // The methods that decide which elements run, in what order.
 struct ShuffleOrder {
-  std::size_t buffer_size;
-  std::uint64_t seed;
+  std::size_t buffer_size;            // Dataset::whole_epoch: the random-access whole-epoch permutation
+  std::optional<std::uint64_t> seed;  // nullopt: derived from the pipeline seed by make_plan
 };
 struct RepeatOrder {
   std::optional<std::uint64_t> count;  // nullopt: forever
@@ -73,7 +73,8 @@ struct PipelinePlan {
   bool even = false;
 };
 
-// Walks the chain from the source to `last`.
+// Walks the chain from the source to `last`. Every shuffle's seed is resolved: a shuffle without one gets
+// combine_seeds(options.seed, op_stream(shuffle kind, its position among the ordering methods)).
 PipelinePlan make_plan(const DatasetNode& last);
 
 }  // namespace conveyor::detail

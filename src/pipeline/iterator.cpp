@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "conveyor/dataset.h"
+#include "conveyor/error.h"
 #include "src/pipeline/pipeline.h"
 
 namespace conveyor {
@@ -67,6 +68,12 @@ Iterator<Item>& Iterator<Item>::operator++() {
 template <class Item>
 PipelineStats Iterator<Item>::stats() const {
   return pipeline_ ? pipeline_->stats() : PipelineStats{};
+}
+
+template <class Item>
+IteratorState Iterator<Item>::state() const {
+  if (!pipeline_) throw InvalidArgument("Iterator::state: a moved-from iterator has no state");
+  return pipeline_->state();
 }
 
 template class Iterator<Batch>;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -36,13 +37,17 @@ class OutputQueue {
   // NOLINTNEXTLINE(bugprone-throw-keyword-missing): the ring holds exception_ptrs, it is not one
   explicit OutputQueue(std::size_t capacity) : ring_(capacity < 2 ? 2 : capacity) {}
 
-  // Pipeline side. Returns the depth after the push.
-  std::size_t push(Item item) {
+  // Pipeline side. `state`: the element order's state after the item's last element (IteratorState),
+  // copied into the slot's own vector (no allocation once the slots have grown to its size). Returns the
+  // depth after the push.
+  std::size_t push(Item item, std::span<const std::uint64_t> state = {}) {
     std::size_t depth;
     {
       std::lock_guard lock(mutex_);
       if (size_ == ring_.size()) grow();
-      ring_[(head_ + size_) % ring_.size()] = std::move(item);
+      Slot& slot = ring_[(head_ + size_) % ring_.size()];
+      slot.item = std::move(item);
+      slot.state.assign(state.begin(), state.end());
       depth = ++size_;
     }
     ready_.notify_one();
@@ -82,8 +87,9 @@ class OutputQueue {
   }
 
   // Consumer side: the next item; end once closed (or cancelled) and drained; stuck when nothing is
-  // ready and `stuck` says nothing can come (evaluated under the queue's lock).
-  Popped pop(const std::function<bool()>& stuck) {
+  // ready and `stuck` says nothing can come (evaluated under the queue's lock). An item's state goes to
+  // `state` (the consumer's vector, reused).
+  Popped pop(const std::function<bool()>& stuck, std::vector<std::uint64_t>& state) {
     Popped out;
     std::unique_lock lock(mutex_);
     out.depth = size_;
@@ -96,8 +102,10 @@ class OutputQueue {
       out.status = closed_ || cancelled_ ? Status::end : Status::stuck;
       return out;
     }
-    out.item = std::move(*ring_[head_]);
-    ring_[head_].reset();
+    Slot& slot = ring_[head_];
+    out.item = std::move(*slot.item);
+    slot.item.reset();
+    state.assign(slot.state.begin(), slot.state.end());
     head_ = (head_ + 1) % ring_.size();
     out.left = --size_;
     lock.unlock();
@@ -112,8 +120,13 @@ class OutputQueue {
   }
 
  private:
+  struct Slot {
+    std::optional<Item> item;
+    std::vector<std::uint64_t> state;
+  };
+
   void grow() {
-    std::vector<std::optional<Item>> bigger(ring_.size() * 2);
+    std::vector<Slot> bigger(ring_.size() * 2);
     for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(ring_[(head_ + i) % ring_.size()]);
     ring_ = std::move(bigger);
     head_ = 0;
@@ -122,7 +135,7 @@ class OutputQueue {
   mutable std::mutex mutex_;
   std::condition_variable ready_;  // the consumer waits here
   std::condition_variable room_;   // the source stage waits here
-  std::vector<std::optional<Item>> ring_;
+  std::vector<Slot> ring_;
   std::size_t head_ = 0, size_ = 0;
   bool closed_ = false, cancelled_ = false;
 };

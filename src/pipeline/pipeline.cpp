@@ -7,6 +7,7 @@
 #include <opencv2/core/utility.hpp>
 
 #include "conveyor/error.h"
+#include "src/pipeline/iterator_state_data.h"
 #include "src/pipeline/tsan.h"
 
 namespace conveyor::detail {
@@ -48,7 +49,7 @@ std::vector<std::string> stage_names(const PipelinePlan& plan) {
 
 }  // namespace
 
-Pipeline::Pipeline(PipelinePlan plan)
+Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
     : plan_(std::move(plan)),
       threads_(resolve_threads(plan_.options)),
       tokens_(resolve_tokens(plan_.options, threads_)),
@@ -59,15 +60,33 @@ Pipeline::Pipeline(PipelinePlan plan)
       batch_stage_(plan_.batched ? 2 + plan_.steps.size() : stage_names_.size()),
       collect_stage_(stage_names_.size() - 1),
       trace_(plan_.options.trace.get()),
+      order_description_(ElementOrder::describe(*plan_.source, plan_.order)),
+      in_order_(delivers_in_order(plan_, threads_)),
+      watching_(plan_.options.stall_limit.count() > 0),
+      abandoning_(watching_ && plan_.options.abandon_stalled && plan_.options.on_error == OnError::skip),
       counters_(stage_names_),
       queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
+      decode_budget_(plan_.options.decode_memory_budget),
       order_(*plan_.source, plan_.order, plan_.options.max_file_bytes),
-      sink_([this](Batch batch) { deliver(std::move(batch)); }),
+      sink_([this](Batch batch, std::span<const std::uint64_t> state) { deliver(std::move(batch), state); }),
       arena_(threads_) {
+  if (const IteratorStateData* state = start.data_.get()) {
+    consumed_ = restore_order(*state, order_description_, plan_.options.seed, order_);
+    delivered_items_ = state->combined ? 0 : state->batches;
+    delivered_elements_ = state->combined ? 0 : state->elements;
+    delivered_epoch_ = state->epoch;
+  }
+  first_sequence_ = delivered_items_;
+  start_state_.resize(order_.state_words());
+  order_.save(start_state_);
+  delivered_state_ = start_state_;
+  popped_state_.reserve(start_state_.size());
+  waiting_.assign(tokens_, Arrival{});
   elements_.reserve(tokens_);
   free_elements_.reserve(tokens_);
   for (std::size_t i = 0; i < tokens_; ++i) {
     elements_.push_back(std::make_unique<Element>());
+    elements_.back()->order_state.resize(order_.state_words());
     free_elements_.push_back(elements_.back().get());
   }
   if (trace_) {
@@ -78,6 +97,8 @@ Pipeline::Pipeline(PipelinePlan plan)
   // OpenCV's own thread pool would oversubscribe the arena's cores when an op calls cv::resize & co.
   // This setting is process-wide in OpenCV: every iterator sets the same value.
   cv::setNumThreads(0);
+  if (trace_ && watching_) watchdog_track_ = trace_->track("watchdog");
+  if (watching_) watchdog_ = std::thread([this] { watch(); });
   driver_ = std::thread([this] { drive(); });
 }
 
@@ -92,6 +113,17 @@ Pipeline::~Pipeline() {
   }
   order_.cancel();  // a streamed source's readers may be waiting on a disk or a server
   queue_.cancel();
+  decode_budget_.cancel();  // a decode waiting for memory gives up
+  {
+    std::lock_guard lock(free_mutex_);  // a source stage between its check of stop_ and its wait sees it
+  }
+  element_freed_.notify_all();
+  {
+    std::lock_guard lock(watchdog_mutex_);
+    watchdog_stop_ = true;
+  }
+  watchdog_wake_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
   driver_.join();
 }
 
@@ -106,7 +138,12 @@ void Pipeline::drive() noexcept {
       }
       run_pipeline();
     });
-    if (assembler_ && !stop_.load()) assembler_->finish(current_, current_used_, sink_);
+    bool finished;
+    {
+      std::lock_guard lock(collect_mutex_);
+      finished = finished_early_;
+    }
+    if (assembler_ && !stop_.load() && !finished) assembler_->finish(current_, current_used_, sink_);
   } catch (...) {
     if (!cancelled_.load()) deliver(std::current_exception());
   }
@@ -118,6 +155,8 @@ std::optional<ImageShape> Pipeline::probe_shape() {
   // The first element that makes it through the maps gives the batch's sample shape. It runs again in
   // the pipeline proper (a pure function of its bytes and seed): the probe costs one element's work.
   ElementOrder order(*plan_.source, plan_.order, plan_.options.max_file_bytes);
+  order.restore(start_state_);
+  if (!consumed_.empty()) order.exclude(consumed_, /*keep_frontier=*/true);
   {
     std::lock_guard lock(setup_mutex_);
     probe_order_ = &order;
@@ -156,7 +195,8 @@ std::optional<ImageShape> Pipeline::probe_shape() {
 }
 
 void Pipeline::start_batching(ImageShape shape) {
-  assembler_.emplace(plan_.batch_size, shape, plan_.drop_remainder, pool_capacity_, plan_.even);
+  assembler_.emplace(plan_.batch_size, shape, plan_.drop_remainder, pool_capacity_, order_.state_words(),
+                     first_sequence_, plan_.even);
   std::shared_ptr<BatchPool> pool =
       BatchPool::create(pool_capacity_, plan_.batch_size, shape, plan_.options.host_memory);
   std::lock_guard lock(setup_mutex_);
@@ -164,8 +204,8 @@ void Pipeline::start_batching(ImageShape shape) {
   if (cancelled_.load()) pool_->cancel();
 }
 
-void Pipeline::deliver(OutputQueue::Item item) {
-  const std::size_t depth = queue_.push(std::move(item));
+void Pipeline::deliver(OutputQueue::Item item, std::span<const std::uint64_t> state) {
+  const std::size_t depth = queue_.push(std::move(item), state);
   counters_.queue_pushed(depth);
   if (trace_)
     trace_->counter(plan_.batched ? "batches ready" : "samples ready", TraceRecorder::now(),
@@ -182,7 +222,7 @@ OutputQueue::Popped Pipeline::pop() {
     };
   }
   const TraceRecorder::TimePoint start = TraceRecorder::now();
-  OutputQueue::Popped popped = queue_.pop(stuck);
+  OutputQueue::Popped popped = queue_.pop(stuck, popped_state_);
   counters_.queue_popped(popped.depth);
   if (popped.waited.count() > 0) {
     counters_.consumer_waits.fetch_add(1, std::memory_order_relaxed);
@@ -217,6 +257,10 @@ std::optional<Batch> Pipeline::next_batch() {
   Batch batch = std::move(std::get<Batch>(popped.item));
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
   counters_.elements_out.fetch_add(batch.size(), std::memory_order_relaxed);
+  delivered_state_.swap(popped_state_);
+  ++delivered_items_;
+  delivered_elements_ += batch.size();
+  if (batch.size() > 0) delivered_epoch_ = batch.samples().back().epoch;
   return batch;
 }
 
@@ -232,7 +276,39 @@ std::optional<Sample> Pipeline::next_sample() {
     std::rethrow_exception(*error);
   }
   counters_.elements_out.fetch_add(1, std::memory_order_relaxed);
-  return std::move(std::get<Sample>(popped.item));
+  Sample sample = std::move(std::get<Sample>(popped.item));
+  sample.set_decode_budget(nullptr);  // the budget dies with the pipeline; the sample may live on
+  delivered_state_.swap(popped_state_);
+  ++delivered_items_;
+  ++delivered_elements_;
+  delivered_epoch_ = sample.epoch;
+  return sample;
+}
+
+IteratorState Pipeline::state() const {
+  if (!in_order_)
+    throw InvalidArgument("Iterator::state: the pipeline delivers out of order (deterministic = false with " +
+                          std::to_string(threads_) +
+                          " threads), so no single position describes what it delivered");
+  auto data = std::make_shared<IteratorStateData>();
+  data->seed = plan_.options.seed;
+  data->order = order_description_;
+  data->words = delivered_state_;
+  data->batches = delivered_items_;
+  data->elements = delivered_elements_;
+  data->epoch = delivered_epoch_;
+  if (const std::optional<ShardFrontier> frontier = order_.shard_frontier(delivered_state_)) {
+    data->sharded = true;
+    for (const OrderOp& op : plan_.order)
+      if (const auto* shard = std::get_if<ShardOrder>(&op)) {
+        data->shard_index = shard->index;
+        data->shard_count = shard->num_shards;
+      }
+    data->frontier = *frontier;
+    for (const ConsumedElements& set : consumed_)
+      if (set.matters_after(*frontier)) data->consumed.push_back(set);
+  }
+  return IteratorState(std::move(data));
 }
 
 PipelineStats Pipeline::stats() const {
@@ -242,6 +318,9 @@ PipelineStats Pipeline::stats() const {
   stats.queue.capacity = prefetch_;
   stats.queue.current = queue_.size();
   stats.pool_capacity = pool_capacity_;
+  stats.decode_memory_budget = decode_budget_.budget();
+  stats.decode_memory_peak = decode_budget_.peak();
+  stats.decode_memory_waits = decode_budget_.waits();
   std::lock_guard lock(setup_mutex_);
   if (pool_) {
     stats.pool_buffers = pool_->allocated();

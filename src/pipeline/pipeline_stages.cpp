@@ -1,4 +1,6 @@
 // The three filters of the pipeline (see pipeline.h) and the per-element work they do.
+#include <unistd.h>
+
 #include <cstring>
 #include <limits>
 #include <new>
@@ -40,20 +42,6 @@ std::string describe(ImageShape shape) {
          std::to_string(shape.channels);
 }
 
-// The last op wrote its pixels elsewhere (it did not use Sample::output, or the shape differs): copy
-// them into the slot, on the worker, so that batching stays parallel.
-void copy_into_slot(const Sample& sample) {
-  const ConstImageView image = sample.image();
-  const ImageView slot = sample.slot();
-  if (image.empty())
-    throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
-  if (image.shape() != slot.shape())
-    throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " +
-                        describe(slot.shape()));
-  const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
-  for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
-}
-
 std::uint64_t nanoseconds(Clock::duration d) {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
@@ -61,9 +49,10 @@ std::uint64_t nanoseconds(Clock::duration d) {
 }  // namespace
 
 void Pipeline::run_pipeline() {
-  const tbb::filter_mode collect_mode = plan_.options.deterministic || threads_ == 1
-                                            ? tbb::filter_mode::serial_in_order
-                                            : tbb::filter_mode::serial_out_of_order;
+  // An abandoned element must not hold back the ones after it, so oneTBB may not keep the order then:
+  // collect() restores it itself (waiting_), and an abandoned element's place is filled by the watchdog.
+  const tbb::filter_mode collect_mode =
+      in_order_ && !abandoning_ ? tbb::filter_mode::serial_in_order : tbb::filter_mode::serial_out_of_order;
   const tbb::filter<void, void> chain =
       tbb::make_filter<void, Element*>(tbb::filter_mode::serial_in_order,
                                        [this](tbb::flow_control& control) {
@@ -101,18 +90,20 @@ Element* Pipeline::source_stage(tbb::flow_control& control) {
   std::chrono::nanoseconds waited{0};
   Element* element = nullptr;
   if (!stop_.load(std::memory_order_relaxed)) {
-    if (std::optional<OrderedElement> next = order_.next()) {
-      {
-        std::lock_guard lock(free_mutex_);
-        element = free_elements_.back();  // never empty: there are as many elements as tokens
-        free_elements_.pop_back();
-      }
-      prepare(*element, *next);
-      const bool ready = plan_.batched ? reserve_slot(*element, track, waited) : wait_for_room(track, waited);
-      if (!ready) {
-        std::lock_guard lock(free_mutex_);
-        free_elements_.push_back(element);
-        element = nullptr;
+    std::optional<OrderedElement> next = order_.next();
+    if (!next && abandoning_) end_of_stream();
+    if (next) {
+      element = take_free_element(track, waited);
+      if (element != nullptr) {
+        order_.save(element->order_state);  // where an iterator resumes after this element
+        element->sequence = next_element_sequence_++;
+        prepare(*element, *next);
+        const bool ready =
+            plan_.batched ? reserve_slot(*element, track, waited) : wait_for_room(track, waited);
+        if (!ready) {
+          release(*element);
+          element = nullptr;
+        }
       }
     }
   }
@@ -129,6 +120,30 @@ Element* Pipeline::source_stage(tbb::flow_control& control) {
   return element;
 }
 
+// A free element; without the watchdog giving elements up there always is one (as many as tokens).
+Element* Pipeline::take_free_element(int track, std::chrono::nanoseconds& waited) {
+  std::unique_lock lock(free_mutex_);
+  if (free_elements_.empty()) {
+    const Clock::time_point start = Clock::now();
+    element_freed_.wait(lock, [&] { return !free_elements_.empty() || stop_.load(); });
+    const Clock::time_point end = Clock::now();
+    waited += end - start;
+    if (track >= 0) trace_->complete(track, "wait for an element", start, end);
+    if (free_elements_.empty()) return nullptr;  // stopping
+  }
+  Element* element = free_elements_.back();
+  free_elements_.pop_back();
+  return element;
+}
+
+void Pipeline::release(Element& element) {
+  {
+    std::lock_guard lock(free_mutex_);
+    free_elements_.push_back(&element);
+  }
+  element_freed_.notify_one();
+}
+
 void Pipeline::prepare(Element& element, OrderedElement& order) const {
   Sample& sample = element.sample;
   element.source_index = order.source_index;
@@ -136,6 +151,8 @@ void Pipeline::prepare(Element& element, OrderedElement& order) const {
   element.buffer = nullptr;
   element.slot = 0;
   element.outcome = Outcome::kept;
+  element.fate.store(Fate::running, std::memory_order_relaxed);
+  sample.set_decode_budget(const_cast<MemoryBudget*>(&decode_budget_));
   sample.index = order.index;
   sample.epoch = order.epoch;
   sample.seed = sample_seed(plan_.options.seed, order.epoch, order.index);
@@ -184,14 +201,20 @@ bool Pipeline::reserve_slot(Element& element, int track, std::chrono::nanosecond
   }
   element.buffer = current_;
   element.slot = current_used_++;
-  element.sample.bind_slot(assembler_->slot(*current_, element.slot));
+  // An op that may be abandoned must never hold the slot (it could write there after the batch left):
+  // it works in the element's own images and the pipeline copies the result (copy_into_slot).
+  if (!abandoning_) element.sample.bind_slot(assembler_->slot(*current_, element.slot));
   return true;
 }
 
 // ---- process: parallel ----
 
 void Pipeline::process(Element& element, bool probing) noexcept {
-  if (stop_.load(std::memory_order_relaxed)) {
+  auto given_up = [&] {
+    return stop_.load(std::memory_order_relaxed) ||
+           element.fate.load(std::memory_order_relaxed) == Fate::abandoned;
+  };
+  if (given_up()) {
     element.outcome = Outcome::cancelled;
     return;
   }
@@ -207,11 +230,12 @@ void Pipeline::process(Element& element, bool probing) noexcept {
       }))
     return;
   for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
-    if (stop_.load(std::memory_order_relaxed)) {
+    if (given_up()) {
       element.outcome = Outcome::cancelled;
       return;
     }
     const Step& step = plan_.steps[i];
+    sample.op_position = static_cast<std::uint32_t>(i);  // the op's Rng stream includes it (Sample::rng)
     if (step.map) {
       if (!run_stage(element, 2 + i, track, probing, [&] { step.map(sample); })) return;
     } else {
@@ -224,12 +248,37 @@ void Pipeline::process(Element& element, bool probing) noexcept {
     }
   }
   if (element.buffer != nullptr && !sample.in_slot())
-    run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(sample); });
+    run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(element); });
+}
+
+// The last op wrote its pixels elsewhere (it did not use Sample::output, the shape differs, or the slot
+// was kept from the ops because the watchdog may abandon them): copy them into the slot, on the worker, so
+// that batching stays parallel. An abandoned element copies nothing: its slot is no longer its own.
+void Pipeline::copy_into_slot(Element& element) {
+  if (abandoning_) {
+    Fate expected = Fate::running;
+    if (!element.fate.compare_exchange_strong(expected, Fate::finishing)) return;
+  }
+  const ConstImageView image = element.sample.image();
+  const ImageView slot = assembler_->slot(*element.buffer, element.slot);
+  if (image.empty())
+    throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
+  if (image.shape() != slot.shape())
+    throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " +
+                        describe(slot.shape()));
+  const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
+  for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
 }
 
 template <class F>
 bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool probing, F&& body) noexcept {
   const Clock::time_point start = Clock::now();
+  const bool watched = !probing && watching_;
+  if (watched) {
+    std::lock_guard lock(element.watch_mutex);
+    element.watch = {static_cast<int>(stage), start, tbb::this_task_arena::current_thread_index(),
+                     static_cast<std::uint64_t>(::gettid()), false};
+  }
   bool failed = false;
   try {
     body();
@@ -241,6 +290,10 @@ bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool pr
     failed = true;
     element.error_kind = "unknown";
     element.error_reason = "an exception that is not a std::exception";
+  }
+  if (watched) {
+    std::lock_guard lock(element.watch_mutex);
+    element.watch.stage = -1;
   }
   if (failed) {
     element.outcome = Outcome::failed;
@@ -276,6 +329,61 @@ int Pipeline::worker_track() {
 void Pipeline::collect(Element& element) {
   CONVEYOR_TSAN_ACQUIRE(&assembler_);
   CONVEYOR_TSAN_ACQUIRE(&element);
+  std::lock_guard lock(collect_mutex_);
+  Fate fate = Fate::running;
+  if (abandoning_ && !element.fate.compare_exchange_strong(fate, Fate::finishing) &&
+      fate == Fate::abandoned) {
+    // The watchdog gave it up and filled its place long ago; its stage has returned at last.
+    element.sample.recycle();
+    release(element);
+  } else if (!(in_order_ && abandoning_)) {
+    collect_one(element);  // oneTBB kept the order (or none is wanted)
+  } else {
+    arrive_in_order({true, &element, element.sequence, nullptr, 0});
+  }
+  CONVEYOR_TSAN_RELEASE(&assembler_);
+}
+
+// With abandoning, a stuck stage keeps parallel_pipeline (and so the driver's final flush) from returning:
+// once every element has arrived, collect finishes the batches and closes the queue itself.
+void Pipeline::end_of_stream() {
+  std::lock_guard lock(collect_mutex_);
+  end_sequence_ = next_element_sequence_;
+  finish_if_complete();
+}
+
+void Pipeline::finish_if_complete() {
+  if (finished_early_ || arrived_ != end_sequence_) return;
+  finished_early_ = true;
+  // The source stage has ended: current_ and current_used_ no longer change.
+  if (assembler_ && !stop_.load() && !failed_) assembler_->finish(current_, current_used_, sink_);
+  queue_.close();
+}
+
+void Pipeline::arrive_in_order(const Arrival& arrival) {
+  // Every element alive has a sequence in [next_sequence_, next_sequence_ + tokens_): there are tokens_.
+  waiting_[arrival.sequence % tokens_] = arrival;
+  for (;;) {
+    Arrival& next = waiting_[next_sequence_ % tokens_];
+    if (!next.present || next.sequence != next_sequence_) break;
+    const Arrival ready = std::exchange(next, Arrival{});
+    ++next_sequence_;
+    if (ready.element != nullptr) {
+      collect_one(*ready.element);
+    } else {
+      collect_hole(ready);
+    }
+  }
+}
+
+// An abandoned element's place: its slot becomes a hole, as a skipped element's does.
+void Pipeline::collect_hole(const Arrival& hole) {
+  if (plan_.batched && !failed_) assembler_->arrive(*hole.buffer, hole.slot, false, -1, {}, {}, sink_);
+  ++arrived_;
+  finish_if_complete();
+}
+
+void Pipeline::collect_one(Element& element) {
   const Clock::time_point start = Clock::now();
   switch (element.outcome) {
     case Outcome::filtered:
@@ -302,9 +410,9 @@ void Pipeline::collect(Element& element) {
       const Sample& sample = element.sample;
       const SampleInfo info{
           .index = sample.index, .epoch = sample.epoch, .seed = sample.seed, .padding = sample.padding};
-      assembler_->arrive(*element.buffer, element.slot, kept, sample.label, info, sink_);
+      assembler_->arrive(*element.buffer, element.slot, kept, sample.label, info, element.order_state, sink_);
     } else if (kept) {
-      deliver(std::move(element.sample));
+      deliver(std::move(element.sample), element.order_state);
     }
   }
   const Clock::time_point end = Clock::now();
@@ -313,13 +421,13 @@ void Pipeline::collect(Element& element) {
     const int track = worker_track();
     if (track >= 0) trace_->complete(track, stage_names_[collect_stage_], start, end);
   }
-  element.sample.recycle();
   element.buffer = nullptr;
-  {
-    std::lock_guard lock(free_mutex_);
-    free_elements_.push_back(&element);
+  element.sample.recycle();
+  release(element);
+  if (abandoning_) {
+    ++arrived_;
+    finish_if_complete();
   }
-  CONVEYOR_TSAN_RELEASE(&assembler_);
 }
 
 PipelineError Pipeline::error_of(const Element& element) const {

@@ -1,6 +1,8 @@
 // The first link of ElementOrder for a streamed source (tar shards): each epoch it plans this rank's
 // segments and starts a ShardStreamer on them; next() hands out the streamed samples as elements that
-// already carry their bytes. See src/sources/shard_set.h for the design.
+// already carry their bytes. See src/sources/shard_set.h for the design. Its state is (epoch, samples
+// emitted); a restore re-reads the epoch up to there (a tar stream cannot seek to a sample). It has no
+// random access, so a whole-epoch shuffle cannot follow it.
 #pragma once
 
 #include <cstddef>

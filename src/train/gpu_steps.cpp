@@ -10,12 +10,8 @@ namespace conveyor::train {
 GpuSteps::GpuSteps(nn::Context& ctx, ImageShape shape, int batch)
     : staging_(ctx.allocate(shape.bytes() * static_cast<std::size_t>(batch),
                             "staging for batches in host memory")),
+      sums_(ctx.allocate(sizeof(nn::kernels::RowSums), "evaluation sums")),
       ring_(64) {}
-
-GpuSteps::~GpuSteps() {
-  if (exec_) cudaGraphExecDestroy(exec_);
-  if (graph_) cudaGraphDestroy(graph_);
-}
 
 void GpuSteps::wait_for(const DeviceBatch& batch, cudaStream_t stream) {
   if (batch.on_device()) cuda::read_on(batch, stream);
@@ -68,23 +64,27 @@ void GpuSteps::collect(std::vector<double>& times_ms) {
   }
 }
 
-void GpuSteps::capture(cudaStream_t stream, const std::function<void()>& body) {
-  // Relaxed: cuDNN and cuBLAS may make harmless runtime calls (attribute queries) while being captured.
-  CONVEYOR_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "trainer (capturing the step)");
-  try {
-    body();
-  } catch (...) {
-    cudaGraph_t broken = nullptr;
-    cudaStreamEndCapture(stream, &broken);
-    if (broken) cudaGraphDestroy(broken);
-    throw;
-  }
-  CONVEYOR_CUDA(cudaStreamEndCapture(stream, &graph_), "trainer (capturing the step)");
-  CONVEYOR_CUDA(cudaGraphInstantiate(&exec_, graph_, 0), "trainer (instantiating the step's graph)");
+void GpuSteps::capture(cudaStream_t stream, const std::function<void()>& step,
+                       const std::function<void()>& evaluation) {
+  step_graph_.reset();
+  evaluation_graph_.reset();
+  auto step_graph = std::make_unique<CudaGraph>(stream, step, "the training step's CUDA graph");
+  evaluation_graph_ = std::make_unique<CudaGraph>(stream, evaluation, "the evaluation's CUDA graph");
+  step_graph_ = std::move(step_graph);
 }
 
-void GpuSteps::launch_graph(cudaStream_t stream) {
-  CONVEYOR_CUDA(cudaGraphLaunch(exec_, stream), "trainer (replaying the step's graph)");
+void GpuSteps::add_rows(cudaStream_t stream, int rows, const float* row_loss, const int* row_correct) {
+  nn::kernels::accumulate_rows(rows, row_loss, row_correct, sums_.as<nn::kernels::RowSums>(), stream,
+                               "evaluation");
+}
+
+nn::kernels::RowSums GpuSteps::take_sums(cudaStream_t stream) {
+  nn::kernels::RowSums sums{};
+  CONVEYOR_CUDA(cudaMemcpyAsync(&sums, sums_.data(), sizeof sums, cudaMemcpyDeviceToHost, stream),
+                "trainer (reading the evaluation sums)");
+  CONVEYOR_CUDA(cudaMemsetAsync(sums_.data(), 0, sizeof sums, stream), "trainer (evaluation sums)");
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream), "trainer (reading the evaluation sums)");
+  return sums;
 }
 
 }  // namespace conveyor::train

@@ -1,6 +1,7 @@
 // The GPU half of a Trainer's step: staging a batch (wait for its copy, take the labels, normalize the
-// uint8 pixels on the GPU, release the batch), CUDA timing events around each step, and the optional
-// CUDA graph that replays forward + backward + SGD with one launch.
+// uint8 pixels on the GPU, release the batch), CUDA timing events around each step, the CUDA graphs that
+// replay the step (forward, loss, backward, SGD) and evaluation's forward pass with one launch each, and
+// the evaluation sums kept on the device.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,19 +9,21 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/ops/normalize.h"
 #include "src/device/cuda_handles.h"
+#include "src/train/cuda_graph.h"
 #include "src/train/layers/context.h"
+#include "src/train/layers/kernels.h"
 
 namespace conveyor::train {
 
 class GpuSteps {
  public:
   GpuSteps(nn::Context& ctx, ImageShape shape, int batch);
-  ~GpuSteps();
   GpuSteps(const GpuSteps&) = delete;
   GpuSteps& operator=(const GpuSteps&) = delete;
 
@@ -40,21 +43,29 @@ class GpuSteps {
   // Appends the durations of the steps that have completed (does not wait for the others).
   void collect(std::vector<double>& times_ms);
 
-  // Records `body`'s work on `stream` into a graph (nothing runs), then replays it with launch_graph().
-  void capture(cudaStream_t stream, const std::function<void()>& body);
-  bool has_graph() const noexcept { return exec_ != nullptr; }
-  void launch_graph(cudaStream_t stream);
+  // Records `step` and `evaluation` (what they enqueue on `stream`; nothing runs) as two CUDA graphs.
+  // Throws when either cannot be captured, and then holds neither.
+  void capture(cudaStream_t stream, const std::function<void()>& step,
+               const std::function<void()>& evaluation);
+  // Null when not captured.
+  const CudaGraph* step_graph() const noexcept { return step_graph_.get(); }
+  const CudaGraph* evaluation_graph() const noexcept { return evaluation_graph_.get(); }
+
+  // Adds the first `rows` rows of a loss pass to the evaluation sums (enqueues only).
+  void add_rows(cudaStream_t stream, int rows, const float* row_loss, const int* row_correct);
+  // The sums so far, which start again from zero (synchronises).
+  nn::kernels::RowSums take_sums(cudaStream_t stream);
 
  private:
   struct Timing {
     cuda::Event start{true}, end{true};
   };
   nn::Buffer staging_;  // pixels of a batch handed over in host memory
+  nn::Buffer sums_;     // nn::kernels::RowSums
   std::vector<Timing> ring_;
   std::size_t next_ = 0;
   std::deque<std::size_t> pending_;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  std::unique_ptr<CudaGraph> step_graph_, evaluation_graph_;
 };
 
 }  // namespace conveyor::train

@@ -1,6 +1,7 @@
 #include "src/train/network.h"
 
 #include "conveyor/error.h"
+#include "src/train/layers/mirror.h"
 
 namespace conveyor::train {
 
@@ -16,9 +17,9 @@ struct Network::Activation {
 
   void allocate(nn::Context& ctx, bool with_grad) {
     const std::size_t bytes = shape.count() * nn::element_size(ctx.dtype());
-    const std::string dims = std::string(" (") + nn::to_string(ctx.dtype()) + " " + std::to_string(shape.n) + "x" +
-                             std::to_string(shape.h) + "x" + std::to_string(shape.w) + "x" + std::to_string(shape.c) +
-                             ")";
+    const std::string dims = std::string(" (") + nn::to_string(ctx.dtype()) + " " + std::to_string(shape.n) +
+                             "x" + std::to_string(shape.h) + "x" + std::to_string(shape.w) + "x" +
+                             std::to_string(shape.c) + ")";
     value = ctx.allocate(bytes, name + dims);
     x = value.tensor(shape, ctx.dtype());
     if (with_grad) {
@@ -39,8 +40,9 @@ struct Network::ConvBn {
          nn::BatchNormOptions options, bool needs_input_grad, ParameterLayout& layout)
       : conv(conv_name, g, needs_input_grad), bn(bn_name, g.output(), options) {
     const int channels = g.out_channels;
-    weight = layout.add(conv_name + ".weight", ParamGroup::weights, g.weight_count(), ParamInit::kaiming_normal_fan_out,
-                        channels * g.kernel * g.kernel);
+    weight = layout.add(conv_name + ".weight", ParamGroup::weights, g.weight_count(),
+                        ParamInit::kaiming_normal_fan_out, channels * g.kernel * g.kernel,
+                        {channels, g.input.c, g.kernel, g.kernel}, /*krsc=*/true);
     gamma = layout.add(bn_name + ".weight", ParamGroup::vectors, channels, ParamInit::ones);
     beta = layout.add(bn_name + ".bias", ParamGroup::vectors, channels, ParamInit::zeros);
     running_mean = layout.add(bn_name + ".running_mean", ParamGroup::statistics, channels, ParamInit::zeros);
@@ -51,8 +53,8 @@ struct Network::ConvBn {
   }
 
   nn::BatchNormParams params(const ParameterStore& p) const {
-    return {p.vector(gamma), p.vector(beta), p.statistic(running_mean), p.statistic(running_var),
-            p.vector_grad(gamma), p.vector_grad(beta)};
+    return {p.vector(gamma),          p.vector(beta),       p.statistic(running_mean),
+            p.statistic(running_var), p.vector_grad(gamma), p.vector_grad(beta)};
   }
   void allocate(nn::Context& ctx) {
     conv_out.allocate(ctx, true);
@@ -77,9 +79,11 @@ struct Network::Layers {
   ParamRef fc_weight, fc_bias;
   std::optional<nn::SoftmaxCrossEntropy> loss;
   nn::Buffer logits, dlogits, row_loss, row_correct, labels;
+  nn::Buffer first_logits;  // evaluation with the mirror image: the first pass's logits
 };
 
-Network::Network(const NetworkSpec& spec, ParameterLayout& layout) : spec_(spec), layers_(build(spec, layout)) {}
+Network::Network(const NetworkSpec& spec, ParameterLayout& layout)
+    : spec_(spec), layers_(build(spec, layout)) {}
 
 void Network::release() noexcept {
   // Rebuilding declares the same parameters in the same order, so a scratch layout takes them.
@@ -101,7 +105,8 @@ std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, Paramet
   L.input.shape = {spec.batch, spec.input.height, spec.input.width, spec.input.channels};
   L.input.name = "normalized input";
   const int stem_channels = resnet18 ? 64 : spec.width;
-  const nn::ConvGeometry stem{L.input.shape, stem_channels, resnet18 ? 7 : 3, resnet18 ? 2 : 1, resnet18 ? 3 : 1};
+  const nn::ConvGeometry stem{L.input.shape, stem_channels, resnet18 ? 7 : 3, resnet18 ? 2 : 1,
+                              resnet18 ? 3 : 1};
   L.stem.emplace("conv1", "bn1", stem, with_relu, /*needs_input_grad=*/false, layout);
   Shape4 shape = stem.output();
   if (resnet18) {
@@ -122,8 +127,8 @@ std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, Paramet
       Block block{ConvBn(prefix + "conv1", prefix + "bn1", g1, with_relu, true, layout),
                   ConvBn(prefix + "conv2", prefix + "bn2", g2, ends_block, true, layout), std::nullopt};
       if (stride != 1 || shape.c != out)
-        block.shortcut.emplace(prefix + "downsample.0", prefix + "downsample.1", nn::ConvGeometry{shape, out, 1, stride, 0},
-                               plain, true, layout);
+        block.shortcut.emplace(prefix + "downsample.0", prefix + "downsample.1",
+                               nn::ConvGeometry{shape, out, 1, stride, 0}, plain, true, layout);
       L.blocks.push_back(std::move(block));
       shape = g2.output();
     }
@@ -131,7 +136,8 @@ std::unique_ptr<Network::Layers> Network::build(const NetworkSpec& spec, Paramet
   L.features.shape = L.pool->output_shape();
   L.features.name = "avgpool output";
   L.fc.emplace("fc", spec.batch, shape.c, spec.classes);
-  L.fc_weight = layout.add("fc.weight", ParamGroup::weights, L.fc->weight_count(), ParamInit::uniform_fan_in, shape.c);
+  L.fc_weight = layout.add("fc.weight", ParamGroup::weights, L.fc->weight_count(), ParamInit::uniform_fan_in,
+                           shape.c, {spec.classes, shape.c});
   L.fc_bias = layout.add("fc.bias", ParamGroup::vectors, spec.classes, ParamInit::uniform_fan_in, shape.c);
   L.loss.emplace("loss", spec.batch, spec.classes);
   return layers;
@@ -159,6 +165,7 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
   L.features.allocate(ctx, true);
   const auto rows = static_cast<std::size_t>(spec_.batch), classes = static_cast<std::size_t>(spec_.classes);
   L.logits = ctx.allocate(rows * classes * sizeof(float), "fc output (logits)");
+  L.first_logits = ctx.allocate(rows * classes * sizeof(float), "logits of the unmirrored pass (evaluation)");
   L.dlogits = ctx.allocate(rows * classes * nn::element_size(ctx.dtype()), "logits gradient");
   L.row_loss = ctx.allocate(rows * sizeof(float), "per-image loss");
   L.row_correct = ctx.allocate(rows * sizeof(int), "per-image correctness");
@@ -209,11 +216,24 @@ void Network::forward(nn::Context& ctx, const ParameterStore& p, bool training) 
   L.fc->forward(ctx, L.features.x, p.weight(L.fc_weight), p.vector(L.fc_bias), L.logits.as<float>());
 }
 
-void Network::loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient) {
+void Network::forward_evaluation(nn::Context& ctx, const ParameterStore& p, bool mirrored_too) {
+  Layers& L = *layers_;
+  forward(ctx, p, false);
+  if (!mirrored_too) return;
+  const std::size_t count = static_cast<std::size_t>(spec_.batch) * static_cast<std::size_t>(spec_.classes);
+  nn::copy_floats(ctx, L.logits.as<const float>(), L.first_logits.as<float>(), count);
+  nn::mirror_width(ctx, L.input.x);
+  forward(ctx, p, false);
+  nn::average_into(ctx, L.logits.as<float>(), L.first_logits.as<const float>(), count);
+}
+
+void Network::loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient,
+                   float label_smoothing) {
   Layers& L = *layers_;
   L.loss->forward_backward(ctx, L.logits.as<const float>(), L.labels.as<const std::int64_t>(), valid_rows,
-                           grad_scale / static_cast<float>(spec_.batch), with_gradient ? L.dlogits.data() : nullptr,
-                           L.row_loss.as<float>(), L.row_correct.as<int>());
+                           grad_scale / static_cast<float>(spec_.batch),
+                           with_gradient ? L.dlogits.data() : nullptr, L.row_loss.as<float>(),
+                           L.row_correct.as<int>(), label_smoothing);
 }
 
 void Network::backward(nn::Context& ctx, ParameterStore& p, const GradientReady& ready) {
@@ -225,7 +245,8 @@ void Network::backward(nn::Context& ctx, ParameterStore& p, const GradientReady&
     made(u.gamma);
     made(u.beta);
   };
-  L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight), p.vector_grad(L.fc_bias));
+  L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight),
+                         p.vector_grad(L.fc_bias));
   made(L.fc_weight);
   made(L.fc_bias);
   L.fc->backward_data(ctx, L.dlogits.data(), p.weight(L.fc_weight), L.features.dx);
@@ -242,7 +263,8 @@ void Network::backward(nn::Context& ctx, ParameterStore& p, const GradientReady&
     b.b.conv.backward_filter(ctx, b.a.bn_out.x, b.b.conv_out.dx, p.weight_grad(b.b.weight));
     made(b.b.weight);
     b.b.conv.backward_data(ctx, b.b.conv_out.dx, p.weight(b.b.weight), b.a.bn_out.dx, false);
-    b.a.bn.backward(ctx, b.a.conv_out.x, b.a.bn_out.x, b.a.bn_out.dx, b.a.conv_out.dx, nullptr, b.a.params(p));
+    b.a.bn.backward(ctx, b.a.conv_out.x, b.a.bn_out.x, b.a.bn_out.dx, b.a.conv_out.dx, nullptr,
+                    b.a.params(p));
     bn_made(b.a);
     b.a.conv.backward_filter(ctx, in.x, b.a.conv_out.dx, p.weight_grad(b.a.weight));
     made(b.a.weight);
@@ -259,7 +281,8 @@ void Network::backward(nn::Context& ctx, ParameterStore& p, const GradientReady&
   }
   ConvBn& stem = *L.stem;
   if (L.maxpool) L.maxpool->backward(ctx, stem.bn_out.x, L.pool_out.x, L.pool_out.dx, stem.bn_out.dx);
-  stem.bn.backward(ctx, stem.conv_out.x, stem.bn_out.x, stem.bn_out.dx, stem.conv_out.dx, nullptr, stem.params(p));
+  stem.bn.backward(ctx, stem.conv_out.x, stem.bn_out.x, stem.bn_out.dx, stem.conv_out.dx, nullptr,
+                   stem.params(p));
   bn_made(stem);
   stem.conv.backward_filter(ctx, L.input.x, stem.conv_out.dx, p.weight_grad(stem.weight));
   made(stem.weight);
@@ -282,7 +305,8 @@ std::string Network::describe() const {
       add(b.shortcut->bn.describe());
     }
   }
-  add("avgpool (global), fc " + std::to_string(L.fc->in_features()) + "->" + std::to_string(L.fc->out_features()));
+  add("avgpool (global), fc " + std::to_string(L.fc->in_features()) + "->" +
+      std::to_string(L.fc->out_features()));
   return text;
 }
 
@@ -300,7 +324,8 @@ std::string Network::batch_norm_paths() const {
     if (b.shortcut) ++counts[b.shortcut->bn.path()];
   }
   std::string text;
-  for (const auto& [path, count] : counts) text += (text.empty() ? "" : "; ") + std::to_string(count) + " x " + path;
+  for (const auto& [path, count] : counts)
+    text += (text.empty() ? "" : "; ") + std::to_string(count) + " x " + path;
   return text;
 }
 

@@ -56,9 +56,14 @@ class Network {
   std::int64_t* labels() const;
 
   void forward(nn::Context& ctx, const ParameterStore& params, bool training);
-  // Loss of the first valid_rows rows into row_loss() / row_correct(); with_gradient also writes the
-  // gradient of the mean loss times grad_scale for backward().
-  void loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient);
+  // Inference logits of the input; with `mirrored_too`, the mean of those and the logits of the input's
+  // mirror image (the input is left mirrored).
+  void forward_evaluation(nn::Context& ctx, const ParameterStore& params, bool mirrored_too);
+  // Loss of the first valid_rows rows into row_loss() / row_correct(), against label-smoothed targets
+  // when label_smoothing > 0; with_gradient also writes the gradient of the mean loss times grad_scale
+  // for backward().
+  void loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient,
+            float label_smoothing = 0.f);
   // Calls `ready` (when given) for every weight and vector parameter, in the order their gradients are
   // made: from the classifier back to the stem.
   void backward(nn::Context& ctx, ParameterStore& params, const GradientReady& ready = {});

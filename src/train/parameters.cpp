@@ -24,7 +24,8 @@ void fill(std::vector<float>& values, const ParamEntry& e, Rng& rng) {
       const double stddev = std::sqrt(2.0 / e.fan);
       for (std::size_t i = 0; i < e.ref.count; ++i) {
         const double u1 = 1.0 - rng.uniform(), u2 = rng.uniform();  // Box-Muller; u1 in (0, 1]
-        p[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
+        p[i] =
+            static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
       }
       break;
     }
@@ -34,8 +35,12 @@ void fill(std::vector<float>& values, const ParamEntry& e, Rng& rng) {
       for (std::size_t i = 0; i < e.ref.count; ++i) p[i] = static_cast<float>(rng.uniform(-bound, bound));
       break;
     }
-    case ParamInit::ones: std::fill(p, p + e.ref.count, 1.f); break;
-    case ParamInit::zeros: std::fill(p, p + e.ref.count, 0.f); break;
+    case ParamInit::ones:
+      std::fill(p, p + e.ref.count, 1.f);
+      break;
+    case ParamInit::zeros:
+      std::fill(p, p + e.ref.count, 0.f);
+      break;
   }
 }
 
@@ -71,11 +76,13 @@ void from_context(nn::Context& ctx, const nn::Buffer& src, std::vector<float>& d
 
 }  // namespace
 
-ParamRef ParameterLayout::add(std::string name, ParamGroup group, std::size_t count, ParamInit init, int fan) {
+ParamRef ParameterLayout::add(std::string name, ParamGroup group, std::size_t count, ParamInit init, int fan,
+                              std::vector<std::int64_t> shape, bool krsc) {
   std::size_t& size = sizes_[static_cast<int>(group)];
   const ParamRef ref{group, size, count};
   size += (count + 63) / 64 * 64;  // every tensor starts 256-byte aligned (vector loads, tensor cores)
-  entries_.push_back({std::move(name), ref, init, fan});
+  if (shape.empty()) shape = {static_cast<std::int64_t>(count)};
+  entries_.push_back({std::move(name), ref, init, fan, std::move(shape), krsc});
   return ref;
 }
 
@@ -95,13 +102,15 @@ void ParameterStore::bind(nn::Context& ctx) {
   const std::size_t n_weights = host_[kWeights].size(), n_vectors = host_[kVectors].size();
   master_[kWeights] = ctx.allocate(n_weights * sizeof(float), "weights (fp32 master copy)");
   master_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm scales and biases");
-  master_[kStatistics] = ctx.allocate(host_[kStatistics].size() * sizeof(float), "batch-norm running statistics");
+  master_[kStatistics] =
+      ctx.allocate(host_[kStatistics].size() * sizeof(float), "batch-norm running statistics");
   grad_[kWeights] = ctx.allocate(n_weights * nn::element_size(dtype_), "weight gradients");
   grad_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm and bias gradients");
   momentum_[kWeights] = ctx.allocate(n_weights * sizeof(float), "weight momentum");
   momentum_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm and bias momentum");
   if (on_gpu_ && dtype_ != nn::DType::f32)
-    working_ = ctx.allocate(n_weights * nn::element_size(dtype_), std::string("weights (") + to_string(dtype_) + " working copy)");
+    working_ = ctx.allocate(n_weights * nn::element_size(dtype_),
+                            std::string("weights (") + to_string(dtype_) + " working copy)");
 #ifdef CONVEYOR_HAVE_CUDA
   if (on_gpu_) hyper_ = ctx.allocate(sizeof(nn::kernels::SgdDeviceHyper), "SGD hyper-parameters");
 #endif
@@ -145,8 +154,8 @@ ParameterStore::ContextArray ParameterStore::momentum(ParamGroup group) const {
 void ParameterStore::refresh_working_copy(nn::Context& ctx) {
 #ifdef CONVEYOR_HAVE_CUDA
   if (working_.data())
-    nn::kernels::convert_from_float(dtype_, host_[kWeights].size(), master_[kWeights].as<float>(), working_.data(),
-                                    ctx.stream(), "parameters");
+    nn::kernels::convert_from_float(dtype_, host_[kWeights].size(), master_[kWeights].as<float>(),
+                                    working_.data(), ctx.stream(), "parameters");
 #else
   (void)ctx;
 #endif
@@ -167,15 +176,17 @@ void* ParameterStore::weight_grad(const ParamRef& r) const {
 }
 float* ParameterStore::vector(const ParamRef& r) const { return master_[kVectors].as<float>() + r.offset; }
 float* ParameterStore::vector_grad(const ParamRef& r) const { return grad_[kVectors].as<float>() + r.offset; }
-float* ParameterStore::statistic(const ParamRef& r) const { return master_[kStatistics].as<float>() + r.offset; }
+float* ParameterStore::statistic(const ParamRef& r) const {
+  return master_[kStatistics].as<float>() + r.offset;
+}
 
 void ParameterStore::set_hyper(nn::Context& ctx, const nn::cpu::SgdHyper& hyper, float loss_scale) {
   hyper_host_ = hyper;
 #ifdef CONVEYOR_HAVE_CUDA
   if (ctx.on_gpu()) {
-    const nn::kernels::SgdDeviceHyper h{static_cast<float>(hyper.learning_rate), static_cast<float>(hyper.momentum),
-                                        static_cast<float>(hyper.weight_decay), 1.f / loss_scale,
-                                        hyper.nesterov ? 1 : 0};
+    const nn::kernels::SgdDeviceHyper h{
+        static_cast<float>(hyper.learning_rate), static_cast<float>(hyper.momentum),
+        static_cast<float>(hyper.weight_decay), 1.f / loss_scale, hyper.nesterov ? 1 : 0};
     nn::kernels::set_sgd_hyper(hyper_.as<nn::kernels::SgdDeviceHyper>(), h, ctx.stream());
   }
 #else
@@ -191,7 +202,8 @@ void ParameterStore::sgd_step(nn::Context& ctx) {
     nn::kernels::sgd_update(dtype_, n_weights, grad_[kWeights].data(), master_[kWeights].as<float>(),
                             momentum_[kWeights].as<float>(), working_.data(), h, ctx.stream(), "weights");
     nn::kernels::sgd_update(nn::DType::f32, n_vectors, grad_[kVectors].data(), master_[kVectors].as<float>(),
-                            momentum_[kVectors].as<float>(), nullptr, h, ctx.stream(), "batch-norm and biases");
+                            momentum_[kVectors].as<float>(), nullptr, h, ctx.stream(),
+                            "batch-norm and biases");
     return;
   }
 #endif

@@ -34,11 +34,17 @@ struct ParamEntry {
   ParamRef ref;
   ParamInit init = ParamInit::zeros;
   int fan = 0;  // fan-out of a convolution, fan-in of a linear layer
+  // PyTorch's shape of the tensor: (out, in, k, k) for a convolution, (out, in) for a linear layer, (n)
+  // for a vector. A convolution's filter is stored KRSC here, (out, k, k, in): checkpoints transpose it.
+  std::vector<std::int64_t> shape;
+  bool krsc = false;
 };
 
 class ParameterLayout {
  public:
-  ParamRef add(std::string name, ParamGroup group, std::size_t count, ParamInit init, int fan = 0);
+  // shape: PyTorch's (see ParamEntry); empty: a vector of `count`. krsc: a convolution filter.
+  ParamRef add(std::string name, ParamGroup group, std::size_t count, ParamInit init, int fan = 0,
+               std::vector<std::int64_t> shape = {}, bool krsc = false);
   std::size_t size(ParamGroup group) const noexcept { return sizes_[static_cast<int>(group)]; }
   const std::vector<ParamEntry>& entries() const noexcept { return entries_; }
 

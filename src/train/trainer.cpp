@@ -1,11 +1,15 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "conveyor/error.h"
 #include "src/train/checkpoint.h"
+#include "src/train/layers/algorithm_cache.h"
 #include "src/train/trainer_impl.h"
 
 namespace conveyor::train {
@@ -61,6 +65,7 @@ nn::cpu::SgdHyper Trainer::Impl::hyper() const {
 void Trainer::Impl::warmup() {
   if (ctx) return;
   const auto start = Clock::now();
+  WarmupReport report;
   if (options.device >= 0) {
 #ifdef CONVEYOR_HAVE_CUDA
     int count = 0;
@@ -89,27 +94,80 @@ void Trainer::Impl::warmup() {
   } else {
     ctx = std::make_unique<nn::Context>();
   }
+  report.context_seconds = elapsed_ms(start) / 1000.0;
+  warmup_report = report;
   try {
+    auto phase = Clock::now();
+    open_algorithm_cache();
     params.bind(*ctx);
     params.set_hyper(*ctx, hyper(), loss_scale);
     network.prepare(*ctx, params);
 #ifdef CONVEYOR_HAVE_CUDA
     if (ctx->on_gpu()) gpu = std::make_unique<GpuSteps>(*ctx, options.input, options.batch);
+    if (nn::AlgorithmCache* cache = ctx->on_gpu() ? ctx->algorithm_cache() : nullptr) cache->save();
 #endif
-    if (hooks.prepared) hooks.prepared();
-    // A throwaway step on the zeroed input with label 0 pays every first-call cost (cuDNN and cuBLAS
-    // kernel loading, lazy module loading); then the parameters go back to their initial values.
+    if (hooks.prepared) hooks.prepared();  // the data-parallel trainer's buckets, before any step runs
+    ctx->synchronize();
+    warmup_report.prepare_seconds = elapsed_ms(phase) / 1000.0;
+    // A throwaway step (and on a GPU an evaluation) on the zeroed input with label 0 pays every first-call
+    // cost (cuDNN and cuBLAS kernel loading, lazy module loading) before anything is captured; then the
+    // parameters go back to their initial values.
+    phase = Clock::now();
     run_step_body();
+    if (ctx->on_gpu()) run_evaluation_body();
     params.upload(*ctx);
+    ctx->synchronize();
+    warmup_report.first_step_seconds = elapsed_ms(phase) / 1000.0;
+    phase = Clock::now();
 #ifdef CONVEYOR_HAVE_CUDA
-    if (ctx->on_gpu() && options.cuda_graph) gpu->capture(ctx->stream(), [this] { run_step_body(); });
+    if (ctx->on_gpu() && options.cuda_graph) capture_graphs();
 #endif
     ctx->synchronize();
+    warmup_report.capture_seconds = elapsed_ms(phase) / 1000.0;
   } catch (...) {
+    report_algorithm_cache();
     release();  // a later warmup() starts again from scratch
     throw;
   }
-  warmup_seconds = elapsed_ms(start) / 1000.0;
+  report_algorithm_cache();
+  warmup_report.seconds = elapsed_ms(start) / 1000.0;
+}
+
+void Trainer::Impl::open_algorithm_cache() {
+#ifdef CONVEYOR_HAVE_CUDA
+  if (!ctx->on_gpu() || !options.algorithm_cache || options.deterministic) return;
+  const std::optional<std::filesystem::path> folder =
+      nn::algorithm_cache_folder(options.algorithm_cache_dir, std::getenv("CONVEYOR_ALGORITHM_CACHE"),
+                                 std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  if (folder) ctx->use_algorithm_cache(*folder);
+#endif
+}
+
+void Trainer::Impl::report_algorithm_cache() {
+#ifdef CONVEYOR_HAVE_CUDA
+  const nn::AlgorithmCache* cache = ctx && ctx->on_gpu() ? ctx->algorithm_cache() : nullptr;
+  if (!cache) return;
+  WarmupReport::AlgorithmCache& r = warmup_report.algorithm_cache;
+  const nn::AlgorithmCacheCounts& c = cache->counts();
+  r.file = cache->file().string();
+  r.loaded = c.loaded, r.reused = c.reused, r.searched = c.searched, r.rejected = c.rejected;
+  r.warnings = c.warnings;
+  r.messages = cache->messages();
+#endif
+}
+
+void Trainer::Impl::capture_graphs() {
+#ifdef CONVEYOR_HAVE_CUDA
+  try {
+    gpu->capture(
+        ctx->stream(), [this] { run_step_body(); }, [this] { run_evaluation_body(); });
+    warmup_report.graph = true;
+  } catch (const Error& e) {
+    // Eager launches do the same work: the trainer goes on without graphs and says why.
+    warmup_report.graph = false;
+    warmup_report.graph_fallback = e.what();
+  }
+#endif
 }
 
 void Trainer::Impl::release() noexcept {
@@ -121,11 +179,15 @@ void Trainer::Impl::release() noexcept {
 
 void Trainer::Impl::run_step_body() {
   network.forward(*ctx, params, true);
-  network.loss(*ctx, spec.batch, loss_scale, true);
+  network.loss(*ctx, spec.batch, loss_scale, true, static_cast<float>(options.label_smoothing));
   if (hooks.before_backward) hooks.before_backward();
   network.backward(*ctx, params, hooks.gradient_ready);
   if (hooks.before_update) hooks.before_update();
   params.sgd_step(*ctx);
+}
+
+void Trainer::Impl::run_evaluation_body() {
+  network.forward_evaluation(*ctx, params, options.evaluate_flipped);
 }
 
 void Trainer::Impl::check_batch(const DeviceBatch& batch, std::size_t min_size) const {
@@ -177,8 +239,8 @@ void Trainer::Impl::step(const DeviceBatch& batch) {
   gpu->wait_for(batch, stream);  // before the step's start event: waiting for data is not GPU work
   gpu->begin_step(stream, step_ms);
   stage(batch, batch.size());
-  if (gpu->has_graph())
-    gpu->launch_graph(stream);
+  if (const CudaGraph* graph = gpu->step_graph())
+    graph->launch(stream);
   else
     run_step_body();
   gpu->end_step(stream);
@@ -227,15 +289,58 @@ StepStats Trainer::Impl::last_step() {
   return {loss_sum / n, static_cast<double>(right) / n, static_cast<std::size_t>(options.batch)};
 }
 
-EvalResult Trainer::Impl::evaluate(const DeviceBatch& batch) {
+void Trainer::Impl::add_to_evaluation(const DeviceBatch& batch) {
   check_batch(batch, 1);
-  // Rows past batch.size() keep whatever the buffers held: inference is per image, and the loss counts
-  // only the first batch.size() rows.
-  stage(batch, batch.size());
-  network.forward(*ctx, params, false);
-  network.loss(*ctx, static_cast<int>(batch.size()), 1.f, false);
-  const auto [loss_sum, right] = read_rows(batch.size());
-  return {right, loss_sum, batch.size()};
+  const std::size_t count = batch.size();
+  // Rows past count keep whatever the buffers held: inference is per image, and only the first count
+  // rows are counted. The graph was recorded for full batches; a short one runs the same work eagerly.
+  stage(batch, count);
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx->on_gpu()) {
+    const CudaGraph* graph = gpu->evaluation_graph();
+    if (graph && count == static_cast<std::size_t>(options.batch))
+      graph->launch(ctx->stream());
+    else
+      run_evaluation_body();
+    network.loss(*ctx, static_cast<int>(count), 1.f, false);
+    gpu->add_rows(ctx->stream(), static_cast<int>(count), network.row_loss(), network.row_correct());
+    return;
+  }
+#endif
+  run_evaluation_body();
+  network.loss(*ctx, static_cast<int>(count), 1.f, false);
+  const float* loss = network.row_loss();
+  const int* correct = network.row_correct();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (correct[i] < 0) {
+      ++cpu_bad_labels_;
+      continue;
+    }
+    cpu_sums_.loss_sum += loss[i];
+    cpu_sums_.correct += static_cast<std::size_t>(correct[i]);
+  }
+  cpu_sums_.count += count;
+}
+
+EvalResult Trainer::Impl::take_evaluation() {
+  if (!ctx) return {};
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx->on_gpu()) {
+    const nn::kernels::RowSums sums = gpu->take_sums(ctx->stream());
+    check_labels(static_cast<std::size_t>(sums.bad_labels), static_cast<std::size_t>(sums.rows));
+    return {static_cast<std::size_t>(sums.correct), sums.loss, static_cast<std::size_t>(sums.rows)};
+  }
+#endif
+  const EvalResult sums = std::exchange(cpu_sums_, EvalResult{});
+  check_labels(std::exchange(cpu_bad_labels_, 0), sums.count);
+  return sums;
+}
+
+void Trainer::Impl::check_labels(std::size_t bad, std::size_t rows) const {
+  if (bad)
+    throw InvalidArgument("trainer: " + std::to_string(bad) + " of the " + std::to_string(rows) +
+                          " images evaluated had a label outside [0, " + std::to_string(options.num_classes) +
+                          ")");
 }
 
 void Trainer::Impl::collect_times() {
@@ -254,9 +359,11 @@ std::string Trainer::Impl::placement() const {
   if (!ctx->on_gpu() && options.precision != Precision::fp32)
     text += std::string(" (") + to_string(options.precision) + " asked; the CPU reference computes in fp32)";
   text += ", batch norm: " + network.batch_norm_paths();
-#ifdef CONVEYOR_HAVE_CUDA
-  if (gpu && gpu->has_graph()) text += ", step replayed as a CUDA graph";
-#endif
+  if (warmup_report.graph)
+    text += ", step and evaluation replayed as CUDA graphs";
+  else if (ctx->on_gpu())
+    text += warmup_report.graph_fallback.empty() ? ", eager launches (CUDA graphs off)"
+                                                 : ", eager launches (CUDA graph capture failed)";
   return text;
 }
 
@@ -273,7 +380,8 @@ Trainer::~Trainer() {
 }
 
 void Trainer::warmup() { impl_->warmup(); }
-double Trainer::warmup_seconds() const noexcept { return impl_->warmup_seconds; }
+double Trainer::warmup_seconds() const noexcept { return impl_->warmup_report.seconds; }
+const WarmupReport& Trainer::warmup_report() const noexcept { return impl_->warmup_report; }
 
 void Trainer::step(const DeviceBatch& batch) {
   impl_->warmup();
@@ -291,10 +399,20 @@ StepStats Trainer::last_step() {
   return impl_->last_step();
 }
 
-EvalResult Trainer::evaluate(const DeviceBatch& batch) {
+void Trainer::add_to_evaluation(const DeviceBatch& batch) {
   impl_->warmup();
   DeviceScope scope(impl_->device_in_use());
-  return impl_->evaluate(batch);
+  impl_->add_to_evaluation(batch);
+}
+
+EvalResult Trainer::take_evaluation() {
+  DeviceScope scope(impl_->device_in_use());
+  return impl_->take_evaluation();
+}
+
+EvalResult Trainer::evaluate(const DeviceBatch& batch) {
+  add_to_evaluation(batch);
+  return take_evaluation();
 }
 
 void Trainer::synchronize() {
@@ -318,16 +436,18 @@ std::vector<double> Trainer::step_times_ms() {
 
 std::size_t Trainer::steps() const noexcept { return impl_->steps; }
 
-void Trainer::save(const std::filesystem::path& path) const {
+void Trainer::save_checkpoint(const std::filesystem::path& file, const TrainingProgress& progress) const {
   DeviceScope scope(impl_->device_in_use());
   if (impl_->ctx) impl_->params.download(*impl_->ctx);
-  save_checkpoint(path, impl_->spec, impl_->params);
+  train::save_checkpoint(file, impl_->options, impl_->params, progress);
 }
 
-void Trainer::load(const std::filesystem::path& path) {
+TrainingProgress Trainer::load_checkpoint(const std::filesystem::path& file) {
   DeviceScope scope(impl_->device_in_use());
-  load_checkpoint(path, impl_->spec, impl_->params);
+  TrainingProgress progress = train::load_checkpoint(file, impl_->options, impl_->params);
+  impl_->set_learning_rate(progress.learning_rate);
   if (impl_->ctx) impl_->params.upload(*impl_->ctx);
+  return progress;
 }
 
 std::string Trainer::placement() const { return impl_->placement(); }

@@ -61,7 +61,8 @@ class Trainer::Impl {
   void step(const DeviceBatch& batch);
   void set_learning_rate(double learning_rate);
   StepStats last_step();
-  EvalResult evaluate(const DeviceBatch& batch);
+  void add_to_evaluation(const DeviceBatch& batch);
+  EvalResult take_evaluation();
   void collect_times();
   std::string placement() const;
   // The device to make current for a call: the trainer's once it holds GPU state, none before.
@@ -75,7 +76,7 @@ class Trainer::Impl {
   std::unique_ptr<GpuSteps> gpu;
   Network network;  // fills `layout`, so it comes before `params`
   ParameterStore params;
-  double warmup_seconds = 0;
+  WarmupReport warmup_report;
   float loss_scale = 1;
   std::size_t steps = 0;
   std::vector<double> step_ms;  // completed steps' durations
@@ -88,12 +89,22 @@ class Trainer::Impl {
   void release() noexcept;
   void check_batch(const DeviceBatch& batch, std::size_t min_size) const;
   void run_step_body();
+  void run_evaluation_body();
+  // Records the step and evaluation as CUDA graphs; on failure the trainer stays eager, with the reason.
+  void capture_graphs();
+  // Opens the algorithm cache the options ask for (GPU, timed search only).
+  void open_algorithm_cache();
+  void report_algorithm_cache();
   nn::cpu::SgdHyper hyper() const;
   ops::NormalizeParams normalize_params() const;
   // Sums of the first `count` rows of the loss and correctness; throws on an out-of-range label.
   std::pair<double, std::size_t> read_rows(std::size_t count);
   std::vector<float> host_loss_;
   std::vector<int> host_correct_;
+  // Throws when evaluation met labels out of range.
+  void check_labels(std::size_t bad, std::size_t rows) const;
+  EvalResult cpu_sums_;  // the CPU reference's evaluation sums (a GPU keeps them on the device)
+  std::size_t cpu_bad_labels_ = 0;
 };
 
 }  // namespace conveyor::train

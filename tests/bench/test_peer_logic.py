@@ -291,34 +291,38 @@ class ResNet18Peer(unittest.TestCase):
 
 
 class FashionMnistPeer(unittest.TestCase):
-    def test_defaults_are_conveyors_recipe(self):
+    def test_defaults_are_the_default_recipe_on_both_feeds(self):
         a = torch_fashion_mnist.parse_args(["--data", "d"])
-        self.assertEqual((a.epochs, a.batch, a.lr, a.width, a.workers), (15, 256, 0.1, 32, 16))
+        self.assertEqual([r["name"] for r in a.recipes], ["fast18"])
+        self.assertEqual((a.recipes[0]["epochs"], a.recipes[0]["batch"], a.recipes[0]["width"]), (18, 256, 32))
+        self.assertEqual((a.workers, a.eval_every), (16, 0))
         self.assertEqual(a.feeds, ["gpu", "dataloader"])
         self.assertEqual(a.impl, ["graph"])
         self.assertEqual(a.seeds, [1])
 
+    def test_overrides_change_every_chosen_recipe_and_not_the_table(self):
+        a = torch_fashion_mnist.parse_args(["--data", "d", "--recipe", "fast16,baseline", "--epochs", "3",
+                                            "--lr", "0.05"])
+        self.assertEqual([(r["name"], r["epochs"], r["peak_lr"]) for r in a.recipes],
+                         [("fast16", 3, 0.05), ("baseline", 3, 0.05)])
+        self.assertEqual(torch_fashion_mnist.fashion_recipes.find("fast16")["epochs"], 16)
+
     def test_bad_choices_are_refused(self):
         self.assertIn("unknown feed", argparse_error(torch_fashion_mnist.parse_args, ["--data", "d", "--feeds", "disk"]))
+        self.assertIn("unknown recipe", argparse_error(torch_fashion_mnist.parse_args, ["--data", "d", "--recipe", "x"]))
         self.assertIn("--epochs", argparse_error(torch_fashion_mnist.parse_args, ["--data", "d", "--epochs", "0"]))
+        self.assertIn("--data", argparse_error(torch_fashion_mnist.parse_args, []))
 
-    def test_cosine_runs_from_the_base_rate_to_zero_by_step(self):
-        self.assertAlmostEqual(torch_fashion_mnist.cosine_lr(0.1, 0, 0, 234, 15), 0.1)
-        self.assertAlmostEqual(torch_fashion_mnist.cosine_lr(0.1, 7, 117, 234, 15), 0.05)  # half way
-        last = torch_fashion_mnist.cosine_lr(0.1, 14, 233, 234, 15)
-        self.assertGreater(last, 0.0)
-        self.assertLess(last, 1e-7)
-
-    def test_summary_takes_the_median_over_seeds_and_skips_failed_runs(self):
-        runs = [{"feed": "gpu", "impl": "graph", "seed": s, "final_test_accuracy": acc,
+    def test_summary_takes_the_median_over_seeds_per_recipe_and_skips_failed_runs(self):
+        runs = [{"recipe": "fast18", "feed": "gpu", "impl": "graph", "seed": s, "final_test_accuracy": acc,
                  "seconds_training_and_evaluation": sec} for s, acc, sec in [(1, 0.93, 9.0), (2, 0.94, 8.0),
                                                                              (3, 0.935, 10.0)]]
-        runs.append({"feed": "dataloader", "impl": "graph", "seed": 1, "error": "RuntimeError"})
+        runs.append({"recipe": "fast18", "feed": "dataloader", "impl": "graph", "seed": 1, "error": "RuntimeError"})
         s = torch_fashion_mnist.summarize(runs)
-        self.assertEqual(list(s), ["gpu/graph"])
-        self.assertAlmostEqual(s["gpu/graph"]["median_final_test_accuracy"], 0.935)
-        self.assertAlmostEqual(s["gpu/graph"]["median_seconds_training_and_evaluation"], 9.0)
-        self.assertEqual(s["gpu/graph"]["seeds"], [1, 2, 3])
+        self.assertEqual(list(s), ["fast18/gpu/graph"])
+        self.assertAlmostEqual(s["fast18/gpu/graph"]["median_final_test_accuracy"], 0.935)
+        self.assertAlmostEqual(s["fast18/gpu/graph"]["median_seconds_training_and_evaluation"], 9.0)
+        self.assertEqual(s["fast18/gpu/graph"]["seeds"], [1, 2, 3])
 
 
 class TrainFromJpegPeer(unittest.TestCase):

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "conveyor/sample.h"
+
 namespace conveyor {
 namespace {
 
@@ -46,6 +48,27 @@ TEST(SampleSeed, DependsOnEpochAndIndex) {
   EXPECT_NE(sample_seed(1, 0, 5), sample_seed(1, 1, 5));
   EXPECT_NE(sample_seed(1, 0, 5), sample_seed(1, 0, 6));
   EXPECT_EQ(sample_seed(1, 2, 5), sample_seed(1, 2, 5));
+}
+
+TEST(OpStream, DependsOnTheKindAndThePositionInTheChain) {
+  static_assert(op_stream(7, 1) == op_stream(7, 1), "a pure function, usable at compile time");
+  EXPECT_NE(op_stream(7, 0), op_stream(7, 1));
+  EXPECT_NE(op_stream(7, 0), op_stream(8, 0));
+  EXPECT_NE(op_stream(7, 1), op_stream(1, 7));
+  // Two ops of one kind at two positions draw independent numbers from one sample's seed.
+  Rng first(sample_seed(1, 0, 3), op_stream(7, 0)), second(sample_seed(1, 0, 3), op_stream(7, 1));
+  int same = 0;
+  for (int i = 0; i < 64; ++i) same += first.below(2) == second.below(2);
+  EXPECT_GT(same, 16);
+  EXPECT_LT(same, 48);
+}
+
+TEST(SampleRng, DrawsFromTheSeedAndTheOpsPosition) {
+  Sample sample;
+  sample.seed = 99;
+  sample.op_position = 2;
+  Rng expected(99, op_stream(5, 2)), got = sample.rng(5);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got.next(), expected.next());
 }
 
 }  // namespace

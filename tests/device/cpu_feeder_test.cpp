@@ -2,12 +2,16 @@
 // its pool while held; a consumer that holds every slot gets an error, never a reused buffer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/cuda/normalize.h"
+#include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/ops/normalize.h"
+#include "support/watchdog.h"
 #include "test_batches.h"
 
 namespace conveyor {
@@ -158,6 +162,59 @@ TEST(CpuFeeder, RejectsEmptyBatchesAndBadDepths) {
   EXPECT_THROW(feeder.stage(pool.make(0, 0)), InvalidArgument);
   EXPECT_THROW(DeviceFeeder(cpu(), {.depth = 0}), InvalidArgument);
   EXPECT_THROW(DeviceFeeder(cpu(), {.depth = 9}), InvalidArgument);
+}
+
+// Numbered in-memory elements whose pixels are their number (a pipeline the feeder can iterate).
+BatchedDataset numbered_batches(std::size_t count, std::size_t batch) {
+  std::vector<std::vector<std::uint8_t>> buffers;
+  for (std::size_t i = 0; i < count; ++i) buffers.push_back({static_cast<std::uint8_t>(i)});
+  return Dataset::memory(std::move(buffers))
+      .shuffle()
+      .map("fill",
+           [](Sample& sample) {
+             const ImageView out = sample.output(kShape);
+             for (int y = 0; y < out.height; ++y)
+               std::fill(out.row(y), out.row(y) + out.width * out.channels, sample.encoded[0]);
+             sample.publish();
+           })
+      .with_options({.threads = 2, .seed = 3})
+      .batch(batch);
+}
+
+TEST(CpuFeeder, FeedKeepsRoomInThePipelineForTheBatchesTheFeederHolds) {
+  DeviceFeeder feeder(cpu(), {.depth = 3});
+  const BatchedDataset batches = numbered_batches(200, 2);
+  ASSERT_EQ(batches.options().held_batches, 1u);
+  EXPECT_EQ(feeder.fed(batches).options().held_batches, 3u);
+  EXPECT_EQ(feeder.fed(batches).options().threads, 2);  // the other options stay
+  EXPECT_EQ(feeder.fed(batches.with_options({.held_batches = 5})).options().held_batches, 5u);
+  // A consumer that keeps all ring slots but the one being staged while asking for the next is never told
+  // it holds too many.
+  const testing::Watchdog watchdog(std::chrono::seconds(60), "feeding while holding depth - 1 batches");
+  DeviceBatchIterator it = feeder.feed(batches);
+  std::vector<DeviceBatch> held;
+  std::size_t seen = 0;
+  while (std::optional<DeviceBatch> batch = it.next()) {
+    if (held.size() == 2) held.erase(held.begin());
+    held.push_back(std::move(*batch));
+    ++seen;
+  }
+  EXPECT_EQ(seen, 100u);
+}
+
+TEST(CpuFeeder, AFedIteratorResumesFromItsState) {
+  DeviceFeeder feeder(cpu(), {.depth = 2});
+  const BatchedDataset batches = numbered_batches(40, 4);
+  std::vector<std::uint8_t> all, resumed;
+  DeviceBatchIterator it = feeder.feed(batches);
+  for (int i = 0; i < 4; ++i) all.push_back(static_cast<const std::uint8_t*>(it.next()->pixels().data)[0]);
+  const IteratorState state = it.state();
+  while (std::optional<DeviceBatch> batch = it.next())
+    all.push_back(static_cast<const std::uint8_t*>(batch->pixels().data)[0]);
+  DeviceBatchIterator rest = feeder.feed(batches, state);
+  while (std::optional<DeviceBatch> batch = rest.next())
+    resumed.push_back(static_cast<const std::uint8_t*>(batch->pixels().data)[0]);
+  EXPECT_EQ(resumed, std::vector<std::uint8_t>(all.begin() + 4, all.end()));
 }
 
 #ifndef CONVEYOR_HAVE_CUDA

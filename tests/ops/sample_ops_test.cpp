@@ -24,8 +24,12 @@ Sample sample_of(std::vector<std::uint8_t> jpeg, std::uint64_t seed) {
   return sample;
 }
 
+// Runs the ops as the pipeline does: each one told its position in the chain before it runs.
 void run(const std::vector<SampleOp>& chain, Sample& sample) {
-  for (const SampleOp& op : chain) op.apply(sample);
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    sample.op_position = static_cast<std::uint32_t>(i);
+    chain[i].apply(sample);
+  }
 }
 
 Image copy_of(ConstImageView view) {
@@ -66,7 +70,7 @@ TEST(SampleOps, TheLastOpOfAChainWritesIntoTheSlotAndInPlaceOpsStayThere) {
   // The same result by hand, from the documented streams.
   JpegDecoder decoder;
   Image expected(32, 32, 3);
-  Rng crop_rng(77, stream::random_resized_crop), distort_rng(77, stream::distort);
+  Rng crop_rng(77, op_stream(stream::random_resized_crop, 0)), distort_rng(77, op_stream(stream::distort, 2));
   decode_random_resized_crop(decoder, jpeg, expected.view(), {}, crop_rng);
   flip_horizontal(expected.view());
   distort(expected.view(), {.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}, distort_rng);
@@ -140,7 +144,7 @@ TEST(SampleOps, FashionMnistRecipePadsAndCropsGrayImages) {
   run(chain, sample);
   EXPECT_EQ(sample.image().shape(), (ImageShape{28, 28, 1}));
   Image expected(28, 28, 1);
-  Rng rng(12, stream::random_crop), flip_rng(12, stream::flip_horizontal);
+  Rng rng(12, op_stream(stream::random_crop, 1)), flip_rng(12, op_stream(stream::flip_horizontal, 2));
   random_crop(decode_jpeg(jpeg, {.color = ColorMode::keep}).view(), expected.view(), rng, 4);
   if (flip_rng.bernoulli(0.5)) flip_horizontal(expected.view());
   EXPECT_EQ(testing::max_abs_diff(sample.image(), expected.view()), 0);

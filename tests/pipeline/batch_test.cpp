@@ -240,7 +240,7 @@ TEST(Batch, ABatchOutlivesItsIterator) {
 }
 
 TEST(Pool, NeverGrowsBeyondItsConfiguredSizeInALongRun) {
-  const PipelineOptions options{.threads = 3, .max_in_flight = 8, .held_batches = 1};
+  const PipelineOptionChanges options{.threads = 3, .max_in_flight = 8, .held_batches = 1};
   auto run = [&](std::size_t elements) {
     BatchIterator it = numbered_memory(elements)
                            .map(fill_from_seed(kShape))

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "conveyor/dataset.h"
+#include "conveyor/ops/sample_ops.h"
 #include "fixtures.h"
 #include "support/temp_dir.h"
 
@@ -54,6 +55,32 @@ TEST_F(Determinism, ChecksumIsTheSameWithSixtyFourThreadsAndAnyTokenCount) {
             reference);
   EXPECT_EQ(checksum_of(jpegs().with_options({.threads = 4, .seed = 3, .max_in_flight = 100}).batch(6)),
             reference);
+}
+
+TEST_F(Determinism, TwoRandomOpsOfOneKindInAChainDrawIndependently) {
+  // Were both flips drawing the same number, every image would be flipped twice or not at all: unchanged.
+  auto images = [](const Dataset& d) {
+    std::vector<std::vector<std::uint8_t>> out;
+    for (const Batch& batch : d.batch(6)) {
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const ConstImageView image = batch.image(i);
+        out.emplace_back(image.data, image.data + image.shape().bytes());
+      }
+    }
+    return out;
+  };
+  const Dataset plain = Dataset::image_folder(root_).map(testing::decode_and_crop(16));
+  const Dataset twice = plain.map(ops::flip_horizontal(0.5))
+                            .map(ops::flip_horizontal(0.5))
+                            .with_options({.threads = 3, .seed = 8});
+  const auto before = images(plain.with_options({.seed = 8})), after = images(twice);
+  ASSERT_EQ(before.size(), 36u);
+  ASSERT_EQ(after.size(), 36u);
+  int changed = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) changed += before[i] != after[i];
+  EXPECT_GT(changed, 6);  // about half: one of the two flips happened
+  EXPECT_LT(changed, 30);
+  EXPECT_EQ(images(twice.with_options({.threads = 1})), after);  // and still the same at any thread count
 }
 
 TEST_F(Determinism, OutOfOrderDeliveryGivesTheSameSamplesInOtherBatches) {

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/iterator_state.h"
 #include "conveyor/random.h"
 #include "fixtures.h"
 
@@ -296,6 +300,81 @@ TEST(EvenShards, BatchesOfAnUnevenSplitHaveNoPadding) {
   for (const Batch& batch : numbered_memory(9).shard(2, 1).map(number_as_pixels()).batch(4, kNumberShape)) {
     EXPECT_EQ(padded(batch), 0u);
     EXPECT_EQ(batch.samples().size(), batch.size());
+  }
+}
+
+// Every batch an iterator gives, as (epoch, index, padding, number) per sample, up to `count` batches.
+using Seen = std::vector<std::tuple<std::uint64_t, std::uint64_t, bool, std::uint64_t>>;
+
+std::vector<Seen> take_batches(BatchIterator& it, long count = -1) {
+  std::vector<Seen> out;
+  for (long b = 0; count < 0 || b < count; ++b) {
+    std::optional<Batch> batch = it.next();
+    if (!batch) break;
+    Seen seen;
+    for (std::size_t i = 0; i < batch->size(); ++i)
+      seen.emplace_back(batch->samples()[i].epoch, batch->samples()[i].index, batch->samples()[i].padding,
+                        number_in(*batch, i));
+    out.push_back(std::move(seen));
+  }
+  return out;
+}
+
+TEST(EvenShards, AStateResumesARanksShareWhereverItStoppedPaddingAndDroppingAsBefore) {
+  for (const ShardRemainder remainder : {ShardRemainder::pad, ShardRemainder::drop}) {
+    for (const bool shard_first : {true, false}) {  // shard then repeat (the usual), or repeat then shard
+      for (std::size_t rank = 0; rank < 3; ++rank) {
+        auto make = [&](int threads) {
+          const Dataset shuffled = numbered_memory(17, 1 << 20).shuffle();
+          const Dataset ordered = shard_first ? shuffled.shard(3, rank, remainder).repeat(2)
+                                              : shuffled.repeat(2).shard(3, rank, remainder);
+          return ordered.map(number_as_pixels())
+              .with_options({.threads = threads, .seed = 8})
+              .batch(2, kNumberShape);
+        };
+        const std::string what = std::string(to_string(remainder)) +
+                                 (shard_first ? ", shard, repeat" : ", repeat, shard") + ", rank " +
+                                 std::to_string(rank);
+        BatchIterator reference_it = make(1).begin();
+        const std::vector<Seen> reference = take_batches(reference_it);
+        ASSERT_GE(reference.size(), 5u) << what;
+        for (std::size_t cut = 0; cut <= reference.size(); ++cut) {
+          std::string saved;
+          {
+            BatchIterator first = make(3).begin();
+            take_batches(first, static_cast<long>(cut));
+            saved = first.state().to_json();
+          }
+          BatchIterator resumed = make(2).begin(IteratorState::from_json(saved));
+          EXPECT_EQ(take_batches(resumed),
+                    std::vector<Seen>(reference.begin() + static_cast<long>(cut), reference.end()))
+              << what << ", resumed after " << cut << " batches";
+        }
+      }
+    }
+  }
+}
+
+TEST(EvenShards, AnEvenSplitRefusesAnElasticRestoreSayingWhy) {
+  auto sharded = [](std::size_t world, std::size_t rank) {
+    return numbered_memory(20, 1 << 20)
+        .shuffle()
+        .shard(world, rank, ShardRemainder::pad)
+        .map(number_as_pixels())
+        .with_options({.threads = 2, .seed = 8})
+        .batch(2, kNumberShape);
+  };
+  std::vector<IteratorState> states;
+  for (std::size_t rank = 0; rank < 2; ++rank) {
+    BatchIterator it = sharded(2, rank).begin();
+    take_batches(it, 2);
+    states.push_back(it.state());
+  }
+  try {
+    (void)IteratorState::combine(states);
+    FAIL() << "the states of an even split were combined for an elastic restore";
+  } catch (const InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find("pad and drop"), std::string::npos) << error.what();
   }
 }
 

@@ -1,28 +1,29 @@
 #include "fixtures.h"
 
 #include <turbojpeg.h>
+#include <xxhash.h>
 
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/random.h"
 #include "support/test_images.h"
 
 namespace conveyor::testing {
 
 SampleOp fill_from_seed(ImageShape shape, std::string name) {
-  return SampleOp{std::move(name), [shape](Sample& sample) {
-                    std::uint64_t bytes_hash = 0;
-                    for (const std::uint8_t b : sample.encoded) bytes_hash = mix64(bytes_hash ^ b);
-                    const ImageView out = sample.output(shape);
-                    const std::uint64_t base = combine_seeds(sample.seed, bytes_hash);
-                    for (int y = 0; y < out.height; ++y)
-                      for (int x = 0; x < out.width * out.channels; ++x)
-                        out.row(y)[x] =
-                            static_cast<std::uint8_t>(mix64(base + static_cast<std::uint64_t>(y) * 4096 + x));
-                    sample.publish();
-                  }};
+  return SampleOp{
+      std::move(name), [shape](Sample& sample) {
+        const std::uint64_t bytes_hash = XXH3_64bits(sample.encoded.data(), sample.encoded.size());
+        const ImageView out = sample.output(shape);
+        const std::uint64_t base = combine_seeds(sample.seed, bytes_hash);
+        for (int y = 0; y < out.height; ++y)
+          for (int x = 0; x < out.width * out.channels; ++x)
+            out.row(y)[x] = static_cast<std::uint8_t>(mix64(base + static_cast<std::uint64_t>(y) * 4096 + x));
+        sample.publish();
+      }};
 }
 
 SampleOp negate_into_new_image(std::string name) {
@@ -102,23 +103,13 @@ std::filesystem::path make_jpeg_folder(const TempDir& dir, int classes, int per_
   return root;
 }
 
-void Checksum::add(const void* data, std::size_t size) {
-  const auto* bytes = static_cast<const std::uint8_t*>(data);
-  for (std::size_t i = 0; i < size; ++i) value = (value ^ bytes[i]) * 0x100000001B3ull;
-}
-
-void Checksum::add(const Batch& batch) {
-  add(batch.pixels().data(), batch.pixels().size());
-  add(batch.labels().data(), batch.labels().size_bytes());
-}
-
 std::uint64_t checksum_of(const BatchedDataset& dataset, std::vector<std::size_t>* sizes) {
-  Checksum sum;
+  BatchChecksum sum;
   for (const Batch& batch : dataset) {
     sum.add(batch);
     if (sizes) sizes->push_back(batch.size());
   }
-  return sum.value;
+  return sum.value();
 }
 
 int stress_iterations(int fallback) {

@@ -39,13 +39,7 @@ std::uint64_t number_of(const Sample& sample);
 std::filesystem::path make_jpeg_folder(const TempDir& dir, int classes, int per_class, int height = 24,
                                        int width = 32);
 
-// FNV-1a over every batch's pixels and labels, in order.
-struct Checksum {
-  std::uint64_t value = 0xCBF29CE484222325ull;
-  void add(const void* data, std::size_t size);
-  void add(const Batch& batch);
-};
-// Runs the whole dataset and returns its checksum, with the batch sizes seen.
+// Runs the whole dataset and returns its BatchChecksum, with the batch sizes seen.
 std::uint64_t checksum_of(const BatchedDataset& dataset, std::vector<std::size_t>* sizes = nullptr);
 
 // Iteration counts of the stress tests: CONVEYOR_STRESS_ITERATIONS when set, `fallback` otherwise.

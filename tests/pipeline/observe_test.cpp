@@ -1,9 +1,13 @@
 // Observability: PipelineStats from a running iterator, and the Chrome trace.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
@@ -16,12 +20,6 @@ namespace {
 
 using testing::fill_from_seed;
 using testing::numbered_memory;
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 TEST(Stats, CountEveryStageAndWhatWasDelivered) {
   BatchIterator it = numbered_memory(30)
@@ -68,6 +66,27 @@ TEST(Stats, CanBeReadWhileThePipelineRuns) {
   }
 }
 
+// The events of a parsed trace whose "name" and "ph" are these.
+std::vector<nlohmann::json> events_named(const nlohmann::json& trace, std::string_view name,
+                                         std::string_view phase) {
+  std::vector<nlohmann::json> found;
+  for (const nlohmann::json& event : trace.at("traceEvents"))
+    if (event.at("name") == name && event.at("ph") == phase) found.push_back(event);
+  return found;
+}
+
+// The tid of the track shown as `name`, from its "thread_name" metadata event; -1 when there is none.
+int track_id(const nlohmann::json& trace, std::string_view name) {
+  for (const nlohmann::json& event : events_named(trace, "thread_name", "M"))
+    if (event.at("args").at("name") == name) return event.at("tid").get<int>();
+  return -1;
+}
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);  // throws on anything that is not JSON
+}
+
 TEST(Trace, RecordsStagesOnWorkerTracksTheConsumerAndQueueDepth) {
   auto trace = std::make_shared<TraceRecorder>();
   {
@@ -79,14 +98,21 @@ TEST(Trace, RecordsStagesOnWorkerTracksTheConsumerAndQueueDepth) {
     while (it.next()) {
     }
   }
-  const std::string json = trace->json();
-  EXPECT_EQ(json.rfind("{\"displayTimeUnit\"", 0), 0u);
-  EXPECT_EQ(count(json, "\"name\":\"fill\",\"ph\":\"X\""), 20u);
-  EXPECT_EQ(count(json, "\"name\":\"read\",\"ph\":\"X\""), 20u);
-  EXPECT_EQ(count(json, "\"name\":\"collect\",\"ph\":\"X\""), 20u);
-  EXPECT_NE(json.find("\"args\":{\"name\":\"consumer\"}"), std::string::npos);
-  EXPECT_NE(json.find("\"args\":{\"name\":\"worker 0\"}"), std::string::npos);
-  EXPECT_GE(count(json, "\"name\":\"batches ready\",\"ph\":\"C\""), 8u);  // a push and a pop per batch
+  const nlohmann::json json = nlohmann::json::parse(trace->json());
+  EXPECT_EQ(json.at("displayTimeUnit"), "ms");
+  EXPECT_EQ(events_named(json, "fill", "X").size(), 20u);
+  EXPECT_EQ(events_named(json, "read", "X").size(), 20u);
+  EXPECT_EQ(events_named(json, "collect", "X").size(), 20u);
+  EXPECT_GE(track_id(json, "consumer"), 0);
+  EXPECT_GE(track_id(json, "worker 0"), 0);
+  for (const nlohmann::json& fill : events_named(json, "fill", "X")) {
+    EXPECT_NE(fill.at("tid"), track_id(json, "consumer")) << fill;  // stages run on worker tracks
+    EXPECT_GE(fill.at("dur").get<double>(), 0.0) << fill;
+  }
+  const auto depth = events_named(json, "batches ready", "C");
+  EXPECT_GE(depth.size(), 8u);  // a push and a pop per batch
+  for (const nlohmann::json& counter : depth)
+    EXPECT_TRUE(counter.at("args").at("value").is_number()) << counter;
   EXPECT_EQ(trace->dropped(), 0u);
 }
 
@@ -101,16 +127,37 @@ TEST(Trace, OtherCodeAddsItsOwnTracksAndEvents) {
   EXPECT_EQ(trace.events(), 4u);
   testing::TempDir dir;
   trace.write_json(dir / "trace.json");
-  std::ifstream in(dir / "trace.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string json = text.str();
-  EXPECT_NE(json.find("\"args\":{\"name\":\"training step\"}"), std::string::npos);
-  EXPECT_NE(json.find("\"name\":\"forward \\\"fp32\\\"\",\"ph\":\"X\""), std::string::npos);
-  EXPECT_NE(json.find("\"dur\":1500.000"), std::string::npos);
-  EXPECT_NE(json.find("\"name\":\"loss\",\"ph\":\"C\""), std::string::npos);
-  EXPECT_NE(json.find("\"args\":{\"value\":2.5}"), std::string::npos);
+  const nlohmann::json json = read_json(dir / "trace.json");
+  EXPECT_EQ(track_id(json, "training step"), step);
+  const auto forward = events_named(json, "forward \"fp32\"", "X");
+  ASSERT_EQ(forward.size(), 1u);
+  EXPECT_EQ(forward[0].at("tid"), step);
+  EXPECT_DOUBLE_EQ(forward[0].at("dur").get<double>(), 1500.0);  // microseconds
+  EXPECT_GE(forward[0].at("ts").get<double>(), 0.0);
+  EXPECT_EQ(events_named(json, "backward", "X").size(), 1u);
+  const auto loss = events_named(json, "loss", "C");
+  ASSERT_EQ(loss.size(), 1u);
+  EXPECT_EQ(loss[0].at("args").at("value"), 2.5);
+  const auto epoch_end = events_named(json, "epoch end", "i");
+  ASSERT_EQ(epoch_end.size(), 1u);
+  EXPECT_EQ(epoch_end[0].at("tid"), step);
   EXPECT_THROW(trace.write_json(dir / "no" / "such" / "dir.json"), IoError);
+}
+
+TEST(Trace, StaysValidJsonWithNonFiniteCountersAndNamesCutInsideACharacter) {
+  TraceRecorder trace;
+  const int track = trace.track("t");
+  const auto t = TraceRecorder::now();
+  trace.counter("nan", t, std::numeric_limits<double>::quiet_NaN());
+  trace.counter("inf", t, std::numeric_limits<double>::infinity());
+  // "é" is two bytes in UTF-8; the cut at kMaxNameLength falls between them.
+  const std::string name = std::string(TraceRecorder::kMaxNameLength - 1, 'a') + "\xc3\xa9";
+  trace.complete(track, name, t, t);
+  const nlohmann::json json = nlohmann::json::parse(trace.json());
+  EXPECT_TRUE(events_named(json, "nan", "C").at(0).at("args").at("value").is_null());
+  EXPECT_TRUE(events_named(json, "inf", "C").at(0).at("args").at("value").is_null());
+  const std::string cut = std::string(TraceRecorder::kMaxNameLength - 1, 'a') + "\xef\xbf\xbd";  // U+FFFD
+  EXPECT_EQ(events_named(json, cut, "X").size(), 1u);
 }
 
 TEST(Trace, AFullTrackDropsAndCountsInsteadOfGrowing) {

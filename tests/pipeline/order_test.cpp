@@ -22,7 +22,7 @@ struct Seen {
   friend bool operator==(const Seen&, const Seen&) = default;
 };
 
-std::vector<Seen> run(const Dataset& dataset, const PipelineOptions& options = {.threads = 3}) {
+std::vector<Seen> run(const Dataset& dataset, const PipelineOptionChanges& options = {.threads = 3}) {
   std::vector<Seen> seen;
   for (const Sample& s : dataset.with_options(options))
     seen.push_back({number_of(s), s.epoch, s.index, s.seed});

@@ -68,6 +68,13 @@ Bytes encode_with_libjpeg(const Image& picture, Configure&& configure) {
 
 }  // namespace
 
+Bytes make_huge_progressive_jpeg(int side, std::uint64_t seed) {
+  const Image row = make_picture(1, side, 3, seed);
+  // Stride 0: libjpeg reads the same row `side` times, so the picture never exists in memory whole.
+  return testing::encode_with_libjpeg(row.data(), side, side, 3, 0, 75,
+                                      [](jpeg_compress_struct& cinfo) { jpeg_simple_progression(&cinfo); });
+}
+
 Bytes make_arithmetic_jpeg(int height, int width, std::uint64_t seed) {
   return encode_with_libjpeg(make_picture(height, width, 3, seed),
                              [](jpeg_compress_struct& cinfo) { cinfo.arith_code = TRUE; });

@@ -24,6 +24,11 @@ Bytes make_arithmetic_jpeg(int height, int width, std::uint64_t seed = 1);
 // a decoder completes with zeros, and the one case where libjpeg applies its block smoothing.
 Bytes make_incomplete_progressive_jpeg(int height, int width, int channels, std::uint64_t seed = 1);
 
+// A side x side progressive RGB JPEG (4:2:0) of the kind that fills a decoder's memory: libjpeg keeps the
+// whole image's coefficients while it reads the scans, about 3 bytes a pixel (270 MB at 9,500). Every row
+// is the same one (a ramp with texture), so the file is small and quick to make and its pixels are known.
+Bytes make_huge_progressive_jpeg(int side, std::uint64_t seed = 1);
+
 // A baseline RGB picture with 4:4:4 sampling (no chroma subsampling).
 Bytes make_444_jpeg(int height, int width, std::uint64_t seed = 1);
 

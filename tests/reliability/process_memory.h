@@ -41,4 +41,29 @@ inline std::size_t resident_bytes() {
                      : 0;
 }
 
+// The process's peak resident set size so far (VmHWM in /proc/self/status), in bytes; 0 when unreadable.
+inline std::size_t peak_resident_bytes() {
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen("/proc/self/status", "r"),
+                                                             std::fclose);
+  if (!file) return 0;
+  char line[256];
+  while (std::fgets(line, sizeof line, file.get())) {
+    unsigned long kilobytes = 0;
+    if (std::sscanf(line, "VmHWM: %lu kB", &kilobytes) == 1)
+      return static_cast<std::size_t>(kilobytes) * 1024;
+  }
+  return 0;
+}
+
+// Starts the peak over from the current resident size (Linux 4.0+: "5" into /proc/self/clear_refs).
+// False when the kernel does not allow it.
+inline bool reset_peak_resident_bytes() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen("/proc/self/clear_refs", "w"),
+                                                             std::fclose);
+  return file && std::fputs("5", file.get()) >= 0 && std::fflush(file.get()) == 0;
+}
+
 }  // namespace conveyor::testing

@@ -125,7 +125,8 @@ TEST(FaultsAndLoad, CreatingPartlyConsumingAndDestroyingPipelinesThousandsOfTime
     const std::uint64_t wanted = rng.below(2 * kElements / batch + 2);  // from none to past the end
 
     const Watchdog watchdog(std::chrono::seconds(10), "stress run " + std::to_string(run));
-    BatchIterator it = samples.with_options(options).batch(batch).prefetch(prefetch).begin();
+    BatchIterator it =
+        samples.with_options(PipelineOptionChanges::all(options)).batch(batch).prefetch(prefetch).begin();
     bool kept_one = false;
     try {
       for (std::uint64_t k = 0; k < wanted; ++k) {

@@ -34,7 +34,7 @@ struct Seen {
   bool padding;
 };
 
-std::vector<Seen> run(const Dataset& dataset, PipelineOptions options = {.threads = 3, .seed = 4}) {
+std::vector<Seen> run(const Dataset& dataset, PipelineOptionChanges options = {.threads = 3, .seed = 4}) {
   std::vector<Seen> seen;
   for (const Sample& s : dataset.with_options(options))
     seen.push_back({number_of(s), s.epoch, s.index, s.seed, s.label, s.padding});

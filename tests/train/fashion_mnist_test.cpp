@@ -43,7 +43,7 @@ TEST(FashionMnist, AShortRunOnASubsetLearnsFarAboveChance) {
     const auto batches = train_files.map(decode_gray)
                              .map(ops::random_crop(28, 28, /*padding=*/4))
                              .map(ops::flip_horizontal(0.5))
-                             .with_options(pipeline)
+                             .with_options(PipelineOptionChanges::all(pipeline))
                              .batch(kBatch, shape, /*drop_remainder=*/true)
                              .prefetch(2);
     for (const DeviceBatch& batch : feeder.feed(batches)) trainer.step(batch);
@@ -52,7 +52,7 @@ TEST(FashionMnist, AShortRunOnASubsetLearnsFarAboveChance) {
   const auto test_batches = Dataset::list_file(kData / "test.txt")
                                 .take(kTest)
                                 .map(decode_gray)
-                                .with_options(pipeline)
+                                .with_options(PipelineOptionChanges::all(pipeline))
                                 .batch(kBatch, shape)
                                 .prefetch(2);
   std::size_t correct = 0, seen = 0;

@@ -1,5 +1,6 @@
-// The classifier (cuBLAS), our CUDA kernels (ReLU, loss, SGD) and the GPU normalize, against the CPU
-// reference. Tolerances as in gpu_layers_test.cpp; element-wise kernels and normalize must match exactly.
+// The classifier (cuBLAS), our CUDA kernels (ReLU, loss, SGD, mirror image, evaluation sums) and the GPU
+// normalize, against the CPU reference. Tolerances as in gpu_layers_test.cpp; element-wise kernels and
+// normalize must match exactly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "src/device/normalize.h"
 #include "src/train/layers/kernels.h"
 #include "src/train/layers/linear.h"
+#include "src/train/layers/mirror.h"
 #include "tests/train/gpu_test_support.h"
 
 namespace conveyor::nn {
@@ -58,39 +60,88 @@ TEST_P(GpuKernels, LinearOnCublas) {
 }
 
 TEST_P(GpuKernels, SoftmaxCrossEntropy) {
-  for (const int classes : {10, 1000}) {
-    const int n = 64, valid = 60;
-    const DType t = type();
-    const auto logits = random_floats(static_cast<std::size_t>(n) * classes, 44, -5.f, 5.f);
-    std::vector<std::int64_t> labels(n);
-    for (int i = 0; i < n; ++i) labels[i] = (i * 7) % classes;
-    labels[5] = classes;  // out of range: reported, not trained on
-    Context cpu;
-    std::vector<float> grad_ref(logits.size()), loss_ref(n);
-    std::vector<int> correct_ref(n);
-    SoftmaxCrossEntropy loss("loss", n, classes);
-    loss.forward_backward(cpu, logits.data(), labels.data(), valid, 1.f / n, grad_ref.data(), loss_ref.data(),
-                          correct_ref.data());
-    const Buffer L = upload(*gpu, logits, DType::f32), G = gpu->allocate(logits.size() * 4, "grad"),
-                 RL = gpu->allocate(n * 4, "loss"), RC = gpu->allocate(n * 4, "correct"),
-                 LB = gpu->allocate(n * 8, "labels");
-    ASSERT_EQ(cudaMemcpy(LB.data(), labels.data(), n * 8, cudaMemcpyHostToDevice), cudaSuccess);
-    loss.forward_backward(*gpu, L.as<float>(), LB.as<std::int64_t>(), valid, 1.f / n, G.data(),
-                          RL.as<float>(), RC.as<int>());
-    const std::string what = "softmax cross-entropy, " + std::to_string(classes) + " classes";
-    EXPECT_TRUE(within(tag(what + ", gradient"),
-                       relative_error(download(*gpu, G, logits.size(), t), grad_ref), tolerance()));
-    auto loss_gpu = download(*gpu, RL, valid, DType::f32);
-    std::vector<int> correct_gpu(n);
-    ASSERT_EQ(cudaMemcpy(correct_gpu.data(), RC.data(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(correct_gpu[5], -1);
-    EXPECT_TRUE(std::isnan(loss_gpu[5]));
-    loss_gpu[5] = loss_ref[5] = 0;
-    EXPECT_TRUE(within(
-        tag(what + ", loss"),
-        relative_error(loss_gpu, std::vector<float>(loss_ref.begin(), loss_ref.begin() + valid)), 1e-5));
-    for (int i = 0; i < valid; ++i) EXPECT_EQ(correct_gpu[i], correct_ref[i]) << i;
+  for (const float smoothing : {0.f, 0.1f})
+    for (const int classes : {10, 1000}) {
+      const int n = 64, valid = 60;
+      const DType t = type();
+      const auto logits = random_floats(static_cast<std::size_t>(n) * classes, 44, -5.f, 5.f);
+      std::vector<std::int64_t> labels(n);
+      for (int i = 0; i < n; ++i) labels[i] = (i * 7) % classes;
+      labels[5] = classes;  // out of range: reported, not trained on
+      Context cpu;
+      std::vector<float> grad_ref(logits.size()), loss_ref(n);
+      std::vector<int> correct_ref(n);
+      SoftmaxCrossEntropy loss("loss", n, classes);
+      loss.forward_backward(cpu, logits.data(), labels.data(), valid, 1.f / n, grad_ref.data(),
+                            loss_ref.data(), correct_ref.data(), smoothing);
+      const Buffer L = upload(*gpu, logits, DType::f32), G = gpu->allocate(logits.size() * 4, "grad"),
+                   RL = gpu->allocate(n * 4, "loss"), RC = gpu->allocate(n * 4, "correct"),
+                   LB = gpu->allocate(n * 8, "labels");
+      ASSERT_EQ(cudaMemcpy(LB.data(), labels.data(), n * 8, cudaMemcpyHostToDevice), cudaSuccess);
+      loss.forward_backward(*gpu, L.as<float>(), LB.as<std::int64_t>(), valid, 1.f / n, G.data(),
+                            RL.as<float>(), RC.as<int>(), smoothing);
+      const std::string what = "softmax cross-entropy, " + std::to_string(classes) + " classes, smoothing " +
+                               std::to_string(smoothing);
+      EXPECT_TRUE(within(tag(what + ", gradient"),
+                         relative_error(download(*gpu, G, logits.size(), t), grad_ref), tolerance()));
+      auto loss_gpu = download(*gpu, RL, valid, DType::f32);
+      std::vector<int> correct_gpu(n);
+      ASSERT_EQ(cudaMemcpy(correct_gpu.data(), RC.data(), n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(correct_gpu[5], -1);
+      EXPECT_TRUE(std::isnan(loss_gpu[5]));
+      loss_gpu[5] = loss_ref[5] = 0;
+      EXPECT_TRUE(within(
+          tag(what + ", loss"),
+          relative_error(loss_gpu, std::vector<float>(loss_ref.begin(), loss_ref.begin() + valid)), 1e-5));
+      for (int i = 0; i < valid; ++i) EXPECT_EQ(correct_gpu[i], correct_ref[i]) << i;
+    }
+}
+
+TEST_P(GpuKernels, MirroringImagesMatchesTheCpuReference) {
+  const DType t = type();
+  const Shape4 s{3, 5, 7, 3};  // odd width: the middle column stays
+  const auto values = quantize(random_floats(s.count(), 61), t);
+  Context cpu;
+  std::vector<float> expected = values;
+  mirror_width(cpu, Tensor{expected.data(), s, DType::f32});
+  const Buffer X = upload(*gpu, values, t);
+  mirror_width(*gpu, X.tensor(s, t));
+  EXPECT_EQ(download(*gpu, X, s.count(), t), expected) << "mirror image [" << to_string(t) << "]";
+  // Twice is the identity.
+  mirror_width(*gpu, X.tensor(s, t));
+  EXPECT_EQ(download(*gpu, X, s.count(), t), values);
+}
+
+TEST_P(GpuKernels, AveragingTwoPassesAndSummingRowsMatchTheHost) {
+  const std::size_t count = 1001;
+  const auto a = random_floats(count, 62), b = random_floats(count, 63);
+  const Buffer A = upload(*gpu, a, DType::f32), B = upload(*gpu, b, DType::f32);
+  average_into(*gpu, A.as<float>(), B.as<const float>(), count);
+  const auto mean = download(*gpu, A, count, DType::f32);
+  for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(mean[i], 0.5f * (a[i] + b[i])) << i;
+
+  const int rows = 300;  // more rows than the summing block has threads
+  std::vector<float> loss(rows);
+  std::vector<int> correct(rows);
+  double loss_sum = 0;
+  unsigned long long right = 0;
+  for (int i = 0; i < rows; ++i) {
+    loss[i] = 0.01f * static_cast<float>(i % 17);
+    correct[i] = i % 11 == 0 ? -1 : i % 3 == 0;
+    if (correct[i] >= 0) loss_sum += loss[i], right += static_cast<unsigned long long>(correct[i]);
   }
+  const Buffer RL = upload(*gpu, loss, DType::f32), RC = gpu->allocate(rows * sizeof(int), "correct"),
+               S = gpu->allocate(sizeof(kernels::RowSums), "sums");
+  ASSERT_EQ(cudaMemcpy(RC.data(), correct.data(), rows * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+  for (int pass = 0; pass < 2; ++pass)  // sums accumulate
+    kernels::accumulate_rows(rows, RL.as<float>(), RC.as<int>(), S.as<kernels::RowSums>(), gpu->stream(),
+                             "test");
+  kernels::RowSums sums{};
+  ASSERT_EQ(cudaMemcpy(&sums, S.data(), sizeof sums, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sums.rows, 2u * rows);
+  EXPECT_EQ(sums.correct, 2 * right);
+  EXPECT_EQ(sums.bad_labels, 2u * ((rows + 10) / 11));
+  EXPECT_NEAR(sums.loss, 2 * loss_sum, 1e-9 * loss_sum);
 }
 
 TEST_P(GpuKernels, SgdUpdatesMasterWeightsAndTheWorkingCopy) {

@@ -180,5 +180,21 @@ TEST(SoftmaxCrossEntropyGradient, IsTheGradientOfTheMeanLoss) {
   EXPECT_LT(gradient_error(logits, grad, loss), kTolerance);
 }
 
+TEST(SoftmaxCrossEntropyGradient, IsTheGradientOfTheLabelSmoothedMeanLoss) {
+  const int n = 5, classes = 7;
+  const double smoothing = 0.2;
+  std::vector<double> logits = random_values(n * classes, 26, -3, 3);
+  const std::vector<std::int64_t> labels{0, 6, 3, 3, 1};
+  std::vector<double> grad(logits.size());
+  cpu::softmax_cross_entropy(n, classes, logits.data(), labels.data(), grad.data(), 1.0 / n, smoothing);
+  auto loss = [&] {
+    return cpu::softmax_cross_entropy<double>(n, classes, logits.data(), labels.data(), nullptr, 1.0,
+                                              smoothing)
+               .loss_sum /
+           n;
+  };
+  EXPECT_LT(gradient_error(logits, grad, loss), kTolerance);
+}
+
 }  // namespace
 }  // namespace conveyor::nn

@@ -136,6 +136,19 @@ TEST(SoftmaxCrossEntropy, EqualLogitsCostLogOfTheClassCount) {
   EXPECT_NEAR(r.loss_sum, 2 * std::log(4.0), 1e-6);
 }
 
+TEST(SoftmaxCrossEntropy, LabelSmoothingGivesWhatPyTorchGives) {
+  // F.cross_entropy(tensor([[2., 0., -1.]]), tensor([0]), label_smoothing=0.1) = 0.336513; the gradient is
+  // softmax - (0.9 one-hot + 0.1 / 3).
+  const std::vector<double> logits{2, 0, -1};
+  const std::vector<std::int64_t> labels{0};
+  std::vector<double> grad(3);
+  const auto r = cpu::softmax_cross_entropy(1, 3, logits.data(), labels.data(), grad.data(), 1.0, 0.1);
+  EXPECT_NEAR(r.loss_sum, 0.3365126862, 1e-9);
+  EXPECT_NEAR(grad[0], -0.0895385989, 1e-9);
+  EXPECT_NEAR(grad[1], 0.0808618661, 1e-9);
+  EXPECT_NEAR(grad[2], 0.0086767328, 1e-9);
+}
+
 TEST(SoftmaxCrossEntropy, CountsRowsWhoseLargestLogitIsTheLabel) {
   const std::vector<float> logits{5, 1, 0, 0, 1, 5};
   const std::vector<std::int64_t> labels{0, 0};

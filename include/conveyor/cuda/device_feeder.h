@@ -82,6 +82,10 @@ class DeviceFeeder {
   // (page-locked for a GPU) and the pipeline keeps room for the batches the feeder holds. Each DeviceBatch
   // of a range-for is released when the loop moves on. The feeder must outlive the iterator.
   DeviceBatchIterator feed(const BatchedDataset& dataset);
+  // The same from where an earlier iterator of `dataset` stood (BatchedDataset::begin(state)).
+  DeviceBatchIterator feed(const BatchedDataset& dataset, const IteratorState& state);
+  // `dataset` as feed() runs it: held_batches at least depth(), batches in memory this feeder copies fastest.
+  BatchedDataset fed(const BatchedDataset& dataset) const;
 
   // Waits until every copy has finished and every pinned batch has been given back.
   void synchronize();
@@ -106,6 +110,8 @@ class DeviceBatchIterator {
   // DeviceFeeder::stage().
   std::optional<DeviceBatch> next();
   PipelineStats stats() const { return batches_.stats(); }
+  // Where the pipeline stands after the last batch next() staged (BatchIterator::state()).
+  IteratorState state() const { return batches_.state(); }
 
   // Range-for support: `for (DeviceBatch& batch : feeder.feed(dataset))`. Each batch is released when the
   // loop moves on, before the next one is staged.

@@ -3,8 +3,9 @@
 // current image, written through sample.output() + publish() (so the last op of a chain writes straight
 // into the sample's batch slot) or in place through sample.mutable_image().
 //
-// Randomness comes only from Rng(sample.seed, <the op's stream below>): a sample's result never depends
-// on the thread that ran it. (Two instances of the same random op in one chain draw the same numbers.)
+// Randomness comes only from sample.rng(<the op's stream below>), that is Rng(sample.seed,
+// op_stream(stream::<op>, sample.op_position)): a sample's result never depends on the thread that ran
+// it, and two instances of the same random op in one chain (at two positions) draw independently.
 // Decoding ops keep one JpegDecoder per thread for its buffers; it holds no state between samples.
 // A decode failure throws DecodeError; the pipeline adds the path and the stage.
 #pragma once
@@ -20,7 +21,8 @@
 
 namespace conveyor::ops {
 
-// The Rng stream of each random op: its draws for a sample are Rng(sample.seed, stream::<op>).
+// The kind of each random op: its draws for a sample are Rng(sample.seed, op_stream(stream::<op>, position
+// of the op in the chain)) (conveyor/random.h).
 namespace stream {
 inline constexpr std::uint64_t random_resized_crop = 0x7272632d'00000001;
 inline constexpr std::uint64_t random_crop = 0x7263726f'00000002;

@@ -90,8 +90,9 @@ class DataParallelTrainer {
   void synchronize();
   std::size_t steps() const noexcept;
 
-  // A local replica: its placement, layers, step times, evaluate(), save() and load(). Its step() is the
-  // data-parallel step of that replica alone (all-reduces included): keep to this class's step().
+  // A local replica: its placement, layers, step times, evaluate(), save_checkpoint() and load_checkpoint().
+  // Its step() is the data-parallel step of that replica alone (all-reduces included): keep to this class's
+  // step().
   Trainer& replica(std::size_t i);
   // "data parallel over NCCL 2.x: rank 0 of 2, 1 replica here; 6 buckets ..." and replica 0's placement.
   std::string placement() const;

@@ -5,6 +5,8 @@
 //   trainer.warmup();                       // pays the first-step costs up front
 //   for (DeviceBatch& batch : feeder.feed(dataset)) trainer.step(batch);   // asynchronous on a GPU
 //   StepStats s = trainer.last_step();      // synchronises
+//   for (DeviceBatch& batch : feeder.feed(test_set)) trainer.add_to_evaluation(batch);   // asynchronous
+//   EvalResult r = trainer.take_evaluation();                                          // synchronises
 #pragma once
 
 #include <array>
@@ -18,6 +20,7 @@
 
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/image.h"
+#include "conveyor/iterator_state.h"
 
 namespace conveyor::train {
 
@@ -51,11 +54,60 @@ struct TrainerOptions {
   int width = 32;                      // small_resnet: channels of the first stage
   int blocks_per_stage = 2;            // small_resnet: BasicBlocks per stage
   double bn_momentum = 0.1, bn_epsilon = 1e-5;
-  bool cuda_graph = false;  // GPU: replay forward + backward + SGD as one CUDA graph captured at warm-up
+  // GPU: the step (forward, loss, backward, SGD) is captured at warm-up as one CUDA graph and replayed
+  // with one launch, and so is evaluation's forward pass (for full batches). Staging a batch (wait, labels,
+  // normalize) stays outside, since every batch sits in other memory. When capture fails, the trainer runs
+  // eagerly and warmup_report() says why. false: always eager.
+  bool cuda_graph = true;
   // GPU: convolution algorithms from cuDNN's heuristics, deterministic ones only, instead of the fastest
   // by timing (which can pick differently from one run to the next): the same options and batches give
   // the same numbers every run. Steps may be slower.
   bool deterministic = false;
+  // GPU: the timed choice of convolution algorithms is kept on disk and reused by the next trainer of the
+  // same shapes on the same GPU, driver, CUDA and cuDNN (cuDNN is asked again whether each entry is
+  // valid). Not used with `deterministic`, whose choice needs no timing.
+  bool algorithm_cache = true;
+  // Where: empty means $CONVEYOR_ALGORITHM_CACHE ("off" turns the cache off), else
+  // $XDG_CACHE_HOME/conveyor, else $HOME/.cache/conveyor.
+  std::filesystem::path algorithm_cache_dir;
+  // Training loss against (1 - s) x one-hot + s / classes (PyTorch's label_smoothing); evaluation's loss
+  // is plain cross-entropy.
+  double label_smoothing = 0;
+  // Evaluation classifies each image by the mean of its logits and those of its mirror image (test-time
+  // flip: one more forward pass per evaluated batch).
+  bool evaluate_flipped = false;
+};
+
+// What warmup() did and how long each part took.
+struct WarmupReport {
+  double seconds = 0;             // all of warmup()
+  double context_seconds = 0;     // GPU context, stream, cuDNN and cuBLAS handles (CPU: the thread pool)
+  double prepare_seconds = 0;     // every allocation and the choice of convolution algorithms
+  double first_step_seconds = 0;  // a throwaway step and evaluation (kernel loading, first-call costs)
+  double capture_seconds = 0;     // recording and instantiating the CUDA graphs
+  bool graph = false;             // steps and evaluation replay CUDA graphs
+  std::string graph_fallback;     // why not, when options.cuda_graph asked for them on a GPU
+  // The algorithm cache on disk (GPU, not deterministic). file is empty when no cache was used.
+  struct AlgorithmCache {
+    std::string file;
+    std::size_t loaded = 0;    // entries the file held for this GPU, driver, CUDA and cuDNN
+    std::size_t reused = 0;    // convolution shapes whose algorithms came from it
+    std::size_t searched = 0;  // shapes timed by cuDNN in this warm-up
+    std::size_t rejected = 0;  // entries cuDNN did not accept any more (searched again)
+    std::size_t warnings = 0;  // the file was unreadable, corrupt, written for another GPU/driver/cuDNN, or
+                               // could not be written; the trainer went on without it
+    std::vector<std::string> messages;  // the reason for each warning and rejection (the first 16)
+  } algorithm_cache;
+};
+
+// Where a training run stands besides its model: what a checkpoint keeps next to the weights so that a
+// resumed run takes exactly the steps the uninterrupted one would have taken.
+struct TrainingProgress {
+  std::uint64_t steps = 0;          // SGD steps taken since the run began
+  std::uint64_t epoch = 0;          // the epoch of the next step
+  std::uint64_t step_in_epoch = 0;  // steps of that epoch already taken
+  double learning_rate = 0;         // the trainer's, at the checkpoint (save fills it in)
+  IteratorState data = {};          // the training data's iterator after the batch of the last step
 };
 
 struct StepStats {
@@ -88,6 +140,8 @@ class Trainer {
   void warmup();
   // How long warmup() took, in seconds (0 before).
   double warmup_seconds() const noexcept;
+  // Its parts, the CUDA graphs and the algorithm cache.
+  const WarmupReport& warmup_report() const noexcept;
 
   // One SGD step on a full batch (batch.size() == options.batch). On a GPU it only enqueues: the step's
   // stream becomes a reader of the batch (conveyor::cuda::read_on), normalizes its uint8 pixels on the GPU
@@ -97,7 +151,13 @@ class Trainer {
   void set_learning_rate(double learning_rate);
   // Loss and accuracy of the last step (synchronises). Throws InvalidArgument if a label was out of range.
   StepStats last_step();
-  // Inference-mode batch norm on up to options.batch images; synchronises.
+  // Inference (batch norm on its running statistics) on up to options.batch images, counted into sums
+  // kept on the device: on a GPU it only enqueues, and the batch may be released when it returns.
+  void add_to_evaluation(const DeviceBatch& batch);
+  // The sums since the last take (synchronises), which start again from zero. Throws InvalidArgument if
+  // a label of those batches was out of range.
+  EvalResult take_evaluation();
+  // One batch on its own: add_to_evaluation(batch), then take_evaluation().
   EvalResult evaluate(const DeviceBatch& batch);
   void synchronize();
 
@@ -108,11 +168,16 @@ class Trainer {
   std::vector<double> step_times_ms();
   std::size_t steps() const noexcept;
 
-  // Checkpoint: a header with the model and every tensor's name and size, then weights, batch-norm
-  // statistics and momentum buffers (float32). load() throws InvalidArgument when the checkpoint belongs
-  // to another model, IoError when the file cannot be read or written.
-  void save(const std::filesystem::path& path) const;
-  void load(const std::filesystem::path& path);
+  // Checkpoint (src/train/checkpoint.h): `file` is JSON (model, options, progress, the data iterator's
+  // state, checksums) beside two safetensors files of the same stem: the weights and running statistics in
+  // PyTorch's names, shapes and layouts (torch's load_state_dict takes them), and the momentum buffers.
+  // Every file is written atomically, the JSON last. Saving on a GPU synchronises.
+  void save_checkpoint(const std::filesystem::path& file, const TrainingProgress& progress = {}) const;
+  // Restores weights, statistics, momentum and learning rate and returns the progress to go on from: the
+  // same steps as an uninterrupted run follow (bit for bit in deterministic mode). Throws IoError when a
+  // file is missing, InvalidArgument naming the file and the problem when one is truncated, damaged
+  // (checksum) or belongs to another model; the trainer is unchanged then.
+  TrainingProgress load_checkpoint(const std::filesystem::path& file);
 
   // "cuDNN on GPU 0 (NVIDIA H200), bf16 NHWC, ..." or "CPU reference, 16 threads, fp32 NHWC".
   std::string placement() const;

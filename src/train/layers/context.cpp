@@ -41,6 +41,8 @@ Context::Context(int device, DType dtype, std::size_t memory_limit_bytes)
 
 CudaContext& Context::cuda() const { return *cuda_; }
 void Context::set_deterministic_algorithms(bool on) { cuda_->set_deterministic_algorithms(on); }
+void Context::use_algorithm_cache(const std::filesystem::path& folder) { cuda_->use_algorithm_cache(folder); }
+AlgorithmCache* Context::algorithm_cache() const { return cuda_->algorithm_cache(); }
 cudaStream_t Context::stream() const { return cuda_->stream(); }
 #endif
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 namespace conveyor::nn {
 
 class CudaContext;
+class AlgorithmCache;
 
 // Zero-filled memory owned by a layer or a model: host memory on a CPU context, device memory from the
 // context's pool on a GPU context.
@@ -56,6 +58,10 @@ class Context {
   // Convolution algorithms by cuDNN's heuristics, deterministic ones only (TrainerOptions::deterministic);
   // set before the layers are prepared.
   void set_deterministic_algorithms(bool on);
+  // Timed convolution algorithms are read from and written to the cache of this GPU in `folder`
+  // (set before the layers are prepared). algorithm_cache() is null when none is in use.
+  void use_algorithm_cache(const std::filesystem::path& folder);
+  AlgorithmCache* algorithm_cache() const;
 #endif
   ~Context();
   Context(const Context&) = delete;

@@ -9,14 +9,6 @@
 namespace conveyor::nn {
 namespace {
 
-std::string shape_key(const ConvGeometry& g, DType type, bool backward_data) {
-  const Shape4& s = g.input;
-  return std::to_string(s.n) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w) + "x" +
-         std::to_string(s.c) + " k" + std::to_string(g.out_channels) + " r" + std::to_string(g.kernel) +
-         " s" + std::to_string(g.stride) + " p" + std::to_string(g.pad) + " " + to_string(type) +
-         (backward_data ? " +dgrad" : "");
-}
-
 // The first usable candidate: it ran (or cuDNN expects it to), fits the workspace budget and, when asked,
 // is deterministic. cudnnFind*Ex sorts by measured time, cudnnGet*_v7 by cuDNN's expectation.
 template <class Perf>
@@ -29,6 +21,22 @@ const Perf& first_usable(const Perf* perf, int count, std::size_t budget, bool d
   throw DeviceError(layer + ": cuDNN has no " + (deterministic_only ? "deterministic " : "") + what +
                     " algorithm for this shape and precision (" + std::to_string(count) +
                     " candidates, workspace budget " + std::to_string(budget) + " bytes)");
+}
+
+// Whether cuDNN's heuristics (cudnnGet*_v7, which list every algorithm of the direction with its status
+// for these descriptors) report `choice`'s algorithm as supported, and its math type is one cuDNN has. The
+// pair itself is then put to cuDNN by asking for its workspace with that math type set (what a search
+// returned runs that way: the layer sets each direction's math type to the one its search reported).
+template <class Perf>
+bool listed_as_supported(const Perf* perf, int count, const AlgorithmChoice& choice) {
+  const int m = choice.math;
+  if (m != CUDNN_DEFAULT_MATH && m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+      m != CUDNN_FMA_MATH)
+    return false;
+  for (int i = 0; i < count; ++i)
+    if (static_cast<int>(perf[i].algo) == choice.algorithm && perf[i].status == CUDNN_STATUS_SUCCESS)
+      return true;
+  return false;
 }
 
 }  // namespace
@@ -44,88 +52,61 @@ ConvCudnn::ConvCudnn(CudaContext& cuda, std::string name, const ConvGeometry& ge
   CONVEYOR_CUDNN(cudnnSetFilter4dDescriptor(w_desc_.get(), cudnn_type(dtype_), CUDNN_TENSOR_NHWC,
                                             g.out_channels, g.input.c, g.kernel, g.kernel),
                  name_);
-  // Accumulation in fp32 for every storage type (cuDNN's PSEUDO_HALF / BFLOAT16 configurations).
-  const cudnnMathType_t math = dtype_ == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
-  for (const ConvolutionDescriptor* d : {&forward_desc_, &backward_data_desc_, &backward_filter_desc_}) {
+  for (const ConvolutionDescriptor* d : {&forward_desc_, &backward_data_desc_, &backward_filter_desc_})
     CONVEYOR_CUDNN(cudnnSetConvolution2dDescriptor(d->get(), g.pad, g.pad, g.stride, g.stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                    name_);
+  reset_math_types();
+}
+
+void ConvCudnn::reset_math_types() {
+  // Accumulation in fp32 for every storage type (cuDNN's PSEUDO_HALF / BFLOAT16 configurations).
+  const cudnnMathType_t math = dtype_ == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  for (const ConvolutionDescriptor* d : {&forward_desc_, &backward_data_desc_, &backward_filter_desc_})
     CONVEYOR_CUDNN(cudnnSetConvolutionMathType(d->get(), math), name_);
-  }
 }
 
 void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y,
                                   const Tensor& dx, void* dw) {
-  auto& cache = cuda.conv_algorithms();
-  const std::string key = shape_key(geometry_, dtype_, needs_input_grad_);
-  if (const auto found = cache.find(key); found != cache.end()) {
+  auto& memory = cuda.conv_algorithms();
+  const std::string key = convolution_key(geometry_, dtype_, needs_input_grad_);
+  // Deterministic choices come from cuDNN's heuristics, which are quick and need no cache.
+  AlgorithmCache* disk = cuda.deterministic_algorithms() ? nullptr : cuda.algorithm_cache();
+  if (const auto found = memory.find(key); found != memory.end()) {
     algorithms_ = found->second;
   } else {
-    const auto [scratch, budget] = cuda.search_workspace();
-    // Deterministic: cuDNN's heuristic order, which depends only on the shape and the card, so every run
-    // takes the same algorithms. Otherwise: timed on these tensors, the fastest that fits.
-    const bool heuristic = cuda.deterministic_algorithms();
-    ConvAlgorithms& a = algorithms_;
-    {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int count = 0;
-      if (heuristic) {
-        CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
-                                                              forward_desc_.get(), y_desc_.get(),
-                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
-                       name_ + " (algorithm heuristics, forward)");
-      } else {
-        CONVEYOR_CUDNN(
-            cudnnFindConvolutionForwardAlgorithmEx(
-                cuda.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w, forward_desc_.get(), y_desc_.get(),
-                y.data, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, scratch, budget),
-            name_ + " (algorithm search, forward)");
+    std::optional<ConvAlgorithms> chosen;
+    if (disk) {
+      if (const ConvolutionChoices* cached = disk->find(key)) {
+        std::string why;
+        bool refused = false;
+        chosen = accept_cached(cuda, *cached, cuda.workspace_budget(), why, refused);
+        if (chosen)
+          ++disk->counts().reused;
+        else if (refused)
+          disk->reject(key, name_ + " (" + key + "): " + why);
       }
-      const auto& best = first_usable(perf, count, budget, heuristic, name_, "forward");
-      a.forward = best.algo, a.forward_math = best.mathType, a.forward_bytes = best.memory;
-      a.forward_ms = heuristic ? -1.f : best.time;
     }
-    {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int count = 0;
-      if (heuristic) {
-        CONVEYOR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                           cuda.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(),
-                           w_desc_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
-                       name_ + " (algorithm heuristics, backward filter)");
-      } else {
-        // y stands in for dy: same shape, and only the timing matters here.
-        CONVEYOR_CUDNN(
-            cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                cuda.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
-                w_desc_.get(), dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, scratch, budget),
-            name_ + " (algorithm search, backward filter)");
+    if (!chosen) {
+      chosen = search(cuda, x, w, y, dx, dw);
+      if (disk) {
+        ++disk->counts().searched;
+        ConvolutionChoices c;
+        c.forward = {static_cast<int>(chosen->forward), static_cast<int>(chosen->forward_math),
+                     chosen->forward_bytes, chosen->forward_ms};
+        c.backward_filter = {static_cast<int>(chosen->backward_filter),
+                             static_cast<int>(chosen->backward_filter_math), chosen->backward_filter_bytes,
+                             chosen->backward_filter_ms};
+        if (chosen->has_backward_data)
+          c.backward_data = AlgorithmChoice{static_cast<int>(chosen->backward_data),
+                                            static_cast<int>(chosen->backward_data_math),
+                                            chosen->backward_data_bytes, chosen->backward_data_ms};
+        c.search_budget = cuda.workspace_budget();
+        disk->store(key, c);
       }
-      const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-filter");
-      a.backward_filter = best.algo, a.backward_filter_math = best.mathType;
-      a.backward_filter_bytes = best.memory, a.backward_filter_ms = heuristic ? -1.f : best.time;
     }
-    if (needs_input_grad_) {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int count = 0;
-      if (heuristic) {
-        CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                           cuda.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(),
-                           x_desc_.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
-                       name_ + " (algorithm heuristics, backward data)");
-      } else {
-        CONVEYOR_CUDNN(
-            cudnnFindConvolutionBackwardDataAlgorithmEx(
-                cuda.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(),
-                x_desc_.get(), dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
-            name_ + " (algorithm search, backward data)");
-      }
-      const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-data");
-      a.backward_data = best.algo, a.backward_data_math = best.mathType;
-      a.backward_data_bytes = best.memory, a.backward_data_ms = heuristic ? -1.f : best.time;
-      a.has_backward_data = true;
-    }
-    cache.emplace(key, a);
+    algorithms_ = *chosen;
+    memory.emplace(key, algorithms_);
   }
   // fp32 stays on FMA math whatever the search reports, so that no direction silently uses TF32.
   if (dtype_ != DType::f32) {
@@ -139,6 +120,183 @@ void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void
   cuda.require_workspace(std::max({algorithms_.forward_bytes, algorithms_.backward_filter_bytes,
                                    needs_input_grad_ ? algorithms_.backward_data_bytes : std::size_t{0}}));
   ready_ = true;
+}
+
+std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const ConvolutionChoices& cached,
+                                                       std::size_t budget, std::string& why, bool& refused) {
+  refused = false;
+  if (cached.backward_data.has_value() != needs_input_grad_) {
+    refused = true;
+    why = "the entry does not have the directions this layer runs";
+    return std::nullopt;
+  }
+  if (cached.search_budget < budget) {
+    why = "searched with " + std::to_string(cached.search_budget) + " bytes of workspace, " +
+          std::to_string(budget) + " available now";
+    return std::nullopt;
+  }
+  // 16-bit types run the math type the search reported; fp32 stays on FMA math (no TF32) whatever was stored.
+  auto math_for = [&](const AlgorithmChoice& c) {
+    return dtype_ != DType::f32 ? static_cast<cudnnMathType_t>(c.math) : CUDNN_FMA_MATH;
+  };
+  ConvAlgorithms a;
+  a.from_disk = true;
+  std::string problem;
+  auto check = [&](const char* direction, bool listed, const AlgorithmChoice& c, cudnnStatus_t sized,
+                   std::size_t bytes) {
+    if (!problem.empty()) return;
+    if (!listed)
+      problem = std::string(direction) + " algorithm " + std::to_string(c.algorithm) + " (math " +
+                std::to_string(c.math) +
+                ") is not one cuDNN lists as supported for this shape, or the math type is unknown";
+    else if (sized != CUDNN_STATUS_SUCCESS)
+      problem = std::string(direction) + " algorithm " + std::to_string(c.algorithm) +
+                ": cuDNN sizes no workspace for it (" + cudnnGetErrorString(sized) + ")";
+    else if (bytes > budget)
+      why = std::string(direction) + " algorithm " + std::to_string(c.algorithm) + " needs " +
+            std::to_string(bytes) + " bytes of workspace, " + std::to_string(budget) + " available now";
+  };
+  {
+    cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+                                                          forward_desc_.get(), y_desc_.get(),
+                                                          2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+                   name_ + " (checking cached algorithms, forward)");
+    const AlgorithmChoice& c = cached.forward;
+    const bool listed = listed_as_supported(perf, count, c);
+    cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
+    if (listed) {
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), math_for(c)), name_);
+      a.forward = static_cast<cudnnConvolutionFwdAlgo_t>(c.algorithm);
+      a.forward_math = math_for(c);
+      sized = cudnnGetConvolutionForwardWorkspaceSize(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+                                                      forward_desc_.get(), y_desc_.get(), a.forward,
+                                                      &a.forward_bytes);
+      a.forward_ms = c.ms;
+    }
+    check("forward", listed, c, sized, a.forward_bytes);
+  }
+  {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int count = 0;
+    CONVEYOR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                       cuda.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(), w_desc_.get(),
+                       2 * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
+                   name_ + " (checking cached algorithms, backward filter)");
+    const AlgorithmChoice& c = cached.backward_filter;
+    const bool listed = listed_as_supported(perf, count, c);
+    cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
+    if (listed) {
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_filter_desc_.get(), math_for(c)), name_);
+      a.backward_filter = static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algorithm);
+      a.backward_filter_math = math_for(c);
+      sized = cudnnGetConvolutionBackwardFilterWorkspaceSize(cuda.cudnn(), x_desc_.get(), y_desc_.get(),
+                                                             backward_filter_desc_.get(), w_desc_.get(),
+                                                             a.backward_filter, &a.backward_filter_bytes);
+      a.backward_filter_ms = c.ms;
+    }
+    check("backward-filter", listed, c, sized, a.backward_filter_bytes);
+  }
+  if (needs_input_grad_) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+    CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                       cuda.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(), x_desc_.get(),
+                       2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                   name_ + " (checking cached algorithms, backward data)");
+    const AlgorithmChoice& c = *cached.backward_data;
+    const bool listed = listed_as_supported(perf, count, c);
+    cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
+    if (listed) {
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_data_desc_.get(), math_for(c)), name_);
+      a.backward_data = static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algorithm);
+      a.backward_data_math = math_for(c);
+      sized = cudnnGetConvolutionBackwardDataWorkspaceSize(cuda.cudnn(), w_desc_.get(), y_desc_.get(),
+                                                           backward_data_desc_.get(), x_desc_.get(),
+                                                           a.backward_data, &a.backward_data_bytes);
+      a.backward_data_ms = c.ms;
+    }
+    check("backward-data", listed, c, sized, a.backward_data_bytes);
+    a.has_backward_data = true;
+  }
+  reset_math_types();  // choose_algorithms() sets the chosen ones; a search must start from these
+  if (!problem.empty()) {
+    refused = true;
+    why = problem;
+    return std::nullopt;
+  }
+  if (!why.empty()) return std::nullopt;  // fits no more: not wrong, only too large for now
+  return a;
+}
+
+ConvAlgorithms ConvCudnn::search(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y,
+                                 const Tensor& dx, void* dw) {
+  const auto [scratch, budget] = cuda.search_workspace();
+  // Deterministic: cuDNN's heuristic order, which depends only on the shape and the card, so every run
+  // takes the same algorithms. Otherwise: timed on these tensors, the fastest that fits.
+  const bool heuristic = cuda.deterministic_algorithms();
+  ConvAlgorithms a;
+  {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    if (heuristic) {
+      CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+                                                            forward_desc_.get(), y_desc_.get(),
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+                     name_ + " (algorithm heuristics, forward)");
+    } else {
+      CONVEYOR_CUDNN(
+          cudnnFindConvolutionForwardAlgorithmEx(
+              cuda.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w, forward_desc_.get(), y_desc_.get(),
+              y.data, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, scratch, budget),
+          name_ + " (algorithm search, forward)");
+    }
+    const auto& best = first_usable(perf, count, budget, heuristic, name_, "forward");
+    a.forward = best.algo, a.forward_math = best.mathType, a.forward_bytes = best.memory;
+    a.forward_ms = heuristic ? -1.f : best.time;
+  }
+  {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int count = 0;
+    if (heuristic) {
+      CONVEYOR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                         cuda.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(),
+                         w_desc_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
+                     name_ + " (algorithm heuristics, backward filter)");
+    } else {
+      // y stands in for dy: same shape, and only the timing matters here.
+      CONVEYOR_CUDNN(
+          cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              cuda.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
+              w_desc_.get(), dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, scratch, budget),
+          name_ + " (algorithm search, backward filter)");
+    }
+    const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-filter");
+    a.backward_filter = best.algo, a.backward_filter_math = best.mathType;
+    a.backward_filter_bytes = best.memory, a.backward_filter_ms = heuristic ? -1.f : best.time;
+  }
+  if (needs_input_grad_) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+    if (heuristic) {
+      CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                         cuda.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(), x_desc_.get(),
+                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                     name_ + " (algorithm heuristics, backward data)");
+    } else {
+      CONVEYOR_CUDNN(
+          cudnnFindConvolutionBackwardDataAlgorithmEx(
+              cuda.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(), x_desc_.get(),
+              dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
+          name_ + " (algorithm search, backward data)");
+    }
+    const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-data");
+    a.backward_data = best.algo, a.backward_data_math = best.mathType;
+    a.backward_data_bytes = best.memory, a.backward_data_ms = heuristic ? -1.f : best.time;
+    a.has_backward_data = true;
+  }
+  return a;
 }
 
 void ConvCudnn::require_ready() const {
@@ -176,12 +334,13 @@ void ConvCudnn::backward_filter(CudaContext& cuda, const Tensor& x, const Tensor
 }
 
 std::string ConvCudnn::describe() const {
-  const auto one = [](const char* what, int algo, float ms) {
+  const char* origin = algorithms_.from_disk ? ", cached" : "";
+  const auto one = [origin](const char* what, int algo, float ms) {
     char text[96];
     if (ms < 0)
       std::snprintf(text, sizeof text, "%s algo %d (heuristic, deterministic)", what, algo);
     else
-      std::snprintf(text, sizeof text, "%s algo %d (%.3f ms)", what, algo, ms);
+      std::snprintf(text, sizeof text, "%s algo %d (%.3f ms%s)", what, algo, ms, origin);
     return std::string(text);
   };
   const ConvAlgorithms& a = algorithms_;

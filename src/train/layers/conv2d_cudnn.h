@@ -1,7 +1,9 @@
 // The cuDNN twin of Conv2d: descriptors for NHWC activations and KRSC filters, and one algorithm per
-// direction chosen at warm-up by timing the candidates with cudnnFind*Ex on the real buffers.
+// direction chosen at warm-up by timing the candidates with cudnnFind*Ex on the real buffers, or taken
+// from the algorithm cache on disk once cuDNN has accepted it again for this shape.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "src/train/layers/cuda_context.h"
@@ -12,8 +14,9 @@ class ConvCudnn {
  public:
   ConvCudnn(CudaContext& cuda, std::string name, const ConvGeometry& geometry, bool needs_input_grad);
 
-  // Looks the shape up in the context's cache or times every algorithm (16-bit types may use tensor
-  // cores; fp32 is restricted to FMA math, so no TF32), then reserves the chosen algorithms' workspace.
+  // Looks the shape up in the context's memory, then in its algorithm cache on disk, or times every
+  // algorithm (16-bit types may use tensor cores; fp32 is restricted to FMA math, so no TF32), then
+  // reserves the chosen algorithms' workspace.
   void choose_algorithms(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y, const Tensor& dx,
                          void* dw);
 
@@ -25,6 +28,15 @@ class ConvCudnn {
 
  private:
   void require_ready() const;
+  ConvAlgorithms search(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y, const Tensor& dx,
+                        void* dw);
+  // The cached choices when cuDNN lists each algorithm as supported for this shape and sizes its workspace,
+  // in the cached math type, within `budget`. Otherwise nullopt, with `why` and `refused` (true: cuDNN does
+  // not accept the entry; false: it only does not fit the room there is now). Leaves the descriptors'
+  // math types as the constructor set them.
+  std::optional<ConvAlgorithms> accept_cached(CudaContext& cuda, const ConvolutionChoices& cached,
+                                              std::size_t budget, std::string& why, bool& refused);
+  void reset_math_types();
   std::string name_;
   ConvGeometry geometry_;
   DType dtype_;

@@ -48,6 +48,13 @@ CudaContext::CudaContext(int device, DType dtype, std::size_t memory_limit_bytes
   cudaDeviceProp props{};
   CONVEYOR_CUDA(cudaGetDeviceProperties(&props, device), "CudaContext");
   device_name_ = props.name;
+  environment_.gpu = props.name;
+  environment_.compute_major = props.major;
+  environment_.compute_minor = props.minor;
+  environment_.sm_count = props.multiProcessorCount;
+  CONVEYOR_CUDA(cudaDriverGetVersion(&environment_.driver), "CudaContext");
+  CONVEYOR_CUDA(cudaRuntimeGetVersion(&environment_.runtime), "CudaContext");
+  environment_.cudnn = static_cast<long long>(cudnnGetVersion());
   CONVEYOR_CUDNN(cudnnCreate(&cudnn_), "CudaContext");
   CONVEYOR_CUDNN(cudnnSetStream(cudnn_, stream_.get()), "CudaContext");
   CONVEYOR_CUBLAS(cublasCreate(&cublas_), "CudaContext");
@@ -79,20 +86,29 @@ void CudaContext::allocate_workspace() {
   workspace_ = pool_.allocate(workspace_needed_, stream_.get(), "cuDNN workspace shared by the layers");
 }
 
-std::pair<void*, std::size_t> CudaContext::search_workspace() {
-  if (!search_) {
-    std::size_t left = 0;
-    if (pool_.limit()) {
-      left = pool_.limit() > pool_.in_use() ? pool_.limit() - pool_.in_use() : 0;
-    } else {
-      std::size_t free_bytes = 0, total_bytes = 0;
-      CONVEYOR_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "cuDNN algorithm search");
-      left = free_bytes;
-    }
-    const std::size_t bytes = std::min<std::size_t>(left / 2, std::size_t{1} << 30) & ~std::size_t{255};
-    search_ = pool_.allocate(bytes, stream_.get(), "cuDNN algorithm search scratch");
+std::size_t CudaContext::workspace_budget() {
+  // Fixed at its first use, so that a warm-up that reuses cached choices judges them against the room a
+  // search would have had (with the search's scratch allocated, later measures would differ).
+  if (workspace_budget_) return *workspace_budget_;
+  std::size_t left = 0;
+  if (pool_.limit()) {
+    left = pool_.limit() > pool_.in_use() ? pool_.limit() - pool_.in_use() : 0;
+  } else {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CONVEYOR_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "cuDNN algorithm search");
+    left = free_bytes;
   }
+  workspace_budget_ = std::min<std::size_t>(left / 2, std::size_t{1} << 30) & ~std::size_t{255};
+  return *workspace_budget_;
+}
+
+std::pair<void*, std::size_t> CudaContext::search_workspace() {
+  if (!search_) search_ = pool_.allocate(workspace_budget(), stream_.get(), "cuDNN algorithm search scratch");
   return {search_.data(), search_.bytes()};
+}
+
+void CudaContext::use_algorithm_cache(const std::filesystem::path& folder) {
+  algorithm_cache_ = std::make_unique<AlgorithmCache>(folder, environment_);
 }
 
 }  // namespace conveyor::nn

@@ -1,6 +1,7 @@
 // The GPU side of a Context: device, memory pool, stream, cuDNN and cuBLAS handles, the workspace the
-// layers share, and the cache of convolution algorithms chosen at warm-up. Also the RAII owners of cuDNN
-// descriptors. Only sources compiled with cuDNN include this header.
+// layers share, the convolution algorithms chosen at warm-up (per shape in memory, and optionally on disk
+// across processes). Also the RAII owners of cuDNN descriptors. Only sources compiled with cuDNN include
+// this header.
 //
 // cuDNN 9 marks the legacy (non-graph) API used here as deprecated. It still ships in libcudnn_ops /
 // libcudnn_cnn, is far simpler than the graph API for a fixed set of layers, and its deprecation
@@ -10,13 +11,16 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "src/device/cuda_handles.h"
 #include "src/device/device_memory.h"
+#include "src/train/layers/algorithm_cache.h"
 #include "src/train/layers/cudnn_check.h"
 #include "src/train/layers/tensor.h"
 
@@ -57,7 +61,8 @@ cudaDataType_t cublas_type(DType type) noexcept;
 // A fully packed NHWC descriptor of `shape`.
 TensorDescriptor make_nhwc_descriptor(const Shape4& shape, DType type, const std::string& layer);
 
-// The algorithms one convolution shape runs with, chosen once by timing (cudnnFind*Ex).
+// The algorithms one convolution shape runs with, chosen once by timing (cudnnFind*Ex), by cuDNN's
+// heuristics (deterministic), or taken from the algorithm cache on disk after cuDNN accepted them again.
 struct ConvAlgorithms {
   cudnnConvolutionFwdAlgo_t forward{};
   cudnnConvolutionBwdDataAlgo_t backward_data{};
@@ -66,6 +71,7 @@ struct ConvAlgorithms {
   std::size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
   float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0;  // negative: not timed (heuristics)
   bool has_backward_data = false;
+  bool from_disk = false;  // reused from the algorithm cache file
 };
 
 class CudaContext {
@@ -90,8 +96,11 @@ class CudaContext {
   void* workspace() const noexcept { return workspace_.data(); }
   std::size_t workspace_bytes() const noexcept { return workspace_.bytes(); }
 
-  // Scratch for cudnnFind*Ex while it times candidate algorithms (algorithms needing more are skipped):
-  // up to 1 GiB, at most half of what the limit or the card has left. Freed by release_search_workspace().
+  // The most workspace one algorithm may take: up to 1 GiB, at most half of what the limit or the card
+  // has left when it is first asked for.
+  std::size_t workspace_budget();
+  // Scratch of workspace_budget() bytes for cudnnFind*Ex while it times candidate algorithms (algorithms
+  // needing more are skipped). Freed by release_search_workspace().
   std::pair<void*, std::size_t> search_workspace();
   void release_search_workspace() noexcept { search_.reset(); }
 
@@ -101,6 +110,14 @@ class CudaContext {
   // (set before the layers are prepared; TrainerOptions::deterministic).
   void set_deterministic_algorithms(bool on) noexcept { deterministic_algorithms_ = on; }
   bool deterministic_algorithms() const noexcept { return deterministic_algorithms_; }
+
+  // GPU, driver, CUDA runtime and cuDNN: what an algorithm choice is valid for.
+  const AlgorithmEnvironment& environment() const noexcept { return environment_; }
+  // Timed choices are read from and written to the cache file of this environment in `folder` (set
+  // before the layers are prepared; not used with deterministic algorithms). Null when not in use.
+  void use_algorithm_cache(const std::filesystem::path& folder);
+  AlgorithmCache* algorithm_cache() noexcept { return algorithm_cache_.get(); }
+  const AlgorithmCache* algorithm_cache() const noexcept { return algorithm_cache_.get(); }
 
  private:
   int device_;
@@ -114,8 +131,11 @@ class CudaContext {
   cuda::DeviceBuffer workspace_;
   cuda::DeviceBuffer search_;
   std::size_t workspace_needed_ = 0;
+  std::optional<std::size_t> workspace_budget_;
   std::map<std::string, ConvAlgorithms> conv_algorithms_;
   bool deterministic_algorithms_ = false;
+  AlgorithmEnvironment environment_;
+  std::unique_ptr<AlgorithmCache> algorithm_cache_;
 };
 
 }  // namespace conveyor::nn

@@ -84,7 +84,7 @@ void linear_backward_weights(int n, int in, int out, const T* x, const T* dy, T*
 
 template <class T>
 CrossEntropyResult softmax_cross_entropy(int n, int classes, const T* logits, const std::int64_t* labels,
-                                         T* dlogits, double grad_scale) {
+                                         T* dlogits, double grad_scale, double label_smoothing) {
   for (int i = 0; i < n; ++i)
     if (labels[i] < 0 || labels[i] >= classes)
       throw InvalidArgument("label " + std::to_string(labels[i]) + " of row " + std::to_string(i) +
@@ -97,15 +97,23 @@ CrossEntropyResult softmax_cross_entropy(int n, int classes, const T* logits, co
       const auto label = static_cast<int>(labels[i]);
       const int best = static_cast<int>(std::max_element(z, z + classes) - z);
       const double top = z[best];
-      double sum = 0;
-      for (int k = 0; k < classes; ++k) sum += std::exp(static_cast<double>(z[k]) - top);
-      row_loss[i] = std::log(sum) + top - static_cast<double>(z[label]);
+      double sum = 0, logit_sum = 0;
+      for (int k = 0; k < classes; ++k) {
+        sum += std::exp(static_cast<double>(z[k]) - top);
+        logit_sum += static_cast<double>(z[k]);
+      }
+      // -log p_k = log(sum) + top - z_k; the smoothed target spreads label_smoothing evenly over all k.
+      const double log_partition = std::log(sum) + top, s = label_smoothing;
+      row_loss[i] = (1 - s) * (log_partition - static_cast<double>(z[label])) +
+                    s * (log_partition - logit_sum / classes);
       row_correct[i] = best == label;
-      if (dlogits)
+      if (dlogits) {
+        const double off = s / classes, on = 1 - s + off;
         for (int k = 0; k < classes; ++k) {
           const double p = std::exp(static_cast<double>(z[k]) - top) / sum;
-          dlogits[i * classes + k] = static_cast<T>((p - (k == label ? 1.0 : 0.0)) * grad_scale);
+          dlogits[i * classes + k] = static_cast<T>((p - (k == label ? on : off)) * grad_scale);
         }
+      }
     }
   });
   CrossEntropyResult result;
@@ -129,14 +137,15 @@ void sgd_update(std::size_t count, const T* grad, T* weight, T* velocity, const 
   });
 }
 
-#define CONVEYOR_INSTANTIATE(T)                                                                              \
-  template void relu_forward<T>(std::size_t, const T*, T*);                                                  \
-  template void relu_backward<T>(std::size_t, const T*, const T*, T*);                                       \
-  template void add_relu_forward<T>(std::size_t, const T*, const T*, T*);                                    \
-  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*);                          \
-  template void linear_backward_data<T>(int, int, int, const T*, const T*, T*);                              \
-  template void linear_backward_weights<T>(int, int, int, const T*, const T*, T*, T*);                       \
-  template CrossEntropyResult softmax_cross_entropy<T>(int, int, const T*, const std::int64_t*, T*, double); \
+#define CONVEYOR_INSTANTIATE(T)                                                                             \
+  template void relu_forward<T>(std::size_t, const T*, T*);                                                 \
+  template void relu_backward<T>(std::size_t, const T*, const T*, T*);                                      \
+  template void add_relu_forward<T>(std::size_t, const T*, const T*, T*);                                   \
+  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*);                         \
+  template void linear_backward_data<T>(int, int, int, const T*, const T*, T*);                             \
+  template void linear_backward_weights<T>(int, int, int, const T*, const T*, T*, T*);                      \
+  template CrossEntropyResult softmax_cross_entropy<T>(int, int, const T*, const std::int64_t*, T*, double, \
+                                                       double);                                             \
   template void sgd_update<T>(std::size_t, const T*, T*, T*, const SgdHyper&);
 CONVEYOR_INSTANTIATE(float)
 CONVEYOR_INSTANTIATE(double)

@@ -85,7 +85,50 @@ __global__ void convert_kernel(std::size_t count, const float* __restrict__ src,
     dst[e] = from_float<T>(src[e]);
 }
 
+// One thread per pixel of the left half: swaps its c channels with those of its mirror pixel.
+template <class T>
+__global__ void mirror_width_kernel(int n, int h, int w, int c, T* data) {
+  const int half = w / 2;
+  const std::size_t pixels = static_cast<std::size_t>(n) * h * half;
+  for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; e < pixels;
+       e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t row = e / static_cast<std::size_t>(half);
+    const int x = static_cast<int>(e % static_cast<std::size_t>(half));
+    T* left = data + (row * w + x) * c;
+    T* right = data + (row * w + (w - 1 - x)) * c;
+    for (int k = 0; k < c; ++k) {
+      const T t = left[k];
+      left[k] = right[k];
+      right[k] = t;
+    }
+  }
+}
+
+__global__ void average_kernel(std::size_t count, float* __restrict__ x, const float* __restrict__ y) {
+  for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; e < count;
+       e += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    x[e] = 0.5f * (x[e] + y[e]);
+}
+
 }  // namespace
+
+void mirror_width(DType type, int n, int h, int w, int c, void* data, cudaStream_t stream,
+                  const std::string& layer) {
+  const std::size_t pixels = static_cast<std::size_t>(n) * h * (w / 2);
+  if (pixels == 0) return;
+  dispatch(type, [&]<class T>() {
+    mirror_width_kernel<T>
+        <<<grid_for(pixels, kThreads), kThreads, 0, stream>>>(n, h, w, c, static_cast<T*>(data));
+  });
+  CONVEYOR_CUDA(cudaGetLastError(), layer + " (mirror image)");
+}
+
+void average_into(std::size_t count, float* x, const float* y, cudaStream_t stream,
+                  const std::string& layer) {
+  if (count == 0) return;
+  average_kernel<<<grid_for(count, kThreads), kThreads, 0, stream>>>(count, x, y);
+  CONVEYOR_CUDA(cudaGetLastError(), layer + " (mean of two passes)");
+}
 
 void relu_forward(DType type, std::size_t count, const void* x, void* y, cudaStream_t stream,
                   const std::string& layer) {

@@ -30,12 +30,31 @@ void add_bias(int n, int out, const float* bias, float* y, cudaStream_t stream, 
 void column_sums(DType type, int n, int out, const void* m, float* sums, cudaStream_t stream,
                  const std::string& layer);
 
-// Softmax cross-entropy of the first valid_rows of n rows of float logits: row_loss[i], row_correct[i]
-// (1 when the arg-max is the label, -1 when the label is outside [0, classes)), and, when dlogits is not
-// null, dlogits = (softmax - one_hot) * grad_scale in `type` (rows past valid_rows get zeros).
+// Softmax cross-entropy of the first valid_rows of n rows of float logits against the target
+// (1 - smoothing) x one_hot + smoothing / classes: row_loss[i], row_correct[i] (1 when the arg-max is the
+// label, -1 when the label is outside [0, classes)), and, when dlogits is not null,
+// dlogits = (softmax - target) * grad_scale in `type` (rows past valid_rows get zeros).
 void softmax_cross_entropy(DType type, int n, int valid_rows, int classes, const float* logits,
-                           const std::int64_t* labels, float grad_scale, void* dlogits, float* row_loss,
-                           int* row_correct, cudaStream_t stream, const std::string& layer);
+                           const std::int64_t* labels, float smoothing, float grad_scale, void* dlogits,
+                           float* row_loss, int* row_correct, cudaStream_t stream, const std::string& layer);
+
+// x[i] = (x[i] + y[i]) / 2 for float32 arrays (averaging two passes' logits).
+void average_into(std::size_t count, float* x, const float* y, cudaStream_t stream, const std::string& layer);
+// Mirrors every image of an n x h x w x c tensor in `type` left-right, in place.
+void mirror_width(DType type, int n, int h, int w, int c, void* data, cudaStream_t stream,
+                  const std::string& layer);
+
+// Running sums of evaluated rows, in device memory.
+struct RowSums {
+  double loss;
+  unsigned long long correct;
+  unsigned long long rows;
+  unsigned long long bad_labels;  // rows whose label was outside [0, classes) (row_correct -1)
+};
+// Adds the first `rows` entries of row_loss and row_correct (softmax_cross_entropy's) to *sums, in stream
+// order (one block: no atomics, the same sums every run).
+void accumulate_rows(int rows, const float* row_loss, const int* row_correct, RowSums* sums,
+                     cudaStream_t stream, const std::string& layer);
 
 // Hyper-parameters the SGD kernel reads from device memory, so that a captured CUDA graph sees changes.
 struct SgdDeviceHyper {

@@ -89,12 +89,12 @@ SoftmaxCrossEntropy::SoftmaxCrossEntropy(std::string name, int batch, int classe
 
 void SoftmaxCrossEntropy::forward_backward(Context& ctx, const float* logits, const std::int64_t* labels,
                                            int valid_rows, float grad_scale, void* dlogits, float* row_loss,
-                                           int* row_correct) const {
+                                           int* row_correct, float label_smoothing) const {
   if (valid_rows < 0 || valid_rows > batch_) throw InvalidArgument(name_ + ": more rows than the batch");
 #ifdef CONVEYOR_HAVE_CUDA
   if (ctx.on_gpu()) {
-    kernels::softmax_cross_entropy(ctx.dtype(), batch_, valid_rows, classes_, logits, labels, grad_scale,
-                                   dlogits, row_loss, row_correct, ctx.stream(), name_);
+    kernels::softmax_cross_entropy(ctx.dtype(), batch_, valid_rows, classes_, logits, labels, label_smoothing,
+                                   grad_scale, dlogits, row_loss, row_correct, ctx.stream(), name_);
     return;
   }
 #endif
@@ -108,8 +108,8 @@ void SoftmaxCrossEntropy::forward_backward(Context& ctx, const float* logits, co
       row_correct[i] = -1;
       continue;
     }
-    const cpu::CrossEntropyResult r = cpu::softmax_cross_entropy(1, classes_, logits + row, labels + i,
-                                                                 grad ? grad + row : nullptr, grad_scale);
+    const cpu::CrossEntropyResult r = cpu::softmax_cross_entropy(
+        1, classes_, logits + row, labels + i, grad ? grad + row : nullptr, grad_scale, label_smoothing);
     row_loss[i] = static_cast<float>(r.loss_sum);
     row_correct[i] = static_cast<int>(r.correct);
   }

@@ -36,12 +36,14 @@ class SoftmaxCrossEntropy {
  public:
   SoftmaxCrossEntropy(std::string name, int batch, int classes);
 
-  // For each of the first valid_rows rows: row_loss = -log softmax(logits)[label], row_correct = 1 when the
+  // For each of the first valid_rows rows: row_loss = the cross-entropy of softmax(logits) against the
+  // target (1 - label_smoothing) x one_hot(label) + label_smoothing / classes, row_correct = 1 when the
   // largest logit is the label's, 0 otherwise, -1 when the label is outside [0, classes) (and row_loss NaN).
-  // When dlogits is not null it receives (softmax - one_hot(label)) * grad_scale in the context's type,
-  // zero for the other rows. labels are int64 (device memory on a GPU).
+  // When dlogits is not null it receives (softmax - target) * grad_scale in the context's type, zero for
+  // the other rows. labels are int64 (device memory on a GPU).
   void forward_backward(Context& ctx, const float* logits, const std::int64_t* labels, int valid_rows,
-                        float grad_scale, void* dlogits, float* row_loss, int* row_correct) const;
+                        float grad_scale, void* dlogits, float* row_loss, int* row_correct,
+                        float label_smoothing = 0.f) const;
 
  private:
   std::string name_;

@@ -1,10 +1,10 @@
 // count_batches DIR: decodes every JPEG of an ImageFolder tree into 32x32 crops, batches them and prints
 // how many batches and images came out, with a checksum of their bytes and labels.
+#include <conveyor/batch_checksum.h>
 #include <conveyor/dataset.h>
 #include <conveyor/ops.h>
 #include <conveyor/version.h>
 
-#include <cstdint>
 #include <cstdio>
 #include <exception>
 
@@ -19,16 +19,14 @@ int main(int argc, char** argv) try {
                            .batch(16)
                            .prefetch(2);
   std::size_t count = 0, images = 0;
-  std::uint64_t sum = 0;
+  conveyor::BatchChecksum checksum;
   for (const conveyor::Batch& batch : batches) {
     ++count;
     images += batch.size();
-    for (const std::uint8_t byte : batch.pixels()) sum = sum * 31 + byte;
-    for (const std::int64_t label : batch.labels()) sum = sum * 31 + static_cast<std::uint64_t>(label);
+    checksum.add(batch);
   }
-  std::printf("conveyor %s (headers %s): %zu batches, %zu images, checksum %016llx\n",
-              conveyor::library_version(), CONVEYOR_VERSION_STRING, count, images,
-              static_cast<unsigned long long>(sum));
+  std::printf("conveyor %s (headers %s): %zu batches, %zu images, checksum %s\n", conveyor::library_version(),
+              CONVEYOR_VERSION_STRING, count, images, checksum.hex().c_str());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "count_batches: %s\n", e.what());

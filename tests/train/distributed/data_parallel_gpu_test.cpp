@@ -63,11 +63,18 @@ testing::HostBatch slice(const testing::HostBatch& from, std::size_t first, std:
   return out;
 }
 
+// The bytes of a checkpoint's weights and momentum (its two safetensors files; the JSON beside them names
+// the files, so it differs between names).
 std::string checkpoint_bytes(Trainer& trainer, const testing::TempDir& dir, const std::string& name) {
-  const std::filesystem::path path = dir / name;
-  trainer.save(path);
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::filesystem::path path = dir / (name + ".json");
+  trainer.save_checkpoint(path);
+  std::string bytes;
+  for (const char* suffix : {".step-000000000000.safetensors", ".step-000000000000.optimizer.safetensors"}) {
+    std::ifstream in(dir / (name + suffix), std::ios::binary);
+    EXPECT_TRUE(in) << "no " << name << suffix << " beside " << path;
+    bytes.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return bytes;
 }
 
 std::vector<double> plain_losses(const TrainerOptions& o, int steps, testing::TempDir& dir,

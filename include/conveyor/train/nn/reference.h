@@ -76,15 +76,16 @@ void linear_backward_weights(int n, int in, int out, const T* x, const T* dy, T*
 
 // ---- loss -----------------------------------------------------------------------------------------
 struct CrossEntropyResult {
-  double loss_sum = 0;      // sum over the rows of -log softmax(logits)[label]
+  double loss_sum = 0;      // sum over the rows of the cross-entropy against the target below
   std::size_t correct = 0;  // rows whose largest logit is the label's
 };
-// Softmax cross-entropy of each of n rows. When dlogits is not null it receives
-// (softmax - one_hot(label)) * grad_scale (grad_scale = 1/n for the mean loss).
+// Softmax cross-entropy of each of n rows against the target (1 - label_smoothing) x one_hot(label) +
+// label_smoothing / classes (PyTorch's label_smoothing). When dlogits is not null it receives
+// (softmax - target) * grad_scale (grad_scale = 1/n for the mean loss).
 // Throws InvalidArgument on a label outside [0, classes).
 template <class T>
 CrossEntropyResult softmax_cross_entropy(int n, int classes, const T* logits, const std::int64_t* labels,
-                                         T* dlogits, double grad_scale);
+                                         T* dlogits, double grad_scale, double label_smoothing = 0);
 
 // ---- optimizer ------------------------------------------------------------------------------------
 // SGD with momentum and weight decay, exactly as torch.optim.SGD (dampening 0):

@@ -1,0 +1,280 @@
+// conveyor.PipelineOptions, conveyor.Dataset and conveyor.BatchedDataset: the chain of conveyor/dataset.h
+// with the same names and meaning. Iterating makes a new pipeline each time (tf.data's dataset/iterator
+// split): `for batch in ds:` twice runs the chain twice.
+#include "conveyor/dataset.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conveyor/error.h"
+#include "conveyor/trace.h"
+#include "python/bindings.h"
+#include "python/choices.h"
+#include "python/device.h"
+#include "python/iterators.h"
+#include "python/sample.h"
+
+namespace conveyor::python {
+namespace {
+
+constexpr Choice<OnError> kOnError[] = {{"fail", OnError::fail}, {"skip", OnError::skip}};
+
+// Sets one option from a keyword argument; false when there is no option of that name.
+bool set_option(PipelineOptionChanges& options, const std::string& name, const py::handle& value) {
+  if (name == "threads")
+    options.threads = value.cast<int>();
+  else if (name == "deterministic")
+    options.deterministic = value.cast<bool>();
+  else if (name == "on_error")
+    options.on_error = parse_choice("on_error", value.cast<std::string>(), kOnError);
+  else if (name == "seed")
+    options.seed = value.cast<std::uint64_t>();
+  else if (name == "max_in_flight")
+    options.max_in_flight = value.cast<std::size_t>();
+  else if (name == "trace")
+    options.trace = value.is_none() ? nullptr : value.cast<std::shared_ptr<TraceRecorder>>();
+  else if (name == "held_batches")
+    options.held_batches = value.cast<std::size_t>();
+  else if (name == "max_file_bytes")
+    options.max_file_bytes = value.cast<std::size_t>();
+  else
+    return false;
+  return true;
+}
+
+constexpr const char* kOptionNames =
+    "threads, deterministic, on_error, seed, max_in_flight, trace, held_batches, max_file_bytes";
+
+// with_options(options) or with_options(**keywords), as in C++: a PipelineOptions sets every option, keywords
+// set the options they name and keep the others as the dataset had them.
+PipelineOptionChanges options_from(const py::object& options, const py::kwargs& keywords) {
+  if (!options.is_none() && !keywords.empty())
+    throw InvalidArgument("with_options takes a PipelineOptions or keywords, not both");
+  PipelineOptionChanges out =
+      options.is_none() ? PipelineOptionChanges{} : PipelineOptionChanges::all(options.cast<PipelineOptions>());
+  for (const auto& [key, value] : keywords) {
+    const std::string name = py::str(key);
+    if (!set_option(out, name, value))
+      throw InvalidArgument("with_options: no option '" + name + "' (options: " + kOptionNames + ")");
+  }
+  return out;
+}
+
+std::vector<std::string> paths_of(const py::iterable& paths) {
+  std::vector<std::string> out;
+  const py::object fspath = py::module_::import("os").attr("fspath");
+  for (const py::handle path : paths) out.push_back(py::str(fspath(path)));
+  return out;
+}
+
+// Bytes-like objects (bytes, bytearray, contiguous memoryviews and arrays), each copied once.
+std::vector<std::vector<std::uint8_t>> buffers_of(const py::iterable& buffers) {
+  std::vector<std::vector<std::uint8_t>> out;
+  for (const py::handle item : buffers) {
+    Py_buffer view{};
+    if (PyObject_GetBuffer(item.ptr(), &view, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+    const auto* bytes = static_cast<const std::uint8_t*>(view.buf);
+    try {
+      out.emplace_back(bytes, bytes + view.len);
+    } catch (...) {
+      PyBuffer_Release(&view);
+      throw;
+    }
+    PyBuffer_Release(&view);
+  }
+  return out;
+}
+
+std::optional<ImageShape> shape_of(const py::object& shape) {
+  if (shape.is_none()) return std::nullopt;
+  const auto dims = shape.cast<std::vector<int>>();
+  if (dims.size() != 3) throw InvalidArgument("sample_shape is (height, width, channels)");
+  return ImageShape{dims[0], dims[1], dims[2]};
+}
+
+py::object shape_tuple(const std::optional<ImageShape>& shape) {
+  if (!shape) return py::none();
+  return py::make_tuple(shape->height, shape->width, shape->channels);
+}
+
+void bind_options(py::module_& module) {
+  py::class_<PipelineOptions>(module, "PipelineOptions",
+                              "How a dataset's iterators run (conveyor/dataset.h has the meaning of each).")
+      .def(py::init([](const py::kwargs& keywords) {
+             return options_from(py::none(), keywords).applied_to(PipelineOptions{});
+           }),
+           (std::string("PipelineOptions(**options), options among: ") + kOptionNames).c_str())
+      .def_readwrite("threads", &PipelineOptions::threads,
+                     "Threads of the iterator's task arena; 0: all cores.")
+      .def_readwrite("deterministic", &PipelineOptions::deterministic,
+                     "True: the order the chain defines, the same at any thread count.")
+      .def_property(
+          "on_error", [](const PipelineOptions& o) { return choice_name(o.on_error, kOnError); },
+          [](PipelineOptions& o, const std::string& value) {
+            o.on_error = parse_choice("on_error", value, kOnError);
+          },
+          "\"fail\" (the iterator raises PipelineError) or \"skip\" (dropped, counted in stats()).")
+      .def_readwrite("seed", &PipelineOptions::seed, "Base of every element's seed.")
+      .def_readwrite("max_in_flight", &PipelineOptions::max_in_flight,
+                     "Elements processed at once; 0: 8 x threads.")
+      .def_readwrite("trace", &PipelineOptions::trace, "A TraceRecorder, or None.")
+      .def_readwrite("held_batches", &PipelineOptions::held_batches,
+                     "Batches the consumer may keep alive while it asks for the next one.")
+      .def_readwrite("max_file_bytes", &PipelineOptions::max_file_bytes,
+                     "The read stage refuses larger files; 0: no limit.")
+      .def("__repr__", [](const PipelineOptions& o) {
+        return "conveyor.PipelineOptions(threads=" + std::to_string(o.threads) +
+               ", deterministic=" + (o.deterministic ? "True" : "False") + ", on_error='" +
+               choice_name(o.on_error, kOnError) + "', seed=" + std::to_string(o.seed) + ")";
+      });
+}
+
+void bind_dataset_class(py::module_& module) {
+  py::class_<Dataset>(module, "Dataset",
+                      "An immutable description of an input pipeline; every method returns a new Dataset "
+                      "and nothing runs until it is iterated (yielding Samples) or batched and iterated.")
+      .def_static(
+          "image_folder",
+          [](const std::filesystem::path& root) {
+            py::gil_scoped_release released;
+            return Dataset::image_folder(root);
+          },
+          py::arg("root"),
+          "Every sub-folder of root is a class (sorted, labels 0..K-1); its *.jpg / *.jpeg files, at any "
+          "depth, are the class's images, in sorted order.")
+      .def_static(
+          "files",
+          [](const py::iterable& paths, std::vector<std::int64_t> labels) {
+            return Dataset::files(paths_of(paths), std::move(labels));
+          },
+          py::arg("paths"), py::arg("labels") = std::vector<std::int64_t>{},
+          "These files (str or os.PathLike), with these labels (one per file; none: every label is -1).")
+      .def_static(
+          "list_file",
+          [](const std::filesystem::path& list, const std::filesystem::path& root) {
+            py::gil_scoped_release released;
+            return Dataset::list_file(list, root);
+          },
+          py::arg("list"), py::arg("root") = std::filesystem::path(),
+          "A text file of \"<path> <label>\" lines; paths relative to root (default: the list's folder).")
+      .def_static(
+          "memory",
+          [](const py::iterable& buffers, std::vector<std::int64_t> labels) {
+            return Dataset::memory(buffers_of(buffers), std::move(labels));
+          },
+          py::arg("buffers"), py::arg("labels") = std::vector<std::int64_t>{},
+          "Encoded images held in memory (bytes-like objects, copied); Sample.path is \"<memory:N>\".")
+      .def(
+          "shuffle",
+          [](const Dataset& self, std::optional<std::size_t> buffer_size, std::optional<std::uint64_t> seed) {
+            const std::size_t size = buffer_size.value_or(Dataset::whole_epoch);
+            return seed ? self.shuffle(size, *seed) : self.shuffle(size);
+          },
+          py::arg("buffer_size") = py::none(), py::arg("seed") = py::none(),
+          "Reshuffled every epoch. Without buffer_size the whole epoch as one keyed permutation (its iterator "
+          "state restores at once); with it a buffered shuffle (buffer_size >= the size: uniform). The seed "
+          "derives from the pipeline's seed unless given.")
+      .def(
+          "repeat",
+          [](const Dataset& self, const std::optional<std::uint64_t>& count) {
+            return count ? self.repeat(*count) : self.repeat();
+          },
+          py::arg("count") = py::none(), "The stream so far, count times (epochs 0..count-1); None: forever.")
+      // The split by index only: the even split over ranks (ShardRemainder) is not bound yet.
+      .def("shard", py::overload_cast<std::size_t, std::size_t>(&Dataset::shard, py::const_),
+           py::arg("num_shards"), py::arg("index"))
+      .def("skip", &Dataset::skip, py::arg("count"))
+      .def("take", &Dataset::take, py::arg("count"))
+      .def("map", py::overload_cast<SampleOp>(&Dataset::map, py::const_), py::arg("op"),
+           "Runs a conveyor.ops op on every element, in parallel.")
+      .def(
+          "map",
+          [](const Dataset& self, py::function callable, const std::string& name) {
+            return self.map(name, python_map(std::move(callable)));
+          },
+          py::arg("callable"), py::arg("name") = "map",
+          "Runs callable(sample) on every element: it changes the conveyor.Sample in place (sample.image = "
+          "array, sample.label = n) and returns None. It runs under the GIL, one element at a time, and is "
+          "slow next to the built-in ops: use it for what they cannot do.")
+      .def(
+          "filter",
+          [](const Dataset& self, py::function keep, const std::string& name) {
+            return self.filter(name, python_filter(std::move(keep)));
+          },
+          py::arg("keep"), py::arg("name") = "filter",
+          "Keeps the elements for which keep(sample) is true (a read-only conveyor.Sample). Runs under the "
+          "GIL, one element at a time: slow. shuffle, shard, skip and take may not follow a filter.")
+      .def(
+          "with_options",
+          [](const Dataset& self, const py::object& options, const py::kwargs& keywords) {
+            return self.with_options(options_from(options, keywords));
+          },
+          py::arg("options") = py::none(),
+          (std::string(
+               "Replaces the options of every iterator made from the result, as in C++: "
+               "with_options(PipelineOptions(...)) or with_options(threads=16, seed=42, on_error=\"skip\"); "
+               "options not given take their defaults. Options: ") +
+           kOptionNames)
+              .c_str())
+      .def("prefetch", &Dataset::prefetch, py::arg("samples"), "Samples kept ready ahead of the consumer.")
+      .def(
+          "batch",
+          [](const Dataset& self, std::size_t batch_size, const py::object& sample_shape,
+             bool drop_remainder) {
+            const std::optional<ImageShape> shape = shape_of(sample_shape);
+            return shape ? self.batch(batch_size, *shape, drop_remainder)
+                         : self.batch(batch_size, drop_remainder);
+          },
+          py::arg("batch_size"), py::arg("sample_shape") = py::none(), py::arg("drop_remainder") = false,
+          "Groups samples into batches of fixed-size images (sample_shape (H, W, C), or that of the first "
+          "element); the last, smaller batch is kept unless drop_remainder.")
+      .def("__iter__", &iterate_samples, "Runs the pipeline, yielding conveyor.Sample (owning copies).")
+      .def("source_size", &Dataset::source_size, "Elements in the source (before shuffle, repeat, ...).")
+      .def("source_path", &Dataset::source_path, py::arg("i"))
+      .def("source_label", &Dataset::source_label, py::arg("i"))
+      .def_property_readonly("class_names", &Dataset::class_names,
+                             "An image_folder's classes, in label order.")
+      .def_property_readonly("options", &Dataset::options);
+}
+
+void bind_batched_dataset(py::module_& module) {
+  py::class_<BatchedDataset>(module, "BatchedDataset",
+                             "A Dataset grouped into batches; iterating yields conveyor.Batch (host "
+                             "memory), to_device(...) yields conveyor.DeviceBatch.")
+      .def("prefetch", &BatchedDataset::prefetch, py::arg("batches"),
+           "Batches kept ready ahead of the consumer (the pipeline pauses while this many are ready).")
+      .def(
+          "with_options",
+          [](const BatchedDataset& self, const py::object& options, const py::kwargs& keywords) {
+            return self.with_options(options_from(options, keywords));
+          },
+          py::arg("options") = py::none(), "As Dataset.with_options.")
+      .def("to_device", &to_device, py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(),
+           py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
+           py::arg("depth") = 3,
+           "Iterates the batches through a new DeviceFeeder (see conveyor.DeviceFeeder for the arguments): "
+           "device \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"; yields conveyor.DeviceBatch, normalized when "
+           "dtype, mean or std is given.")
+      .def("__iter__", &iterate_batches, "Runs the pipeline, yielding conveyor.Batch.")
+      .def_property_readonly("batch_size", &BatchedDataset::batch_size)
+      .def_property_readonly("drop_remainder", &BatchedDataset::drop_remainder)
+      .def_property_readonly("prefetch_depth", &BatchedDataset::prefetch_depth)
+      .def_property_readonly("sample_shape",
+                             [](const BatchedDataset& self) { return shape_tuple(self.sample_shape()); })
+      .def_property_readonly("samples", &BatchedDataset::samples)
+      .def_property_readonly("class_names", &BatchedDataset::class_names)
+      .def_property_readonly("options", &BatchedDataset::options);
+}
+
+}  // namespace
+
+void bind_dataset(py::module_& module) {
+  bind_options(module);
+  bind_dataset_class(module);
+  bind_batched_dataset(module);
+}
+
+}  // namespace conveyor::python

@@ -1,0 +1,127 @@
+// What a running pipeline and a feeder report (conveyor/stats.h, FeederStats), and the Chrome-trace
+// recorder (conveyor/trace.h) whose times, in Python, are seconds on time.monotonic()'s clock (the clock of
+// C++'s steady_clock on Linux), so a training loop can add its own events to the pipeline's trace.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/stats.h"
+#include "conveyor/trace.h"
+#include "python/bindings.h"
+
+namespace conveyor::python {
+namespace {
+
+TraceRecorder::TimePoint time_point(double seconds) {
+  return TraceRecorder::TimePoint(
+      std::chrono::duration_cast<TraceRecorder::Clock::duration>(std::chrono::duration<double>(seconds)));
+}
+
+double seconds(TraceRecorder::TimePoint at) {
+  return std::chrono::duration<double>(at.time_since_epoch()).count();
+}
+
+void bind_stats(py::module_& module) {
+  py::class_<StageStats>(module, "StageStats", "One stage of the pipeline: elements, busy time, failures.")
+      .def_readonly("name", &StageStats::name)
+      .def_readonly("count", &StageStats::count)
+      .def_readonly("busy_ns", &StageStats::busy_ns, "Time spent in the stage, summed over threads.")
+      .def_readonly("failures", &StageStats::failures)
+      .def("__repr__", [](const StageStats& s) {
+        return "conveyor.StageStats('" + s.name + "', count=" + std::to_string(s.count) + ")";
+      });
+  py::class_<QueueStats>(module, "QueueStats", "The queue of ready batches (or samples).")
+      .def_readonly("current", &QueueStats::current)
+      .def_readonly("max", &QueueStats::max)
+      .def_readonly("mean", &QueueStats::mean,
+                    "Average number ready when the consumer asked for the next one.")
+      .def_readonly("capacity", &QueueStats::capacity, "The prefetch depth.");
+  py::class_<SkippedSample>(module, "SkippedSample", "One element on_error=\"skip\" dropped, and why.")
+      .def_readonly("path", &SkippedSample::path)
+      .def_readonly("stage", &SkippedSample::stage)
+      .def_readonly("reason", &SkippedSample::reason)
+      .def("__repr__", [](const SkippedSample& s) {
+        return "conveyor.SkippedSample('" + s.path + "', stage='" + s.stage + "')";
+      });
+  py::class_<PipelineStats>(module, "PipelineStats",
+                            "What a running pipeline has done so far (a snapshot; str() formats it).")
+      .def_readonly("threads", &PipelineStats::threads)
+      .def_readonly("max_in_flight", &PipelineStats::max_in_flight)
+      .def_readonly("elements_in", &PipelineStats::elements_in)
+      .def_readonly("elements_out", &PipelineStats::elements_out)
+      .def_readonly("batches", &PipelineStats::batches)
+      .def_readonly("filtered", &PipelineStats::filtered)
+      .def_readonly("skipped", &PipelineStats::skipped)
+      .def_readonly("skip_reasons", &PipelineStats::skip_reasons,
+                    "\"stage: kind\" -> count, e.g. \"read: io\".")
+      .def_readonly("skipped_samples", &PipelineStats::skipped_samples, "The first 100 skipped.")
+      .def_readonly("stages", &PipelineStats::stages, "In pipeline order.")
+      .def_readonly("queue", &PipelineStats::queue)
+      .def_readonly("consumer_waits", &PipelineStats::consumer_waits)
+      .def_readonly("consumer_wait_ns", &PipelineStats::consumer_wait_ns)
+      .def_readonly("pool_buffers", &PipelineStats::pool_buffers, "Batch buffers allocated so far.")
+      .def_readonly("pool_capacity", &PipelineStats::pool_capacity, "The most the pool may allocate.")
+      .def_readonly("pinned", &PipelineStats::pinned)
+      .def("__str__", &format_stats);
+  py::class_<FeederStats>(module, "FeederStats", "What a DeviceFeeder has done so far.")
+      .def_readonly("batches", &FeederStats::batches)
+      .def_readonly("copies", &FeederStats::copies)
+      .def_readonly("bytes", &FeederStats::bytes)
+      .def_readonly("copy_seconds", &FeederStats::copy_seconds)
+      .def_readonly("pageable", &FeederStats::pageable, "Batches that were not in page-locked memory.")
+      .def_readonly("allocations", &FeederStats::allocations)
+      .def_readonly("host_waits", &FeederStats::host_waits)
+      .def_readonly("held", &FeederStats::held, "DeviceBatch handles (or views of them) alive now.");
+}
+
+void bind_trace(py::module_& module) {
+  py::class_<TraceRecorder, std::shared_ptr<TraceRecorder>>(
+      module, "TraceRecorder",
+      "A Chrome-trace recorder (chrome://tracing, https://ui.perfetto.dev). Give it to a pipeline "
+      "(with_options(trace=recorder)) to record every stage of every element; add your own tracks and "
+      "events with times in seconds of time.monotonic().")
+      .def(py::init<std::size_t>(), py::arg("max_events_per_track") = std::size_t{1} << 20)
+      .def("track", &TraceRecorder::track, py::arg("name"), "A new track (a row in the viewer); its number.")
+      .def(
+          "complete",
+          [](TraceRecorder& self, int track, const std::string& name, double start, double end) {
+            self.complete(track, name, time_point(start), time_point(end));
+          },
+          py::arg("track"), py::arg("name"), py::arg("start"), py::arg("end"),
+          "An event on `track` from `start` to `end` (time.monotonic() seconds). One thread at a time per "
+          "track.")
+      .def(
+          "instant",
+          [](TraceRecorder& self, int track, const std::string& name, double at) {
+            self.instant(track, name, time_point(at));
+          },
+          py::arg("track"), py::arg("name"), py::arg("at"))
+      .def(
+          "counter",
+          [](TraceRecorder& self, const std::string& name, double at, double value) {
+            self.counter(name, time_point(at), value);
+          },
+          py::arg("name"), py::arg("at"), py::arg("value"))
+      .def_property_readonly("events", &TraceRecorder::events)
+      .def_property_readonly("dropped", &TraceRecorder::dropped)
+      .def("json", &TraceRecorder::json, "The trace as Chrome's JSON object format.")
+      .def(
+          "write_json",
+          [](const TraceRecorder& self, const std::filesystem::path& path) {
+            py::gil_scoped_release released;
+            self.write_json(path);
+          },
+          py::arg("path"))
+      .def_static(
+          "now", [] { return seconds(TraceRecorder::now()); }, "time.monotonic(), from C++.");
+}
+
+}  // namespace
+
+void bind_observe(py::module_& module) {
+  bind_stats(module);
+  bind_trace(module);
+}
+
+}  // namespace conveyor::python
