@@ -24,7 +24,7 @@ configure_package_config_file(cmake/conveyorConfig.cmake.in ${PROJECT_BINARY_DIR
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/conveyorConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/conveyorConfig.cmake ${PROJECT_BINARY_DIR}/conveyorConfigVersion.cmake
-              cmake/FindCUDNN.cmake
+              cmake/FindCUDNN.cmake cmake/FindNCCL.cmake
         DESTINATION ${CONVEYOR_CMAKE_DIR})
 
 # pkg-config: static archives need their dependencies listed (pkg-config --static); shared ones do not.
@@ -32,7 +32,8 @@ if(CONVEYOR_WITH_CUDA)
   set(CONVEYOR_PC_CUDA_CFLAGS "-I${CUDAToolkit_INCLUDE_DIRS}")
   set(CONVEYOR_PC_CUDA_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcudart")
   get_filename_component(cudnn_dir ${CUDNN_LIBRARY} DIRECTORY)
-  set(CONVEYOR_PC_TRAIN_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcublas -L${cudnn_dir} -lcudnn")
+  get_filename_component(nccl_dir ${NCCL_LIBRARY} DIRECTORY)
+  set(CONVEYOR_PC_TRAIN_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcublas -L${cudnn_dir} -lcudnn -L${nccl_dir} -lnccl")
 endif()
 # Relocatable: the prefix is found from where the .pc file lies, so `cmake --install --prefix` anywhere works.
 file(RELATIVE_PATH CONVEYOR_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")

@@ -183,7 +183,9 @@ void bind_dataset_class(py::module_& module) {
             return count ? self.repeat(*count) : self.repeat();
           },
           py::arg("count") = py::none(), "The stream so far, count times (epochs 0..count-1); None: forever.")
-      .def("shard", &Dataset::shard, py::arg("num_shards"), py::arg("index"))
+      // The split by index only: the even split over ranks (ShardRemainder) is not bound yet.
+      .def("shard", py::overload_cast<std::size_t, std::size_t>(&Dataset::shard, py::const_),
+           py::arg("num_shards"), py::arg("index"))
       .def("skip", &Dataset::skip, py::arg("count"))
       .def("take", &Dataset::take, py::arg("count"))
       .def("map", py::overload_cast<SampleOp>(&Dataset::map, py::const_), py::arg("op"),

@@ -1,4 +1,5 @@
-// pipeline_throughput: images per second of the full CPU input pipeline on a folder of JPEGs,
+// pipeline_throughput: images per second of the full CPU input pipeline on a folder of JPEGs (or a list
+// file, tar shards, shards over HTTP: see open_data),
 //   image_folder -> shuffle -> decode_random_resized_crop(S) -> flip_horizontal(0.5)
 //   -> distort(.4, .4, .4) -> batch(B) (pinned when a GPU is present) -> prefetch
 // at one thread count or a sweep of them. Warm-up is timed apart: images_per_s counts the images of the
@@ -21,8 +22,8 @@
 // deterministic runs. The split (images decoded by the CPU and by the GPU, fallbacks by reason) is
 // printed and written.
 //
-//   pipeline_throughput --data DIR [--threads N] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
-//                       [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
+//   pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch 256] [--size 224] [--epochs 1]
+//                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
 //                       [--checksum 1|0] [--shards N --shard I] [--state-out FILE] [--resume FILE ...]
 //                       [--batch-log FILE] [--sample-log FILE]
@@ -41,6 +42,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -61,6 +63,7 @@
 #include "conveyor/error.h"
 #include "conveyor/iterator_state.h"
 #include "conveyor/ops.h"
+#include "conveyor/shards.h"
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
 
@@ -119,7 +122,8 @@ Config parse(int argc, char** argv) {
   CLI::App app(
       "pipeline_throughput: images per second of the full CPU input pipeline (image_folder, shuffle,\n"
       "decode_random_resized_crop, flip, distort, batch, prefetch) on a folder of JPEGs.");
-  app.add_option("--data", config.data, "ImageFolder root: one folder of JPEGs per class (required)");
+  app.add_option("--data", config.data,
+                 "ImageFolder root, list file, tar shards (index .json, pattern, URL) (required)");
   app.add_option("--threads", config.threads, "worker threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
@@ -247,6 +251,29 @@ struct Result {
   std::optional<conveyor::FeederStats> feeder;  // --device gpu
 };
 
+// What --data names, and the shuffle that suits it.
+struct DataSource {
+  conveyor::Dataset dataset;
+  std::size_t shuffle_buffer;  // 0: the whole-epoch shuffle (random-access sources)
+};
+
+// --data is a folder (ImageFolder), a list file, tar shards (a file or URL ending in .json is their
+// index; else a pattern such as DIR/shard-{000000..000099}.tar or DIR/*.tar, or http(s) URLs of shards).
+// Tar shards are shuffled per epoch (by --seed) and, as a stream has no random access, their samples by a
+// shuffle buffer, which holds the samples' bytes: 1,000. Files take the whole-epoch shuffle.
+DataSource open_data(const Config& config) {
+  const std::string& data = config.data;
+  const bool url = data.starts_with("http://") || data.starts_with("https://");
+  if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 0};
+  conveyor::TarShardOptions shards;
+  shards.seed = config.seed;
+  if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
+  const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
+                       data.ends_with(".tar.gz") || data.ends_with(".tgz");
+  if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), 1'000};
+  return {conveyor::Dataset::list_file(data), 0};
+}
+
 // The timing rule of the file comment, from when each batch arrived.
 void set_rates(Result& result, const std::vector<std::pair<Clock::time_point, std::size_t>>& arrivals,
                Clock::time_point start, Clock::time_point end, int threads) {
@@ -277,15 +304,18 @@ std::vector<conveyor::SampleOp> augmentation(int size) {
           ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4})};
 }
 
-// Every map of the chain after the files. The whole-epoch shuffle (seeded from the pipeline seed): its
-// state restores in O(1). shard(1, 0) when unsharded, so that every state can be combined into another
-// shard count.
+// Every map of the chain after the data. The whole-epoch shuffle (seeded from the pipeline seed) over
+// files: its state restores in O(1); over tar shards a shuffle buffer (its state replays the stream).
+// shard(1, 0) when unsharded, so that every state can be combined into another shard count.
 conveyor::BatchedDataset make_batches(const Config& config, int threads,
                                       const std::shared_ptr<conveyor::TraceRecorder>& trace,
                                       const std::vector<conveyor::SampleOp>& maps) {
-  conveyor::Dataset files = conveyor::Dataset::image_folder(config.data);
+  const DataSource source = open_data(config);
+  conveyor::Dataset files = source.dataset;
   if (config.limit > 0) files = files.take(config.limit);
-  conveyor::Dataset chain = files.shuffle().repeat(config.epochs).shard(config.shards, config.shard);
+  conveyor::Dataset chain = (source.shuffle_buffer == 0 ? files.shuffle() : files.shuffle(source.shuffle_buffer))
+                                .repeat(config.epochs)
+                                .shard(config.shards, config.shard);
   for (const conveyor::SampleOp& op : maps) chain = chain.map(op);
   return chain
       .with_options({.threads = threads,

@@ -2,19 +2,23 @@
 """End-to-end check of the pipeline_throughput program (run by CTest; the speeds are not checked, only
 that the program measures what it says it measures).
 
-    pipeline_throughput_test.py PIPELINE_THROUGHPUT MAKE_IMAGENET_LIKE
+    pipeline_throughput_test.py PIPELINE_THROUGHPUT MAKE_IMAGENET_LIKE MAKE_SHARDS
 
 Makes 48 ImageNet-like JPEGs from the photos Debian's opencv-doc ships (exit 77, CTest's skip, without
 them), then checks: the JSON's fields, the image count over two epochs, the warm-up rule (W = threads
-batches, fewer on a short run), equal checksums across a 1,2 thread sweep, a run with --checksum 0, and a
-bad file: counted with its reason under --on-error skip, and under fail a non-zero exit that names the file
-and the stage.
+batches, fewer on a short run), equal checksums across a 1,2 thread sweep, a run with --checksum 0; --data
+as a list file, as tar shards (their index, a brace pattern, a glob: the same batches) and as shards served
+over HTTP on the loopback address (the same batches again); and a bad file: counted with its reason under
+--on-error skip, and under fail a non-zero exit that names the file and the stage.
 """
+import functools
+import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 PHOTOS = "/usr/share/doc/opencv-doc/examples"
 IMAGES = 48
@@ -32,7 +36,50 @@ def expect(condition, message):
         sys.exit(f"FAILED: {message}")
 
 
-def main(throughput, make_images):
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def check_shards(common, train, tmp, make_shards):
+    """--data as a list file, tar shards (index, brace pattern, glob) and shards over HTTP."""
+    listed = run([a if a != train else os.path.join(os.path.dirname(train), "train.txt") for a in common])
+    expect(f"{2 * IMAGES} images" in listed.stdout, f"list file: {listed.stdout}")
+
+    shards = os.path.join(tmp, "shards")
+    run([make_shards, "--input", train, "--output", shards, "--shard-size", "0.5"])
+    with open(os.path.join(shards, "shards.json")) as f:
+        names = [entry["url"] for entry in json.load(f)["shardlist"]]
+    expect(len(names) > 2, f"make_shards made {len(names)} shards of 0.5 MB from {IMAGES} images")
+    last = f"{len(names) - 1:06d}"
+
+    def checksum(data, name):
+        out = os.path.join(tmp, name + ".json")
+        run([a if a != train else data for a in common] + ["--threads", "2", "--json", out])
+        with open(out) as f:
+            result = json.load(f)
+        expect(result["images"] == 2 * IMAGES and result["skipped"] == 0, f"{data}: {result['images']} images")
+        return result["checksum"]
+
+    indexed = checksum(os.path.join(shards, "shards.json"), "index")
+    expect(checksum(os.path.join(shards, "shard-{000000.." + last + "}.tar"), "braces") == indexed,
+           "a brace pattern of the shards gives other batches than their index")
+    expect(checksum(os.path.join(shards, "shard-*.tar"), "glob") == indexed, "a glob gives other batches")
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=shards))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        expect(checksum(base + "/shard-{000000.." + last + "}.tar", "http") == indexed,
+               "shards over HTTP give other batches than local ones")
+        expect(checksum(base + "/shards.json", "http_index") == indexed, "an index over HTTP gives other batches")
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+def main(throughput, make_images, make_shards):
     if not os.path.isdir(PHOTOS):
         print(f"skipped: no photos in {PHOTOS} (opencv-doc)")
         return 77
@@ -76,6 +123,8 @@ def main(throughput, make_images):
         expect(bare["checksum"] == "off" and bare["config"]["checksum"] is False, "--checksum 0 in the JSON")
         expect(bare["images"] == 2 * IMAGES and bare["images_per_s"] > 0, "--checksum 0 run")
 
+        check_shards(common, train, tmp, make_shards)
+
         # A bad file: skipped and counted with its reason, or the run fails naming it.
         bad = os.path.join(train, sorted(os.listdir(train))[0], "zz_truncated.jpg")
         with open(sorted(os.path.join(os.path.dirname(bad), n) for n in os.listdir(os.path.dirname(bad)))[0],
@@ -99,6 +148,6 @@ def main(throughput, make_images):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         sys.exit(__doc__)
     sys.exit(main(*sys.argv[1:]))

@@ -16,6 +16,7 @@
 #include "conveyor/error.h"
 #include "conveyor/ops.h"
 #include "conveyor/random.h"
+#include "conveyor/ranks.h"
 #include "conveyor/trace.h"
 #include "conveyor/train/trainer.h"
 #include "modes.h"
@@ -54,12 +55,36 @@ void list_images(const std::string& root, std::uint64_t seed, fvp::Setup& setup)
   }
 }
 
+// With several ranks each writes its own file: "out.json" -> "out.rank1.json".
+std::string per_rank(const std::string& path, const conveyor::Ranks& ranks) {
+  if (path.empty() || ranks.world_size == 1) return path;
+  const std::filesystem::path p(path);
+  return (p.parent_path() /
+          (p.stem().string() + ".rank" + std::to_string(ranks.rank) + p.extension().string()))
+      .string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   fvp::Options options = fvp::parse_options(argc, argv);
+  // Under a launcher (scripts/launch.sh, torchrun, mpirun) this process is one rank of a data-parallel job
+  // and trains on its local rank's GPU.
+  const conveyor::Ranks ranks = conveyor::ranks_from_environment();
+  const bool data_parallel = options.gpus > 1 || ranks.world_size > 1;
+  if (ranks.world_size > 1 && options.gpus > 1)
+    throw conveyor::InvalidArgument("--gpus " + std::to_string(options.gpus) +
+                                    " under a launcher: each rank trains on one GPU (its LOCAL_RANK)");
+  if (ranks.world_size > 1 && options.device == "auto")
+    options.device = "gpu:" + std::to_string(ranks.local_rank);
+  if (data_parallel) {
+    if (!options.modes_given) options.modes = {"prefetch"};
+    if (options.modes != std::vector<std::string>{"prefetch"})
+      throw conveyor::InvalidArgument("data parallel (--gpus or a launcher) runs the prefetch mode only");
+  }
   const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(options.device));
   const bool gpu = placement.gpu;
+  if (data_parallel && !gpu) throw conveyor::InvalidArgument("data parallel training needs GPUs");
   if (options.model.empty()) options.model = gpu ? "resnet18" : "small";
   if (options.size == 0) options.size = options.model == "resnet18" ? 224 : gpu ? 64 : 32;
   // The CPU reference is slow: on the CPU a narrow, shallow model keeps a step in the range of the work of
@@ -74,6 +99,12 @@ int main(int argc, char** argv) try {
 
   fvp::Setup setup;
   setup.placement = placement;
+  setup.placements = {placement};
+  for (int device = 1; device < options.gpus; ++device)
+    setup.placements.push_back(
+        conveyor::resolve(conveyor::DeviceSpec::parse("gpu:" + std::to_string(device))));
+  setup.ranks = ranks;
+  setup.record_loss = options.record_loss;
   setup.threads = options.threads;
   setup.pipeline_threads = pipeline_threads;
   setup.device_augment = options.device_augment;
@@ -105,6 +136,7 @@ int main(int argc, char** argv) try {
   trainer.seed = options.seed;
   trainer.width = options.width;
   trainer.blocks_per_stage = gpu ? 2 : 1;
+  trainer.deterministic = options.deterministic;
 
   const std::vector<conveyor::StagePlacement> stages = {
       {"read + decode + augment",
@@ -114,6 +146,9 @@ int main(int argc, char** argv) try {
       {"training step",
        gpu ? "gpu:" + std::to_string(placement.device) + " (cuDNN, cuBLAS)" : "cpu reference"}};
   std::printf("%s\n", conveyor::describe_placement(placement, stages).c_str());
+  if (data_parallel)
+    std::printf("data parallel: rank %d of %d, %d GPU(s) in this process, %d replicas in all\n", ranks.rank,
+                ranks.world_size, options.gpus, setup.world_replicas());
 
   if (!options.trace_dir.empty()) std::filesystem::create_directories(options.trace_dir);
   std::vector<fvp::ModeResult> results;
@@ -136,11 +171,16 @@ int main(int argc, char** argv) try {
                     options.batch,
                     options.size,
                     options.steps,
-                    static_cast<int>(setup.paths.size())};
+                    static_cast<int>(setup.paths.size()),
+                    ranks.world_size,
+                    ranks.rank,
+                    options.gpus,
+                    options.deterministic};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
-  if (!options.json.empty()) fvp::write_json(options.json, info, results);
-  if (!options.plot.empty()) {  // the command line made sure --json was given too
-    example_support::plot("plot_feed_vs_prefetch.py", options.json, options.plot);
+  const std::string json = per_rank(options.json, ranks);
+  if (!json.empty()) fvp::write_json(json, info, results);
+  if (!options.plot.empty() && ranks.is_main()) {  // the command line made sure --json was given too
+    example_support::plot("plot_feed_vs_prefetch.py", json, options.plot);
     std::printf("plot: %s\n", options.plot.c_str());
   }
   return 0;

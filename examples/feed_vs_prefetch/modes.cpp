@@ -14,6 +14,7 @@
 #include "conveyor/error.h"
 #include "conveyor/random.h"
 #include "conveyor/read_file.h"
+#include "training.h"
 
 namespace feed_vs_prefetch {
 namespace {
@@ -72,8 +73,9 @@ class Recorder {
   }
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
+  // replicas: batches per step (one per GPU this process drives).
   ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total,
-                    std::vector<double> step_times_ms) {
+                    std::vector<double> step_times_ms, int replicas = 1) {
     auto quantile = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
@@ -89,7 +91,7 @@ class Recorder {
       step_times_ms.erase(step_times_ms.begin(),
                           step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
     result_.images_per_s =
-        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch / wall_ms : 0;
+        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch * replicas / wall_ms : 0;
     result_.step_ms_median = quantile(wall, 0.5);
     result_.step_ms_p95 = quantile(wall, 0.95);
     result_.data_wait_ms = quantile(data, 0.5);
@@ -178,15 +180,16 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
                          trainer.step_times_ms());
 }
 
-// prefetch's feeder: on a GPU, the per-pixel ops run there, fused with the normalize that makes the model's
+// A replica's feeder: on a GPU, the per-pixel ops run there, fused with the normalize that makes the model's
 // input (place_pixel_ops), and part of the decoding too (the hybrid split); off with --device-augment 0 and
-// --gpu-decode 0. Returns the maps the pipeline keeps.
-std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::train::Trainer& trainer,
+// --gpu-decode 0. Returns the maps the replica's pipeline keeps.
+std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::Placement& placement,
+                                           const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
-  if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
+  if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
-  std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
+  std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);
   if (setup.gpu_decode) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
@@ -209,56 +212,91 @@ std::string describe_feeder(const conveyor::FeederOptions& options, const convey
   return text;
 }
 
-// prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
-// them asynchronously (and, on a GPU, decodes its share and augments there); the step is queued without
-// waiting for it.
-ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
-  Recorder recorder(setup, "prefetch");
-  conveyor::train::Trainer trainer(setup.trainer);
-  auto t0 = Clock::now();
-  trainer.warmup();
-  recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
-
-  conveyor::FeederOptions feeder_options;
-  const std::vector<conveyor::SampleOp> maps = place_work(setup, trainer, feeder_options);
+// This replica's pipeline: its share of the one shuffled order (element q of each epoch goes to replica
+// q % replicas, padded so that all get as many), decoded and augmented by `maps` into batches.
+conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
+                                         const std::vector<conveyor::SampleOp>& maps,
+                                         const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   conveyor::PipelineOptions options;
   options.threads = setup.pipeline_threads;  // 0: the feeder chooses (leaves a core to a CPU step)
   options.seed = setup.seed;
   options.trace = trace;
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
+  if (setup.data_parallel()) {
+    const std::size_t replica = static_cast<std::size_t>(setup.ranks.rank) * setup.placements.size() + local;
+    samples = samples.shard(static_cast<std::size_t>(setup.world_replicas()), replica,
+                            conveyor::ShardRemainder::pad);
+  }
   for (const auto& op : maps) samples = samples.map(op);
-  const conveyor::BatchedDataset batches =
-      samples.with_options(conveyor::PipelineOptionChanges::all(options))
-          .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
-          .prefetch(4);
+  return samples.with_options(conveyor::PipelineOptionChanges::all(options))
+      .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
+      .prefetch(4);
+}
 
-  conveyor::DeviceFeeder feeder(setup.placement, feeder_options);
+// prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
+// them asynchronously (and, on a GPU, decodes its share and augments there); the step is queued without
+// waiting for it. Data-parallel: one pipeline and one feeder per GPU of this process, one step over all.
+ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  Recorder recorder(setup, "prefetch");
+  Training training(setup);
+  auto t0 = Clock::now();
+  training.warmup();
+  recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
+  if (setup.data_parallel()) std::printf("%s\n", training.placement().c_str());
+
+  const std::size_t local = setup.placements.size();
+  std::vector<conveyor::FeederOptions> feeder_options(local);
+  std::vector<std::unique_ptr<conveyor::DeviceFeeder>> feeders;
+  std::vector<conveyor::BatchedDataset> datasets;
+  for (std::size_t i = 0; i < local; ++i) {
+    const std::vector<conveyor::SampleOp> maps =
+        place_work(setup, setup.placements[i], training.replica(i), feeder_options[i]);
+    datasets.push_back(replica_batches(setup, i, maps, trace));
+    feeders.push_back(std::make_unique<conveyor::DeviceFeeder>(setup.placements[i], feeder_options[i]));
+  }
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();
-  conveyor::DeviceBatchIterator it = feeder.feed(batches);
+  std::vector<conveyor::DeviceBatchIterator> iterators;
+  for (std::size_t i = 0; i < local; ++i) iterators.push_back(feeders[i]->feed(datasets[i]));
+  auto copy_seconds = [&] {
+    double total = 0;
+    for (const auto& feeder : feeders) total += feeder->stats().copy_seconds;
+    return total / static_cast<double>(local);
+  };
+  auto busy_ms = [&] {
+    std::vector<double> busy;
+    for (std::size_t i = 0; i < local; ++i) busy.push_back(training.replica(i).gpu_busy_ms());
+    return busy;
+  };
   Clock::time_point timed_start{};
-  double busy_at_timed_start = 0, copy_s_at_timed_start = 0, data_total = 0;
+  std::vector<double> busy_at_timed_start;
+  double copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
+  std::vector<conveyor::DeviceBatch> staged;
   for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
     const bool timed = step >= setup.warmup_steps;
     if (step == setup.warmup_steps) {
-      trainer.synchronize();
+      training.synchronize();
       timed_start = previous = Clock::now();
-      busy_at_timed_start = trainer.gpu_busy_ms();
-      copy_s_at_timed_start = feeder.stats().copy_seconds;
+      busy_at_timed_start = busy_ms();
+      copy_s_at_timed_start = copy_seconds();
     }
     const auto a = Clock::now();
-    std::optional<conveyor::DeviceBatch> staged = it.next();  // staged: its copy (and device work) queued
-    if (!staged) throw conveyor::Error("the pipeline ended early");
+    staged.clear();  // the last step's batches released: their slots are reused once its stream passed
+    for (conveyor::DeviceBatchIterator& it : iterators) {
+      std::optional<conveyor::DeviceBatch> batch = it.next();  // staged: its copy (and device work) queued
+      if (!batch) throw conveyor::Error("the pipeline ended early");
+      staged.push_back(std::move(*batch));
+    }
     const auto b = Clock::now();
-    trainer.step(*staged);
-    staged.reset();  // released: the slot is reused once the step's stream has passed this point
+    training.step(staged);
     const auto c = Clock::now();
     if (step == 0) {
-      trainer.synchronize();
+      training.synchronize();
       recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
       recorder.result().first_step_s = ms_between(a, Clock::now()) / 1000;
     }
+    if (setup.record_loss) recorder.result().losses.push_back(training.last_step().loss);
     if (trace) {
       trace->complete(track, "wait for batch (staged)", a, b);
       trace->complete(track, "queue step", b, c);
@@ -270,18 +308,26 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     recorder.add({ms_between(previous, now), ms_between(a, b), 0}, timed);
     previous = now;
   }
-  trainer.synchronize();
+  staged.clear();
+  training.synchronize();
   const double wall = ms_between(timed_start, Clock::now());
-  recorder.result().loss_last = trainer.last_step().loss;
-  feeder.synchronize();
-  ModeResult result =
-      recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
+  recorder.result().loss_last = training.last_step().loss;
+  for (auto& feeder : feeders) feeder->synchronize();
+  const std::vector<double> busy = busy_ms();
+  for (std::size_t i = 0; i < local; ++i)
+    recorder.result().idle_per_gpu.push_back(
+        wall > 0 ? std::clamp(1.0 - (busy[i] - busy_at_timed_start[i]) / wall, 0.0, 1.0) : 0);
+  ModeResult result = recorder.finish(wall, busy[0] - busy_at_timed_start[0], data_total,
+                                      training.replica(0).step_times_ms(), static_cast<int>(local));
+  // The busiest GPU's idle share is the figure (the others wait for it at each all-reduce).
+  result.idle_fraction = *std::max_element(result.idle_per_gpu.begin(), result.idle_per_gpu.end());
   // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.
-  const conveyor::FeederStats stats = feeder.stats();
-  result.copy_ms = 1000 * (stats.copy_seconds - copy_s_at_timed_start) / setup.steps;
-  const conveyor::PipelineStats pipeline = it.stats();
+  result.copy_ms = 1000 * (copy_seconds() - copy_s_at_timed_start) / setup.steps;
+  // Where the work ran: replica 0's pipeline and feeder (the others are configured alike).
+  const conveyor::FeederStats stats = feeders[0]->stats();
+  const conveyor::PipelineStats pipeline = iterators[0].stats();
   result.pipeline_threads = pipeline.threads;
-  result.feeder = describe_feeder(feeder_options, stats, pipeline);
+  result.feeder = describe_feeder(feeder_options[0], stats, pipeline);
   result.gpu_decoded_fraction = pipeline.elements_out > 0 ? static_cast<double>(stats.gpu_decoded) /
                                                                 static_cast<double>(pipeline.elements_out)
                                                           : 0;

@@ -7,6 +7,7 @@
 
 #include "conveyor/cuda/device.h"
 #include "conveyor/image.h"
+#include "conveyor/ranks.h"
 #include "conveyor/sample.h"
 #include "conveyor/trace.h"
 #include "conveyor/train/trainer.h"
@@ -19,7 +20,13 @@ struct Setup {
   std::vector<std::int64_t> labels;
   std::vector<conveyor::SampleOp> ops;  // decode + augment, the same seeds in every mode
   conveyor::ImageShape shape;           // of one augmented sample
-  conveyor::Placement placement;
+  conveyor::Placement placement;        // the feed and parallel modes' device (placements[0])
+  // prefetch: one placement per replica this process drives (several with --gpus N); each replica has its
+  // own pipeline, reading its share of the data, and its own feeder.
+  std::vector<conveyor::Placement> placements;
+  // This process's place among the ranks a launcher started (rank 0 of 1 when run alone).
+  conveyor::Ranks ranks;
+  bool record_loss = false;  // prefetch: every step's loss (reading it synchronises after each step)
   conveyor::train::TrainerOptions trainer;
   int threads = 1;             // feed and parallel
   int pipeline_threads = 0;    // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)
@@ -30,6 +37,10 @@ struct Setup {
   int warmup_steps = 0;
   int steps = 0;
   unsigned long long seed = 0;
+
+  // Replicas in the whole job, and whether there is more than one.
+  int world_replicas() const { return static_cast<int>(placements.size()) * ranks.world_size; }
+  bool data_parallel() const { return world_replicas() > 1; }
 };
 
 // What one mode measured over its timed steps (warm-up excluded and reported on its own).
@@ -50,6 +61,8 @@ struct ModeResult {
   int pipeline_threads = 0;
   std::string feeder;
   double gpu_decoded_fraction = 0;
+  std::vector<double> idle_per_gpu;  // prefetch: the idle fraction of each GPU this process drives
+  std::vector<double> losses;        // prefetch with record_loss: every step's loss, warm-up steps included
 };
 
 // Runs `mode` ("feed", "parallel" or "prefetch"). With a recorder, the training thread, the copies and

@@ -74,8 +74,16 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--seed", options.seed, "seed of the order, the augmentation and the weights")
       ->capture_default_str();
   add_device_work_options(app, options);
+  app.add_option("--gpus", options.gpus, "prefetch: data-parallel over GPUs 0..N-1 of this process")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("--deterministic", options.deterministic,
+               "deterministic convolution algorithms (same losses every run)");
+  app.add_flag("--record-loss", options.record_loss,
+               "every step's loss in the JSON (reading it synchronises after each step)");
   try {
     app.parse(argc, argv);
+    options.modes_given = app.count("--modes") > 0;
   } catch (const CLI::ParseError& error) {
     std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }

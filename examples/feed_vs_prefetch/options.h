@@ -10,13 +10,14 @@ namespace feed_vs_prefetch {
 struct Options {
   std::string data;  // ImageFolder root
   std::vector<std::string> modes{"feed", "parallel", "prefetch"};
-  int threads = 0;    // 0: all cores
-  int batch = 0;      // 0: 256 on a GPU, 32 on the CPU
-  int steps = 0;      // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
-  int warmup = 0;     // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
-  std::string model;  // small | resnet18; "": resnet18 on a GPU, small on the CPU
-  int size = 0;       // crop size; 0: 224 for resnet18, 64 for small
-  int width = 0;      // small: channels of its first stage; 0: 32 on a GPU, 8 on the CPU
+  bool modes_given = false;  // --modes was on the command line
+  int threads = 0;           // 0: all cores
+  int batch = 0;             // 0: 256 on a GPU, 32 on the CPU
+  int steps = 0;             // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
+  int warmup = 0;            // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
+  std::string model;         // small | resnet18; "": resnet18 on a GPU, small on the CPU
+  int size = 0;              // crop size; 0: 224 for resnet18, 64 for small
+  int width = 0;             // small: channels of its first stage; 0: 32 on a GPU, 8 on the CPU
   std::string device = "auto";
   std::string precision = "bf16";
   std::string trace_dir;
@@ -27,6 +28,9 @@ struct Options {
   bool device_augment = true;  // flip and distort on the GPU, fused with the normalize that makes the input
   bool gpu_decode = true;      // hybrid decoding: nvJPEG decodes gpu_share of the images
   double gpu_share = 0.5;
+  int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
+  bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
+  bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.

@@ -22,7 +22,12 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
   std::ostringstream out;
   char line[256];
   out << "feed_vs_prefetch: " << info.model << ", batch " << info.batch << ", " << info.size << "x"
-      << info.size << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
+      << info.size
+      << (info.world_size > 1 || info.gpus > 1
+              ? " per replica (rank " + std::to_string(info.rank) + " of " + std::to_string(info.world_size) +
+                    ", " + std::to_string(info.gpus) + " GPU(s) here)"
+              : std::string())
+      << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
       << "device: " << info.device << "\n\n";
   std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s",
                 "step p50", "step p95", "data", "copy", "compute", "wait", "idle", "speed-up");
@@ -40,6 +45,15 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
   }
   for (const auto& r : results)
     if (!r.feeder.empty()) out << "\n" << r.mode << ": " << r.feeder << "\n";
+  for (const auto& r : results) {
+    if (r.idle_per_gpu.size() < 2) continue;
+    out << "  " << r.mode << ": idle per GPU of this process:";
+    for (const double idle : r.idle_per_gpu) {
+      std::snprintf(line, sizeof line, " %.1f %%", 100 * idle);
+      out << line;
+    }
+    out << "\n";
+  }
   out << "\nwarm-up, not in the figures above:\n";
   for (const auto& r : results) {
     std::snprintf(line, sizeof line, "  %-9s trainer warm-up %.2f s, first batch %.3f s, first step %.3f s\n",
@@ -54,10 +68,13 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<ModeResult>& results) {
   using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
-  Json out = {{"device", info.device}, {"model", info.model},           {"precision", info.precision},
-              {"data", info.data},     {"images_in_data", info.images}, {"date", info.date},
-              {"host", info.host},     {"threads", info.threads},       {"batch", info.batch},
-              {"size", info.size},     {"steps", info.steps},           {"results", Json::array()}};
+  Json out = {
+      {"device", info.device},   {"model", info.model},           {"precision", info.precision},
+      {"data", info.data},       {"images_in_data", info.images}, {"date", info.date},
+      {"host", info.host},       {"threads", info.threads},       {"batch", info.batch},
+      {"size", info.size},       {"steps", info.steps},           {"world_size", info.world_size},
+      {"rank", info.rank},       {"gpus_in_process", info.gpus},  {"deterministic", info.deterministic},
+      {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},
                               {"images_per_s", r.images_per_s},
@@ -75,7 +92,9 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                               {"loss_last", r.loss_last},  // NaN (a diverged run) is written as null
                               {"pipeline_threads", r.pipeline_threads},
                               {"gpu_decoded_fraction", r.gpu_decoded_fraction},
-                              {"feeder", r.feeder}});
+                              {"feeder", r.feeder},
+                              {"idle_per_gpu", r.idle_per_gpu},
+                              {"losses", r.losses}});  // doubles written to round-trip exactly
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
   file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';

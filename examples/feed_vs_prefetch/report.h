@@ -16,6 +16,8 @@ struct RunInfo {
   std::string date;  // UTC, ISO 8601
   std::string host;
   int threads = 0, batch = 0, size = 0, steps = 0, images = 0;
+  int world_size = 1, rank = 0, gpus = 1;  // data parallel: ranks in the job, this one, GPUs in this process
+  bool deterministic = false;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

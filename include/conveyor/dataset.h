@@ -54,7 +54,9 @@
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"
 #include "conveyor/iterator_state.h"
+#include "conveyor/ranks.h"
 #include "conveyor/sample.h"
+#include "conveyor/shards.h"
 #include "conveyor/stats.h"
 
 namespace conveyor {
@@ -238,6 +240,27 @@ class Dataset {
   // Encoded images held in memory; Sample::path is "<memory:N>".
   static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers,
                         std::vector<std::int64_t> labels = {});
+  // WebDataset-style tar shards, local paths or http(s):// URLs (see expand_shard_pattern for "{a..b}"
+  // names): a sample is the run of consecutive members sharing a key ("img_7.jpg" + "img_7.cls"), its
+  // image the bytes and its .cls member the label (TarShardOptions says which extensions). Shards are
+  // streamed, never held whole: parallel_shards threads read ahead of the pipeline. Every epoch the
+  // shards are shuffled (seeded from options.seed and the epoch), and an element's index is the sample's
+  // position in that epoch's order of all shards, so its seed, and so its pixels, are the same at any
+  // thread count and any world size. options.ranks splits each epoch: each rank reads a contiguous,
+  // balanced range of it (whole shards but at most one at each end), evened out by options.remainder;
+  // shuffle() after this shuffles within the rank's range and keeps the indices. To split across ranks
+  // the shards' sample counts are needed: they come from tar_shard_index or are counted once here
+  // (local files: headers only); URLs without an index are refused then. Sample::path is
+  // "<shard>#<member>". A sample that breaks the format (no image, no or a bad label, a duplicated key or
+  // member, an oversized image) and a shard that breaks off (truncated, unreadable, an HTTP failure after
+  // the retries; each sample it still owed) fail in the "read" stage with the shard, the member and the
+  // byte offset, or are counted by kind under on_error = skip. Throws InvalidArgument for bad options.
+  static Dataset tar_shards(std::vector<std::string> shards, const TarShardOptions& options);
+  static Dataset tar_shards(std::vector<std::string> shards);  // default TarShardOptions
+  // The shards listed by a shard index (WebDataset's wids JSON, which make_shards writes: a "shardlist"
+  // of {"url", "nsamples"}; relative urls are relative to the index), a path or a URL.
+  static Dataset tar_shard_index(const std::string& index, const TarShardOptions& options);
+  static Dataset tar_shard_index(const std::string& index);
 
   // ---- which elements, in what order ----
   // The whole epoch in a random order, a new one every epoch: a keyed pseudo-random permutation of the
@@ -260,6 +283,14 @@ class Dataset {
   Dataset repeat() const;
   // Only the elements whose index % num_shards == index: the shards of one seed partition every epoch.
   Dataset shard(std::size_t num_shards, std::size_t index) const;
+  // Element q of each epoch's stream goes to shard q % num_shards (q counts the elements this call sees
+  // in the epoch: the index when it follows a shuffle or the source), and `remainder` evens the shards
+  // out (see ShardRemainder). A padding element keeps the index and seed of the element it repeats.
+  Dataset shard(std::size_t num_shards, std::size_t index, ShardRemainder remainder) const;
+  // This rank's share of every epoch: shard(ranks.world_size, ranks.rank, remainder). Put it after the
+  // shuffle, so that the ranks split one global order and every element keeps its index and seed at any
+  // world size.
+  Dataset shard(const Ranks& ranks, ShardRemainder remainder = ShardRemainder::pad) const;
   Dataset skip(std::uint64_t count) const;
   Dataset take(std::uint64_t count) const;
 
@@ -295,9 +326,11 @@ class Dataset {
   SampleIterator begin(const IteratorState& state) const;
   std::default_sentinel_t end() const noexcept { return {}; }
 
-  // Elements in the source (before shuffle, repeat, shard, ...).
+  // Elements in the source (before shuffle, repeat, shard, ...); for tar shards the samples of all
+  // shards when their counts are known, else 0.
   std::size_t source_size() const noexcept;
   // Element i of the source: its path ("<memory:i>" for in-memory sources) and label; i < source_size().
+  // Not for tar shards (InvalidArgument): their samples are only known as they stream by.
   std::string source_path(std::size_t i) const;
   std::int64_t source_label(std::size_t i) const;
   // The class names of an image_folder source, in label order; empty for other sources.

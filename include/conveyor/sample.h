@@ -29,6 +29,9 @@ class Sample {
   // Position of the op now running among the chain's maps and filters (0, 1, ...), set by the pipeline
   // before each one: random ops draw from rng(), so two ops of one kind in one chain draw independently.
   std::uint32_t op_position = 0;
+  // A repeat that evens out the ranks' shares of an epoch (ShardRemainder::pad): the same element (index,
+  // seed, pixels) as its original, to be left out of the loss.
+  bool padding = false;
 
   // The generator of the op now running, of kind `kind` (its stream constant):
   // Rng(seed, op_stream(kind, op_position)). The only randomness an op may use.

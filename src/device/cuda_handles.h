@@ -27,7 +27,11 @@ class DeviceGuard {
 
 class Stream {
  public:
-  Stream() { CONVEYOR_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "Stream"); }
+  // `priority`: CUDA's stream priority on the current device, lower is more urgent (0, the default, is the
+  // least urgent; cudaDeviceGetStreamPriorityRange gives the most urgent).
+  explicit Stream(int priority = 0) {
+    CONVEYOR_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority), "Stream");
+  }
   ~Stream() {
     if (stream_) cudaStreamDestroy(stream_);
   }

@@ -9,13 +9,16 @@
 namespace conveyor::detail {
 
 BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder,
-                               std::size_t max_open, std::size_t state_words, std::uint64_t first_sequence)
+                               std::size_t max_open, std::size_t state_words, std::uint64_t first_sequence,
+                               bool fill_holes)
     : batch_size_(batch_size),
       shape_(shape),
       sample_bytes_(shape.bytes()),
       drop_remainder_(drop_remainder),
+      fill_holes_(fill_holes),
       state_words_(state_words),
       sequence_(first_sequence) {
+  if (fill_holes_) fallback_pixels_.assign(sample_bytes_, 0);
   states_.reserve(max_open);
   free_.reserve(max_open);
   for (std::size_t i = 0; i < max_open; ++i) {
@@ -52,8 +55,10 @@ void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept,
   if (kept) {
     state.buffer->labels[position] = label;
     state.buffer->samples[position] = info;
-    std::copy(order_state.begin(), order_state.end(), state.states.begin() + position * state_words_);
   }
+  // With fill_holes a hole stays in its slot (as padding), so the batch may end on one: its state counts.
+  if (kept || fill_holes_)
+    std::copy(order_state.begin(), order_state.end(), state.states.begin() + position * state_words_);
   if (++state.arrived == batch_size_) complete(state, batch_size_, sink);
 }
 
@@ -80,6 +85,15 @@ void BatchAssembler::discard() noexcept {
 }
 
 void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& sink) {
+  if (fill_holes_) {
+    if (used < batch_size_ && drop_remainder_) {
+      close(state);
+      return;
+    }
+    fill_holes(state, used);
+    emit(state, used, sink);
+    return;
+  }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < used; ++i) {
     if (!state.kept[i]) continue;
@@ -115,6 +129,27 @@ void BatchAssembler::complete(BufferState& state, std::size_t used, const Sink& 
   } else {
     partial_ = &state;
     partial_size_ = rest;
+  }
+}
+
+void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
+  BatchBuffer& buffer = *state.buffer;
+  std::size_t first_kept = used;
+  for (std::size_t i = 0; i < used && first_kept == used; ++i)
+    if (state.kept[i]) first_kept = i;
+  if (first_kept < used) {
+    // Refreshed from every buffer, so that one in which everything failed can still be padded.
+    std::memcpy(fallback_pixels_.data(), buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
+    fallback_label_ = buffer.labels[first_kept];
+    fallback_info_ = buffer.samples[first_kept];
+  }
+  SampleInfo hole = fallback_info_;  // zeros before any sample was kept
+  hole.padding = true;
+  for (std::size_t i = 0; i < used; ++i) {
+    if (state.kept[i]) continue;
+    std::memcpy(buffer.pixels + i * sample_bytes_, fallback_pixels_.data(), sample_bytes_);
+    buffer.labels[i] = fallback_label_;
+    buffer.samples[i] = hole;
   }
 }
 

@@ -4,6 +4,12 @@
 // (no copy). Elements that were skipped or filtered leave holes; the buffer is then compacted (kept
 // elements move forward, in order) and merged into the pending partial batch, so that every batch but
 // the last is full and every kept element is delivered once, in order when completions come in order.
+//
+// When the data set is split evenly across two or more ranks (fill_holes), the count of batches must not
+// depend on what failed or was filtered, or one rank would run out of batches before the others: a buffer is
+// then delivered as soon as it completes, at its full size, and each hole becomes a padding sample (a copy of
+// the first kept sample of the same buffer, or else of the last kept sample of an earlier one; zeros with
+// label 0 before any sample was kept), flagged SampleInfo::padding.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +39,9 @@ class BatchAssembler {
 
   // max_open: the most buffers open at once (the pool's size). state_words: the size of an element's order
   // state. first_sequence: the Batch::sequence of the first batch (a resumed iterator goes on counting).
+  // fill_holes: a failed or filtered element's slot is kept as padding instead of closing the gap.
   BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open,
-                 std::size_t state_words, std::uint64_t first_sequence);
+                 std::size_t state_words, std::uint64_t first_sequence, bool fill_holes = false);
 
   std::size_t batch_size() const noexcept { return batch_size_; }
   ImageShape shape() const noexcept { return shape_; }
@@ -56,6 +63,7 @@ class BatchAssembler {
 
  private:
   void complete(BufferState& state, std::size_t used, const Sink& sink);
+  void fill_holes(BufferState& state, std::size_t used);
   void move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept;
   void emit(BufferState& state, std::size_t size, const Sink& sink);
   void close(BufferState& state) noexcept;
@@ -64,8 +72,14 @@ class BatchAssembler {
   const ImageShape shape_;
   const std::size_t sample_bytes_;
   const bool drop_remainder_;
+  const bool fill_holes_;
   const std::size_t state_words_;
   std::uint64_t sequence_;
+
+  // fill_holes: the last kept sample delivered, for a buffer in which nothing was kept (collect stage only).
+  std::vector<std::uint8_t> fallback_pixels_;
+  std::int64_t fallback_label_ = 0;
+  SampleInfo fallback_info_;
 
   // The partial batch waiting for more kept elements (collect stage only).
   BufferState* partial_ = nullptr;

@@ -5,6 +5,7 @@
 #include "src/pipeline/dataset_node.h"
 #include "src/pipeline/element_order.h"
 #include "src/pipeline/pipeline.h"
+#include "src/sources/shard_set.h"
 
 namespace conveyor {
 namespace {
@@ -25,6 +26,18 @@ std::vector<std::int64_t> checked_labels(std::vector<std::int64_t> labels, std::
 }
 
 }  // namespace
+
+const char* to_string(ShardRemainder remainder) noexcept {
+  switch (remainder) {
+    case ShardRemainder::uneven:
+      return "uneven";
+    case ShardRemainder::pad:
+      return "pad";
+    case ShardRemainder::drop:
+      return "drop";
+  }
+  return "unknown";
+}
 
 namespace detail {
 
@@ -47,6 +60,13 @@ PipelinePlan make_plan(const DatasetNode& last) {
     }
     if ((*it)->step) plan.steps.push_back(*(*it)->step);
   }
+  for (const OrderOp& op : plan.order)
+    if (const auto* shard = std::get_if<ShardOrder>(&op);
+        shard && shard->remainder != ShardRemainder::uneven && shard->num_shards > 1)
+      plan.even = true;
+  if (const std::shared_ptr<const ShardSet>& shards = plan.source->shard_set();
+      shards && shards->options.remainder != ShardRemainder::uneven && shards->options.ranks.world_size > 1)
+    plan.even = true;
   return plan;
 }
 
@@ -82,6 +102,32 @@ Dataset Dataset::memory(std::vector<std::vector<std::uint8_t>> buffers, std::vec
   return Dataset(source_node(detail::Source::memory(std::move(buffers), std::move(checked))));
 }
 
+Dataset Dataset::tar_shards(std::vector<std::string> shards, const TarShardOptions& options) {
+  std::vector<detail::ShardInfo> infos;
+  infos.reserve(shards.size());
+  for (std::string& shard : shards) infos.push_back({std::move(shard), std::nullopt});
+  auto set = std::make_shared<detail::ShardSet>(detail::make_shard_set(std::move(infos), options));
+  return Dataset(source_node(detail::Source::shards(std::move(set))));
+}
+
+Dataset Dataset::tar_shards(std::vector<std::string> shards) {
+  static const TarShardOptions defaults;
+  return tar_shards(std::move(shards), defaults);
+}
+
+Dataset Dataset::tar_shard_index(const std::string& index) {
+  static const TarShardOptions defaults;
+  return tar_shard_index(index, defaults);
+}
+
+Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions& options) {
+  constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;
+  const std::string text = detail::read_small_file(index, options.http, kMaxIndexBytes);
+  auto set = std::make_shared<detail::ShardSet>(
+      detail::make_shard_set(detail::parse_shard_index(text, index), options));
+  return Dataset(source_node(detail::Source::shards(std::move(set))));
+}
+
 // ---- chaining ----
 
 std::shared_ptr<detail::DatasetNode> Dataset::child() const {
@@ -115,7 +161,7 @@ Dataset Dataset::shuffle_with(std::size_t buffer_size, std::optional<std::uint64
   node->order = detail::ShuffleOrder{buffer_size, seed};
   // Builds the order once (cheap: nothing is drawn) so that an impossible chain fails here, where it was
   // written, rather than at begin().
-  if (buffer_size == whole_epoch) detail::ElementOrder(node->source->size(), detail::make_plan(*node).order);
+  if (buffer_size == whole_epoch) detail::ElementOrder(*node->source, detail::make_plan(*node).order);
   return Dataset(std::move(node));
 }
 
@@ -133,13 +179,24 @@ Dataset Dataset::repeat() const {
 }
 
 Dataset Dataset::shard(std::size_t num_shards, std::size_t index) const {
+  return shard(num_shards, index, ShardRemainder::uneven);
+}
+
+Dataset Dataset::shard(std::size_t num_shards, std::size_t index, ShardRemainder remainder) const {
   require_no_filter("shard");
   if (num_shards == 0 || index >= num_shards)
     throw InvalidArgument("Dataset::shard: index " + std::to_string(index) + " is not below num_shards " +
                           std::to_string(num_shards));
   auto node = child();
-  node->order = detail::ShardOrder{num_shards, index};
+  node->order = detail::ShardOrder{num_shards, index, remainder};
   return Dataset(std::move(node));
+}
+
+Dataset Dataset::shard(const Ranks& ranks, ShardRemainder remainder) const {
+  if (ranks.world_size < 1 || ranks.rank < 0 || ranks.rank >= ranks.world_size)
+    throw InvalidArgument("Dataset::shard: rank " + std::to_string(ranks.rank) + " of world size " +
+                          std::to_string(ranks.world_size));
+  return shard(static_cast<std::size_t>(ranks.world_size), static_cast<std::size_t>(ranks.rank), remainder);
 }
 
 Dataset Dataset::skip(std::uint64_t count) const {
@@ -252,10 +309,12 @@ SampleIterator Dataset::begin(const IteratorState& state) const {
 
 std::size_t Dataset::source_size() const noexcept { return node_->source->size(); }
 std::string Dataset::source_path(std::size_t i) const {
+  if (node_->source->streamed()) throw InvalidArgument("Dataset::source_path: tar shards are streamed");
   if (i >= source_size()) throw InvalidArgument("Dataset::source_path: index out of range");
   return std::string(node_->source->path(i));
 }
 std::int64_t Dataset::source_label(std::size_t i) const {
+  if (node_->source->streamed()) throw InvalidArgument("Dataset::source_label: tar shards are streamed");
   if (i >= source_size()) throw InvalidArgument("Dataset::source_label: index out of range");
   return node_->source->label(i);
 }

@@ -28,6 +28,7 @@ struct RepeatOrder {
 struct ShardOrder {
   std::size_t num_shards;
   std::size_t index;
+  ShardRemainder remainder = ShardRemainder::uneven;
 };
 struct SkipOrder {
   std::uint64_t count;
@@ -67,6 +68,9 @@ struct PipelinePlan {
   std::size_t batch_size = 0;
   std::optional<ImageShape> shape;
   bool drop_remainder = false;
+  // A split across ranks evens out the epochs (ShardRemainder pad or drop): batches then keep a failed or
+  // filtered element's slot as padding instead of closing the gap, so that every rank's count holds.
+  bool even = false;
 };
 
 // Walks the chain from the source to `last`. Every shuffle's seed is resolved: a shuffle without one gets

@@ -36,6 +36,9 @@ struct Element {
   Sample sample;
   std::uint64_t source_index = 0;
   std::uint64_t sequence = 0;     // 0, 1, 2, ... in the source stage's order: collect restores it
+  bool streamed = false;          // the bytes came with the element (tar shards): nothing to load
+  std::string stream_error_kind;  // a streamed sample that could not be read: why (empty: it was)
+  std::string stream_error_reason;
   BufferState* buffer = nullptr;  // batches only: the buffer that holds this element's slot
   std::size_t slot = 0;
   Outcome outcome = Outcome::kept;

@@ -3,33 +3,16 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
 #include "src/pipeline/epoch_permutation.h"
+#include "src/pipeline/stream_stage.h"
+#include "src/sources/shard_set.h"
 
 namespace conveyor::detail {
-
-// Pull-based, with an O(1) state (save/restore of its own words only: each stage restores itself) and,
-// where the stage allows it, random access to its epoch (length(), at()) for a whole-epoch shuffle after it.
-class ElementOrder::Stage {
- public:
-  virtual ~Stage() = default;
-  virtual void reset(std::uint64_t epoch) = 0;
-  virtual std::optional<OrderedElement> next() = 0;
-
-  // Random access: the same elements next() gives after reset(epoch), by position.
-  virtual bool random_access() const noexcept { return false; }
-  virtual std::uint64_t length() const noexcept { return 0; }
-  virtual OrderedElement at(std::uint64_t /*epoch*/, std::uint64_t /*position*/) const noexcept { return {}; }
-  // When set, at(e, p).index == p + *index_offset() (what a shard needs to find its elements by position).
-  virtual std::optional<std::uint64_t> index_offset() const noexcept { return std::nullopt; }
-
-  virtual std::size_t words() const noexcept = 0;
-  virtual void save(std::uint64_t* out) const noexcept = 0;
-  virtual void restore(const std::uint64_t* in) = 0;
-};
 
 namespace {
 
@@ -50,12 +33,12 @@ class SourceStage final : public Stage {
   std::optional<OrderedElement> next() override {
     if (position_ == size_) return std::nullopt;
     const std::uint64_t i = position_++;
-    return OrderedElement{i, epoch_, i};
+    return OrderedElement{i, epoch_, i, false, nullptr};
   }
   bool random_access() const noexcept override { return true; }
   std::uint64_t length() const noexcept override { return size_; }
   OrderedElement at(std::uint64_t epoch, std::uint64_t position) const noexcept override {
-    return {position, epoch, position};
+    return {position, epoch, position, false, nullptr};
   }
   std::optional<std::uint64_t> index_offset() const noexcept override { return 0; }
   std::size_t words() const noexcept override { return 2; }
@@ -120,12 +103,15 @@ class PermutationStage final : public Stage {
 
 // tf.data's buffered shuffle: hold `buffer_size` elements, emit a uniformly chosen one and put the next
 // upstream element in its place. Seeded from (seed, epoch), so every epoch has its own order. The emitted
-// element's index becomes its position in this stage's output. Its true state is the buffer; the saved
-// state is (epoch, emitted) instead, and restore() replays that many draws (index arithmetic only).
+// element's index becomes its position in this stage's output, except over a streamed source: there each
+// rank shuffles its own share, and the index stays the sample's place in the epoch's order of all shards
+// (which every rank agrees on), so that a sample's seed does not depend on the world size. Its true state
+// is the buffer; the saved state is (epoch, emitted) instead, and restore() replays that many draws (index
+// arithmetic only over a random-access source; over a streamed one the stream stage reads them again).
 class BufferedShuffleStage final : public Stage {
  public:
-  BufferedShuffleStage(Stage& upstream, std::size_t buffer_size, std::uint64_t seed)
-      : upstream_(upstream), buffer_size_(buffer_size), seed_(seed), rng_(seed) {}
+  BufferedShuffleStage(Stage& upstream, std::size_t buffer_size, std::uint64_t seed, bool renumber)
+      : upstream_(upstream), buffer_size_(buffer_size), seed_(seed), renumber_(renumber), rng_(seed) {}
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
     epoch_ = epoch;
@@ -140,20 +126,21 @@ class BufferedShuffleStage final : public Stage {
       while (buffer_.size() < buffer_size_) {
         std::optional<OrderedElement> element = upstream_.next();
         if (!element) break;
-        buffer_.push_back(*element);
+        buffer_.push_back(std::move(*element));
       }
       filled_ = true;
     }
     if (buffer_.empty()) return std::nullopt;
     const std::size_t j = static_cast<std::size_t>(rng_.below(buffer_.size()));
-    OrderedElement out = buffer_[j];
+    OrderedElement out = std::move(buffer_[j]);
     if (std::optional<OrderedElement> refill = upstream_.next()) {
-      buffer_[j] = *refill;
+      buffer_[j] = std::move(*refill);
     } else {
-      buffer_[j] = buffer_.back();
+      buffer_[j] = std::move(buffer_.back());
       buffer_.pop_back();
     }
-    out.index = emitted_++;
+    if (renumber_) out.index = emitted_;
+    ++emitted_;
     return out;
   }
   std::size_t words() const noexcept override { return 2; }
@@ -171,6 +158,7 @@ class BufferedShuffleStage final : public Stage {
   Stage& upstream_;
   const std::size_t buffer_size_;
   const std::uint64_t seed_;
+  const bool renumber_;
   Rng rng_;
   std::uint64_t epoch_ = 0;
   std::vector<OrderedElement> buffer_;
@@ -305,6 +293,113 @@ class ShardStage final : public Stage {
   std::vector<ConsumedElements> consumed_;
 };
 
+// Element q of each epoch's stream goes to shard q % num_shards, and the shards come out even: with pad a
+// shard that is one short repeats the element that torch's DistributedSampler would give it (position
+// p >= n of the padded order holds element p mod n, so one of the epoch's first num_shards elements);
+// with drop each shard's element of the last, incomplete block of num_shards is held back until the block
+// completes, which it never does. The epoch's length is only known at its end (when the upstream runs dry
+// or the next epoch begins), so pad keeps the epoch's first num_shards elements until then.
+//
+// State: what it holds back (the epoch's first elements, the held or looked-ahead element) are elements,
+// not words, so like the buffered shuffle it saves (epoch of its last reset, elements delivered since) and
+// restore() replays that many from the reset: index arithmetic over a random-access source, a second read
+// over a streamed one. Put it before repeat() (as shard(ranks) after shuffle() is meant to be), so that a
+// replay covers one epoch.
+class EvenShardStage final : public Stage {
+ public:
+  EvenShardStage(Stage& upstream, std::size_t num_shards, std::size_t index, ShardRemainder remainder)
+      : upstream_(upstream), num_shards_(num_shards), index_(index), remainder_(remainder) {
+    first_.reserve(num_shards);
+  }
+  void reset(std::uint64_t epoch) override {
+    upstream_.reset(epoch);
+    reset_epoch_ = epoch;
+    delivered_ = 0;
+    lookahead_.reset();
+    padding_.reset();
+    ended_ = false;
+    start_epoch();
+  }
+  std::optional<OrderedElement> next() override {
+    std::optional<OrderedElement> element = pull();
+    if (element) ++delivered_;
+    return element;
+  }
+  std::size_t words() const noexcept override { return 2; }
+  void save(std::uint64_t* out) const noexcept override {
+    out[0] = reset_epoch_;
+    out[1] = delivered_;
+  }
+  void restore(const std::uint64_t* in) override {
+    reset(in[0]);
+    for (std::uint64_t i = 0; i < in[1]; ++i)
+      if (!next()) bad_state("the even shard ends before element " + std::to_string(in[1]));
+  }
+
+ private:
+  std::optional<OrderedElement> pull() {
+    for (;;) {
+      if (padding_) return std::exchange(padding_, std::nullopt);
+      std::optional<OrderedElement> element = std::exchange(lookahead_, std::nullopt);
+      if (!element && !ended_) {
+        element = upstream_.next();
+        ended_ = !element;
+      }
+      if (element && (position_ == 0 || element->epoch == epoch_)) {
+        if (std::optional<OrderedElement> mine = take(std::move(*element))) return mine;
+        continue;
+      }
+      // The epoch is over: `element` is the next epoch's first, or there is none.
+      if (position_ > 0) end_epoch();
+      if (!element) return padding_ ? std::exchange(padding_, std::nullopt) : std::nullopt;
+      lookahead_ = std::move(element);
+    }
+  }
+
+  void start_epoch() {
+    position_ = 0;
+    first_.clear();
+    held_.reset();
+  }
+
+  // Counts one element of the epoch; returns it when it is this shard's to deliver now.
+  std::optional<OrderedElement> take(OrderedElement element) {
+    if (position_ == 0) epoch_ = element.epoch;
+    const std::uint64_t q = position_++;
+    const bool mine = q % num_shards_ == index_;
+    if (remainder_ == ShardRemainder::pad) {
+      if (first_.size() < num_shards_) first_.push_back(copy_of(element));
+      if (mine) return element;
+      return std::nullopt;
+    }
+    if (mine) held_ = std::move(element);
+    if (q % num_shards_ == num_shards_ - 1 && held_) return std::exchange(held_, std::nullopt);
+    return std::nullopt;
+  }
+
+  void end_epoch() {
+    const std::uint64_t n = position_;
+    const std::uint64_t short_by = n % num_shards_;  // elements in the last, incomplete block
+    if (remainder_ == ShardRemainder::pad && short_by != 0 && index_ >= short_by) {
+      const std::uint64_t p = n - short_by + index_;  // this shard's position in the padded order
+      padding_ = copy_of(first_[p % n]);
+      padding_->padding = true;
+    }
+    start_epoch();
+  }
+
+  Stage& upstream_;
+  const std::uint64_t num_shards_, index_;
+  const ShardRemainder remainder_;
+  std::uint64_t reset_epoch_ = 0, delivered_ = 0;  // the state: replayed from reset(reset_epoch_)
+  std::uint64_t epoch_ = 0, position_ = 0;
+  std::vector<OrderedElement> first_;        // pad: the epoch's first num_shards elements
+  std::optional<OrderedElement> held_;       // drop: this shard's element of the current block
+  std::optional<OrderedElement> lookahead_;  // the next epoch's first element, seen while closing this one
+  std::optional<OrderedElement> padding_;    // pad: this shard's repeat, due at the epoch's end
+  bool ended_ = false;                       // the upstream ran dry (until the next reset)
+};
+
 class SkipStage final : public Stage {
  public:
   SkipStage(Stage& upstream, std::uint64_t count) : upstream_(upstream), count_(count) {}
@@ -382,7 +477,27 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
+// The line describe() gives the source: a streamed one names what decides its stream (the shards, their
+// order and this rank's share), so that a state refuses another set of shards or another rank.
+std::string describe_source(const Source& source) {
+  if (!source.streamed()) return "source " + std::to_string(source.size());
+  const ShardSet& set = *source.shard_set();
+  const TarShardOptions& options = set.options;
+  return "tar shards " + std::to_string(set.shards.size()) + " samples " +
+         (set.counted() ? std::to_string(set.total()) : std::string("unknown")) + " rank " +
+         std::to_string(options.ranks.rank) + " of " + std::to_string(options.ranks.world_size) + " " +
+         to_string(options.remainder) +
+         (options.shuffle_shards ? " shard order seed " + hex(options.seed)
+                                 : std::string(" shard order given"));
+}
+
 }  // namespace
+
+OrderedElement copy_of(const OrderedElement& element) {
+  OrderedElement copy{element.source_index, element.epoch, element.index, element.padding, nullptr};
+  if (element.streamed) copy.streamed = element.streamed.get_deleter().pool->copy(*element.streamed);
+  return copy;
+}
 
 bool ShardFrontier::before(const ShardFrontier& other) const noexcept {
   if (!any) return other.any;
@@ -402,9 +517,23 @@ bool ConsumedElements::matters_after(const ShardFrontier& position) const noexce
   return false;
 }
 
+ElementOrder::ElementOrder(const Source& source, const std::vector<OrderOp>& ops,
+                           std::size_t max_member_bytes) {
+  if (source.streamed()) {
+    build(make_stream_stage(source.shard_set(), max_member_bytes), source.shard_set().get(), ops);
+  } else {
+    build(std::make_unique<SourceStage>(source.size()), nullptr, ops);
+  }
+}
+
 ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& ops) {
-  stages_.push_back(std::make_unique<SourceStage>(source_size));
-  bool repeated = false, after_shard = false;
+  build(std::make_unique<SourceStage>(source_size), nullptr, ops);
+}
+
+void ElementOrder::build(std::unique_ptr<Stage> first, const ShardSet* streamed,
+                         const std::vector<OrderOp>& ops) {
+  stages_.push_back(std::move(first));
+  bool repeated = false, after_shard = false, even_shard = false;
   std::size_t shards = 0;
   for (const OrderOp& op : ops) {
     Stage& upstream = *stages_.back();
@@ -417,12 +546,12 @@ ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& 
               if (!upstream.random_access())
                 throw InvalidArgument(
                     "Dataset::shuffle(): the whole-epoch shuffle needs random access to the stream before "
-                    "it, "
-                    "and a buffered shuffle, a repeat() forever or a shard of a shard has none; use "
-                    "shuffle(buffer_size) there, or shuffle before them");
+                    "it, and tar shards (read front to back), a buffered shuffle, a repeat() forever or a "
+                    "shard of a shard have none; use shuffle(buffer_size) there, or shuffle before them");
               stages_.push_back(std::make_unique<PermutationStage>(upstream, seed));
             } else {
-              stages_.push_back(std::make_unique<BufferedShuffleStage>(upstream, o.buffer_size, seed));
+              stages_.push_back(
+                  std::make_unique<BufferedShuffleStage>(upstream, o.buffer_size, seed, streamed == nullptr));
             }
             if (after_shard && !elastic_problem_)
               elastic_problem_ = "a shuffle after shard() orders each shard on its own";
@@ -432,8 +561,14 @@ ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& 
             stages_.push_back(std::make_unique<RepeatStage>(upstream, o.count));
             repeated = true;
           } else if constexpr (std::is_same_v<T, ShardOrder>) {
-            shard_stage_ = stages_.size();
-            stages_.push_back(std::make_unique<ShardStage>(upstream, o.num_shards, o.index));
+            if (o.remainder == ShardRemainder::uneven) {
+              shard_stage_ = stages_.size();
+              stages_.push_back(std::make_unique<ShardStage>(upstream, o.num_shards, o.index));
+            } else {
+              stages_.push_back(
+                  std::make_unique<EvenShardStage>(upstream, o.num_shards, o.index, o.remainder));
+              even_shard = true;
+            }
             ++shards;
             after_shard = true;
           } else if constexpr (std::is_same_v<T, SkipOrder>) {
@@ -452,7 +587,17 @@ ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& 
     shard_stage_.reset();
     elastic_problem_ = shards == 0 ? "the dataset has no shard() (use shard(1, 0) for one shard)"
                                    : "the dataset has more than one shard()";
+  } else if (even_shard) {
+    shard_stage_.reset();
+    elastic_problem_ =
+        "shard() with ShardRemainder pad or drop evens the shards out per epoch, so its state holds only at "
+        "the same shard count";
   }
+  // Checked last: the reasons above are about the ops, this one about the source, and either suffices.
+  if (streamed != nullptr && streamed->options.ranks.world_size > 1)
+    elastic_problem_ =
+        "tar shards split across ranks by TarShardOptions::ranks: a state restores only at the same rank and "
+        "world size";
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     if (shard_stage_ && i == *shard_stage_) shard_offset_ = state_words_;
     state_words_ += stages_[i]->words();
@@ -460,9 +605,14 @@ ElementOrder::ElementOrder(std::size_t source_size, const std::vector<OrderOp>& 
   stages_.back()->reset(0);
 }
 
-ElementOrder::~ElementOrder() = default;
+ElementOrder::~ElementOrder() {
+  // Last stage first: the later stages hold elements whose streamed samples belong to the first's pool.
+  while (!stages_.empty()) stages_.pop_back();
+}
 
 std::optional<OrderedElement> ElementOrder::next() { return stages_.back()->next(); }
+
+void ElementOrder::cancel() { stages_.front()->cancel(); }
 
 void ElementOrder::save(std::span<std::uint64_t> words) const noexcept {
   std::uint64_t* out = words.data();
@@ -499,8 +649,8 @@ std::optional<ShardFrontier> ElementOrder::shard_frontier(std::span<const std::u
 
 std::optional<std::string> ElementOrder::elastic_problem() const { return elastic_problem_; }
 
-std::vector<std::string> ElementOrder::describe(std::size_t source_size, const std::vector<OrderOp>& ops) {
-  std::vector<std::string> lines{"source " + std::to_string(source_size)};
+std::vector<std::string> ElementOrder::describe(const Source& source, const std::vector<OrderOp>& ops) {
+  std::vector<std::string> lines{describe_source(source)};
   for (const OrderOp& op : ops) {
     std::visit(
         [&](const auto& o) {
@@ -512,7 +662,10 @@ std::vector<std::string> ElementOrder::describe(std::size_t source_size, const s
           } else if constexpr (std::is_same_v<T, RepeatOrder>) {
             lines.push_back(o.count ? "repeat " + std::to_string(*o.count) : std::string("repeat forever"));
           } else if constexpr (std::is_same_v<T, ShardOrder>) {
-            lines.push_back("shard " + std::to_string(o.index) + " of " + std::to_string(o.num_shards));
+            lines.push_back("shard " + std::to_string(o.index) + " of " + std::to_string(o.num_shards) +
+                            (o.remainder == ShardRemainder::uneven
+                                 ? std::string()
+                                 : std::string(" ") + to_string(o.remainder)));
           } else if constexpr (std::is_same_v<T, SkipOrder>) {
             lines.push_back("skip " + std::to_string(o.count));
           } else {

@@ -158,7 +158,11 @@ IteratorState IteratorState::combine(std::span<const IteratorState> shards) {
   if (shards.empty()) throw InvalidArgument("IteratorState::combine: no states");
   const IteratorStateData* first = shards.front().data_.get();
   if (first == nullptr || !first->sharded)
-    throw InvalidArgument("IteratorState::combine: the states must come from iterators of a sharded dataset");
+    throw InvalidArgument(
+        "IteratorState::combine: the states must come from iterators of a dataset with one shard() that "
+        "splits by index (ShardRemainder::uneven; pad and drop even the shards out per epoch, so their "
+        "states "
+        "restore only at the same shard count)");
   const std::uint64_t count = first->shard_count;
   if (shards.size() != count)
     throw InvalidArgument("IteratorState::combine: " + std::to_string(shards.size()) + " states for " +

@@ -60,7 +60,7 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
       batch_stage_(plan_.batched ? 2 + plan_.steps.size() : stage_names_.size()),
       collect_stage_(stage_names_.size() - 1),
       trace_(plan_.options.trace.get()),
-      order_description_(ElementOrder::describe(plan_.source->size(), plan_.order)),
+      order_description_(ElementOrder::describe(*plan_.source, plan_.order)),
       in_order_(delivers_in_order(plan_, threads_)),
       watching_(plan_.options.stall_limit.count() > 0),
       abandoning_(watching_ && plan_.options.abandon_stalled && plan_.options.on_error == OnError::skip),
@@ -68,7 +68,7 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
       counters_(stage_names_),
       queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
       decode_budget_(plan_.options.decode_memory_budget),
-      order_(plan_.source->size(), plan_.order),
+      order_(*plan_.source, plan_.order, plan_.options.max_file_bytes),
       sink_([this](Batch batch, std::span<const std::uint64_t> state) { deliver(std::move(batch), state); }),
       arena_(threads_) {
   if (const IteratorStateData* state = start.data_.get()) {
@@ -116,7 +116,9 @@ void Pipeline::cancel() noexcept {
   {
     std::lock_guard lock(setup_mutex_);
     if (pool_) pool_->cancel();
+    if (probe_order_) probe_order_->cancel();
   }
+  order_.cancel();  // a streamed source's readers may be waiting on a disk or a server
   queue_.cancel();
   decode_budget_.cancel();  // a decode waiting for memory gives up
   {
@@ -157,9 +159,21 @@ void Pipeline::drive() noexcept {
 std::optional<ImageShape> Pipeline::probe_shape() {
   // The first element that makes it through the maps gives the batch's sample shape. It runs again in
   // the pipeline proper (a pure function of its bytes and seed): the probe costs one element's work.
-  ElementOrder order(plan_.source->size(), plan_.order);
+  ElementOrder order(*plan_.source, plan_.order, plan_.options.max_file_bytes);
   order.restore(start_state_);
   if (!consumed_.empty()) order.exclude(consumed_, /*keep_frontier=*/true);
+  {
+    std::lock_guard lock(setup_mutex_);
+    probe_order_ = &order;
+    if (cancelled_.load()) order.cancel();
+  }
+  struct Forget {
+    Pipeline& pipeline;
+    ~Forget() {
+      std::lock_guard lock(pipeline.setup_mutex_);
+      pipeline.probe_order_ = nullptr;
+    }
+  } forget{*this};
   Element element;
   while (!stop_.load()) {
     std::optional<OrderedElement> next = order.next();
@@ -188,7 +202,7 @@ std::optional<ImageShape> Pipeline::probe_shape() {
 
 void Pipeline::start_batching(ImageShape shape) {
   assembler_.emplace(plan_.batch_size, shape, plan_.drop_remainder, pool_capacity_, order_.state_words(),
-                     first_sequence_);
+                     first_sequence_, plan_.even);
   std::shared_ptr<BatchPool> pool =
       BatchPool::create(pool_capacity_, plan_.batch_size, shape, plan_.options.host_memory);
   std::lock_guard lock(setup_mutex_);

@@ -68,7 +68,7 @@ class Pipeline {
   // ---- stages (pipeline_stages.cpp) ----
   Element* source_stage(tbb::flow_control& control);
   bool reserve_slot(Element& element, int track, std::chrono::nanoseconds& waited);
-  void prepare(Element& element, const OrderedElement& order) const;
+  void prepare(Element& element, OrderedElement& order) const;
   void process(Element& element, bool probing) noexcept;
   template <class F>
   bool run_stage(Element& element, std::size_t stage, int track, bool probing, F&& body) noexcept;
@@ -123,7 +123,8 @@ class Pipeline {
   std::atomic<bool> cancelled_{false};  // the iterator is being destroyed
   mutable std::mutex setup_mutex_;      // pool_ is made by the driver and read by the destructor and stats()
   std::shared_ptr<BatchPool> pool_;
-  MemoryBudget decode_budget_;  // Sample::reserve_decode_memory draws from it
+  ElementOrder* probe_order_ = nullptr;  // the probe's own order while it runs (the destructor cancels it)
+  MemoryBudget decode_budget_;           // Sample::reserve_decode_memory draws from it
 
   // ---- source stage only ----
   ElementOrder order_;              // restored from the start state by the constructor

@@ -10,6 +10,7 @@
 #include "conveyor/random.h"
 #include "src/core/tsan.h"
 #include "src/pipeline/pipeline.h"
+#include "src/sources/shard_read_error.h"
 
 namespace conveyor::detail {
 namespace {
@@ -28,6 +29,7 @@ class ShapeMismatch : public InvalidArgument {
 
 const char* kind_of(const std::exception& error) {
   if (const auto* decode = dynamic_cast<const DecodeError*>(&error)) return to_string(decode->failure());
+  if (const auto* shard = dynamic_cast<const ShardReadError*>(&error)) return shard->kind().c_str();
   if (dynamic_cast<const IoError*>(&error)) return "io";
   if (dynamic_cast<const ShapeMismatch*>(&error)) return "shape_mismatch";
   if (dynamic_cast<const InvalidArgument*>(&error)) return "invalid_argument";
@@ -152,9 +154,10 @@ void Pipeline::release(Element& element) {
   element_freed_.notify_one();
 }
 
-void Pipeline::prepare(Element& element, const OrderedElement& order) const {
+void Pipeline::prepare(Element& element, OrderedElement& order) const {
   Sample& sample = element.sample;
   element.source_index = order.source_index;
+  element.streamed = order.streamed != nullptr;
   element.buffer = nullptr;
   element.slot = 0;
   element.outcome = Outcome::kept;
@@ -163,6 +166,17 @@ void Pipeline::prepare(Element& element, const OrderedElement& order) const {
   sample.index = order.index;
   sample.epoch = order.epoch;
   sample.seed = sample_seed(plan_.options.seed, order.epoch, order.index);
+  sample.padding = order.padding;
+  if (element.streamed) {
+    StreamedSample& streamed = *order.streamed;
+    std::swap(sample.encoded, streamed.bytes);  // the streamed sample goes back with the old buffer
+    sample.label = streamed.label;
+    sample.path.assign(streamed.path);
+    element.stream_error_kind.assign(streamed.error_kind);
+    element.stream_error_reason.assign(streamed.error_reason);
+    order.streamed.reset();
+    return;
+  }
   sample.label = plan_.source->label(order.source_index);
   sample.path.assign(plan_.source->path(order.source_index));
 }
@@ -217,7 +231,12 @@ void Pipeline::process(Element& element, bool probing) noexcept {
   const int track = trace_ && !probing ? worker_track() : -1;
   Sample& sample = element.sample;
   if (!run_stage(element, read_stage_, track, probing, [&] {
-        plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
+        if (!element.streamed) {
+          plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
+        } else if (!element.stream_error_kind.empty()) {
+          // The reader found the problem ahead of time; it fails here, at the element's place.
+          throw ShardReadError(element.stream_error_kind, element.stream_error_reason);
+        }
       }))
     return;
   for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
@@ -286,32 +305,33 @@ bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool pr
     element.watch = {static_cast<int>(stage), start, tbb::this_task_arena::current_thread_index(),
                      static_cast<std::uint64_t>(::gettid()), false};
   }
-  const char* kind = nullptr;
+  bool failed = false;
   try {
     body();
   } catch (const std::exception& error) {
-    kind = kind_of(error);
+    failed = true;
+    element.error_kind = kind_of(error);  // may point into the exception: copied while it lives
     element.error_reason = error.what();
   } catch (...) {
-    kind = "unknown";
+    failed = true;
+    element.error_kind = "unknown";
     element.error_reason = "an exception that is not a std::exception";
   }
   if (watched) {
     std::lock_guard lock(element.watch_mutex);
     element.watch.stage = -1;
   }
-  if (kind != nullptr) {
+  if (failed) {
     element.outcome = Outcome::failed;
     element.failed_stage = stage;
-    element.error_kind = kind;
   }
   if (!probing) {
     const Clock::time_point end = Clock::now();
     counters_.count_stage(stage, nanoseconds(end - start));
-    if (kind != nullptr) counters_.stage(stage).failures.fetch_add(1, std::memory_order_relaxed);
+    if (failed) counters_.stage(stage).failures.fetch_add(1, std::memory_order_relaxed);
     if (track >= 0) trace_->complete(track, stage_names_[stage], start, end);
   }
-  return kind == nullptr;
+  return !failed;
 }
 
 int Pipeline::worker_track() {
@@ -419,12 +439,12 @@ void Pipeline::collect_one(Element& element) {
   if (!failed_) {
     if (plan_.batched) {
       const Sample& sample = element.sample;
-      assembler_->arrive(*element.buffer, element.slot, kept, sample.label,
-                         SampleInfo{.index = sample.index,
-                                    .epoch = sample.epoch,
-                                    .seed = sample.seed,
-                                    .deferred = sample.deferred()},
-                         element.order_state, sink_);
+      const SampleInfo info{.index = sample.index,
+                            .epoch = sample.epoch,
+                            .seed = sample.seed,
+                            .padding = sample.padding,
+                            .deferred = sample.deferred()};
+      assembler_->arrive(*element.buffer, element.slot, kept, sample.label, info, element.order_state, sink_);
     } else if (kept) {
       deliver(std::move(element.sample), element.order_state);
     }

@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "conveyor/error.h"
 #include "conveyor/read_file.h"
+#include "src/sources/shard_set.h"
 
 namespace conveyor::detail {
 
@@ -36,6 +38,13 @@ std::shared_ptr<const Source> Source::memory(std::vector<std::vector<std::uint8_
   for (std::size_t i = 0; i < buffers.size(); ++i) source->paths_.add("<memory:" + std::to_string(i) + ">");
   source->labels_ = std::move(labels);
   source->buffers_ = std::move(buffers);
+  return source;
+}
+
+std::shared_ptr<const Source> Source::shards(std::shared_ptr<const ShardSet> shards) {
+  auto source = std::make_shared<Source>();
+  source->stream_size_ = static_cast<std::size_t>(shards->total());
+  source->shards_ = std::move(shards);
   return source;
 }
 

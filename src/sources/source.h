@@ -1,5 +1,7 @@
-// The elements a dataset starts from: file paths or in-memory encoded images, each with a label. A
-// Source is immutable once made and shared by every iterator of the datasets built on it.
+// The elements a dataset starts from: file paths or in-memory encoded images, each with a label, read in
+// any order (random access); or tar shards, read front to back (a stream: see shard_set.h and
+// src/pipeline/stream_stage.h). A Source is immutable once made and shared by every iterator of the
+// datasets built on it.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,8 @@
 #include <vector>
 
 namespace conveyor::detail {
+
+struct ShardSet;
 
 // Many paths in one allocation: each path is stored NUL-terminated in a single buffer, so an ImageNet-size
 // list costs one string, not a million, and open() can use the stored bytes directly.
@@ -44,8 +48,15 @@ class Source {
   static std::shared_ptr<const Source> files(FileListing listing);
   static std::shared_ptr<const Source> memory(std::vector<std::vector<std::uint8_t>> buffers,
                                               std::vector<std::int64_t> labels);
+  static std::shared_ptr<const Source> shards(std::shared_ptr<const ShardSet> shards);
 
-  std::size_t size() const noexcept { return paths_.size(); }
+  // Tar shards: elements come with their bytes, in the streams' order; path(), label() and load() are
+  // for random-access sources only.
+  bool streamed() const noexcept { return shards_ != nullptr; }
+  const std::shared_ptr<const ShardSet>& shard_set() const noexcept { return shards_; }
+
+  // Elements (for tar shards: their total when every shard's count is known, else 0).
+  std::size_t size() const noexcept { return shards_ ? stream_size_ : paths_.size(); }
   std::string_view path(std::size_t i) const noexcept { return paths_[i]; }
   std::int64_t label(std::size_t i) const noexcept { return labels_[i]; }
   const std::vector<std::string>& class_names() const noexcept { return class_names_; }
@@ -59,6 +70,8 @@ class Source {
   std::vector<std::int64_t> labels_;
   std::vector<std::string> class_names_;
   std::vector<std::vector<std::uint8_t>> buffers_;  // empty for file sources
+  std::shared_ptr<const ShardSet> shards_;          // tar shards only
+  std::size_t stream_size_ = 0;
 };
 
 }  // namespace conveyor::detail

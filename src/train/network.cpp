@@ -231,14 +231,24 @@ void Network::loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with
                    float label_smoothing) {
   Layers& L = *layers_;
   L.loss->forward_backward(ctx, L.logits.as<const float>(), L.labels.as<const std::int64_t>(), valid_rows,
-                           grad_scale / static_cast<float>(spec_.batch), with_gradient ? L.dlogits.data() : nullptr,
-                           L.row_loss.as<float>(), L.row_correct.as<int>(), label_smoothing);
+                           grad_scale / static_cast<float>(spec_.batch),
+                           with_gradient ? L.dlogits.data() : nullptr, L.row_loss.as<float>(),
+                           L.row_correct.as<int>(), label_smoothing);
 }
 
-void Network::backward(nn::Context& ctx, ParameterStore& p) {
+void Network::backward(nn::Context& ctx, ParameterStore& p, const GradientReady& ready) {
   Layers& L = *layers_;
+  auto made = [&ready](const ParamRef& ref) {
+    if (ready) ready(ref);
+  };
+  auto bn_made = [&made](const ConvBn& u) {
+    made(u.gamma);
+    made(u.beta);
+  };
   L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight),
                          p.vector_grad(L.fc_bias));
+  made(L.fc_weight);
+  made(L.fc_bias);
   L.fc->backward_data(ctx, L.dlogits.data(), p.weight(L.fc_weight), L.features.dx);
   const Activation& last = L.blocks.back().b.bn_out;
   L.pool->backward(ctx, last.x, L.features.x, L.features.dx, last.dx);
@@ -249,15 +259,21 @@ void Network::backward(nn::Context& ctx, ParameterStore& p) {
     // (straight into the block input's gradient when the shortcut is the identity).
     const Tensor& dz = b.shortcut ? b.shortcut->bn_out.dx : in.dx;
     b.b.bn.backward(ctx, b.b.conv_out.x, b.b.bn_out.x, b.b.bn_out.dx, b.b.conv_out.dx, &dz, b.b.params(p));
+    bn_made(b.b);
     b.b.conv.backward_filter(ctx, b.a.bn_out.x, b.b.conv_out.dx, p.weight_grad(b.b.weight));
+    made(b.b.weight);
     b.b.conv.backward_data(ctx, b.b.conv_out.dx, p.weight(b.b.weight), b.a.bn_out.dx, false);
     b.a.bn.backward(ctx, b.a.conv_out.x, b.a.bn_out.x, b.a.bn_out.dx, b.a.conv_out.dx, nullptr,
                     b.a.params(p));
+    bn_made(b.a);
     b.a.conv.backward_filter(ctx, in.x, b.a.conv_out.dx, p.weight_grad(b.a.weight));
+    made(b.a.weight);
     if (b.shortcut) {
       ConvBn& s = *b.shortcut;
       s.bn.backward(ctx, s.conv_out.x, s.bn_out.x, s.bn_out.dx, s.conv_out.dx, nullptr, s.params(p));
+      bn_made(s);
       s.conv.backward_filter(ctx, in.x, s.conv_out.dx, p.weight_grad(s.weight));
+      made(s.weight);
       s.conv.backward_data(ctx, s.conv_out.dx, p.weight(s.weight), in.dx, false);
     }
     // The main branch adds its gradient to the shortcut's.
@@ -267,7 +283,9 @@ void Network::backward(nn::Context& ctx, ParameterStore& p) {
   if (L.maxpool) L.maxpool->backward(ctx, stem.bn_out.x, L.pool_out.x, L.pool_out.dx, stem.bn_out.dx);
   stem.bn.backward(ctx, stem.conv_out.x, stem.bn_out.x, stem.bn_out.dx, stem.conv_out.dx, nullptr,
                    stem.params(p));
+  bn_made(stem);
   stem.conv.backward_filter(ctx, L.input.x, stem.conv_out.dx, p.weight_grad(stem.weight));
+  made(stem.weight);
 }
 
 std::string Network::describe() const {

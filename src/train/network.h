@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,11 @@ struct NetworkSpec {
   int blocks_per_stage = 2;         // small_resnet only
   nn::BatchNormOptions batch_norm;  // relu/residual are set per layer
 };
+
+// Told once per parameter during Network::backward, right after the work that makes its gradient final
+// was enqueued on the context's stream (nothing later in the pass writes it). Data-parallel training
+// starts reducing a bucket of gradients there while the rest of the backward pass runs.
+using GradientReady = std::function<void(const ParamRef&)>;
 
 class Network {
  public:
@@ -58,7 +64,9 @@ class Network {
   // for backward().
   void loss(nn::Context& ctx, int valid_rows, float grad_scale, bool with_gradient,
             float label_smoothing = 0.f);
-  void backward(nn::Context& ctx, ParameterStore& params);
+  // Calls `ready` (when given) for every weight and vector parameter, in the order their gradients are
+  // made: from the classifier back to the stem.
+  void backward(nn::Context& ctx, ParameterStore& params, const GradientReady& ready = {});
 
   const float* row_loss() const;  // context memory, batch entries
   const int* row_correct() const;

@@ -131,10 +131,33 @@ void ParameterStore::unbind() noexcept {
 void ParameterStore::upload(nn::Context& ctx) {
   for (int g = 0; g < 3; ++g) to_context(ctx, master_[g], host_[g]);
   for (int g = 0; g < 2; ++g) to_context(ctx, momentum_[g], velocity_[g]);
+  refresh_working_copy(ctx);
+}
+
+ParameterStore::ContextArray ParameterStore::gradients(ParamGroup group) const {
+  if (group == ParamGroup::statistics) throw InvalidArgument("parameters: statistics have no gradients");
+  const int g = static_cast<int>(group);
+  return {grad_[g].data(), host_[g].size(), g == kWeights ? dtype_ : nn::DType::f32};
+}
+
+ParameterStore::ContextArray ParameterStore::master(ParamGroup group) const {
+  const int g = static_cast<int>(group);
+  return {master_[g].data(), host_[g].size(), nn::DType::f32};
+}
+
+ParameterStore::ContextArray ParameterStore::momentum(ParamGroup group) const {
+  if (group == ParamGroup::statistics) throw InvalidArgument("parameters: statistics have no momentum");
+  const int g = static_cast<int>(group);
+  return {momentum_[g].data(), velocity_[g].size(), nn::DType::f32};
+}
+
+void ParameterStore::refresh_working_copy(nn::Context& ctx) {
 #ifdef CONVEYOR_HAVE_CUDA
   if (working_.data())
     nn::kernels::convert_from_float(dtype_, host_[kWeights].size(), master_[kWeights].as<float>(),
                                     working_.data(), ctx.stream(), "parameters");
+#else
+  (void)ctx;
 #endif
 }
 

@@ -80,6 +80,21 @@ class ParameterStore {
   // One SGD step over every parameter (two kernels on a GPU).
   void sgd_step(nn::Context& ctx);
 
+  // The context-side arrays, for collectives over them (data-parallel training): gradients of weights
+  // (the context's type) and vectors (float32); the float32 master copy of every group; momentum of weights
+  // and vectors. Empty before bind().
+  struct ContextArray {
+    void* data = nullptr;
+    std::size_t count = 0;  // elements
+    nn::DType type = nn::DType::f32;
+  };
+  ContextArray gradients(ParamGroup group) const;  // weights or vectors
+  ContextArray master(ParamGroup group) const;
+  ContextArray momentum(ParamGroup group) const;  // weights or vectors
+  // Makes the working copy of the weights from the master copy again, after the master copy was
+  // overwritten on the context (a broadcast from another replica).
+  void refresh_working_copy(nn::Context& ctx);
+
   // The host copy, in the order of the checkpoint.
   std::vector<float>& host(ParamGroup group) noexcept { return host_[static_cast<int>(group)]; }
   std::vector<float>& host_velocity(ParamGroup group) noexcept { return velocity_[static_cast<int>(group)]; }

@@ -108,6 +108,7 @@ void Trainer::Impl::warmup() {
     if (ctx->on_gpu()) gpu = std::make_unique<GpuSteps>(*ctx, options.input, options.batch);
     if (nn::AlgorithmCache* cache = ctx->on_gpu() ? ctx->algorithm_cache() : nullptr) cache->save();
 #endif
+    if (hooks.prepared) hooks.prepared();  // the data-parallel trainer's buckets, before any step runs
     ctx->synchronize();
     warmup_report.prepare_seconds = elapsed_ms(phase) / 1000.0;
     // A throwaway step (and on a GPU an evaluation) on the zeroed input with label 0 pays every first-call
@@ -181,7 +182,9 @@ void Trainer::Impl::release() noexcept {
 void Trainer::Impl::run_step_body() {
   network.forward(*ctx, params, true);
   network.loss(*ctx, spec.batch, loss_scale, true, static_cast<float>(options.label_smoothing));
-  network.backward(*ctx, params);
+  if (hooks.before_backward) hooks.before_backward();
+  network.backward(*ctx, params, hooks.gradient_ready);
+  if (hooks.before_update) hooks.before_update();
   params.sgd_step(*ctx);
 }
 

@@ -1,6 +1,7 @@
 // The state behind conveyor::train::Trainer (trainer.cpp holds the backend-independent flow).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -39,6 +40,19 @@ class DeviceScope {
 #endif
 };
 
+// What data-parallel training (src/train/distributed/) adds to a step; every member may be empty (the
+// single-GPU trainer sets none). They run on the host while the step is enqueued, also while the step is
+// captured as a CUDA graph, so what they enqueue becomes part of the graph.
+struct StepHooks {
+  // Once the layers are prepared (context, parameters and activations exist), before the warm-up's
+  // throwaway step.
+  std::function<void()> prepared;
+  std::function<void()> before_backward;
+  GradientReady gradient_ready;  // per parameter, as the backward pass makes its gradient
+  // After the backward pass, before the optimizer: makes the step's stream wait for what the hooks began.
+  std::function<void()> before_update;
+};
+
 class Trainer::Impl {
  public:
   explicit Impl(TrainerOptions options);
@@ -66,6 +80,7 @@ class Trainer::Impl {
   float loss_scale = 1;
   std::size_t steps = 0;
   std::vector<double> step_ms;  // completed steps' durations
+  StepHooks hooks;              // set before warmup()
 
  private:
   // Normalized pixels into the network's input and labels into its label buffer.

@@ -194,6 +194,7 @@ class Trainer {
   const TrainerOptions& options() const noexcept;
 
  private:
+  friend class DataParallelTrainer;  // attaches its gradient all-reduce to the steps of its replicas
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,177 @@
+// make_shards: packs an ImageFolder tree into WebDataset tar shards and a shard index.
+//
+//   make_shards --input DIR --output DIR [--shard-size MB] [--prefix shard-] [--index shards.json]
+//
+// The images are taken as Dataset::image_folder lists them (classes are the sorted sub-folders, labels
+// 0..K-1, images sorted), each as two members of one sample: "<key>.jpg" (the file's bytes, whatever
+// its extension's case) and "<key>.cls" (the label as decimal text). The key is the image's path below
+// DIR without its extension, with dots in the file name turned into '_' (a dot would end the key early
+// for a WebDataset reader). A shard is closed before the sample that would take it over --shard-size MB
+// (a larger sample gets a shard of its own). OUTPUT gets shard-000000.tar, shard-000001.tar, ... and the
+// index (WebDataset's wids JSON: each shard's name, sample count and size), which Dataset::tar_shard_index
+// reads. The same input gives byte-identical shards. OUTPUT must be empty or new; shards are written as
+// NAME.partial and renamed when complete, the index last.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conveyor/dataset.h"
+#include "data/common/tool_support.h"
+#include "data/make_shards/tar_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using conveyor::data::TarWriter;
+
+struct Options {
+  fs::path input, output;
+  double shard_mb = 256;
+  std::string prefix = "shard-";
+  std::string index = "shards.json";
+};
+
+struct ShardMade {
+  std::string name;
+  std::uint64_t samples = 0;
+  std::uint64_t bytes = 0;
+};
+
+// The sample key of `path` below `root`: the relative path without extension, dots of the file name -> '_'.
+// image_folder's paths are `root` joined with what it found below, so the relation is textual.
+std::string key_of(const fs::path& root, const fs::path& path) {
+  const fs::path relative = path.lexically_relative(root);
+  std::string stem = relative.stem().string();
+  for (char& c : stem)
+    if (c == '.') c = '_';
+  return (relative.parent_path() / stem).generic_string();
+}
+
+std::string shard_name(const Options& options, std::size_t i) {
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%06zu", i);
+  return options.prefix + digits + ".tar";
+}
+
+// Writes shards one after another; each is renamed into place when it is complete.
+class ShardSeries {
+ public:
+  explicit ShardSeries(const Options& options) : options_(options) {}
+
+  void add(const std::string& key, const std::vector<std::uint8_t>& image, std::int64_t label) {
+    const std::string label_text = std::to_string(label) + "\n";
+    const std::uint64_t size = TarWriter::member_bytes(key + ".jpg", image.size()) +
+                               TarWriter::member_bytes(key + ".cls", label_text.size());
+    const auto limit = static_cast<std::uint64_t>(options_.shard_mb * 1024 * 1024);
+    if (writer_ && current_.samples > 0 && current_.bytes + size + TarWriter::kEndBytes > limit) finish();
+    if (!writer_) {
+      current_ = ShardMade{shard_name(options_, made_.size()), 0, 0};
+      writer_.emplace(partial_path());
+    }
+    writer_->add(key + ".jpg", image);
+    writer_->add(key + ".cls", {reinterpret_cast<const std::uint8_t*>(label_text.data()), label_text.size()});
+    current_.bytes += size;
+    ++current_.samples;
+  }
+
+  // Closes the last shard; returns every shard made.
+  const std::vector<ShardMade>& finish_all() {
+    if (writer_) finish();
+    return made_;
+  }
+
+ private:
+  fs::path partial_path() const { return options_.output / (current_.name + ".partial"); }
+
+  void finish() {
+    writer_->close();
+    writer_.reset();
+    const fs::path final_path = options_.output / current_.name;
+    fs::rename(partial_path(), final_path);
+    current_.bytes = fs::file_size(final_path);
+    std::printf("%s  %llu samples  %.1f MB\n", current_.name.c_str(),
+                static_cast<unsigned long long>(current_.samples), static_cast<double>(current_.bytes) / 1e6);
+    std::fflush(stdout);
+    made_.push_back(current_);
+  }
+
+  const Options& options_;
+  std::optional<TarWriter> writer_;
+  ShardMade current_;
+  std::vector<ShardMade> made_;
+};
+
+// The input folder's own name ("train" for "data/train/").
+std::string name_of(const fs::path& folder) {
+  const fs::path normal = folder.lexically_normal();
+  return (normal.has_filename() ? normal.filename() : normal.parent_path().filename()).string();
+}
+
+void write_index(const Options& options, const std::vector<ShardMade>& shards) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ShardMade& shard : shards)
+    list.push_back({{"url", shard.name}, {"nsamples", shard.samples}, {"filesize", shard.bytes}});
+  const nlohmann::json index{{"__kind__", "wids-shard-index-v1"},
+                             {"wids_version", 1},
+                             {"name", name_of(options.input)},
+                             {"shardlist", list}};
+  const std::string text = index.dump(2) + "\n";
+  const fs::path path = options.output / options.index;
+  const fs::path partial = path.string() + ".partial";
+  conveyor::data::write_file(partial, {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+  fs::rename(partial, path);
+}
+
+int run(const Options& options) {
+  const conveyor::Dataset images = conveyor::Dataset::image_folder(options.input);
+  if (fs::exists(options.output) && !fs::is_empty(options.output))
+    throw std::runtime_error("the output folder " + options.output.string() + " is not empty");
+  fs::create_directories(options.output);
+  std::map<std::string, std::string> keys;  // key -> the image that took it
+  ShardSeries series(options);
+  for (std::size_t i = 0; i < images.source_size(); ++i) {
+    const fs::path path = images.source_path(i);
+    const std::string key = key_of(options.input, path);
+    const auto [taken, fresh] = keys.emplace(key, path.string());
+    if (!fresh)
+      throw std::runtime_error("two images make the sample key '" + key + "': " + taken->second + " and " +
+                               path.string());
+    series.add(key, conveyor::data::read_file(path), images.source_label(i));
+  }
+  const std::vector<ShardMade>& shards = series.finish_all();
+  write_index(options, shards);
+  std::uint64_t bytes = 0;
+  for (const ShardMade& shard : shards) bytes += shard.bytes;
+  std::printf("%zu samples of %zu classes in %zu shards, %.1f MB; index %s\n", images.source_size(),
+              images.class_names().size(), shards.size(), static_cast<double>(bytes) / 1e6,
+              (options.output / options.index).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"make_shards: packs an ImageFolder tree into WebDataset tar shards and a shard index"};
+  Options options;
+  app.add_option("--input", options.input, "ImageFolder root (one sub-folder per class)")->required();
+  app.add_option("--output", options.output, "folder for the shards and the index (empty or new)")
+      ->required();
+  app.add_option("--shard-size", options.shard_mb, "largest shard, in MB (2^20 bytes)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6));
+  app.add_option("--prefix", options.prefix, "shard name prefix")->capture_default_str();
+  app.add_option("--index", options.index, "index file name")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(options);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "make_shards: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,80 @@
+// Splitting a data set across the ranks of a data-parallel job, and reading it from WebDataset-style tar
+// shards on a local disk or an HTTP(S) server (see Dataset::tar_shards).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/ranks.h"
+
+namespace conveyor {
+
+// What a split across ranks does with an epoch whose length n is not a multiple of the number of ranks.
+// With pad or drop every rank gets the same number of elements in every epoch, so every rank runs the
+// same number of steps and no collective waits for a rank that has run out. With more than one rank,
+// batches then also keep their count when elements go missing: an element that fails under on_error =
+// skip, or that a filter rejects, leaves its slot in the batch as padding (a copy of a sample of the same
+// batch, flagged SampleInfo::padding) instead of closing the gap.
+enum class ShardRemainder : std::uint8_t {
+  uneven,  // ranks differ by at most one element; nothing is repeated or left out
+  pad,     // every rank gets ceil(n / ranks): a rank that is one short repeats one element of the epoch's
+           // start (torch's DistributedSampler rule), flagged Sample::padding / SampleInfo::padding
+  drop,    // every rank gets floor(n / ranks): the epoch's last n mod ranks elements are left out
+};
+
+// Short, stable name of a ShardRemainder ("pad", ...).
+const char* to_string(ShardRemainder remainder) noexcept;
+
+// How shards are fetched over HTTP(S) (through libcurl).
+struct HttpOptions {
+  // Limit for establishing one connection.
+  std::chrono::milliseconds connect_timeout{10'000};
+  // A transfer that moves fewer than low_speed_bytes per second for low_speed_time is abandoned, as a
+  // failure (and resumed when retries are left).
+  std::size_t low_speed_bytes = 1;
+  std::chrono::seconds low_speed_time{30};
+  // Further attempts after a failure: a connection that fails before the first byte is made again, one
+  // that fails later is resumed where it stopped (a Range request; a server that ignores it sends the
+  // shard again and the bytes already delivered are passed over). HTTP 4xx answers other than 408 and
+  // 429 are not retried.
+  int retries = 4;
+  // Wait before the first retry, doubled for each later one (at most 8 s).
+  std::chrono::milliseconds retry_delay{200};
+  // Extra request headers, e.g. "Authorization: Bearer ...".
+  std::vector<std::string> headers;
+};
+
+// How Dataset::tar_shards reads its shards.
+struct TarShardOptions {
+  // This process's place in the job: it reads only its share of every epoch (see Dataset::tar_shards).
+  Ranks ranks;
+  ShardRemainder remainder = ShardRemainder::pad;
+  // Shuffle the order of the shards every epoch (seeded from seed and the epoch); false: the given order.
+  bool shuffle_shards = true;
+  std::uint64_t seed = 0;
+  // Shards read at once, ahead of the pipeline, each by a thread of its own (reading waits on disks and
+  // networks, so it does not take the arena's cores).
+  std::size_t parallel_shards = 4;
+  // Samples read ahead per shard being read: the read-ahead holds about parallel_shards x queued_samples
+  // samples' bytes.
+  std::size_t queued_samples = 32;
+  // Members whose extension (after the first dot of the name, any case) is one of these are a sample's
+  // image; a member with the label extension holds its label as decimal text. Other members are ignored.
+  std::vector<std::string> image_extensions{"jpg", "jpeg"};
+  std::string label_extension = "cls";  // empty: no labels (every label is -1)
+  HttpOptions http;
+};
+
+// The shard names a pattern stands for, in order:
+// - brace ranges "shard-{000000..000099}.tar" (zero-padded to the width of the bounds) and brace lists
+//   "{train,val}", several per pattern, expanded left to right;
+// - then, for a local pattern (not http:// or https://) with *, ? or [...], the existing files that match
+//   (glob), sorted.
+// Throws InvalidArgument for unbalanced braces or a range whose bounds are not numbers, IoError when a glob
+// matches nothing.
+std::vector<std::string> expand_shard_pattern(const std::string& pattern);
+
+}  // namespace conveyor

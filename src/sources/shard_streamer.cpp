@@ -1,0 +1,158 @@
+#include "src/sources/shard_streamer.h"
+
+#include <algorithm>
+
+#include "src/sources/byte_stream.h"
+#include "src/sources/shard_read_error.h"
+
+namespace conveyor::detail {
+
+ShardStreamer::ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector<Segment> segments,
+                             StreamedSamplePool& pool, std::size_t max_member_bytes)
+    : shards_(std::move(shards)),
+      segments_(std::move(segments)),
+      pool_(pool),
+      format_([&] {
+        TarFormat format = shards_->format;
+        format.max_member_bytes = max_member_bytes;
+        return format;
+      }()),
+      parallel_(std::max<std::size_t>(shards_->options.parallel_shards, 1)),
+      queued_(std::max<std::size_t>(shards_->options.queued_samples, 1)),
+      queues_(segments_.size()) {
+  const std::size_t threads = std::min(parallel_, segments_.size());
+  threads_.reserve(threads);
+  try {
+    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  } catch (...) {
+    cancel();
+    for (std::thread& thread : threads_) thread.join();
+    throw;
+  }
+}
+
+ShardStreamer::~ShardStreamer() {
+  cancel();
+  for (std::thread& thread : threads_) thread.join();
+}
+
+void ShardStreamer::cancel() {
+  {
+    std::lock_guard lock(mutex_);
+    cancellation_.cancel();
+  }
+  ready_.notify_all();
+  room_.notify_all();
+}
+
+std::optional<StreamedElement> ShardStreamer::next() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (cancellation_.cancelled() || consumed_ == segments_.size()) return std::nullopt;
+    Queue& queue = queues_[consumed_];
+    if (!queue.samples.empty()) {
+      const Segment& segment = segments_[consumed_];
+      StreamedElement element;
+      element.sample = std::move(queue.samples.front());
+      queue.samples.pop_front();
+      element.index = segment.index ? *segment.index + taken_ : next_index_;
+      element.padding = segment.padding;
+      next_index_ = element.index + 1;
+      ++taken_;
+      lock.unlock();
+      room_.notify_all();
+      return element;
+    }
+    if (queue.done) {
+      ++consumed_;
+      taken_ = 0;
+      room_.notify_all();  // one more segment may start
+      continue;
+    }
+    ready_.wait(lock);
+  }
+}
+
+void ShardStreamer::work() noexcept {
+  for (;;) {
+    std::size_t s = 0;
+    {
+      std::unique_lock lock(mutex_);
+      room_.wait(lock, [this] {
+        return cancellation_.cancelled() || next_segment_ == segments_.size() ||
+               next_segment_ < consumed_ + parallel_;
+      });
+      if (cancellation_.cancelled() || next_segment_ == segments_.size()) return;
+      s = next_segment_++;
+    }
+    read_segment(s);
+    {
+      std::lock_guard lock(mutex_);
+      queues_[s].done = true;
+    }
+    ready_.notify_all();
+  }
+}
+
+bool ShardStreamer::push(std::size_t s, StreamedSamplePtr sample) {
+  {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return cancellation_.cancelled() || queues_[s].samples.size() < queued_; });
+    if (cancellation_.cancelled()) return false;
+    queues_[s].samples.push_back(std::move(sample));
+  }
+  ready_.notify_all();
+  return true;
+}
+
+void ShardStreamer::owe(std::size_t s, std::uint64_t from, const std::string& kind,
+                        const std::string& rest_kind, const std::string& reason) {
+  const Segment& segment = segments_[s];
+  const std::string& location = shards_->shards[segment.shard].location;
+  // Unknown count: the shard's end is unknown too, so one element stands for what was lost.
+  const std::uint64_t end = segment.end ? *segment.end : from + 1;
+  for (std::uint64_t k = from; k < end; ++k) {
+    StreamedSamplePtr sample = pool_.acquire();
+    sample->bytes.clear();
+    sample->path = location + "#sample " + std::to_string(k);
+    sample->error_kind = k == from ? kind : rest_kind;
+    sample->error_reason =
+        k == from ? reason : "sample " + std::to_string(k) + " of the shard is lost: " + reason;
+    if (!push(s, std::move(sample))) return;
+  }
+}
+
+void ShardStreamer::read_segment(std::size_t s) {
+  const Segment& segment = segments_[s];
+  const std::string& location = shards_->shards[segment.shard].location;
+  std::uint64_t at = segment.first;  // the shard's sample being read
+  try {
+    TarSampleReader reader(open_byte_stream(location, shards_->options.http, &cancellation_), format_);
+    const std::optional<std::uint64_t> count = shards_->shards[segment.shard].samples;
+    const auto too_few = [&](std::uint64_t there) {
+      return "'" + location + "' has " + std::to_string(there) + " samples, fewer than its count (" +
+             std::to_string(count.value_or(0)) + ")";
+    };
+    if (segment.first > 0 && reader.skip(segment.first) < segment.first)
+      return owe(s, segment.first, "index_mismatch", "index_mismatch", too_few(reader.samples()));
+    while (!segment.end || at < *segment.end) {
+      if (cancellation_.cancelled()) return;
+      StreamedSamplePtr sample = pool_.acquire();
+      if (!reader.next(*sample)) break;
+      ++at;
+      if (segment.to_shard_end && at == *segment.end && !reader.at_end() && sample->error_kind.empty()) {
+        sample->error_kind = "index_mismatch";
+        sample->error_reason =
+            "'" + location + "' has more samples than its count (" + std::to_string(count.value_or(0)) + ")";
+      }
+      if (!push(s, std::move(sample))) return;
+    }
+    if (segment.end && at < *segment.end) owe(s, at, "index_mismatch", "index_mismatch", too_few(at));
+  } catch (const ShardReadError& error) {
+    if (!cancellation_.cancelled()) owe(s, at, error.kind(), "shard_failed", error.what());
+  } catch (const std::exception& error) {
+    if (!cancellation_.cancelled()) owe(s, at, "io", "shard_failed", "'" + location + "': " + error.what());
+  }
+}
+
+}  // namespace conveyor::detail

@@ -1,0 +1,92 @@
+// Reads one rank's segments of one epoch (see shard_plan.h) ahead of the pipeline, on threads of its own,
+// and hands the samples out in segment order.
+//
+// Each of parallel_shards threads streams one segment at a time into that segment's queue (at most
+// queued_samples samples; the thread waits when it is full), taking the next segment not yet started,
+// at most parallel_shards segments ahead of the one being consumed. next() takes from the queue of the
+// segment being consumed, so the order of the samples never depends on which thread was faster: it is the
+// segments' order, each segment in the shard's order.
+//
+// A shard that cannot go on (unreadable, truncated, an HTTP failure after the retries) ends its segment:
+// the sample being read gets the error (its kind and message) and each sample the segment still owed gets
+// a "shard_failed" error, so the number of elements does not change; the pipeline fails or counts a skip
+// for each. A shard with fewer samples than its count says owes the rest as "index_mismatch" errors, and
+// a segment that should end at the shard's end checks that it does (the last sample gets the error when
+// the shard has more).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "src/sources/cancellation.h"
+#include "src/sources/shard_plan.h"
+#include "src/sources/shard_set.h"
+#include "src/sources/streamed_sample.h"
+
+namespace conveyor::detail {
+
+// One sample of the rank's epoch with its place in the epoch's order.
+struct StreamedElement {
+  std::uint64_t index = 0;
+  bool padding = false;
+  StreamedSamplePtr sample;
+};
+
+class ShardStreamer {
+ public:
+  // Starts reading at once. `pool` must outlive the streamer; max_member_bytes: image members over this
+  // fail as "too_large" (0: no limit).
+  ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector<Segment> segments,
+                StreamedSamplePool& pool, std::size_t max_member_bytes);
+  // Cancels and joins the threads.
+  ~ShardStreamer();
+  ShardStreamer(const ShardStreamer&) = delete;
+  ShardStreamer& operator=(const ShardStreamer&) = delete;
+
+  // The next sample in the segments' order; waits for it. nullopt at the end, or once cancelled.
+  std::optional<StreamedElement> next();
+  // Stops the threads' reads and waits and makes next() return nullopt. Callable from any thread.
+  void cancel();
+
+ private:
+  struct Queue {
+    std::deque<StreamedSamplePtr> samples;
+    bool done = false;  // its thread has put in everything it will
+  };
+
+  void work() noexcept;
+  void read_segment(std::size_t s);
+  // Waits for room in segment s's queue; false when cancelled.
+  bool push(std::size_t s, StreamedSamplePtr sample);
+  // The samples segment s still owes, from shard sample `from` on: the first fails with `kind`, the
+  // others with `rest_kind`, all for `reason`.
+  void owe(std::size_t s, std::uint64_t from, const std::string& kind, const std::string& rest_kind,
+           const std::string& reason);
+
+  const std::shared_ptr<const ShardSet> shards_;
+  const std::vector<Segment> segments_;
+  StreamedSamplePool& pool_;
+  const TarFormat format_;
+  const std::size_t parallel_;
+  const std::size_t queued_;
+  Cancellation cancellation_;
+
+  std::mutex mutex_;
+  std::condition_variable ready_;  // a sample or a segment's end arrived; or cancel
+  std::condition_variable room_;   // the consumer moved on: room in a queue, or a segment may start
+  std::vector<Queue> queues_;      // one per segment
+  std::size_t next_segment_ = 0;   // the next segment a thread will start
+  std::size_t consumed_ = 0;       // the segment next() takes from
+  std::uint64_t taken_ = 0;        // samples next() took from that segment
+  std::uint64_t next_index_ = 0;   // the index after the last sample handed out
+
+  std::vector<std::thread> threads_;  // last: they stop before anything above dies
+};
+
+}  // namespace conveyor::detail
