@@ -251,6 +251,14 @@ gpu_tests() {
       gpu-tests-again)
         log "the GPU tests that failed in the first run, after their fixes"
         gpu_tests conveyor_device_gpu_tests --gtest_filter='NvjpegDecoderGpu.*:GpuFeederDecode.*' ;;
+      own-model)
+        log "examples/own_model: a user's own cuBLAS model fed by DeviceFeeder (after fashion-recipes' data)"
+        run 120 "$bin/own_model" "$data/fashion-mnist/train" --csv "$r/own_model_loss.csv" | tail -8 ;;
+      scale)
+        log "issue 16: data-parallel GPU tests (one GPU: world size 1 through NCCL), then shards vs files vs HTTP"
+        gpu_tests conveyor_data_parallel_gpu_tests
+        ROUNDS=3 run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" "$r/shards" \
+          --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 ;;
       fvp-device)
         log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"
         for i in 1 2; do

@@ -18,8 +18,14 @@ SIZE, BATCH = 64, 16
 
 
 def first_difference(a, b):
-    """Where two arrays differ first, as text."""
-    index = tuple(int(i) for i in numpy.argwhere(a != b)[0])
+    """Where two arrays differ first, as text (the assertion message is built before the check: equal
+    arrays must give a message too)."""
+    if a.shape != b.shape:
+        return f"shapes {a.shape} vs {b.shape}"
+    differing = numpy.argwhere(a != b)
+    if len(differing) == 0:
+        return "no element differs"
+    index = tuple(int(i) for i in differing[0])
     return f"first at {index}: {a[index]!r} vs {b[index]!r}, {int((a != b).sum())} of {a.size} differ"
 
 
@@ -77,7 +83,7 @@ class DeviceBatchesInTorch(unittest.TestCase):
             self.assertLessEqual(worst, 2 ** -8 + 1e-6, f"batch {count}: relative error {worst} against float32")
             gpu_pixels = torch.from_dlpack(b.pixels).cpu().numpy()
             self.assertTrue(numpy.array_equal(gpu_pixels, pixels), f"batch {count}: uint8 pixels, "
-                            f"{first_difference(gpu_pixels, pixels) if gpu_pixels.shape == pixels.shape else gpu_pixels.shape}")
+                            f"{first_difference(gpu_pixels, pixels)}")
             self.assertEqual(y.cpu().tolist(), labels.tolist(), f"batch {count}: labels")
             count += 1
         self.assertEqual(count, 3)
