@@ -99,7 +99,12 @@ case "$cmd" in
     [ "$dir" != build ] || [ "${CONVEYOR_REQUIRE_CUDA:-0}" = 0 ] || counts+=(--require cuda)
     python3 "$root/scripts/check_test_counts.py" "${counts[@]}"
     # --no-tests=error: a label that matches nothing must fail, not pass quietly.
-    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}" ;;
+    if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}"; then
+      # The failures' own output again, last, where a log that keeps only its end still shows it.
+      say "failed tests, run again one at a time:"
+      ctest --test-dir "$dir" --rerun-failed --output-on-failure -j 1 --timeout 600 2>&1 | tail -80 || true
+      exit 8
+    fi ;;
   fuzz) deps; exec "$root/scripts/fuzz.sh" "$@" ;;
   *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$cmd" = help ] || exit 2 ;;
 esac
