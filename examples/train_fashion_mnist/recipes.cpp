@@ -32,7 +32,8 @@ std::vector<Recipe> make_recipes() {
   Recipe baseline;
   baseline.name = "baseline";
   baseline.summary = "15 epochs; cosine from 0.1 to 0; pad 4 + crop + flip (the recipe before issue 18)";
-  return {sized(18), sized(16), sized(20), baseline};
+  // fast15 first: 94.19 % (median of 3 seeds) in 7.39 s on an H100 (bench/results/2026-11-23-h100-run5).
+  return {sized(15), sized(16), sized(18), sized(20), baseline};
 }
 
 double cosine(double peak, double progress) {

@@ -56,7 +56,7 @@ class Schedule(unittest.TestCase):
         self.assertAlmostEqual(fashion_recipes.learning_rate(r, 15 * 234 // 2, 234), 0.05)
 
     def test_an_unknown_name_lists_the_choices(self):
-        with self.assertRaisesRegex(ValueError, "fast18, fast16, fast20, baseline"):
+        with self.assertRaisesRegex(ValueError, "fast15, fast16, fast18, fast20, baseline"):
             fashion_recipes.find("fastest")
 
 

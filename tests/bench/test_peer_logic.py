@@ -293,8 +293,8 @@ class ResNet18Peer(unittest.TestCase):
 class FashionMnistPeer(unittest.TestCase):
     def test_defaults_are_the_default_recipe_on_both_feeds(self):
         a = torch_fashion_mnist.parse_args(["--data", "d"])
-        self.assertEqual([r["name"] for r in a.recipes], ["fast18"])
-        self.assertEqual((a.recipes[0]["epochs"], a.recipes[0]["batch"], a.recipes[0]["width"]), (18, 256, 32))
+        self.assertEqual([r["name"] for r in a.recipes], ["fast15"])
+        self.assertEqual((a.recipes[0]["epochs"], a.recipes[0]["batch"], a.recipes[0]["width"]), (15, 256, 32))
         self.assertEqual((a.workers, a.eval_every), (16, 0))
         self.assertEqual(a.feeds, ["gpu", "dataloader"])
         self.assertEqual(a.impl, ["graph"])
