@@ -265,6 +265,21 @@ gpu_tests() {
         done
         run 150 python3 "$root/bench/peers/torch_fashion_mnist.py" --data "$data/fashion-mnist" --feeds gpu,dataloader \
           --recipe fast16 --epochs 15 --seeds 1 --json "$r/torch_fashion_fast16_e15.json" | grep -E 'final|median|FAILED' ;;
+      two-gpus)
+        # Issue 17, on nvidia-h200-x2 (after the data phase): ResNet-18 bf16, batch 256 per GPU, 16 pipeline
+        # threads per GPU, deterministic algorithms and every step's loss recorded. One GPU alone, then two
+        # GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink multicast off), alternating twice;
+        # then one GPU at batch 512 for the loss comparison (the 2-GPU run's first steps against it).
+        log "issue 17: one GPU, then two data-parallel processes, alternating; one GPU at batch 512"
+        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --steps 100 --warmup 10
+             --deterministic --record-loss)
+        for i in 1 2; do
+          run 300 "${fvp[@]}" --batch 256 --json "$r/scale_1gpu_$i.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
+          run 300 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --batch 256 --json "$r/scale_2gpu_$i.json" 2>&1 \
+            | grep -E '^prefetch|^mode|idle per GPU|data parallel|feed_vs_prefetch:|launch'
+        done
+        run 300 "${fvp[@]}" --batch 512 --steps 20 --json "$r/scale_1gpu_batch512.json" 2>&1 | grep -E '^prefetch|^mode'
+        python3 "$root/bench/summarize_scale.py" "$r" | tee "$r/scale_summary.txt" ;;
       own-model)
         log "examples/own_model: a user's own cuBLAS model fed by DeviceFeeder (after fashion-recipes' data)"
         run 120 "$bin/own_model" "$data/fashion-mnist/train" --csv "$r/own_model_loss.csv" | tail -8 ;;

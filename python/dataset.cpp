@@ -53,8 +53,8 @@ constexpr const char* kOptionNames =
 PipelineOptionChanges options_from(const py::object& options, const py::kwargs& keywords) {
   if (!options.is_none() && !keywords.empty())
     throw InvalidArgument("with_options takes a PipelineOptions or keywords, not both");
-  PipelineOptionChanges out =
-      options.is_none() ? PipelineOptionChanges{} : PipelineOptionChanges::all(options.cast<PipelineOptions>());
+  PipelineOptionChanges out = options.is_none() ? PipelineOptionChanges{}
+                                                : PipelineOptionChanges::all(options.cast<PipelineOptions>());
   for (const auto& [key, value] : keywords) {
     const std::string name = py::str(key);
     if (!set_option(out, name, value))
@@ -174,7 +174,8 @@ void bind_dataset_class(py::module_& module) {
             return seed ? self.shuffle(size, *seed) : self.shuffle(size);
           },
           py::arg("buffer_size") = py::none(), py::arg("seed") = py::none(),
-          "Reshuffled every epoch. Without buffer_size the whole epoch as one keyed permutation (its iterator "
+          "Reshuffled every epoch. Without buffer_size the whole epoch as one keyed permutation (its "
+          "iterator "
           "state restores at once); with it a buffered shuffle (buffer_size >= the size: uniform). The seed "
           "derives from the pipeline's seed unless given.")
       .def(

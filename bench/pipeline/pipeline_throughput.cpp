@@ -313,9 +313,10 @@ conveyor::BatchedDataset make_batches(const Config& config, int threads,
   const DataSource source = open_data(config);
   conveyor::Dataset files = source.dataset;
   if (config.limit > 0) files = files.take(config.limit);
-  conveyor::Dataset chain = (source.shuffle_buffer == 0 ? files.shuffle() : files.shuffle(source.shuffle_buffer))
-                                .repeat(config.epochs)
-                                .shard(config.shards, config.shard);
+  conveyor::Dataset chain =
+      (source.shuffle_buffer == 0 ? files.shuffle() : files.shuffle(source.shuffle_buffer))
+          .repeat(config.epochs)
+          .shard(config.shards, config.shard);
   for (const conveyor::SampleOp& op : maps) chain = chain.map(op);
   return chain
       .with_options({.threads = threads,

@@ -111,12 +111,14 @@ Options parse(int argc, char** argv) {
                  "go on from the checkpoint FILE: its epoch, position in the data, schedule and model");
   app.add_option("--checkpoint-every", o.checkpoint_every, "also save the checkpoint every STEPS steps")
       ->needs("--checkpoint");
-  app.add_option("--stop-after", o.stop_after, "end after STEPS steps with a checkpoint, as a preemption would")
+  app.add_option("--stop-after", o.stop_after,
+                 "end after STEPS steps with a checkpoint, as a preemption would")
       ->needs("--checkpoint");
-  app.add_option("--deterministic", o.deterministic,
-                 "GPU: cuDNN's heuristic choice among deterministic algorithms (a run repeats and resumes bit for "
-                 "bit; on this small network 3x faster than the timed search, measured on an H100); 0: "
-                 "cudnnFind's timed choice")
+  app.add_option(
+         "--deterministic", o.deterministic,
+         "GPU: cuDNN's heuristic choice among deterministic algorithms (a run repeats and resumes bit for "
+         "bit; on this small network 3x faster than the timed search, measured on an H100); 0: "
+         "cudnnFind's timed choice")
       ->capture_default_str();
   app.add_flag("--list-recipes", o.list, "print the recipes as JSON and exit");
   app.add_flag("--input-only", o.input_only,

@@ -80,7 +80,8 @@ conveyor::PipelineOptions pipeline_options(const RunSettings& settings) {
 }
 
 // Where the run starts: the checkpoint's progress with settings.resume, the beginning otherwise.
-conveyor::train::TrainingProgress starting_point(const RunSettings& settings, conveyor::train::Trainer& trainer) {
+conveyor::train::TrainingProgress starting_point(const RunSettings& settings,
+                                                 conveyor::train::Trainer& trainer) {
   if (!settings.resume.empty()) {
     conveyor::train::TrainingProgress progress = trainer.load_checkpoint(settings.resume);
     std::printf("resuming from %s: epoch %llu, step %llu of it (%llu steps done)\n", settings.resume.c_str(),
@@ -166,7 +167,8 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
       std::optional<conveyor::Batch> next = it.next();
       wait_s += seconds_since(wait_start);
       if (!next) break;
-      trainer.set_learning_rate(learning_rate(recipe, static_cast<std::size_t>(progress.steps), steps_per_epoch));
+      trainer.set_learning_rate(
+          learning_rate(recipe, static_cast<std::size_t>(progress.steps), steps_per_epoch));
       trainer.step(feeder.stage(std::move(*next)));
       ++epoch_steps, ++progress.steps;
       if (settings.stop_after > 0 && progress.steps == settings.stop_after) {
@@ -197,8 +199,10 @@ RunResult train_once(const Recipe& recipe, std::uint64_t seed, const FashionData
     if (last || (settings.eval_every > 0 && (epoch + 1) % settings.eval_every == 0)) {
       // Inference-mode batch norm on the whole test split (the remainder kept); sums stay on the device
       // until the end, so the GPU is never waited for batch by batch.
-      const auto test_batches =
-          data.test.map(decode_gray).with_options(conveyor::PipelineOptionChanges::all(pipeline)).batch(batch, kShape).prefetch(4);
+      const auto test_batches = data.test.map(decode_gray)
+                                    .with_options(conveyor::PipelineOptionChanges::all(pipeline))
+                                    .batch(batch, kShape)
+                                    .prefetch(4);
       auto test_it = test_batches.begin();
       while (std::optional<conveyor::Batch> next = test_it.next())
         trainer.add_to_evaluation(feeder.stage(std::move(*next)));

@@ -21,8 +21,8 @@ struct RunSettings {
   bool cuda_graph = true;
   std::string resume, checkpoint;      // checkpoint files (optional)
   std::uint64_t checkpoint_every = 0;  // also save every N steps (0: at the end of each epoch only)
-  std::uint64_t stop_after = 0;        // end after N steps with a checkpoint, as a preemption would (0: never)
-  bool deterministic = false;          // deterministic convolution algorithms (a run repeats bit for bit)
+  std::uint64_t stop_after = 0;  // end after N steps with a checkpoint, as a preemption would (0: never)
+  bool deterministic = false;    // deterministic convolution algorithms (a run repeats bit for bit)
 };
 
 struct EpochRecord {
@@ -42,7 +42,7 @@ struct RunResult {
   std::string placement;
   std::vector<EpochRecord> epochs;
   double final_test_accuracy = 0;
-  double seconds = 0;  // first epoch's start to the last evaluation's end (warm-up excluded)
+  double seconds = 0;    // first epoch's start to the last evaluation's end (warm-up excluded)
   bool stopped = false;  // ended early by RunSettings::stop_after
 };
 

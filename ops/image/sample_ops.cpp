@@ -62,8 +62,9 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             JpegDecoder& decoder = thread_decoder();
             const JpegHeader& header = decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
-            const Rect window = draw_random_resized_crop_window(full.height, full.width, options, sample.seed,
-                                                                op_stream(stream::random_resized_crop, sample.op_position));
+            const Rect window =
+                draw_random_resized_crop_window(full.height, full.width, options, sample.seed,
+                                                op_stream(stream::random_resized_crop, sample.op_position));
             const ImageShape output{size, size, full.channels};
             if (policy && policy->should_defer(sample)) {
               const char* refusal = deferral_refusal(header, options.decode, full.channels,
@@ -132,7 +133,8 @@ SampleOp flip_horizontal(double p) {
   return {"flip_horizontal",
           [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_horizontal");
-            if (draw_flip(p, sample.seed, op_stream(stream::flip_horizontal, sample.op_position))) flip_horizontal(image);
+            if (draw_flip(p, sample.seed, op_stream(stream::flip_horizontal, sample.op_position)))
+              flip_horizontal(image);
           },
           FlipHorizontalSpec{p, stream::flip_horizontal}};
 }
@@ -140,7 +142,8 @@ SampleOp flip_horizontal(double p) {
 SampleOp flip_vertical(double p) {
   return {"flip_vertical", [p](Sample& sample) {
             ImageView image = current_mutable_image(sample, "flip_vertical");
-            if (draw_flip(p, sample.seed, op_stream(stream::flip_vertical, sample.op_position))) flip_vertical(image);
+            if (draw_flip(p, sample.seed, op_stream(stream::flip_vertical, sample.op_position)))
+              flip_vertical(image);
           }};
 }
 

@@ -167,7 +167,8 @@ DeviceBatchIterator DeviceFeeder::start(const BatchedDataset& dataset, const Ite
   options.defer = gpu.start_decoding(options, threads);
   if (options.defer) {
     const auto ahead = static_cast<std::size_t>(std::max(1, options_.depth - 1));
-    return DeviceBatchIterator(*this, std::nullopt, std::make_unique<detail::Lookahead>(backend_, begin(), ahead));
+    return DeviceBatchIterator(*this, std::nullopt,
+                               std::make_unique<detail::Lookahead>(backend_, begin(), ahead));
   }
 #endif
   return DeviceBatchIterator(*this, begin(), nullptr);

@@ -58,7 +58,7 @@ class Lookahead {
   };
   std::deque<std::variant<Staged, std::exception_ptr>> staged_;
   std::variant<IteratorState, std::exception_ptr> handed_state_;  // consumer's thread only
-  bool finished_ = false;  // the thread has pushed its last item
+  bool finished_ = false;                                         // the thread has pushed its last item
   bool stopping_ = false;
   std::thread thread_;  // last: started once everything above exists
 };

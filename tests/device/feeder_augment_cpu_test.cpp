@@ -73,7 +73,7 @@ std::vector<std::byte> cpu_chain_images(const Batch& batch, const ops::Normalize
                                     pixels.begin() + static_cast<std::ptrdiff_t>((i + 1) * shape.bytes()));
     sample.bind_slot(ImageView(image.data(), shape));
     sample.output(shape);
-    sample.publish();  // the pixels are the sample's current image, in its slot
+    sample.publish();        // the pixels are the sample's current image, in its slot
     sample.op_position = 0;  // as the first two maps of a chain
     ops::flip_horizontal(0.5).apply(sample);
     sample.op_position = 1;

@@ -142,7 +142,8 @@ TEST_F(NvjpegDecoderGpu, RandomResizedCropIsCloseToTheCpuOp) {
     Image image(sample.image().shape());
     std::copy(sample.image().data, sample.image().data + image.shape().bytes(), image.data());
     expected.push_back(std::move(image));
-    const GpuDecodePlan plan = plan_random_resized_crop(jpegs[i], {}, seed, op_stream(ops::stream::random_resized_crop, 0));
+    const GpuDecodePlan plan =
+        plan_random_resized_crop(jpegs[i], {}, seed, op_stream(ops::stream::random_resized_crop, 0));
     ASSERT_EQ(plan.fallback, GpuDecodeFallback::none);
     requests.push_back({jpegs[i], plan.window, static_cast<std::uint32_t>(i)});
   }

@@ -1,6 +1,5 @@
 // An iterator's state starts another iterator where the first stood: the rest bit for bit at any thread
 // count, the rest of the epoch exactly once at another shard count, and refusals that say what is wrong.
-#include "conveyor/batch_checksum.h"
 #include "conveyor/iterator_state.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "fixtures.h"

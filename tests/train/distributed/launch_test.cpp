@@ -108,8 +108,10 @@ TEST(Launch, ARankThatFailsStopsTheOthersAndGivesItsStatus) {
   testing::Watchdog watchdog(std::chrono::seconds(120), "launch.sh, a failing rank");
   TempDir dir;
   const std::string pids = (dir / "pids").string();
-  // Ranks 0 and 2 wait at the rendezvous for rank 1 for ten minutes; rank 1 fails at once.
-  const std::string script = "echo $$ >> '" + pids + "'; if [ \"$RANK\" = 1 ]; then exit 7; fi; exec '" +
+  // Ranks 0 and 2 wait at the rendezvous for rank 1 for ten minutes; rank 1 fails as soon as all three
+  // have written their pid (else, on a loaded machine, the launcher could stop a rank before it wrote it).
+  const std::string script = "echo $$ >> '" + pids + "'; if [ \"$RANK\" = 1 ]; then while [ $(wc -l < '" +
+                             pids + "') -lt 3 ]; do sleep 0.05; done; exit 7; fi; exec '" +
                              std::string(CONVEYOR_RENDEZVOUS_PEER) + "' env:// 600000 '" +
                              (dir / "log").string() + "'";
   const auto started = std::chrono::steady_clock::now();

@@ -144,8 +144,13 @@ TEST(TcpRendezvous, ARankThatNeverComesEndsTheOthersWithAnErrorNamingIt) {
             std::string::npos)
       << results[0].err;
   EXPECT_EQ(results[1].exit_code, 1);
-  EXPECT_NE(results[1].err.find("rank 0 closed its connection during broadcast 1"), std::string::npos)
-      << results[1].err;
+  // Rank 1 waits for rank 0 with the same 1500 ms: it sees rank 0 close, or (on a loaded machine, when its
+  // own clock runs out first) rank 0 not answer; either way the error names rank 0 and the broadcast.
+  const bool closed =
+      results[1].err.find("rank 0 closed its connection during broadcast 1") != std::string::npos;
+  const bool silent =
+      results[1].err.find("rank 0 did not answer in time during broadcast 1") != std::string::npos;
+  EXPECT_TRUE(closed || silent) << results[1].err;
 }
 
 TEST(TcpRendezvous, WithoutRankZeroTheOthersGiveUpAtTheTimeout) {
