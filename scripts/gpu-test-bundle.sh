@@ -49,7 +49,8 @@ while read -r kind first second rest; do
 done <"$manifest"
 
 # device-bundle.sh starts from an empty .carry/: the manifest goes in after it.
-scripts/device-bundle.sh "$build" --fashion "${names[@]}" feed_vs_prefetch train_fashion_mnist make_fashion_mnist
+scripts/device-bundle.sh "$build" --fashion "${names[@]}" feed_vs_prefetch train_fashion_mnist make_fashion_mnist \
+  quickstart make_shards resume_tool rendezvous_peer
 printf '%s\n' "${rows[@]}" >.carry/tests.txt
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted changes"

@@ -32,6 +32,8 @@ chmod 755 "$unpacked"
 # What the tests that run other programs need: the examples, and the Fashion-MNIST JPEGs.
 export CONVEYOR_FEED_VS_PREFETCH=$bin/feed_vs_prefetch
 export CONVEYOR_TRAIN_FASHION_MNIST=$bin/train_fashion_mnist
+export CONVEYOR_QUICKSTART=$bin/quickstart CONVEYOR_MAKE_SHARDS=$bin/make_shards
+export CONVEYOR_RESUME_TOOL=$bin/resume_tool CONVEYOR_RENDEZVOUS_PEER=$bin/rendezvous_peer
 data=$unpacked/data
 export CONVEYOR_TEST_FASHION_MNIST=$data/fashion-mnist
 mkdir -p "$data/idx"

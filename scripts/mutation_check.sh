@@ -113,7 +113,7 @@ mutation unreadable-folder-not-skipped src/sources/image_folder.cpp \
 mutation benchmark-json-field-renamed bench/pipeline/pipeline_throughput.cpp \
   '"  \"checksum\": \"%s\",\n' \
   '"  \"check_sum\": \"%s\",\n' \
-  'ctest ^pipeline_throughput_program$ pipeline_throughput make_imagenet_like'
+  'ctest ^pipeline_throughput_program$ pipeline_throughput make_imagenet_like make_shards'
 
 # ---- which ones ------------------------------------------------------------------------------------------
 count=${#names[@]}

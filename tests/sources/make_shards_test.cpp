@@ -23,8 +23,8 @@ using testing::TempDir;
 
 testing::ProcessResult make_shards(const fs::path& input, const fs::path& output,
                                    const std::string& megabytes) {
-  return testing::run_process({CONVEYOR_MAKE_SHARDS, "--input", input.string(), "--output", output.string(),
-                               "--shard-size", megabytes},
+  return testing::run_process({testing::program_path("CONVEYOR_MAKE_SHARDS", CONVEYOR_MAKE_SHARDS), "--input",
+                               input.string(), "--output", output.string(), "--shard-size", megabytes},
                               {}, std::chrono::seconds(60));
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -114,6 +115,11 @@ ProcessResult ChildProcess::wait(std::chrono::milliseconds limit) {
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
                           std::chrono::milliseconds limit) {
   return ChildProcess(argv, environment).wait(limit);
+}
+
+std::string program_path(const char* variable, const char* built) {
+  const char* moved = std::getenv(variable);
+  return moved != nullptr && *moved != '\0' ? moved : built;
 }
 
 }  // namespace conveyor::testing

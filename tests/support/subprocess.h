@@ -41,4 +41,9 @@ class ChildProcess {
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
                           std::chrono::milliseconds limit);
 
+// A program a test runs: $VARIABLE when it is set and not empty (the suite copied to another machine, e.g.
+// the GPU machine by scripts/gpu_test_run.sh, where the build's paths do not exist), else `built`, where the
+// build put it.
+std::string program_path(const char* variable, const char* built);
+
 }  // namespace conveyor::testing

@@ -15,6 +15,7 @@
 #include "conveyor/error.h"
 #include "conveyor/train/trainer.h"
 #include "src/train/safetensors.h"
+#include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/test_images.h"
 #include "tests/train/synthetic_batches.h"
@@ -72,7 +73,8 @@ TEST(Checkpoint, ARunResumedInANewProcessTakesExactlyTheStepsOfAnUninterruptedOn
     for (int i = 0; i < 9; ++i)
       testing::write_file(dir / "images" / ("class_" + std::to_string(c)) / (std::to_string(i) + ".jpg"),
                           testing::make_jpeg(24 + 3 * i, 30, 3, static_cast<std::uint64_t>(c * 100 + i)));
-  const std::string tool = CONVEYOR_RESUME_TOOL, data = (dir / "images").string();
+  const std::string tool = testing::program_path("CONVEYOR_RESUME_TOOL", CONVEYOR_RESUME_TOOL),
+                    data = (dir / "images").string();
   // 9 steps of 8 from 27 images: the run crosses two epochs of the shuffled data.
   const std::vector<std::string> whole =
       lines(run(tool + " " + data + " 9 2 " + (dir / "whole.json").string()));

@@ -11,11 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "support/subprocess.h"
 #include "support/temp_dir.h"
 
 namespace {
 
-const std::filesystem::path kData = CONVEYOR_TEST_FASHION_MNIST;
+// Where the fixture made the JPEGs, and the program: or $CONVEYOR_TEST_FASHION_MNIST and
+// $CONVEYOR_TRAIN_FASHION_MNIST (the suite copied elsewhere, e.g. by scripts/gpu_test_run.sh).
+const std::filesystem::path kData =
+    conveyor::testing::program_path("CONVEYOR_TEST_FASHION_MNIST", CONVEYOR_TEST_FASHION_MNIST);
 
 struct Outcome {
   int status = -1;
@@ -23,10 +27,12 @@ struct Outcome {
 };
 
 Outcome train(const std::string& arguments) {
-  const std::string command = std::string(CONVEYOR_TRAIN_FASHION_MNIST) + " --data " + kData.string() +
-                              " --device cpu --threads 2 --train-subset 512 --test-subset 256 --batch 64"
-                              " --width 8 --epochs 3 --seed 4 --eval-every 1 " +
-                              arguments + " 2>&1";
+  const std::string command =
+      conveyor::testing::program_path("CONVEYOR_TRAIN_FASHION_MNIST", CONVEYOR_TRAIN_FASHION_MNIST) +
+      " --data " + kData.string() +
+      " --device cpu --threads 2 --train-subset 512 --test-subset 256 --batch 64"
+      " --width 8 --epochs 3 --seed 4 --eval-every 1 " +
+      arguments + " 2>&1";
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
   Outcome result;
   char buffer[4096];

@@ -29,7 +29,8 @@ class DataParallelPrograms : public ::testing::Test {
 
   ProcessResult feed_vs_prefetch(std::vector<std::string> args,
                                  const std::vector<std::string>& environment = {}) {
-    args.insert(args.begin(), {CONVEYOR_FEED_VS_PREFETCH, "--data", (dir / "photos").string()});
+    args.insert(args.begin(), {testing::program_path("CONVEYOR_FEED_VS_PREFETCH", CONVEYOR_FEED_VS_PREFETCH),
+                               "--data", (dir / "photos").string()});
     return testing::run_process(args, environment, std::chrono::seconds(90));
   }
 
@@ -81,7 +82,8 @@ TEST_F(DataParallelPrograms, FeedVsPrefetchRefusesDataParallelWithoutGpusOrInThe
 TEST_F(DataParallelPrograms, QuickstartRefusesGpusUnderALauncher) {
   testing::Watchdog watchdog(std::chrono::seconds(60), "quickstart under a launcher");
   const ProcessResult result =
-      testing::run_process({CONVEYOR_QUICKSTART, (dir / "photos").string(), "2", "--gpus", "2"},
+      testing::run_process({testing::program_path("CONVEYOR_QUICKSTART", CONVEYOR_QUICKSTART),
+                            (dir / "photos").string(), "2", "--gpus", "2"},
                            kLauncherRank1, std::chrono::seconds(30));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("each process trains on one GPU"), std::string::npos) << result.err;

@@ -29,6 +29,8 @@ ProcessResult launch(const std::vector<std::string>& args, const std::vector<std
   return testing::run_process(argv, environment, std::chrono::seconds(90));
 }
 
+std::string peer() { return testing::program_path("CONVEYOR_RENDEZVOUS_PEER", CONVEYOR_RENDEZVOUS_PEER); }
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -40,7 +42,7 @@ TEST(Launch, ThreeRanksMeetThroughTheRendezvousAndPassItsBarriers) {
   testing::Watchdog watchdog(std::chrono::seconds(120), "launch.sh, three ranks");
   TempDir dir;
   const std::string log = (dir / "barriers.log").string();
-  const ProcessResult result = launch({"3", CONVEYOR_RENDEZVOUS_PEER, "env://", "20000", log});
+  const ProcessResult result = launch({"3", peer(), "env://", "20000", log});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::set<std::string> ranks, bytes;
   for (const std::string& line : lines_of(result.out)) {  // "rank R: HEX"
@@ -111,9 +113,8 @@ TEST(Launch, ARankThatFailsStopsTheOthersAndGivesItsStatus) {
   // Ranks 0 and 2 wait at the rendezvous for rank 1 for ten minutes; rank 1 fails as soon as all three
   // have written their pid (else, on a loaded machine, the launcher could stop a rank before it wrote it).
   const std::string script = "echo $$ >> '" + pids + "'; if [ \"$RANK\" = 1 ]; then while [ $(wc -l < '" +
-                             pids + "') -lt 3 ]; do sleep 0.05; done; exit 7; fi; exec '" +
-                             std::string(CONVEYOR_RENDEZVOUS_PEER) + "' env:// 600000 '" +
-                             (dir / "log").string() + "'";
+                             pids + "') -lt 3 ]; do sleep 0.05; done; exit 7; fi; exec '" + peer() +
+                             "' env:// 600000 '" + (dir / "log").string() + "'";
   const auto started = std::chrono::steady_clock::now();
   const ProcessResult result = launch({"3", "sh", "-c", script});
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));

@@ -66,7 +66,8 @@ std::map<int, ProcessResult> run_job(int world, const std::vector<int>& ranks, c
       environment.push_back("MASTER_PORT=" + std::to_string(port));
     }
     children[rank] = std::make_unique<ChildProcess>(
-        std::vector<std::string>{CONVEYOR_RENDEZVOUS_PEER, method, std::to_string(timeout_ms), log},
+        std::vector<std::string>{testing::program_path("CONVEYOR_RENDEZVOUS_PEER", CONVEYOR_RENDEZVOUS_PEER),
+                                 method, std::to_string(timeout_ms), log},
         environment);
   }
   std::map<int, ProcessResult> results;
