@@ -22,6 +22,15 @@ using Stage = ElementOrder::Stage;
   throw InvalidArgument("iterator state does not fit this dataset: " + what);
 }
 
+// The restore of a stage whose true state is what it holds back (a buffer, a padding element) and whose
+// saved words are (epoch of its last reset, elements handed out since): reset, then take that many again
+// (index arithmetic upstream, nothing is read or decoded).
+void replay(Stage& stage, const std::uint64_t* in, const char* what) {
+  stage.reset(in[0]);
+  for (std::uint64_t i = 0; i < in[1]; ++i)
+    if (!stage.next()) bad_state(std::string(what) + " ends before position " + std::to_string(in[1]));
+}
+
 // 0, 1, ..., n - 1 in every epoch.
 class SourceStage final : public Stage {
  public:
@@ -148,11 +157,7 @@ class BufferedShuffleStage final : public Stage {
     out[0] = epoch_;
     out[1] = emitted_;
   }
-  void restore(const std::uint64_t* in) override {
-    reset(in[0]);
-    for (std::uint64_t i = 0; i < in[1]; ++i)
-      if (!next()) bad_state("the buffered shuffle ends before position " + std::to_string(in[1]));
-  }
+  void restore(const std::uint64_t* in) override { replay(*this, in, "the buffered shuffle"); }
 
  private:
   Stage& upstream_;
@@ -330,11 +335,7 @@ class EvenShardStage final : public Stage {
     out[0] = reset_epoch_;
     out[1] = delivered_;
   }
-  void restore(const std::uint64_t* in) override {
-    reset(in[0]);
-    for (std::uint64_t i = 0; i < in[1]; ++i)
-      if (!next()) bad_state("the even shard ends before element " + std::to_string(in[1]));
-  }
+  void restore(const std::uint64_t* in) override { replay(*this, in, "the even shard"); }
 
  private:
   std::optional<OrderedElement> pull() {
