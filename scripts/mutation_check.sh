@@ -43,8 +43,8 @@ mutation shuffle-ignores-epoch src/pipeline/element_order.cpp \
   'rng_ = Rng(combine_seeds(seed_, 0), ' \
   'conveyor_pipeline_tests Shuffle.*'
 mutation shard-not-exactly-once src/pipeline/element_order.cpp \
-  'if (element->index % num_shards_ == index_) return element;' \
-  'if (element->index % num_shards_ <= index_) return element;' \
+  'if (element->index % num_shards_ != index_ || consumed(*element)) continue;' \
+  'if (element->index % num_shards_ > index_ || consumed(*element)) continue;' \
   'conveyor_pipeline_tests Shard.*'
 mutation skip-one-too-few src/pipeline/element_order.cpp \
   'for (; skipped_ < count_; ++skipped_)' \
@@ -87,8 +87,8 @@ mutation cancel-does-not-wake-the-pool src/memory/batch_pool.cpp \
   $'    cancelled_ = true;\n  }' \
   'conveyor_pipeline_tests BatchPool.*'
 mutation maps-go-on-after-cancel src/pipeline/pipeline_stages.cpp \
-  $'    if (stop_.load(std::memory_order_relaxed)) {\n      element.outcome = Outcome::cancelled;' \
-  $'    if (false) {\n      element.outcome = Outcome::cancelled;' \
+  $'    if (given_up()) {\n      element.outcome = Outcome::cancelled;\n      return;\n    }\n    const Step& step' \
+  $'    if (false) {\n      element.outcome = Outcome::cancelled;\n      return;\n    }\n    const Step& step' \
   'conveyor_pipeline_concurrency_tests Cancel.DestroyingWhileMapsAreSlow*'
 mutation shape-probe-ignores-cancel src/pipeline/pipeline.cpp \
   'while (!stop_.load()) {' \
@@ -111,8 +111,8 @@ mutation unreadable-folder-not-skipped src/sources/image_folder.cpp \
   'fs::recursive_directory_iterator it(folder, fs::directory_options::none, error);' \
   'ctest _permission_tests$ conveyor_pipeline_tests conveyor_reliability_tests'
 mutation benchmark-json-field-renamed bench/pipeline/pipeline_throughput.cpp \
-  '"  \"checksum\": \"%s\",\n' \
-  '"  \"check_sum\": \"%s\",\n' \
+  'out["checksum"] = main.checksum;' \
+  'out["check_sum"] = main.checksum;' \
   'ctest ^pipeline_throughput_program$ pipeline_throughput make_imagenet_like make_shards'
 
 # ---- which ones ------------------------------------------------------------------------------------------
