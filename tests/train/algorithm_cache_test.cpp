@@ -45,18 +45,18 @@ std::string messages(const AlgorithmCache& cache) {
 const std::string kKey = "n256 h28 w28 c32 k32 r3 s3 stride1 pad1 dilation1 bf16";
 
 TEST(AlgorithmCacheFolder, AnOptionWinsThenTheVariableThenXdgThenHome) {
-  EXPECT_EQ(*algorithm_cache_folder("/opt/c", "/env", "/xdg", "/home/u"), "/opt/c");
-  EXPECT_EQ(*algorithm_cache_folder("", "/env", "/xdg", "/home/u"), "/env");
-  EXPECT_EQ(*algorithm_cache_folder("", nullptr, "/xdg", "/home/u"), "/xdg/conveyor");
-  EXPECT_EQ(*algorithm_cache_folder("", "", "", "/home/u"), "/home/u/.cache/conveyor");
+  EXPECT_EQ(*algorithm_cache_folder("/opt/c", "/env", "/xdg", "/users/u"), "/opt/c");
+  EXPECT_EQ(*algorithm_cache_folder("", "/env", "/xdg", "/users/u"), "/env");
+  EXPECT_EQ(*algorithm_cache_folder("", nullptr, "/xdg", "/users/u"), "/xdg/conveyor");
+  EXPECT_EQ(*algorithm_cache_folder("", "", "", "/users/u"), "/users/u/.cache/conveyor");
 }
 
 TEST(AlgorithmCacheFolder, ARelativeXdgCacheHomeIsIgnoredAsTheSpecificationAsks) {
-  EXPECT_EQ(*algorithm_cache_folder("", nullptr, "relative/cache", "/home/u"), "/home/u/.cache/conveyor");
+  EXPECT_EQ(*algorithm_cache_folder("", nullptr, "relative/cache", "/users/u"), "/users/u/.cache/conveyor");
 }
 
 TEST(AlgorithmCacheFolder, OffTurnsTheCacheOffAndNoHomeLeavesNoPlaceForIt) {
-  EXPECT_FALSE(algorithm_cache_folder("", "off", "/xdg", "/home/u"));
+  EXPECT_FALSE(algorithm_cache_folder("", "off", "/xdg", "/users/u"));
   EXPECT_FALSE(algorithm_cache_folder("", nullptr, nullptr, nullptr));
 }
 
