@@ -88,20 +88,6 @@ std::vector<std::uint8_t> host_augment(const std::uint8_t* images, std::size_t c
   return bytes;
 }
 
-ops::NormalizeParams imagenet(ops::ElementType type, ops::TensorLayout layout, int channels) {
-  ops::NormalizeParams p;
-  if (channels == 3) {
-    p.mean = {123.675f, 116.28f, 103.53f, 0.f};
-    p.std = {58.395f, 57.12f, 57.375f, 1.f};
-  } else {
-    p.mean[0] = 114.4f;
-    p.std[0] = 57.6f;
-  }
-  p.type = type;
-  p.layout = layout;
-  return p;
-}
-
 TEST(AugmentParams, FlipIsTheFlipOpsDraw) {
   const auto seeds = testing::sample_seeds(256, 11);
   const auto params = draw(seeds, 3, default_draws());
@@ -210,7 +196,7 @@ TEST(AugmentParams, KernelArithmeticOnTheHostIsTheCpuChainBitForBit) {
     for (const ops::ElementType type :
          {ops::ElementType::float32, ops::ElementType::float16, ops::ElementType::bfloat16})
       for (const ops::TensorLayout layout : {ops::TensorLayout::chw, ops::TensorLayout::hwc}) {
-        const ops::NormalizeParams normalize = imagenet(type, layout, c.channels);
+        const ops::NormalizeParams normalize = testing::imagenet_normalize(type, layout, c.channels);
         const CpuAugmentChain chain{.flip_p = 0.5, .distort = c.distort, .normalize = normalize};
         const auto expected = testing::cpu_augment(images.data(), count, shape, seeds, chain);
         const auto got = c.channels == 3 ? host_augment<3>(images.data(), count, shape, params, normalize)

@@ -50,6 +50,20 @@ std::vector<std::uint8_t> make_pictures(std::size_t count, ImageShape shape, std
   return pixels;
 }
 
+ops::NormalizeParams imagenet_normalize(ops::ElementType type, ops::TensorLayout layout, int channels) {
+  ops::NormalizeParams p;
+  if (channels == 3) {
+    p.mean = {123.675f, 116.28f, 103.53f, 0.f};
+    p.std = {58.395f, 57.12f, 57.375f, 1.f};
+  } else {
+    p.mean[0] = 114.4f;
+    p.std[0] = 57.6f;
+  }
+  p.type = type;
+  p.layout = layout;
+  return p;
+}
+
 std::vector<std::uint64_t> sample_seeds(std::size_t count, std::uint64_t dataset_seed) {
   std::vector<std::uint64_t> seeds(count);
   for (std::size_t i = 0; i < count; ++i) seeds[i] = sample_seed(dataset_seed, 0, i);

@@ -28,6 +28,10 @@ std::vector<std::uint8_t> cpu_augment(const std::uint8_t* images, std::size_t co
 // Deterministic test images with real structure (make_picture), `count` of `shape`, back to back.
 std::vector<std::uint8_t> make_pictures(std::size_t count, ImageShape shape, std::uint64_t seed);
 
+// ImageNet's mean and standard deviation (0..255 scale) for 3 channels, a grey one for 1, in `type` and
+// `layout`.
+ops::NormalizeParams imagenet_normalize(ops::ElementType type, ops::TensorLayout layout, int channels);
+
 // Seeds as the pipeline makes them: sample_seed(dataset_seed, 0, i).
 std::vector<std::uint64_t> sample_seeds(std::size_t count, std::uint64_t dataset_seed);
 

@@ -31,20 +31,6 @@ using testing::CpuAugmentChain;
 
 constexpr ops::DistortOptions kJitter{.brightness = 0.4, .contrast = 0.4, .saturation = 0.4, .hue = 0.1};
 
-ops::NormalizeParams normalize_params(ops::ElementType type, ops::TensorLayout layout, int channels) {
-  ops::NormalizeParams p;
-  if (channels == 3) {
-    p.mean = {123.675f, 116.28f, 103.53f, 0.f};
-    p.std = {58.395f, 57.12f, 57.375f, 1.f};
-  } else {
-    p.mean[0] = 114.4f;
-    p.std[0] = 57.6f;
-  }
-  p.type = type;
-  p.layout = layout;
-  return p;
-}
-
 GpuAugmentOptions gpu_options(const CpuAugmentChain& chain, int depth = 3) {
   GpuAugmentOptions options;
   if (chain.flip_p) options.draws.flip = FlipDraw{*chain.flip_p, op_stream(ops::stream::flip_horizontal, 0)};
@@ -150,8 +136,9 @@ TEST_F(FusedAugmentGpu, EqualsTheCpuChainBitForBit) {
     for (const ops::ElementType type :
          {ops::ElementType::float32, ops::ElementType::float16, ops::ElementType::bfloat16})
       for (const ops::TensorLayout layout : {ops::TensorLayout::chw, ops::TensorLayout::hwc}) {
-        const CpuAugmentChain chain{
-            .flip_p = 0.5, .distort = c.distort, .normalize = normalize_params(type, layout, c.channels)};
+        const CpuAugmentChain chain{.flip_p = 0.5,
+                                    .distort = c.distort,
+                                    .normalize = testing::imagenet_normalize(type, layout, c.channels)};
         const auto expected = testing::cpu_augment(images.data(), c.count, c.shape, seeds, chain);
         GpuAugmenter augmenter(0, *pool_, gpu_options(chain));
         DeviceBuffer out = pool_->allocate(expected.size(), stream_->get(), "test output");
@@ -177,7 +164,7 @@ TEST_F(FusedAugmentGpu, BatchesQueuedBackToBackKeepTheirOwnParameters) {
   const CpuAugmentChain chain{
       .flip_p = 0.5,
       .distort = kJitter,
-      .normalize = normalize_params(ops::ElementType::float16, ops::TensorLayout::chw, 3)};
+      .normalize = testing::imagenet_normalize(ops::ElementType::float16, ops::TensorLayout::chw, 3)};
   const GpuAugmentOptions options = gpu_options(chain, 2);
   GpuAugmenter augmenter(0, *pool_, options);
   const std::size_t out_bytes = count * shape.bytes() * 2;
@@ -209,7 +196,7 @@ TEST_F(FusedAugmentGpu, ReadsImagesThatAreFurtherApartThanTheirSize) {
   const CpuAugmentChain chain{
       .flip_p = 0.5,
       .distort = kJitter,
-      .normalize = normalize_params(ops::ElementType::float32, ops::TensorLayout::hwc, 3)};
+      .normalize = testing::imagenet_normalize(ops::ElementType::float32, ops::TensorLayout::hwc, 3)};
   const auto expected = testing::cpu_augment(images.data(), count, shape, seeds, chain);
   GpuAugmenter augmenter(0, *pool_, gpu_options(chain));
   DeviceBuffer out = pool_->allocate(expected.size(), stream_->get(), "test output");
@@ -226,7 +213,7 @@ TEST_F(FusedAugmentGpu, WithoutAugmentationItIsNormalize) {
   const DeviceBuffer in = testing::upload(*pool_, images, stream_->get());
   const auto seeds = testing::sample_seeds(count, 19);
   GpuAugmentOptions options;
-  options.normalize = normalize_params(ops::ElementType::bfloat16, ops::TensorLayout::chw, 3);
+  options.normalize = testing::imagenet_normalize(ops::ElementType::bfloat16, ops::TensorLayout::chw, 3);
   GpuAugmenter augmenter(0, *pool_, options);
   const std::size_t bytes = count * shape.bytes() * 2;
   DeviceBuffer fused = pool_->allocate(bytes, stream_->get(), "fused output");

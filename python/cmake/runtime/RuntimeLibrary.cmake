@@ -20,3 +20,18 @@ function(conveyor_runtime_library target name out_var)
   endif()
   set(${out_var} ${file} PARENT_SCOPE)
 endfunction()
+
+# conveyor_runtime_or_system_library(TARGET NAME OUT_VAR): as conveyor_runtime_library, else the system's
+# shared library lib<NAME>.so (the GPU machine may have a library without its development files).
+function(conveyor_runtime_or_system_library target name out_var)
+  conveyor_runtime_library(${target} ${name} file)
+  if(NOT file)
+    find_library(${out_var} NAMES ${name})
+    set(file ${${out_var}})
+    if(file AND NOT TARGET ${target})
+      add_library(${target} SHARED IMPORTED)
+      set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${file})
+    endif()
+  endif()
+  set(${out_var} ${file} PARENT_SCOPE)
+endfunction()

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "barrier_log.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
 #include "support/watchdog.h"
@@ -54,26 +55,7 @@ TEST(Launch, ThreeRanksMeetThroughTheRendezvousAndPassItsBarriers) {
   EXPECT_EQ(ranks, (std::set<std::string>{"rank 0", "rank 1", "rank 2"}));
   ASSERT_EQ(bytes.size(), 1u) << "every rank got the same bytes from rank 0";
   EXPECT_EQ(bytes.begin()->size(), 256u);
-  // Each barrier: every rank entered before any rank left.
-  std::ifstream in(log);
-  std::map<int, int> entered, left, last_enter, first_leave;
-  std::string what;
-  int rank = 0, k = 0, line = 0;
-  while (in >> what >> rank >> k) {
-    ++line;
-    if (what == "enter") {
-      ++entered[k];
-      last_enter[k] = line;
-    } else {
-      ++left[k];
-      if (!first_leave.count(k)) first_leave[k] = line;
-    }
-  }
-  for (int barrier = 1; barrier <= 3; ++barrier) {
-    EXPECT_EQ(entered[barrier], 3);
-    EXPECT_EQ(left[barrier], 3);
-    EXPECT_LT(last_enter[barrier], first_leave[barrier]) << "barrier " << barrier;
-  }
+  testing::expect_barriers_held(log, 3);  // each barrier: every rank entered before any rank left
 }
 
 TEST(Launch, EveryRankGetsTorchrunsVariablesAndNvlinkMulticastOff) {

@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 
+#include "barrier_log.h"
 #include "conveyor/error.h"
 #include "support/subprocess.h"
 #include "support/temp_dir.h"
@@ -24,6 +24,7 @@ namespace conveyor::train {
 namespace {
 
 using testing::ChildProcess;
+using testing::expect_barriers_held;
 using testing::ProcessResult;
 using testing::TempDir;
 
@@ -74,30 +75,6 @@ std::map<int, ProcessResult> run_job(int world, const std::vector<int>& ranks, c
   for (auto& [rank, child] : children)
     results[rank] = child->wait(std::chrono::milliseconds(3 * timeout_ms + 20'000));
   return results;
-}
-
-// Every "enter * K" line comes before every "leave * K" line, and each rank entered and left each barrier.
-void expect_barriers_held(const std::string& log, int world) {
-  std::ifstream in(log);
-  std::map<int, int> entered, left, first_leave;
-  std::map<int, int> last_enter;
-  std::string what;
-  int rank = 0, k = 0, line = 0;
-  while (in >> what >> rank >> k) {
-    ++line;
-    if (what == "enter") {
-      ++entered[k];
-      last_enter[k] = line;
-    } else {
-      ++left[k];
-      if (!first_leave.count(k)) first_leave[k] = line;
-    }
-  }
-  for (int barrier = 1; barrier <= 3; ++barrier) {
-    EXPECT_EQ(entered[barrier], world) << "barrier " << barrier;
-    EXPECT_EQ(left[barrier], world) << "barrier " << barrier;
-    EXPECT_LT(last_enter[barrier], first_leave[barrier]) << "a rank left barrier " << barrier << " early";
-  }
 }
 
 void expect_all_met(const std::map<int, ProcessResult>& results) {
