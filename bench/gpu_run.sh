@@ -32,6 +32,8 @@
 #   hybrid    issue 20: pipeline_throughput CPU-only vs --device gpu (hybrid decode + GPU augmentation) at 16
 #             and 4 threads, alternating, three pairs each (20,000 images per run), the DataLoader at 16
 #             workers, one adaptive-split run per thread count (with a trace), then the ratios
+#   two-gpus-probe  (nvidia-h200-x2) NCCL over two GPUs in one process, then two processes for ten steps
+#   two-gpus  issue 17 (after data): one GPU against two data-parallel processes, alternating twice
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
 set -uo pipefail
@@ -47,7 +49,31 @@ bin=/tmp/bundle/bin
 data=/tmp/data
 imagenet=$data/imagenet-like-5000/train
 log() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
-run() { local t=$1; shift; timeout "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || echo "!!! rc=$rc: $*"; return 0; }
+# run SECONDS COMMAND...: the command under a time limit. 20 s before the limit the stacks of every bundle
+# program still running are written to $r/hang-PID.txt (cuda-gdb attaches; the machine has no gdb), so a
+# hang says where it hangs; at the limit TERM, 10 s later KILL. The "!!!" line goes to the console (fd 4),
+# not into a pipe a caller filters with grep.
+dump_stacks() {
+  local pid
+  for pid in $(pgrep -f "^$bin/" 2>/dev/null); do
+    { echo "# $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+      timeout 60 cuda-gdb -p "$pid" -batch -ex 'info threads' -ex 'thread apply all bt 25' 2>&1
+    } >"$r/hang-$pid.txt"
+  done
+  echo "!!! still running after $1 s: stacks in $(cd "$r" && ls hang-*.txt 2>/dev/null | tr '\n' ' ')" >&4
+}
+run() {
+  local t=$1; shift
+  local after=$((t > 40 ? t - 20 : t / 2))
+  # The watcher holds neither stdout nor a pipe a caller reads to its end; killing it kills its sleep too.
+  (trap 'kill "$nap" 2>/dev/null; exit 0' TERM; sleep "$after" & nap=$!; wait "$nap"; dump_stacks "$after") \
+    >/dev/null 2>&1 &
+  local watcher=$!
+  timeout -k 10 "$t" "$@"; local rc=$?
+  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+  [ $rc -eq 0 ] || { echo "!!! rc=$rc: $*" >&4; echo "$rc $*" >>"$r/failed_runs"; }
+  return 0
+}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 # nvJPEG is loaded at run time (dlopen libnvjpeg.so.13): the toolkit's copy, after the bundle's libraries.
 [ -e "$cuda_home/lib64/libnvjpeg.so.13" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_home/lib64"
@@ -66,13 +92,14 @@ nvjpeg_abi_check() {
 # around it, and the diagnostic lines the tests print ("[ nvjpeg   ]", "[ stages   ]", "[ images   ]").
 gpu_tests() {
   local name=$1; shift
-  run 600 "$bin/$name" --gtest_output=json:"$r/$name.json" "$@" >"$r/$name.log" 2>&1
+  run "${GPU_TEST_LIMIT:-600}" "$bin/$name" --gtest_output=json:"$r/$name.json" "$@" >"$r/$name.log" 2>&1
   grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\]|^\[ (nvjpeg|stages|images|placement) ' "$r/$name.log" | head -150
   grep -B2 -A12 -E 'Failure$|^unknown file: Failure|Segmentation|terminate called|!!! rc' "$r/$name.log" | head -200
   echo "--- last lines of $name.log:"; tail -4 "$r/$name.log"
 }
 
 {
+  exec 4>&1  # the console (the tee below), for run's reports from inside filtered pipes
   log "machine"; nvidia-smi -L; nproc; grep -m1 'model name' /proc/cpuinfo; date -u; cat "$root/.carry/commit" 2>/dev/null
   for phase in "$@"; do
     case "$phase" in
@@ -271,15 +298,30 @@ gpu_tests() {
         # GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink multicast off), alternating twice;
         # then one GPU at batch 512 for the loss comparison (the 2-GPU run's first steps against it).
         log "issue 17: one GPU, then two data-parallel processes, alternating; one GPU at batch 512"
-        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --steps 100 --warmup 10
+        [ ! -f "$r/probe_failed" ] || continue
+        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --warmup 10
              --deterministic --record-loss)
         for i in 1 2; do
-          run 300 "${fvp[@]}" --batch 256 --json "$r/scale_1gpu_$i.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
-          run 300 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --batch 256 --json "$r/scale_2gpu_$i.json" 2>&1 \
+          run 180 "${fvp[@]}" --steps 100 --batch 256 --json "$r/scale_1gpu_$i.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
+          run 180 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --steps 100 --batch 256 --json "$r/scale_2gpu_$i.json" 2>&1 \
             | grep -E '^prefetch|^mode|idle per GPU|data parallel|feed_vs_prefetch:|launch'
         done
-        run 300 "${fvp[@]}" --batch 512 --steps 20 --json "$r/scale_1gpu_batch512.json" 2>&1 | grep -E '^prefetch|^mode'
+        run 180 "${fvp[@]}" --batch 512 --steps 20 --json "$r/scale_1gpu_batch512.json" 2>&1 | grep -E '^prefetch|^mode'
         python3 "$root/bench/summarize_scale.py" "$r" | tee "$r/scale_summary.txt" ;;
+      two-gpus-probe)
+        # Before issue 17's run: NCCL across the two GPUs, first in one process (the two-GPU tests), then
+        # two processes through scripts/launch.sh for a few steps; NCCL says what it chose (NCCL_DEBUG=INFO).
+        log "two GPUs: topology, then NCCL in one process, then two processes"
+        nvidia-smi topo -m; df -h /dev/shm | tail -1; awk 'NR > 2 {print $1}' /proc/net/dev | tr '\n' ' '; echo
+        rm -f "$r/failed_runs"
+        NCCL_DEBUG=INFO GPU_TEST_LIMIT=100 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='DataParallelTwoGpus*'
+        NCCL_DEBUG=INFO run 100 bash "$root/scripts/launch.sh" 2 "$bin/feed_vs_prefetch" --data "$imagenet" \
+          --modes prefetch --threads 16 --steps 10 --warmup 2 --deterministic --batch 256 \
+          --json "$r/probe_2gpu.json" >"$r/probe_2gpu.log" 2>&1
+        grep -E '^prefetch|^mode|data parallel|NCCL INFO (Channel 00|Connected|comm .* Init COMPLETE)|WARN|rank .* exited' \
+          "$r/probe_2gpu.log" | head -30
+        tail -5 "$r/probe_2gpu.log"
+        [ ! -f "$r/failed_runs" ] || { echo "!!! the probe failed: two-gpus is skipped"; touch "$r/probe_failed"; } ;;
       own-model)
         log "examples/own_model: a user's own cuBLAS model fed by DeviceFeeder (after fashion-recipes' data)"
         run 120 "$bin/own_model" "$data/fashion-mnist/train" --csv "$r/own_model_loss.csv" | tail -8 ;;

@@ -7,7 +7,8 @@
 # Python 3.12 and pybind11 but not conveyor's dependencies' headers): conveyor installed from BUILD_DIR
 # (headers, static libraries, CMake package) as bundle/prefix with dlpack's header, the shared libraries
 # the module links into bundle/lib, and make_test_jpegs for its tests (scripts/build_python_on_gpu_machine.sh).
-#   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] [--python] BINARY_NAME...
+#   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] [--python] [--symbols] BINARY_NAME...
+# (--symbols keeps the binaries' symbol tables, so that bench/gpu_run.sh's stacks of a hang name functions)
 # On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 tools=${CONVEYOR_DEVICE_TOOLS:-$(cd .. && pwd)/shared/tools}
 [ -x "$tools/device-libs" ] || { echo "device-bundle: no device-libs in $tools (set CONVEYOR_DEVICE_TOOLS)" >&2; exit 1; }
 build=$1; shift
-photos=0 fashion=0 python=0
+photos=0 fashion=0 python=0 strip_flags=()
 rm -rf .carry && mkdir -p .carry
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -26,10 +27,11 @@ for name in "$@"; do
     --photos) photos=1; continue ;;
     --fashion) fashion=1; continue ;;
     --python) python=1; continue ;;
+    --symbols) strip_flags=(--strip-debug); continue ;;  # function names stay, for stacks of a hang
   esac
   bin=$(find "$build" -type f -name "$name" -perm -u+x | head -1)
   [ -n "$bin" ] || { echo "device-bundle: no binary $name in $build" >&2; exit 1; }
-  strip -o "$stage/bundle/bin/$name" "$bin"
+  strip "${strip_flags[@]}" -o "$stage/bundle/bin/$name" "$bin"
 done
 needs=("$stage"/bundle/bin/*)  # the binaries whose shared libraries device-libs copies
 if [ $python -eq 1 ]; then

@@ -67,6 +67,9 @@ std::string per_rank(const std::string& path, const conveyor::Ranks& ranks) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  // Line by line even into a pipe: under a launcher the ranks' lines interleave in one log, and a rank
+  // that is stopped must not take its last lines with it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   fvp::Options options = fvp::parse_options(argc, argv);
   // Under a launcher (scripts/launch.sh, torchrun, mpirun) this process is one rank of a data-parallel job
   // and trains on its local rank's GPU.

@@ -54,9 +54,11 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
     : device_(device),
       options_(options),
       pool_(shared_pool),
-      held_(static_cast<std::size_t>(options.depth)),
-      slots_(held_.size()) {
+      held_(static_cast<std::size_t>(options.depth)) {
   cuda::DeviceGuard guard(device_);
+  // The slots' events belong to the device current when they are made: made in the initializer list, on
+  // any GPU but 0 they were device 0's, and the first record on this feeder's stream failed.
+  slots_ = std::vector<Slot>(held_.size());
   if (pool_ == nullptr) {
     own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
     pool_ = own_pool_.get();

@@ -120,7 +120,7 @@ class GpuFeeder final : public FeederBackend {
   std::optional<cuda::Stream> copy_, own_consumer_;  // made with the device current
   cudaStream_t consumer_ = nullptr;
   HeldSlots held_;
-  std::vector<Slot> slots_;                      // never resized after construction
+  std::vector<Slot> slots_;                      // made with device_ current; never resized after
   std::optional<cuda::GpuAugmenter> augmenter_;  // when FeederOptions::augment has ops
   std::vector<std::uint64_t> seeds_;             // the augmenter's per-sample seeds (stage() only)
 

@@ -19,19 +19,46 @@ using namespace std::chrono_literals;
 
 std::uint32_t q16(double share) { return static_cast<std::uint32_t>(std::lround(share * 65536)); }
 
+// The deferred samples among `count` indices first, first + stride, ... in batches of 256: the largest
+// distance of a batch's count from its share, and the share over all of them.
+struct Spread {
+  double worst_batch = 0;
+  double overall = 0;
+};
+Spread spread(double share, std::uint64_t first, std::uint64_t stride, std::uint64_t batches) {
+  const std::uint32_t s = q16(share);
+  Spread out;
+  std::uint64_t total = 0;
+  for (std::uint64_t b = 0; b < batches; ++b) {
+    std::uint64_t in_batch = 0;
+    for (std::uint64_t k = 0; k < 256; ++k) in_batch += defers(first + (b * 256 + k) * stride, s) ? 1 : 0;
+    out.worst_batch = std::max(out.worst_batch, std::abs(static_cast<double>(in_batch) - 256 * share));
+    total += in_batch;
+  }
+  out.overall = static_cast<double>(total) / static_cast<double>(batches * 256);
+  return out;
+}
+
 TEST(DecodeSplit, TheDeferredShareIsSpreadEvenlyOverTheIndices) {
   for (const double share : {0.0, 0.1, 0.25, 0.5, 2.0 / 3, 0.9, 1.0}) {
-    const std::uint32_t s = q16(share);
-    std::uint64_t total = 0;
-    for (std::uint64_t start = 0; start < 20'000; start += 256) {
-      std::uint64_t in_batch = 0;
-      for (std::uint64_t i = start; i < start + 256; ++i) in_batch += defers(i, s) ? 1 : 0;
-      // Every batch of 256 gets its share, to one image.
-      EXPECT_LE(std::abs(static_cast<double>(in_batch) - 256 * share), 1.0 + 1e-9)
-          << "share " << share << ", batch at " << start << ": " << in_batch;
-      total += in_batch;
+    const Spread one = spread(share, 0, 1, 80);
+    // Every batch of 256 gets its share, to two images.
+    EXPECT_LE(one.worst_batch, 2.0 + 1e-9) << "share " << share;
+    EXPECT_NEAR(one.overall, share, 1e-3) << "share " << share;
+  }
+}
+
+TEST(DecodeSplit, EveryRankOfAShardedOrderGetsTheShareToo) {
+  // shard(n, r) hands rank r the global indices r, r + n, r + 2n, ...: each rank's feeder must see the
+  // share as well, or one rank's GPU decoder does all the work while another's does none.
+  for (const double share : {0.1, 0.5, 0.8}) {
+    for (std::uint64_t ranks = 2; ranks <= 8; ++ranks) {
+      for (std::uint64_t rank = 0; rank < ranks; ++rank) {
+        const Spread one = spread(share, rank, ranks, 40);
+        EXPECT_LE(one.worst_batch, 6.0) << "share " << share << ", rank " << rank << " of " << ranks;
+        EXPECT_NEAR(one.overall, share, 5e-3) << "share " << share << ", rank " << rank << " of " << ranks;
+      }
     }
-    EXPECT_NEAR(static_cast<double>(total) / (20'224.0), share, 1e-3) << "share " << share;
   }
 }
 

@@ -1,10 +1,14 @@
 // The DeferPolicy of a feeder that decodes on the GPU (FeederOptions::decode): which samples the pipeline's
 // decode op leaves to the GPU, and the controller that moves that share.
 //
-// Which samples: sample i of an epoch's order is deferred when floor((i + 1) * s) > floor(i * s), s the
-// share in 16-bit fixed point. That spreads the deferred samples evenly (every batch gets its share) and is
-// a pure function of the index: with a fixed share, the same samples go to the GPU in every run, at any
-// thread count, which is what deterministic pipelines need (nvJPEG's pixels are not libjpeg's).
+// Which samples: sample i of an epoch's order is deferred when frac(i / phi) < s (phi the golden ratio, in
+// 64-bit fixed point; s the share in 16 bits). That is a pure function of the index: with a fixed share the
+// same samples go to the GPU in every run, at any thread count, which is what deterministic pipelines need
+// (nvJPEG's pixels are not libjpeg's). It spreads the deferred samples evenly over any run of indices and
+// also over every arithmetic progression of them, which is what a rank sees of an epoch's global order
+// (shard(n, r): indices r, r + n, ...). The earlier rule, floor((i + 1)s) > floor(i s), was exact over
+// consecutive indices but gave one rank of two every sample at s = 1/2 and the other none (seen on two
+// H200s: one rank's decoder starved its step while the other's CPU workers idled).
 //
 // How much, when adapting (pipelines with deterministic = false): per batch of B, the CPU workers (T of
 // them) spend B((1 - s)c + s d)/T and the GPU decoder B s g, where c is the workers' time per image they
@@ -26,7 +30,8 @@ namespace conveyor::detail {
 
 // Whether sample `index` is deferred at share `share_q16` / 65536 (see above).
 constexpr bool defers(std::uint64_t index, std::uint32_t share_q16) noexcept {
-  return ((index + 1) * share_q16 >> 16) != (index * share_q16 >> 16);
+  constexpr std::uint64_t kInverseGoldenRatio = 0x9E3779B97F4A7C15;  // 2^64 / phi
+  return ((index * kInverseGoldenRatio) >> 48) < share_q16;  // wraps mod 2^64: the fractional part
 }
 
 // The share s* above, clamped to [0, 1]; nan inputs or a non-positive denominator give `fallback`.

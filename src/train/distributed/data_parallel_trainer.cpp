@@ -1,5 +1,6 @@
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,10 +33,13 @@ void check_device(int device, const std::string& who) {
 
 class DataParallelTrainer::Impl {
  public:
+  // Taken down in the order ~Impl spells out: the reducer (it uses the trainer's context), the trainer
+  // (its captured step graphs hold references to the communicator), then the communicator, whose
+  // ncclCommDestroy waits until no graph refers to it any more.
   struct Replica {
     std::unique_ptr<Trainer> trainer;
-    std::optional<NcclCommunicator> comm;      // destroyed before the trainer
-    std::unique_ptr<GradientReducer> reducer;  // made at warm-up; destroyed first
+    std::optional<NcclCommunicator> comm;
+    std::unique_ptr<GradientReducer> reducer;  // made at warm-up
   };
 
   Impl(int rank, int world_size, DataParallelOptions parallel)
@@ -114,6 +118,7 @@ DataParallelTrainer::Impl::~Impl() {
   // Each replica's own thread takes its communicator down: finalizing one waits for the others.
   auto teardown = [this](std::size_t i) {
     Replica& r = *replicas[i];
+    if (failed && r.comm) r.comm->mark_failed();
     if (!failed) {
       try {
         r.trainer->synchronize();
@@ -127,6 +132,9 @@ DataParallelTrainer::Impl::~Impl() {
     } catch (...) {
     }
     r.reducer.reset();
+    // With the communicator first, ncclCommDestroy would wait forever for the step graphs that captured
+    // its all-reduces (seen on two H200s: every rank hung at exit).
+    r.trainer.reset();
     r.comm.reset();
   };
   try {
@@ -170,7 +178,12 @@ DataParallelTrainer::DataParallelTrainer(TrainerOptions options, std::vector<int
   if (devices.size() > 1) impl_->threads = std::make_unique<ReplicaThreads>(devices.size());
 }
 
-DataParallelTrainer::~DataParallelTrainer() = default;
+DataParallelTrainer::~DataParallelTrainer() {
+  // Destroyed while an exception unwinds (a failed pipeline, a refused batch): the other ranks may never
+  // reach their matching collectives, so the communicators are aborted rather than finalized, and the
+  // error reaches the user instead of a hang in ncclCommDestroy.
+  if (impl_ && std::uncaught_exceptions() > 0) impl_->failed = true;
+}
 
 int DataParallelTrainer::world_size() const noexcept { return impl_->world_size; }
 int DataParallelTrainer::rank() const noexcept { return impl_->rank; }
