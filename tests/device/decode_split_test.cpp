@@ -19,8 +19,8 @@ using namespace std::chrono_literals;
 
 std::uint32_t q16(double share) { return static_cast<std::uint32_t>(std::lround(share * 65536)); }
 
-// The deferred samples among `count` indices first, first + stride, ... in batches of 256: the largest
-// distance of a batch's count from its share, and the share over all of them.
+// The deferred samples among the indices first, first + stride, first + 2 stride, ..., taken as `batches`
+// batches of 256: the largest distance of a batch's count from its share, and the share over all of them.
 struct Spread {
   double worst_batch = 0;
   double overall = 0;
