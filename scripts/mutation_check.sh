@@ -98,6 +98,10 @@ mutation cpu-feeder-lets-a-held-batch-go src/device/cpu_feeder.cpp \
   'slot.batch = std::move(batch);' \
   'slot.batch = Batch();' \
   'conveyor_device_tests CpuFeeder*'
+mutation gpu-share-by-consecutive-indices src/device/decode/decode_split.h \
+  'return ((index * kInverseGoldenRatio) >> 48) < share_q16;  // wraps mod 2^64: the fractional part' \
+  'return ((index + 1) * share_q16 >> 16) != (index * share_q16 >> 16);' \
+  'conveyor_device_stage_tests DecodeSplit.*'
 mutation roi-margin-dropped ops/image/decode_jpeg.cpp \
   'int x0 = std::max(0, stored.x - 1);' \
   'int x0 = std::max(0, stored.x);' \
