@@ -3,6 +3,7 @@
   scale_1gpu_{1,2}.json              feed_vs_prefetch prefetch on one GPU, batch 256
   scale_2gpu_{1,2}.rank{0,1}.json    the same, data-parallel over two processes (scripts/launch.sh 2)
   scale_1gpu_batch512.json           one GPU at batch 512, for the loss comparison
+  losses_{fp32,bf16}_{1gpu_batch512,2gpu.rank0}.json   the two-gpus-losses phase: the comparison per precision
 Prints images/s (two GPUs: the sum of both ranks), the scaling per alternating pair and its median, GPU idle
 per GPU, step p50/p95, and how far the two-GPU run's first losses are from the batch-512 run's."""
 
@@ -41,12 +42,26 @@ def main():
     if ratios:
         median = statistics.median(ratios)
         print(f"scaling, median of the pairs: {median:.3f} (target 1.9: {'met' if median >= 1.9 else 'not met'})")
-    big = prefetch(folder, "scale_1gpu_batch512.json")
-    two = prefetch(folder, "scale_2gpu_1.rank0.json")
-    if big and two and big.get("losses") and two.get("losses"):
-        n = min(len(big["losses"]), len(two["losses"]), 20)
-        worst = max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(two["losses"][:n], big["losses"][:n]))
-        print(f"first {n} losses, 2 GPUs x 256 against 1 GPU x 512: worst relative difference {worst:.4f}")
+    compare_losses(folder, "scale_1gpu_batch512.json", "scale_2gpu_1.rank0.json", "bf16")
+    # two-gpus-losses: the same comparison in fp32 and bf16, 30 steps each, to tell the bf16 all-reduce
+    # from batch norm's per-replica statistics.
+    for precision in ("fp32", "bf16"):
+        compare_losses(folder, f"losses_{precision}_1gpu_batch512.json", f"losses_{precision}_2gpu.rank0.json",
+                       precision)
+
+
+def compare_losses(folder, one_name, two_name, precision):
+    """Step by step: the two-GPU run (2 x 256) against one GPU at batch 512, which sees the same images."""
+    if not all(os.path.exists(os.path.join(folder, n)) for n in (one_name, two_name)):
+        return
+    big, two = prefetch(folder, one_name), prefetch(folder, two_name)
+    if not (big and two and big.get("losses") and two.get("losses")):
+        return
+    n = min(len(big["losses"]), len(two["losses"]), 30)
+    gaps = [abs(a - b) / max(abs(b), 1e-6) for a, b in zip(two["losses"][:n], big["losses"][:n])]
+    first = next((i for i, g in enumerate(gaps) if g > 0.02), None)
+    print(f"{precision}: first {n} losses, 2 GPUs x 256 against 1 GPU x 512: worst relative difference "
+          f"{max(gaps):.4f}; first step more than 2 % apart: {first if first is not None else 'none'}")
 
 
 if __name__ == "__main__":
