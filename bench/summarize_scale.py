@@ -42,7 +42,7 @@ def main():
     if ratios:
         median = statistics.median(ratios)
         print(f"scaling, median of the pairs: {median:.3f} (target 1.9: {'met' if median >= 1.9 else 'not met'})")
-    compare_losses(folder, "scale_1gpu_batch512.json", "scale_2gpu_1.rank0.json", "bf16")
+    compare_losses(folder, "scale_1gpu_batch512.json", "scale_2gpu_1.rank0.json", "two-gpus run, bf16")
     # two-gpus-losses: the same comparison in fp32 and bf16, 30 steps each, to tell the bf16 all-reduce
     # from batch norm's per-replica statistics.
     for precision in ("fp32", "bf16"):
@@ -50,7 +50,7 @@ def main():
                        precision)
 
 
-def compare_losses(folder, one_name, two_name, precision):
+def compare_losses(folder, one_name, two_name, label):
     """Step by step: the two-GPU run (2 x 256) against one GPU at batch 512, which sees the same images."""
     if not all(os.path.exists(os.path.join(folder, n)) for n in (one_name, two_name)):
         return
@@ -60,7 +60,7 @@ def compare_losses(folder, one_name, two_name, precision):
     n = min(len(big["losses"]), len(two["losses"]), 30)
     gaps = [abs(a - b) / max(abs(b), 1e-6) for a, b in zip(two["losses"][:n], big["losses"][:n])]
     first = next((i for i, g in enumerate(gaps) if g > 0.02), None)
-    print(f"{precision}: first {n} losses, 2 GPUs x 256 against 1 GPU x 512: worst relative difference "
+    print(f"{label}: first {n} losses, 2 GPUs x 256 against 1 GPU x 512: worst relative difference "
           f"{max(gaps):.4f}; first step more than 2 % apart: {first if first is not None else 'none'}")
 
 
