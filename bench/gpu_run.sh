@@ -23,8 +23,9 @@
 #             must be equal; then PyTorch loads the checkpoint's weights (scripts/check_safetensors.py)
 #   python    the Python module built here (bundle made with --python) and its tests, GPU ones included
 #   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
-#   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module, and from the GPU, eager
-#             and compiled (bench/peers/torch_train_from_jpeg.py); needs the python phase first
+#   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module (GPU-side stages on, and
+#             all on the CPU), and from the GPU, eager and compiled (bench/peers/torch_train_from_jpeg.py);
+#             needs the python phase first; train-from-jpeg-again: the same, eager only (the second of a pair)
 #   gpu-stages  issue 20's GPU stages: the nvJPEG ABI check (g++ against the toolkit's nvjpeg.h), their GPU
 #             tests, then gpu_stages_bench (nvJPEG decode by path, fused augmentation) on the data phase's set
 #   stage-tests  issue 20, tests only: the nvJPEG ABI check, every GPU test of the device programs (feeder,
@@ -232,10 +233,13 @@ gpu_tests() {
         run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
           --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
           --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
-      train-from-jpeg)
-        log "ResNet-18 in PyTorch fed three ways"
-        run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" \
-          --conveyor-python "$root/build-python" --json "$r/torch_train_from_jpeg.json" ;;
+      train-from-jpeg|train-from-jpeg-again)
+        # The second pass (eager only) makes each feed's figure a pair with the first pass's.
+        if [ "$phase" = train-from-jpeg ]; then modes=eager,compile json=torch_train_from_jpeg.json
+        else modes=eager json=torch_train_from_jpeg_2.json; fi
+        log "ResNet-18 in PyTorch fed three ways, and by conveyor with every pixel on the CPU ($modes)"
+        run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" --modes "$modes" \
+          --feeds dataloader,conveyor,gpu,conveyor-cpu --conveyor-python "$root/build-python" --json "$r/$json" ;;
       gpu-stages)
         log "GPU stages: nvJPEG ABI check, stage tests, benchmarks"
         nvjpeg_abi_check

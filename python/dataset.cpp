@@ -253,12 +253,25 @@ void bind_batched_dataset(py::module_& module) {
             return self.with_options(options_from(options, keywords));
           },
           py::arg("options") = py::none(), "As Dataset.with_options.")
-      .def("to_device", &to_device, py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(),
-           py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
-           py::arg("depth") = 3,
-           "Iterates the batches through a new DeviceFeeder (see conveyor.DeviceFeeder for the arguments): "
-           "device \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"; yields conveyor.DeviceBatch, normalized when "
-           "dtype, mean or std is given.")
+      .def(
+          "to_device",
+          [](const BatchedDataset& self, const py::object& device, const py::object& dtype,
+             const std::string& layout, const py::object& mean, const py::object& std, int depth,
+             bool gpu_augment, std::optional<bool> gpu_decode, std::optional<double> gpu_share) {
+            return to_device(self, device, dtype, layout, mean, std, depth,
+                             {.augment = gpu_augment, .decode = gpu_decode, .share = gpu_share});
+          },
+          py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(), py::arg("layout") = "NCHW",
+          py::arg("mean") = py::none(), py::arg("std") = py::none(), py::arg("depth") = 3,
+          py::arg("gpu_augment") = true, py::arg("gpu_decode") = py::none(), py::arg("gpu_share") = py::none(),
+          "Iterates the batches through a new DeviceFeeder (see conveyor.DeviceFeeder for the arguments): "
+          "device \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"; yields conveyor.DeviceBatch, normalized when "
+          "dtype, mean or std is given. On a GPU the work after the copy runs there: with gpu_augment and "
+          "normalized images, the chain's trailing flip_horizontal and distort run fused with normalize on "
+          "the GPU (the same images, bit for bit, drawn from the same per-sample seeds; False keeps them in "
+          "the pipeline); gpu_decode (None: when decode_random_resized_crop is then the chain's last map and "
+          "depth is 2 or more; True or False: as said) lets that op share its images with the GPU's JPEG "
+          "decoder (see DeviceFeeder's gpu_decode and gpu_share).")
       .def("__iter__", &iterate_batches, "Runs the pipeline, yielding conveyor.Batch.")
       .def_property_readonly("batch_size", &BatchedDataset::batch_size)
       .def_property_readonly("drop_remainder", &BatchedDataset::drop_remainder)

@@ -2,14 +2,17 @@
 // staged through a feeder (conveyor/cuda/device_feeder.h).
 #include "python/device.h"
 
+#include <any>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/error.h"
+#include "conveyor/ops/sample_ops.h"
 #include "conveyor/version.h"
 #include "python/choices.h"
 #include "python/iterators.h"
@@ -67,9 +70,14 @@ std::array<float, 4> per_channel(const char* what, const py::object& values, flo
 // dtype=None with neither mean nor std, or dtype="uint8": no normalized images (DeviceBatch.images is the
 // uint8 NHWC pixels). Otherwise (pixel - mean) / std per channel, on the 0..255 scale of the pixels.
 FeederOptions feeder_options(int depth, const py::object& dtype, const std::string& layout,
-                             const py::object& mean, const py::object& std) {
+                             const py::object& mean, const py::object& std, const GpuWork& work) {
   FeederOptions options;
   options.depth = depth;
+  options.decode.enabled = work.decode.value_or(false);
+  if (work.share) {
+    options.decode.share = *work.share;
+    options.decode.adapt = false;  // a share the user set is the share
+  }
   std::string type = dtype.is_none() ? "" : std::string(py::str(dtype));
   if (type.rfind("torch.", 0) == 0) type = type.substr(6);  // torch.bfloat16
   if (type == "uint8" || (type.empty() && mean.is_none() && std.is_none())) {
@@ -166,6 +174,16 @@ constexpr const char* kNormalizeDoc =
     "(or \"uint8\") without mean and std: images are the uint8 NHWC pixels. depth: ring slots (1 to 8), "
     "that is batches on their way or held at once.";
 
+constexpr const char* kGpuDecodeDoc =
+    "gpu_decode (off unless asked for here; BatchedDataset.to_device turns it on by itself): on a GPU whose machine has nvJPEG, a dataset whose chain ends in "
+    "decode_random_resized_crop leaves a share of its images to the GPU's JPEG decoder (its hardware "
+    "engines where it has them): the pipeline's threads read only their headers and draw the crop windows, "
+    "the feeder decodes them into the batch; images nvJPEG refuses are decoded on the CPU and counted "
+    "(feeder_stats()). gpu_share: that share, 0 to 1; by default 0.5, moved batch by batch to where neither "
+    "side waits when the pipeline is not deterministic (a share given here stays). With deterministic=True "
+    "the split is a fixed function of each sample's index: the same batches at any thread count. "
+    "GPU-decoded pixels differ from the CPU decoder's by a few levels (another IDCT and resize).";
+
 void bind_placement(py::module_& module) {
   py::class_<Placement>(module, "Placement", "Where a feeder puts its batches, and why.")
       .def_readonly("gpu", &Placement::gpu)
@@ -192,6 +210,9 @@ void bind_device_batch(py::module_& module) {
           "labels", [](const PyDeviceBatch& b) { return batch_tensor(b, Part::labels); }, "(N,) int64.")
       .def_property_readonly("normalized",
                              [](const PyDeviceBatch& b) { return bool(b.lease->get().images()); })
+      .def_property_readonly(
+          "augmented", [](const PyDeviceBatch& b) { return b.lease->get().images_augmented(); },
+          "Whether the feeder ran flip and distort into images (to_device moved them off the chain).")
       .def_property_readonly(
           "samples",
           [](const PyDeviceBatch& b) {
@@ -234,13 +255,17 @@ void bind_feeder(py::module_& module) {
       "consumer stream; on the CPU, viewed in place.");
   feeder
       .def(py::init([](const py::object& device, int depth, const py::object& dtype,
-                       const std::string& layout, const py::object& mean, const py::object& std) {
-             return make_feeder(device_spec(device), feeder_options(depth, dtype, layout, mean, std));
+                       const std::string& layout, const py::object& mean, const py::object& std,
+                       bool gpu_decode, std::optional<double> gpu_share) {
+             return make_feeder(device_spec(device),
+                                feeder_options(depth, dtype, layout, mean, std,
+                                               {.augment = false, .decode = gpu_decode, .share = gpu_share}));
            }),
            py::arg("device") = "auto", py::kw_only(), py::arg("depth") = 3, py::arg("dtype") = py::none(),
            py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
+           py::arg("gpu_decode") = false, py::arg("gpu_share") = py::none(),
            (std::string("device: \"auto\" (GPU 0 when there is one), \"cpu\", \"cuda\", \"cuda:N\". ") +
-            kNormalizeDoc)
+            kNormalizeDoc + " " + kGpuDecodeDoc)
                .c_str())
       .def("feed", &feed, py::arg("dataset"),
            "Iterates the dataset's batches through this feeder (page-locked host buffers for a GPU, room in "
@@ -280,8 +305,28 @@ void bind_feeder(py::module_& module) {
 }  // namespace
 
 py::object to_device(const BatchedDataset& dataset, const py::object& device, const py::object& dtype,
-                     const std::string& layout, const py::object& mean, const py::object& std, int depth) {
-  return feed(make_feeder(device_spec(device), feeder_options(depth, dtype, layout, mean, std)), dataset);
+                     const std::string& layout, const py::object& mean, const py::object& std, int depth,
+                     const GpuWork& work) {
+  const DeviceSpec spec = device_spec(device);
+  const Placement placement = [&] {
+    py::gil_scoped_release released;  // may start CUDA
+    return resolve(spec);
+  }();
+  FeederOptions options = feeder_options(depth, dtype, layout, mean, std, work);
+  // The chain's trailing flip and distort join normalize on the GPU; decode_random_resized_crop is then
+  // the last map, which lets it defer images to the feeder's decoder.
+  const BatchedDataset placed = work.augment ? place_pixel_ops(dataset, placement, options) : dataset;
+  if (!work.decode) {
+    const std::optional<Dataset::PlacedMap> last = placed.samples().last_map();
+    options.decode.enabled = placement.gpu && depth >= 2 && last &&
+                             std::any_cast<ops::DecodeRandomResizedCropSpec>(&last->op.spec) != nullptr;
+  }
+  std::shared_ptr<DeviceFeeder> feeder;
+  {
+    py::gil_scoped_release released;
+    feeder = std::make_shared<DeviceFeeder>(placement, options);
+  }
+  return feed(feeder, placed);
 }
 
 void bind_device(py::module_& module) {

@@ -52,6 +52,8 @@ void bind_stats(py::module_& module) {
       .def_readonly("elements_out", &PipelineStats::elements_out)
       .def_readonly("batches", &PipelineStats::batches)
       .def_readonly("filtered", &PipelineStats::filtered)
+      .def_readonly("deferred", &PipelineStats::deferred,
+                    "Elements whose pixels the op left to the feeder's GPU decoder.")
       .def_readonly("skipped", &PipelineStats::skipped)
       .def_readonly("skip_reasons", &PipelineStats::skip_reasons,
                     "\"stage: kind\" -> count, e.g. \"read: io\".")
@@ -72,7 +74,19 @@ void bind_stats(py::module_& module) {
       .def_readonly("pageable", &FeederStats::pageable, "Batches that were not in page-locked memory.")
       .def_readonly("allocations", &FeederStats::allocations)
       .def_readonly("host_waits", &FeederStats::host_waits)
-      .def_readonly("held", &FeederStats::held, "DeviceBatch handles (or views of them) alive now.");
+      .def_readonly("held", &FeederStats::held, "DeviceBatch handles (or views of them) alive now.")
+      .def_readonly("decoder", &FeederStats::decoder, "What decodes on the GPU, or why nothing does.")
+      .def_readonly("gpu_decoded", &FeederStats::gpu_decoded, "Images nvJPEG decoded into the batches.")
+      .def_readonly("cpu_fallbacks", &FeederStats::cpu_fallbacks,
+                    "Images left to the GPU that nvJPEG refused, decoded on the CPU by the feeder.")
+      .def_readonly("decode_failures", &FeederStats::decode_failures,
+                    "Images left to the GPU that neither decoder could decode (slot zeroed under skip).")
+      .def_readonly("declined", &FeederStats::declined,
+                    "Images the op was asked to leave to the GPU but decoded itself (e.g. CMYK).")
+      .def_readonly("fallback_reasons", &FeederStats::fallback_reasons, "The counts above, by reason.")
+      .def_readonly("gpu_share", &FeederStats::gpu_share, "The share of images left to the GPU now.")
+      .def_readonly("decode_host_seconds", &FeederStats::decode_host_seconds)
+      .def_readonly("decode_gpu_seconds", &FeederStats::decode_gpu_seconds);
 }
 
 void bind_trace(py::module_& module) {

@@ -7,7 +7,10 @@
               normalizes it there
   conveyor    conveyor's Python module: image_folder -> shuffle(10,000) -> repeat -> decode_random_resized_crop
               (224) -> flip_horizontal(0.5) -> distort(.4, .4, .4), --threads threads, batch, prefetch(4),
-              handed over on the GPU as normalized bfloat16 (to_device) and taken with torch.from_dlpack
+              handed over on the GPU as normalized bfloat16 (to_device) and taken with torch.from_dlpack;
+              to_device's defaults: flip and distort run on the GPU fused with normalize, and the GPU's
+              JPEG decoder (nvJPEG) takes a share of the images (--gpu-share, else 0.5)
+  conveyor-cpu the same with to_device(gpu_augment=False, gpu_decode=False): every pixel made on the CPU
   gpu         one real batch, decoded, augmented and normalized once, held on the GPU and fed every step:
               the loop's own ceiling
 and then the same three with the model under torch.compile (--modes eager,compile).
@@ -29,7 +32,7 @@ The conveyor feed imports `conveyor` from --conveyor-python DIR (added to sys.pa
 the built module); when the import fails, its variants are skipped with the reason, and the rest run.
 
   torch_train_from_jpeg.py --data DIR [--conveyor-python DIR] [--modes eager,compile]
-                           [--feeds dataloader,conveyor,gpu] [--steps 200] [--warmup 60] [--batch 256]
+                           [--feeds dataloader,conveyor,gpu,conveyor-cpu] [--steps 200] [--warmup 60] [--batch 256]
                            [--size 224] [--workers 16] [--threads 16] [--seed 42] [--json FILE]
 """
 import argparse
@@ -47,7 +50,9 @@ FEEDS = {
     "dataloader": "DataLoader, workers, pinned memory, decode_jpeg + v2.RandomResizedCrop(antialias=False) + "
                   "RandomHorizontalFlip + ColorJitter(.4,.4,.4); uint8 copied to the GPU and normalized there",
     "conveyor": "conveyor: image_folder, shuffle(10000), repeat, decode_random_resized_crop, flip_horizontal, "
-                "distort(.4,.4,.4), batch, prefetch(4), to_device(bfloat16, normalized), torch.from_dlpack",
+                "distort(.4,.4,.4), batch, prefetch(4), to_device(bfloat16, normalized; flip, distort and a "
+                "share of the decoding on the GPU), torch.from_dlpack",
+    "conveyor-cpu": "conveyor as above with to_device(gpu_augment=False, gpu_decode=False): all on the CPU",
     "gpu": "one real batch held on the GPU, normalized once (the loop's ceiling)",
 }
 MEAN = [123.675, 116.28, 103.53]  # ImageNet's, on the 0..255 scale of the pixels
@@ -71,6 +76,8 @@ def parse_args(argv=None):
     ap.add_argument("--workers", type=int, default=16, help="DataLoader worker processes")
     ap.add_argument("--threads", type=int, default=16, help="conveyor's threads")
     ap.add_argument("--prefetch", type=int, default=4, help="conveyor's prefetch depth (batches)")
+    ap.add_argument("--gpu-share", type=float, default=None,
+                    help="to_device's gpu_share: the share of images the GPU decodes (default: conveyor's)")
     ap.add_argument("--mp-context", default=None, choices=["fork", "forkserver", "spawn"],
                     help="how the DataLoader starts its workers (default: the platform's, fork on Linux)")
     ap.add_argument("--lr", type=float, default=0.1)
@@ -177,10 +184,12 @@ def dataloader_batches(torch, args, samples, mean, std):
         yield x.float().sub_(mean).div_(std).to(torch.bfloat16), y.to("cuda", non_blocking=True)
 
 
-def conveyor_batches(conveyor, torch, args):
+def conveyor_batches(conveyor, torch, args, on_gpu, report):
     """The conveyor feed, written against the Python API of issue 14: batches handed over on the GPU as
     normalized bfloat16, taken zero-copy with torch.from_dlpack. NCHW is made channels_last (one copy on
-    the GPU, the layout the loop trains in); NHWC is viewed as NCHW with channels_last strides (no copy)."""
+    the GPU, the layout the loop trains in); NHWC is viewed as NCHW with channels_last strides (no copy).
+    on_gpu: to_device's defaults (GPU augmentation and hybrid decoding), else everything on the CPU. When
+    the generator is closed, `report` gets what the feeder did."""
     ds = (conveyor.Dataset.image_folder(args.data)
           .shuffle(10_000, seed=args.seed).repeat()
           .map(conveyor.ops.decode_random_resized_crop(args.size))
@@ -189,13 +198,23 @@ def conveyor_batches(conveyor, torch, args):
           .with_options(threads=args.threads, seed=args.seed, on_error="skip")
           .batch(args.batch).prefetch(args.prefetch))
     device = f"cuda:{torch.cuda.current_device()}"
-    for batch in ds.to_device(device, dtype="bfloat16", layout=args.conveyor_layout, mean=MEAN, std=STD):
-        x, y = torch.from_dlpack(batch.images), torch.from_dlpack(batch.labels)
-        if args.conveyor_layout == "NHWC":
-            x = x.permute(0, 3, 1, 2)
-        else:
-            x = x.contiguous(memory_format=torch.channels_last)
-        yield x, y.to(device, non_blocking=True).long()
+    where = dict(gpu_share=args.gpu_share) if on_gpu else dict(gpu_augment=False, gpu_decode=False)
+    iterator = ds.to_device(device, dtype="bfloat16", layout=args.conveyor_layout, mean=MEAN, std=STD, **where)
+    try:
+        for batch in iterator:
+            x, y = torch.from_dlpack(batch.images), torch.from_dlpack(batch.labels)
+            if args.conveyor_layout == "NHWC":
+                x = x.permute(0, 3, 1, 2)
+            else:
+                x = x.contiguous(memory_format=torch.channels_last)
+            yield x, y.to(device, non_blocking=True).long()
+    finally:
+        stats, pipeline = iterator.feeder_stats(), iterator.stats()
+        report.update({"decoder": stats.decoder, "gpu_decoded": stats.gpu_decoded,
+                       "cpu_fallbacks": stats.cpu_fallbacks, "gpu_share_at_end": stats.gpu_share,
+                       "images_decoded_by_the_pipeline": pipeline.elements_out - pipeline.deferred,
+                       "decode_host_s": stats.decode_host_seconds, "decode_gpu_s": stats.decode_gpu_seconds})
+        iterator.close()
 
 
 def gpu_batches(torch, args, samples, mean, std):
@@ -281,7 +300,7 @@ def main():
     # loaded, which must be torch's (it may be newer than the toolkit conveyor was built with).
     torch, torchvision = require_torch()
     conveyor, conveyor_skip = (None, None)
-    if "conveyor" in args.feeds:
+    if any(feed.startswith("conveyor") for feed in args.feeds):
         conveyor, conveyor_skip = import_conveyor(args.conveyor_python)
         if conveyor_skip:
             print(f"conveyor-fed variants SKIPPED: {conveyor_skip}", flush=True)
@@ -303,13 +322,14 @@ def main():
         print(f"[{mode}] first step {first_step_s[mode]:.2f} s", flush=True)
         results[mode] = {}
         for feed in args.feeds:
-            if feed == "conveyor" and conveyor is None:
+            if feed.startswith("conveyor") and conveyor is None:
                 results[mode][feed] = {"what": FEEDS[feed], "skipped": conveyor_skip}
                 continue
             if feed == "dataloader":
                 batches = dataloader_batches(torch, args, samples, mean, std)
-            elif feed == "conveyor":
-                batches = conveyor_batches(conveyor, torch, args)
+            elif feed.startswith("conveyor"):
+                feeder_report = {}
+                batches = conveyor_batches(conveyor, torch, args, feed == "conveyor", feeder_report)
             else:
                 batches = gpu_batches(torch, args, samples, mean, std)
             try:
@@ -320,6 +340,8 @@ def main():
                 print(f"[{mode}] {feed}: FAILED: {type(error).__name__}: {error}", flush=True)
                 traceback.print_exc()
                 continue
+            if feed.startswith("conveyor"):
+                figures["feeder"] = feeder_report
             results[mode][feed] = figures
             print(f"[{mode}] {feed:>10}: {figures['images_per_s']:>8.0f} images/s overall, "
                   f"{figures['images_per_s_median_step']:>8.0f} from the median step "
@@ -334,6 +356,7 @@ def main():
         "data": args.data, "images": len(samples), "classes": classes, "batch": args.batch, "size": args.size,
         "workers": args.workers, "threads": args.threads, "prefetch": args.prefetch, "steps": args.steps,
         "warmup": args.warmup, "seed": args.seed, "conveyor_layout": args.conveyor_layout,
+        "gpu_share": args.gpu_share,
         "loop": "torchvision resnet18, channels_last, bf16 autocast, SGD(lr, momentum 0.9, wd 5e-4, fused=True), "
                 "zero_grad(set_to_none=True)",
         "timing": "images_per_s: timed images over the GPU timeline from the first timed step's start to the last "
@@ -344,13 +367,14 @@ def main():
         "cudnn": torch.backends.cudnn.version(), "first_step_s": first_step_s,
         "results": results, "ratios": {mode: ratios(by_feed, mode) for mode, by_feed in results.items()},
     })
-    print(f"{'mode':>8} {'dataloader':>11} {'conveyor':>10} {'gpu':>10} {'conv/DL':>8} {'conv/gpu':>9}")
+    print(f"{'mode':>8} {'dataloader':>11} {'conveyor':>10} {'gpu':>10} {'conv/DL':>8} {'conv/gpu':>9} "
+          f"{'conveyor-cpu':>13}")
     for mode, by_feed in results.items():
         cells = [f"{by_feed[f]['images_per_s']:.0f}" if "images_per_s" in by_feed.get(f, {}) else "-"
-                 for f in ("dataloader", "conveyor", "gpu")]
+                 for f in ("dataloader", "conveyor", "gpu", "conveyor-cpu")]
         r = result["ratios"][mode]
         shown = [f"{r[k]:.2f}" if r.get(k) else "-" for k in ("conveyor_over_dataloader", "conveyor_over_gpu")]
-        print(f"{mode:>8} {cells[0]:>11} {cells[1]:>10} {cells[2]:>10} {shown[0]:>8} {shown[1]:>9}")
+        print(f"{mode:>8} {cells[0]:>11} {cells[1]:>10} {cells[2]:>10} {shown[0]:>8} {shown[1]:>9} {cells[3]:>13}")
     if args.json:
         run_record.write_json(args.json, result)
     if failed:

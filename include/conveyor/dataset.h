@@ -303,6 +303,22 @@ class Dataset {
   Dataset filter(std::function<bool(const Sample&)> keep) const;  // named "filter"
   Dataset filter(std::string name, std::function<bool(const Sample&)> keep) const;
 
+  // ---- reading the chain back ----
+  // A map of the chain as it was given, and its position among the chain's maps and filters (the position
+  // its draws derive from: op_stream(kind, position), conveyor/random.h).
+  struct PlacedMap {
+    SampleOp op;
+    std::size_t position;
+  };
+  // The chain's last map, when the last call that acts on elements was map() (with_options and prefetch
+  // after it do not count); std::nullopt when it was a filter or an ordering method, or there is none.
+  // With without_last_map(), code that runs an op elsewhere (conveyor::place_pixel_ops moves a trailing
+  // flip and distort onto the GPU) takes it off a chain that is already built.
+  std::optional<PlacedMap> last_map() const;
+  // The chain without its last map (InvalidArgument when last_map() has none); the options and the prefetch
+  // depth in effect stay, and every other step keeps its position, so its draws do not change.
+  Dataset without_last_map() const;
+
   // ---- execution ----
   // Sets the options given in `changes` for every iterator made from the result; the others keep the
   // values the chain had (defaults, or an earlier with_options). Throws InvalidArgument on a bad value.
@@ -354,6 +370,9 @@ class BatchedDataset {
   // the pool holds prefetch + in-flight + held_batches buffers, so memory is bounded by configuration.
   BatchedDataset prefetch(std::size_t batches) const;
   BatchedDataset with_options(const PipelineOptionChanges& changes) const;
+  // The same batching (size, shape, remainder, prefetch) over other samples, e.g. samples() with a map
+  // taken off (Dataset::without_last_map).
+  BatchedDataset with_samples(Dataset samples) const;
 
   BatchIterator begin() const;
   // Continues where the iterator that gave `state` stood (see Dataset::begin(state)): the batches an

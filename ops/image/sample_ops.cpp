@@ -88,7 +88,8 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             decode_resized_window(decoder, window, sample.output(output), options.interpolation);
             sample.publish();
             if (policy) policy->spent(false, std::chrono::steady_clock::now() - start);
-          }};
+          },
+          DecodeRandomResizedCropSpec{size, options}};
 }
 
 SampleOp decode_center_crop(int size, DecodeOptions options) {

@@ -53,10 +53,7 @@ int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurr
 BatchedDataset with_maps(const BatchedDataset& dataset, const std::vector<SampleOp>& maps) {
   Dataset samples = dataset.samples();
   for (const SampleOp& op : maps) samples = samples.map(op);
-  const std::optional<ImageShape> shape = dataset.sample_shape();
-  const BatchedDataset batched = shape ? samples.batch(dataset.batch_size(), *shape, dataset.drop_remainder())
-                                       : samples.batch(dataset.batch_size(), dataset.drop_remainder());
-  return batched.prefetch(dataset.prefetch_depth());
+  return dataset.with_samples(std::move(samples));
 }
 
 // FeederOptions::augment as the SampleOps a CPU placement runs in the pipeline.

@@ -6,6 +6,25 @@
 #include "conveyor/cuda/device_feeder.h"
 
 namespace conveyor {
+namespace {
+
+// Takes `op`, a map at `position` among the chain's maps and filters, into augment when it is a flip or a
+// distort of a kind not yet taken; false when it stays (which ends the scan from the chain's end).
+bool take_into(DeviceAugment& augment, const SampleOp& op, std::uint64_t position) {
+  if (const auto* flip = std::any_cast<ops::FlipHorizontalSpec>(&op.spec); flip && !augment.flip_horizontal) {
+    augment.flip_horizontal = flip->p;
+    augment.flip_stream = op_stream(flip->stream, position);
+    return true;
+  }
+  if (const auto* distort = std::any_cast<ops::DistortSpec>(&op.spec); distort && !augment.distort) {
+    augment.distort = distort->options;
+    augment.distort_stream = op_stream(distort->stream, position);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
                                       FeederOptions& options) {
@@ -14,23 +33,22 @@ std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placemen
   // Flip and distort commute (one moves pixels, the other changes values and the mean it uses), so either
   // order at the end of the chain may move; a second op of a kind already moved ends the scan.
   // An op's draws depend on its position among the chain's maps (op_stream): the moved op keeps its own.
-  while (!maps.empty()) {
-    const SampleOp& last = maps.back();
-    const std::uint64_t position = maps.size() - 1;
-    if (const auto* flip = std::any_cast<ops::FlipHorizontalSpec>(&last.spec);
-        flip && !augment.flip_horizontal) {
-      augment.flip_horizontal = flip->p;
-      augment.flip_stream = op_stream(flip->stream, position);
-    } else if (const auto* distort = std::any_cast<ops::DistortSpec>(&last.spec);
-               distort && !augment.distort) {
-      augment.distort = distort->options;
-      augment.distort_stream = op_stream(distort->stream, position);
-    } else {
-      break;
-    }
-    maps.pop_back();
-  }
+  while (!maps.empty() && take_into(augment, maps.back(), maps.size() - 1)) maps.pop_back();
   return maps;
+}
+
+BatchedDataset place_pixel_ops(const BatchedDataset& dataset, const Placement& placement,
+                               FeederOptions& options) {
+  if (!placement.gpu || !options.normalize) return dataset;
+  // The same scan over a built chain: its maps keep the positions they were given (filters count).
+  Dataset samples = dataset.samples();
+  bool moved = false;
+  for (auto last = samples.last_map(); last && take_into(options.augment, last->op, last->position);
+       last = samples.last_map()) {
+    samples = samples.without_last_map();
+    moved = true;
+  }
+  return moved ? dataset.with_samples(std::move(samples)) : dataset;
 }
 
 }  // namespace conveyor

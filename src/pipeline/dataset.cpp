@@ -216,8 +216,8 @@ Dataset Dataset::take(std::uint64_t count) const {
 Dataset Dataset::map(SampleOp op) const {
   if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
   auto node = child();
-  node->step =
-      detail::Step{op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}};
+  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply),
+                            {}, std::move(op.spec)};
   return Dataset(std::move(node));
 }
 
@@ -272,6 +272,39 @@ PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
   if (decode_memory_budget) o.decode_memory_budget = *decode_memory_budget;
   if (defer) o.defer = *defer;
   return o;
+}
+
+namespace {
+
+// The node of the chain's last step or ordering method at or before `node` (with_options and prefetch
+// nodes carry neither), or the source node.
+const detail::DatasetNode* last_acting(const detail::DatasetNode* node) {
+  while (node->parent && !node->step && !node->order) node = node->parent.get();
+  return node;
+}
+
+}  // namespace
+
+std::optional<Dataset::PlacedMap> Dataset::last_map() const {
+  const detail::DatasetNode* node = last_acting(node_.get());
+  if (!node->step || !node->step->map) return std::nullopt;
+  std::size_t position = 0;  // the steps before it
+  for (const detail::DatasetNode* up = node->parent.get(); up != nullptr; up = up->parent.get())
+    if (up->step) ++position;
+  const detail::Step& step = *node->step;
+  return PlacedMap{SampleOp{step.name, step.map, step.spec}, position};
+}
+
+Dataset Dataset::without_last_map() const {
+  const detail::DatasetNode* map = last_acting(node_.get());
+  if (!map->step || !map->step->map)
+    throw InvalidArgument("Dataset::without_last_map: the chain's last call is not a map");
+  // What is in effect at the end of the chain stays; a map changes neither the source nor has_filter.
+  auto node = std::make_shared<detail::DatasetNode>(*node_);
+  node->parent = map->parent;
+  node->order.reset();
+  node->step.reset();
+  return Dataset(std::move(node));
 }
 
 Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
@@ -339,6 +372,12 @@ BatchedDataset BatchedDataset::prefetch(std::size_t batches) const {
 BatchedDataset BatchedDataset::with_options(const PipelineOptionChanges& changes) const {
   BatchedDataset result = *this;
   result.samples_ = samples_.with_options(changes);
+  return result;
+}
+
+BatchedDataset BatchedDataset::with_samples(Dataset samples) const {
+  BatchedDataset result = *this;
+  result.samples_ = std::move(samples);
   return result;
 }
 

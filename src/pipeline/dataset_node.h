@@ -1,6 +1,7 @@
 // The immutable nodes behind a Dataset, and the plan an iterator compiles from them.
 #pragma once
 
+#include <any>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,7 @@ struct Step {
   std::string name;
   std::function<void(Sample&)> map;
   std::function<bool(const Sample&)> keep;
+  std::any spec = {};  // a map's SampleOp::spec, for Dataset::last_map
 };
 
 // One call in the chain. Each node also carries what is in effect after it (source, options, prefetch),

@@ -336,6 +336,11 @@ class TrainFromJpegPeer(unittest.TestCase):
     def test_fewer_than_two_timed_steps_are_refused(self):
         self.assertIn("--steps", argparse_error(torch_train_from_jpeg.parse_args, ["--data", "d", "--steps", "1"]))
 
+    def test_the_all_cpu_conveyor_feed_and_a_share_can_be_asked_for(self):
+        a = torch_train_from_jpeg.parse_args(["--data", "d", "--feeds", "conveyor,conveyor-cpu", "--gpu-share", "0.6"])
+        self.assertEqual((a.feeds, a.gpu_share), (["conveyor", "conveyor-cpu"], 0.6))
+        self.assertIsNone(torch_train_from_jpeg.parse_args(["--data", "d"]).gpu_share)
+
     def test_figures_come_from_the_gpu_timeline(self):
         # Three steps of 10 ms, then one that waited 50 ms for data.
         f = torch_train_from_jpeg.feed_figures([0.0, 10.0, 20.0, 30.0, 80.0], 256, wait_s=0.04, wall_s=0.08)

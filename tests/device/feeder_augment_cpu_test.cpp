@@ -231,5 +231,59 @@ TEST(PlacePixelOps, OnlyTheTrailingOpsMoveAndOneOfEachKind) {
   EXPECT_FALSE(options.augment.distort.has_value()) << "distort was not trailing";
 }
 
+// Python's to_device takes a chain that is already built: the dataset overload must move the same ops with
+// the positions they had, filters counted, so that the feeder's images are those of the whole chain.
+TEST(PlacePixelOps, ABuiltChainLosesItsTrailingOpsAndTheFeederMakesTheSameImages) {
+  const testing::Watchdog watchdog(120s, "ABuiltChainLosesItsTrailingOpsAndTheFeederMakesTheSameImages");
+  const BatchedDataset whole = Dataset::memory(jpegs(40))
+                                   .filter("keep all", [](const Sample&) { return true; })
+                                   .map(ops::decode_random_resized_crop(24))
+                                   .map(ops::flip_horizontal(0.5))
+                                   .with_options({.threads = 2, .seed = 11})
+                                   .map(ops::distort(kJitter))
+                                   .prefetch(5)
+                                   .batch(8, {24, 24, 3})
+                                   .prefetch(3);
+  FeederOptions options;
+  options.normalize = params();
+  const BatchedDataset placed = place_pixel_ops(whole, a_gpu(), options);
+  ASSERT_TRUE(options.augment.flip_horizontal.has_value());
+  ASSERT_TRUE(options.augment.distort.has_value());
+  EXPECT_EQ(options.augment.flip_stream, op_stream(ops::stream::flip_horizontal, 2));  // after the filter
+  EXPECT_EQ(options.augment.distort_stream, op_stream(ops::stream::distort, 3));
+  ASSERT_TRUE(placed.samples().last_map().has_value());
+  EXPECT_EQ(placed.samples().last_map()->op.name, "decode_random_resized_crop") << "now last: it may defer";
+  EXPECT_EQ(placed.batch_size(), 8u);
+  EXPECT_EQ(placed.prefetch_depth(), 3u);
+  EXPECT_EQ(placed.options().threads, 2);
+  EXPECT_EQ(placed.options().seed, 11u);
+
+  // The placed chain with the moved ops run by a (CPU) feeder against the whole chain run as maps.
+  DeviceFeeder augmenting(cpu(), options);
+  FeederOptions plain;
+  plain.normalize = params();
+  DeviceFeeder normalizing(cpu(), plain);
+  std::vector<std::vector<std::byte>> a, b;
+  for (DeviceBatch& batch : augmenting.feed(placed)) a.push_back(bytes_of(batch.images()));
+  for (DeviceBatch& batch : normalizing.feed(whole)) b.push_back(bytes_of(batch.images()));
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a, b);
+}
+
+TEST(PlacePixelOps, ABuiltChainStaysOnTheCpuOrWhenItsLastCallIsNotAPixelOp) {
+  const Dataset files = Dataset::memory(jpegs(4));
+  const BatchedDataset chain = files.map(ops::decode_random_resized_crop(24)).map(ops::flip_horizontal(0.5)).batch(2);
+  FeederOptions options;
+  options.normalize = params();
+  EXPECT_EQ(place_pixel_ops(chain, cpu(), options).samples().last_map()->op.name, "flip_horizontal");
+  EXPECT_TRUE(options.augment.empty());
+  const BatchedDataset filtered = files.map(ops::decode_random_resized_crop(24))
+                                      .map(ops::flip_horizontal(0.5))
+                                      .filter([](const Sample&) { return true; })
+                                      .batch(2);
+  place_pixel_ops(filtered, a_gpu(), options);
+  EXPECT_TRUE(options.augment.empty()) << "a filter after the flip keeps it in the pipeline";
+}
+
 }  // namespace
 }  // namespace conveyor

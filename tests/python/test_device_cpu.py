@@ -114,3 +114,25 @@ def test_stage_takes_a_host_batch_over(image_folder):
         assert batch.released
         assert numpy.array_equal(numpy.from_dlpack(staged.pixels), pixels)
         break
+
+
+def test_gpu_work_options_on_the_cpu_change_nothing_and_say_so(image_folder):
+    ds = train_chain(image_folder, size=16).batch(4)
+    plain = [numpy.from_dlpack(b.images).copy() for b in ds.to_device("cpu", dtype="float32", gpu_augment=False,
+                                                                      gpu_decode=False)]
+    iterator = ds.to_device("cpu", dtype="float32", gpu_augment=True, gpu_decode=True, gpu_share=0.5)
+    placed = [numpy.from_dlpack(b.images).copy() for b in iterator]
+    assert len(placed) == len(plain) > 0
+    assert all(numpy.array_equal(a, b) for a, b in zip(placed, plain))
+    stats = iterator.feeder_stats()
+    assert stats.gpu_decoded == 0 and stats.cpu_fallbacks == 0 and stats.decode_failures == 0
+    assert iterator.stats().deferred == 0
+    assert "CPU" in stats.decoder, stats.decoder
+
+
+def test_a_gpu_share_outside_0_to_1_is_refused(image_folder):
+    ds = train_chain(image_folder, size=16).batch(4)
+    with pytest.raises(ValueError, match="share"):
+        ds.to_device("cpu", gpu_decode=True, gpu_share=1.5)
+    with pytest.raises(ValueError, match="depth"):
+        conveyor.DeviceFeeder("cpu", depth=1, gpu_decode=True)

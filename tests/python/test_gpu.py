@@ -70,7 +70,10 @@ class DeviceBatchesInTorch(unittest.TestCase):
         reference = self.host_batches(ds, **normalize)
         float32 = self.host_batches(ds, dtype="float32", layout="NCHW", mean=IMAGENET_MEAN, std=IMAGENET_STD)
         count = 0
-        for b, (want, pixels, labels), (exact, _, _) in zip(ds.to_device("cuda:0", **normalize), reference, float32):
+        # Only normalize on the GPU here: the pipeline makes every pixel, as on the CPU.
+        on_gpu = ds.to_device("cuda:0", gpu_augment=False, gpu_decode=False, **normalize)
+        for b, (want, pixels, labels), (exact, _, _) in zip(on_gpu, reference, float32):
+            self.assertFalse(b.augmented)
             x, y = torch.from_dlpack(b.images), torch.from_dlpack(b.labels)
             self.assertEqual((x.device.type, x.dtype, tuple(x.shape)), ("cuda", torch.bfloat16, (BATCH, 3, SIZE, SIZE)))
             self.assertTrue(x.is_contiguous(), f"strides {x.stride()}")
@@ -87,6 +90,52 @@ class DeviceBatchesInTorch(unittest.TestCase):
             self.assertEqual(y.cpu().tolist(), labels.tolist(), f"batch {count}: labels")
             count += 1
         self.assertEqual(count, 3)
+
+    def test_the_chains_flip_and_distort_run_on_the_gpu_with_the_cpu_bits(self):
+        torch = self.torch
+        ds = self.chain()
+        normalize = dict(dtype="bfloat16", layout="NCHW", mean=IMAGENET_MEAN, std=IMAGENET_STD)
+        reference = self.host_batches(ds, **normalize)
+        count = moved_pixels = 0
+        for b, (want, pixels, _) in zip(ds.to_device("cuda:0", gpu_decode=False, **normalize), reference):
+            self.assertTrue(b.augmented, "to_device left flip and distort in the pipeline")
+            got = torch.from_dlpack(b.images).float().cpu().numpy()
+            self.assertTrue(numpy.array_equal(got, want), f"batch {count}: GPU flip+distort+normalize vs the "
+                            f"CPU chain, {first_difference(got, want)}")
+            # pixels are the pipeline's output, before the ops that moved: not the CPU chain's.
+            moved_pixels += not numpy.array_equal(torch.from_dlpack(b.pixels).cpu().numpy(), pixels)
+            count += 1
+        self.assertEqual(count, 3)
+        self.assertEqual(moved_pixels, 3, "the pipeline still ran the ops that moved to the GPU")
+
+    def decoded_on_the_gpu(self, threads, share=0.5):
+        """Every batch of a hybrid-decoded run as numpy float32, and the feeder's stats."""
+        torch = self.torch
+        ds = train_chain(self.folder, size=SIZE, threads=threads, seed=11).batch(BATCH)
+        iterator = ds.to_device("cuda:0", dtype="float32", mean=IMAGENET_MEAN, std=IMAGENET_STD, gpu_share=share)
+        out = [torch.from_dlpack(b.images).cpu().numpy().copy() for b in iterator]
+        return out, iterator.feeder_stats()
+
+    def test_hybrid_decode_takes_its_share_is_close_to_the_cpu_and_reproducible(self):
+        images, stats = self.decoded_on_the_gpu(threads=2)
+        if stats.gpu_decoded == 0 and "nvJPEG" not in stats.decoder:
+            self.skipTest(f"no GPU decoder here: {stats.decoder}")
+        total = 3 * BATCH
+        self.assertEqual(stats.decode_failures, 0, stats.fallback_reasons)
+        self.assertGreater(stats.gpu_decoded, total // 4, f"share 0.5 of {total}: {stats.fallback_reasons}")
+        self.assertLess(stats.gpu_decoded + stats.cpu_fallbacks, total * 3 // 4)
+        reference = self.host_batches(self.chain(), dtype="float32", mean=IMAGENET_MEAN, std=IMAGENET_STD)
+        self.assertEqual(len(images), len(reference))
+        # Another IDCT and resize: a few levels per image (the C++ GPU tests measured a median 2.3 and a
+        # worst 7.1 before distort, which may stretch them by 1.4), where a wrong crop window, flip or
+        # colour gives tens. 57.5: levels per normalized unit (ImageNet's std).
+        levels = numpy.concatenate([numpy.abs(got - want).reshape(BATCH, -1).mean(axis=1) * 57.5
+                                    for got, (want, _, _) in zip(images, reference)])
+        self.assertLess(float(levels.max()), 20.0, f"mean difference per image in levels: {levels}")
+        self.assertLess(float(numpy.median(levels)), 8.0, f"mean difference per image in levels: {levels}")
+        again, _ = self.decoded_on_the_gpu(threads=4)
+        for i, (a, b) in enumerate(zip(images, again)):
+            self.assertTrue(numpy.array_equal(a, b), f"batch {i} at 2 vs 4 threads: {first_difference(a, b)}")
 
     def test_nhwc_is_a_channels_last_view_of_nchw(self):
         torch = self.torch

@@ -138,6 +138,11 @@ struct FeederStats {
 // gives the same bytes. It also leaves decode_random_resized_crop last, where it may defer to the GPU.
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
                                       FeederOptions& options);
+// The same for a chain that is already built (Python's Dataset.to_device uses it): `dataset` without the
+// maps that moved, batched and prefetched as it was. The moved ops draw from the positions they had in the
+// chain (filters before them count, as in the pipeline), so images() are the same either way.
+BatchedDataset place_pixel_ops(const BatchedDataset& dataset, const Placement& placement,
+                               FeederOptions& options);
 
 class DeviceBatchIterator;
 

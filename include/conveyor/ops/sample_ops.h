@@ -63,6 +63,14 @@ struct DistortSpec {
   std::uint64_t stream = stream::distort;
 };
 
+// What decode_random_resized_crop carries in SampleOp::spec: as the chain's last map it may leave images to
+// a feeder's GPU decoder (DeviceFeeder::feed with FeederOptions::decode), which Python's to_device checks
+// before it turns that on.
+struct DecodeRandomResizedCropSpec {
+  int size = 0;
+  RandomResizedCropOptions options;
+};
+
 // Mirrors the image in place with probability p.
 SampleOp flip_horizontal(double p = 0.5);
 SampleOp flip_vertical(double p = 0.5);
