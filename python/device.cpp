@@ -305,22 +305,26 @@ void bind_feeder(py::module_& module) {
 }  // namespace
 
 py::object to_device(const BatchedDataset& dataset, const py::object& device, const py::object& dtype,
-                     const std::string& layout, const py::object& mean, const py::object& std, int depth,
-                     const GpuWork& work) {
+                     const std::string& layout, const py::object& mean, const py::object& std,
+                     std::optional<int> depth, const GpuWork& work) {
   const DeviceSpec spec = device_spec(device);
   const Placement placement = [&] {
     py::gil_scoped_release released;  // may start CUDA
     return resolve(spec);
   }();
-  FeederOptions options = feeder_options(depth, dtype, layout, mean, std, work);
+  FeederOptions options = feeder_options(depth.value_or(3), dtype, layout, mean, std, work);
   // The chain's trailing flip and distort join normalize on the GPU; decode_random_resized_crop is then
   // the last map, which lets it defer images to the feeder's decoder.
   const BatchedDataset placed = work.augment ? place_pixel_ops(dataset, placement, options) : dataset;
   if (!work.decode) {
     const std::optional<Dataset::PlacedMap> last = placed.samples().last_map();
-    options.decode.enabled = placement.gpu && depth >= 2 && last &&
+    options.decode.enabled = placement.gpu && options.depth >= 2 && last &&
                              std::any_cast<ops::DecodeRandomResizedCropSpec>(&last->op.spec) != nullptr;
   }
+  // With decoding on the GPU the feeder stages batches ahead on its own thread. A Python loop still holds
+  // the last batch's tensors when it asks for the next one: one slot for that, one for the batch it
+  // trains on, two staged ahead.
+  if (!depth && options.decode.enabled) options.depth = 4;
   std::shared_ptr<DeviceFeeder> feeder;
   {
     py::gil_scoped_release released;

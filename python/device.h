@@ -22,9 +22,10 @@ struct GpuWork {
 
 // BatchedDataset.to_device(...): a DeviceFeeder for `device` ("auto", "cpu", "cuda", "cuda:N"; "gpu" and
 // "gpu:N" too), normalizing when dtype, mean or std is given, with the work after the copy on the GPU as
-// `work` says, and the iterator of its batches (which owns the feeder).
+// `work` says, and the iterator of its batches (which owns the feeder). depth nullopt: 3, or 4 when the
+// feeder decodes on the GPU.
 py::object to_device(const BatchedDataset& dataset, const py::object& device, const py::object& dtype,
-                     const std::string& layout, const py::object& mean, const py::object& std, int depth,
-                     const GpuWork& work);
+                     const std::string& layout, const py::object& mean, const py::object& std,
+                     std::optional<int> depth, const GpuWork& work);
 
 }  // namespace conveyor::python

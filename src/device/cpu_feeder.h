@@ -24,6 +24,7 @@ class CpuFeeder final : public FeederBackend {
   void synchronize() override {}
   FeederStats stats() const override;
   void release(std::size_t slot) noexcept override;
+  HeldSlots& slots() noexcept override { return held_; }
 
  private:
   struct Slot {

@@ -3,6 +3,9 @@
 // backend, so the ring's memory outlives the feeder object while a batch is still held.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -15,44 +18,6 @@
 #include "conveyor/cuda/device_feeder.h"
 
 namespace conveyor::detail {
-
-class FeederBackend : public std::enable_shared_from_this<FeederBackend> {
- public:
-  virtual ~FeederBackend() = default;
-
-  struct StageMode {
-    // Also make the batch ready for the consumer (its stream waits for it). Without, hand_over() must be
-    // called before the consumer gets it: the feeder's staging thread prepares batches ahead, and the
-    // consumer stream must not wait for a batch before the work queued for the previous one.
-    bool hand_over = true;
-    // The pipeline already ran FeederOptions::augment as maps (feed() on the CPU).
-    bool augmented = false;
-  };
-  virtual DeviceBatch stage(Batch batch, StageMode mode) = 0;
-  virtual void hand_over(const DeviceBatch&) {}
-  virtual void synchronize() = 0;
-  virtual FeederStats stats() const = 0;
-  // The last reference to the hold of `slot` is gone (any thread): the slot may be reused once its
-  // consumer has passed this point.
-  virtual void release(std::size_t slot) noexcept = 0;
-};
-
-// One claim on one ring slot, shared by a DeviceBatch and every view made of it.
-class SlotHold {
- public:
-  SlotHold(std::shared_ptr<FeederBackend> backend, std::size_t slot) noexcept
-      : backend_(std::move(backend)), slot_(slot) {}
-  ~SlotHold() { backend_->release(slot_); }
-  SlotHold(const SlotHold&) = delete;
-  SlotHold& operator=(const SlotHold&) = delete;
-
-  FeederBackend& backend() const noexcept { return *backend_; }
-  std::size_t slot() const noexcept { return slot_; }
-
- private:
-  std::shared_ptr<FeederBackend> backend_;
-  std::size_t slot_;
-};
 
 // Which ring slots are held by the consumer; what both backends share about choosing a slot.
 class HeldSlots {
@@ -73,8 +38,17 @@ class HeldSlots {
     return std::nullopt;
   }
   void give_back(std::size_t slot) noexcept {
-    std::lock_guard lock(mutex_);
-    held_[slot] = false;
+    {
+      std::lock_guard lock(mutex_);
+      held_[slot] = false;
+    }
+    freed_.notify_all();
+  }
+  // Waits up to `timeout` for a slot that no one holds (without taking it): true when there is one.
+  bool wait_for_free(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return freed_.wait_for(lock, timeout,
+                           [&] { return std::find(held_.begin(), held_.end(), false) != held_.end(); });
   }
   std::size_t held() const {
     std::lock_guard lock(mutex_);
@@ -86,8 +60,49 @@ class HeldSlots {
 
  private:
   mutable std::mutex mutex_;
+  std::condition_variable freed_;
   std::vector<bool> held_;
   std::size_t next_ = 0;
+};
+
+class FeederBackend : public std::enable_shared_from_this<FeederBackend> {
+ public:
+  virtual ~FeederBackend() = default;
+
+  struct StageMode {
+    // Also make the batch ready for the consumer (its stream waits for it). Without, hand_over() must be
+    // called before the consumer gets it: the feeder's staging thread prepares batches ahead, and the
+    // consumer stream must not wait for a batch before the work queued for the previous one.
+    bool hand_over = true;
+    // The pipeline already ran FeederOptions::augment as maps (feed() on the CPU).
+    bool augmented = false;
+  };
+  virtual DeviceBatch stage(Batch batch, StageMode mode) = 0;
+  virtual void hand_over(const DeviceBatch&) {}
+  virtual void synchronize() = 0;
+  virtual FeederStats stats() const = 0;
+  // The last reference to the hold of `slot` is gone (any thread): the slot may be reused once its
+  // consumer has passed this point.
+  virtual void release(std::size_t slot) noexcept = 0;
+  // The ring's slots: the staging thread waits on them for one the consumer gave back.
+  virtual HeldSlots& slots() noexcept = 0;
+};
+
+// One claim on one ring slot, shared by a DeviceBatch and every view made of it.
+class SlotHold {
+ public:
+  SlotHold(std::shared_ptr<FeederBackend> backend, std::size_t slot) noexcept
+      : backend_(std::move(backend)), slot_(slot) {}
+  ~SlotHold() { backend_->release(slot_); }
+  SlotHold(const SlotHold&) = delete;
+  SlotHold& operator=(const SlotHold&) = delete;
+
+  FeederBackend& backend() const noexcept { return *backend_; }
+  std::size_t slot() const noexcept { return slot_; }
+
+ private:
+  std::shared_ptr<FeederBackend> backend_;
+  std::size_t slot_;
 };
 
 // The one error for a consumer that holds every slot: the feeder never overwrites a held batch.

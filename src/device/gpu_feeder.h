@@ -58,6 +58,7 @@ class GpuFeeder final : public FeederBackend {
   void synchronize() override;
   FeederStats stats() const override;
   void release(std::size_t slot) noexcept override;
+  HeldSlots& slots() noexcept override { return held_; }
 
   // Hybrid decoding for a pipeline run with `pipeline` options: sets up nvJPEG (once) and returns the
   // policy for PipelineOptions::defer, or null (FeederStats::decoder says why) when there is no nvJPEG

@@ -35,6 +35,7 @@ void Lookahead::run() noexcept {
       std::optional<Batch> batch = batches_.next();
       if (!batch) break;
       auto state = state_now();
+      if (!wait_for_a_slot()) break;
       DeviceBatch staged = backend_->stage(std::move(*batch), {.hand_over = false});
       std::lock_guard lock(mutex_);
       staged_.emplace_back(Staged{std::move(staged), std::move(state)});
@@ -50,6 +51,32 @@ void Lookahead::run() noexcept {
     finished_ = true;
   }
   changed_.notify_all();
+}
+
+bool Lookahead::wait_for_a_slot() {
+  // The consumer may still hold the batches before the one it asks for next (a Python loop keeps the last
+  // batch's tensors until next() returns): wait until it lets one go. The wait is in short steps so that
+  // stopping is seen; next() reports a consumer that holds them all.
+  HeldSlots& slots = backend_->slots();
+  if (slots.wait_for_free(std::chrono::milliseconds(0))) return true;
+  {
+    std::lock_guard lock(mutex_);
+    waiting_for_slot_ = true;
+  }
+  changed_.notify_all();
+  bool free = false;
+  while (!free) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) break;
+    }
+    free = slots.wait_for_free(std::chrono::milliseconds(2));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    waiting_for_slot_ = false;
+  }
+  return free;
 }
 
 std::variant<IteratorState, std::exception_ptr> Lookahead::state_now() const noexcept {
@@ -69,7 +96,13 @@ std::optional<DeviceBatch> Lookahead::next() {
   std::variant<Staged, std::exception_ptr> item;
   {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return !staged_.empty() || finished_; });
+    // Nothing staged while the thread waits for a slot and every slot is held: they are all the consumer's
+    // (staged batches would be in staged_), and waiting would never end.
+    const auto consumer_holds_all = [&] {
+      return waiting_for_slot_ && backend_->slots().held() == backend_->slots().size();
+    };
+    changed_.wait(lock, [&] { return !staged_.empty() || finished_ || consumer_holds_all(); });
+    if (staged_.empty() && !finished_) throw_all_slots_held(backend_->slots().size());
     if (staged_.empty()) return std::nullopt;
     item = std::move(staged_.front());
     staged_.pop_front();

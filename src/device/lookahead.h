@@ -5,7 +5,9 @@
 // when the consumer takes it, so the consumer's queued work never waits for a batch it has not asked for.
 // Errors (the pipeline's, the feeder's) reach the consumer in order, where they happened; the thread
 // stops after one. Destruction cancels the pipeline, wakes the thread, joins it and releases what was
-// staged and not taken.
+// staged and not taken. Staging waits for a ring slot the consumer gave back (it may hold the batch before
+// the one it asks for); a consumer that asks for a batch while it holds every slot gets the feeder's
+// all-slots-held error instead of a wait that would never end.
 #pragma once
 
 #include <condition_variable>
@@ -43,6 +45,8 @@ class Lookahead {
 
  private:
   void run() noexcept;
+  // Waits until the ring has a slot no one holds; false when the lookahead is stopping.
+  bool wait_for_a_slot();
   std::variant<IteratorState, std::exception_ptr> state_now() const noexcept;
 
   std::shared_ptr<FeederBackend> backend_;
@@ -60,6 +64,7 @@ class Lookahead {
   std::variant<IteratorState, std::exception_ptr> handed_state_;  // consumer's thread only
   bool finished_ = false;                                         // the thread has pushed its last item
   bool stopping_ = false;
+  bool waiting_for_slot_ = false;  // the thread has a batch and waits for the consumer to give a slot back
   std::thread thread_;  // last: started once everything above exists
 };
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/dataset.h"
@@ -67,23 +68,39 @@ TEST(Lookahead, DeliversEveryBatchInOrderThenTheEnd) {
 
 TEST(Lookahead, StagesAtMostAheadBatchesBeyondTheConsumers) {
   const testing::Watchdog watchdog(30s, "Lookahead.StagesAtMostAheadBatchesBeyondTheConsumers");
-  // A ring of 3: the consumer holds one, the thread at most two more. Holding a second one makes the ring
-  // full, and the thread's next stage fails: the consumer hears of it at the next batch, never an overwrite.
+  // A ring of 3 the consumer fills by keeping every batch: the thread waits for a slot, and the consumer
+  // hears of it when it asks for a batch while holding all three (never a wait without end, never an
+  // overwrite). Once it lets one go, the waiting batch comes next.
   auto feeder = backend(3);
   Lookahead lookahead(feeder, data(40).begin(), 2);
   std::optional<DeviceBatch> first = lookahead.next();
-  ASSERT_TRUE(first.has_value());
   std::optional<DeviceBatch> second = lookahead.next();
-  ASSERT_TRUE(second.has_value());
-  EXPECT_LE(feeder->stats().held, 3u);
-  std::optional<DeviceBatch> third = lookahead.next();  // staged while the consumer held at most one
-  ASSERT_TRUE(third.has_value());
-  EXPECT_THROW(
-      {
-        while (lookahead.next()) {
-        }
-      },
-      Error);
+  std::optional<DeviceBatch> third = lookahead.next();
+  ASSERT_TRUE(first && second && third);
+  EXPECT_EQ(feeder->stats().held, 3u);
+  EXPECT_THROW(lookahead.next(), Error);
+  first.reset();
+  std::optional<DeviceBatch> fourth = lookahead.next();
+  ASSERT_TRUE(fourth.has_value());
+  EXPECT_EQ(fourth->samples()[0].index, 12u) << "no batch lost to the refusal";
+}
+
+TEST(Lookahead, AConsumerThatKeepsTheLastBatchWhileAskingForTheNextIsNeverRefused) {
+  const testing::Watchdog watchdog(30s, "Lookahead.AConsumerThatKeepsTheLastBatchWhileAskingForTheNext");
+  // A Python loop: the last batch's tensors live until next() has returned. The thread stages into the
+  // slots left and waits for the rest, instead of failing because the consumer holds one batch more.
+  auto feeder = backend(3);
+  Lookahead lookahead(feeder, data(40).begin(), 2);
+  std::optional<DeviceBatch> previous;
+  std::uint64_t expected = 0;
+  while (std::optional<DeviceBatch> batch = lookahead.next()) {
+    EXPECT_EQ(batch->samples()[0].index, expected);
+    expected += batch->size();
+    EXPECT_LE(feeder->stats().held, 3u);
+    std::this_thread::sleep_for(5ms);  // the step, with the last batch and this one held: the thread acts
+    previous = std::move(batch);
+  }
+  EXPECT_EQ(expected, 40u);
 }
 
 TEST(Lookahead, APipelineErrorArrivesAfterTheBatchesBeforeIt) {
