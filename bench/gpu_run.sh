@@ -25,7 +25,9 @@
 #   python-overhead  pipeline_throughput from C++ and from Python (the module), alternately, 3 pairs
 #   train-from-jpeg  PyTorch ResNet-18 fed by the DataLoader, by conveyor's module (GPU-side stages on, and
 #             all on the CPU), and from the GPU, eager and compiled (bench/peers/torch_train_from_jpeg.py);
-#             needs the python phase first; train-from-jpeg-again: the same, eager only (the second of a pair)
+#             needs the python phase first; train-from-jpeg-again: the same, eager only (the second of a pair);
+#             train-from-jpeg-sweep (before them): the conveyor feed at a few thread counts and GPU shares,
+#             the fastest then used by the two phases above (conveyor's threads; the DataLoader keeps 16)
 #   gpu-stages  issue 20's GPU stages: the nvJPEG ABI check (g++ against the toolkit's nvjpeg.h), their GPU
 #             tests, then gpu_stages_bench (nvJPEG decode by path, fused augmentation) on the data phase's set
 #   stage-tests  issue 20, tests only: the nvJPEG ABI check, every GPU test of the device programs (feeder,
@@ -233,13 +235,37 @@ gpu_tests() {
         run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
           --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
           --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
+      train-from-jpeg-sweep)
+        # The conveyor feed alone (eager) at a few thread counts and GPU shares, 200 steps each; the
+        # fastest sets the threads and share of the train-from-jpeg phases after it in this call.
+        log "ResNet-18 in PyTorch fed by conveyor: threads x GPU share sweep (eager)"
+        for cfg in 16:0.5 16:0.6 14:0.5 14:0.6 12:0.7; do
+          run 120 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" --modes eager \
+            --feeds conveyor --threads "${cfg%%:*}" --gpu-share "${cfg##*:}" --conveyor-python "$root/build-python" \
+            --json "$r/sweep_${cfg%%:*}_${cfg##*:}.json" | grep -E '^\[eager\] +conveyor'
+        done
+        best=$(python3 - "$r" <<'PICK'
+import glob, json, sys
+rates = {}
+for path in glob.glob(f"{sys.argv[1]}/sweep_*.json"):
+    d = json.load(open(path))
+    rate = d["results"]["eager"]["conveyor"].get("images_per_s")
+    if rate:
+        rates[(d["threads"], d["gpu_share"])] = rate
+threads, share = max(rates, key=rates.get)
+print(threads, share)
+PICK
+)
+        train_threads=${best% *} train_share=${best#* }
+        echo "fastest: $train_threads threads, GPU share $train_share" | tee "$r/sweep_choice.txt" ;;
       train-from-jpeg|train-from-jpeg-again)
         # The second pass (eager only) makes each feed's figure a pair with the first pass's.
         if [ "$phase" = train-from-jpeg ]; then modes=eager,compile json=torch_train_from_jpeg.json
         else modes=eager json=torch_train_from_jpeg_2.json; fi
         log "ResNet-18 in PyTorch fed three ways, and by conveyor with every pixel on the CPU ($modes)"
         run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" --modes "$modes" \
-          --feeds dataloader,conveyor,gpu,conveyor-cpu --conveyor-python "$root/build-python" --json "$r/$json" ;;
+          --feeds dataloader,conveyor,gpu,conveyor-cpu --threads "${train_threads:-16}" \
+          ${train_share:+--gpu-share "$train_share"} --conveyor-python "$root/build-python" --json "$r/$json" ;;
       gpu-stages)
         log "GPU stages: nvJPEG ABI check, stage tests, benchmarks"
         nvjpeg_abi_check
