@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots torch_train_from_jpeg results: images/s of one PyTorch ResNet-18 training loop fed by the
-DataLoader, by conveyor and from a batch already on the GPU, eager and under torch.compile, with the
+DataLoader, by conveyor (and by conveyor with every pixel on the CPU, when run) and from a batch already on
+the GPU, eager and under torch.compile, with the
 ratios conveyor / DataLoader and conveyor / on-GPU over each group.
 
     plot_train_from_jpeg.py RESULTS.json OUT.png
@@ -16,8 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-FEEDS = [("dataloader", "DataLoader", "#c44e52"), ("conveyor", "conveyor", "#55a868"),
-         ("gpu", "batch on the GPU (ceiling)", "#4c72b0")]
+FEEDS = [("dataloader", "DataLoader", "#c44e52"), ("conveyor", "conveyor (GPU-side stages)", "#55a868"),
+         ("conveyor-cpu", "conveyor, all on the CPU", "#8fd19e"), ("gpu", "batch on the GPU (ceiling)", "#4c72b0")]
 
 
 def main(results_path, out_path):
@@ -27,16 +28,18 @@ def main(results_path, out_path):
     modes = list(results)
     if not modes:
         sys.exit(f"plot_train_from_jpeg: {results_path} holds no results")
-    width = 0.8 / len(FEEDS)
+    # The feeds this run has (older runs have no conveyor-cpu).
+    feeds = [f for f in FEEDS if any(f[0] in by_feed for by_feed in results.values())]
+    width = 0.8 / len(feeds)
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     notes = []
     top = max([f.get("images_per_s", 0) for by_feed in results.values() for f in by_feed.values()] + [1])
-    for j, (feed, label, color) in enumerate(FEEDS):
+    for j, (feed, label, color) in enumerate(feeds):
         xs, heights = [], []
         for i, mode in enumerate(modes):
             figures = results[mode].get(feed, {})
             if "images_per_s" in figures:
-                xs.append(i + (j - 1) * width)
+                xs.append(i + (j - (len(feeds) - 1) / 2) * width)
                 heights.append(figures["images_per_s"])
             elif figures:
                 notes.append(f"{mode}/{feed}: {figures.get('skipped') or figures.get('error')}")
@@ -52,7 +55,7 @@ def main(results_path, out_path):
     ax.set_xticklabels([{"eager": "eager", "compile": "torch.compile"}.get(m, m) for m in modes])
     ax.set_ylim(0, top * 1.35)
     ax.set_ylabel("training images / s (timed steps, GPU timeline)")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=len(feeds), fontsize=8)  # clear of the ratios
     ax.set_title(f"ResNet-18 bf16, batch {run.get('batch')}, {run.get('workers')} workers / {run.get('threads')} "
                  f"threads on {run.get('device', '?')} ({run.get('date_utc', '')[:10]})", fontsize=10)
     if notes:
