@@ -35,8 +35,6 @@
 #   hybrid    issue 20: pipeline_throughput CPU-only vs --device gpu (hybrid decode + GPU augmentation) at 16
 #             and 4 threads, alternating, three pairs each (20,000 images per run), the DataLoader at 16
 #             workers, one adaptive-split run per thread count (with a trace), then the ratios
-#   decode-threads  issue 20: pipeline_throughput --device gpu with 1, 2 and 4 threads calling nvJPEG, share
-#             fixed (0.5) and adaptive, beside CPU-only and the DataLoader (16 workers), two alternating rounds
 #   two-gpus-probe  (nvidia-h200-x2) NCCL over two GPUs in one process, then two processes for ten steps
 #   two-gpus  issue 17 (after data): one GPU against two data-parallel processes, alternating twice
 #   two-gpus-losses  issue 17 (after data): 2 x 256 against 1 x 512, step by step, in fp32 and in bf16
@@ -300,21 +298,6 @@ PICK
             | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
         done
         python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
-      decode-threads)
-        log "issue 20: the hybrid split with 1, 2 and 4 threads calling nvJPEG (16 pipeline threads), alternating"
-        common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7 --threads 16)
-        for i in 1 2; do
-          run 180 "$bin/pipeline_throughput" "${common[@]}" --json "$r/lanes_${i}_cpu.json" 2>&1 | grep -E '^threads 16:'
-          for lanes in 1 2 4; do
-            for deterministic in 1 0; do  # the share fixed at 0.5, and moving to where neither side waits
-              run 180 "$bin/pipeline_throughput" "${common[@]}" --device gpu --gpu-decode-threads $lanes \
-                --deterministic $deterministic --json "$r/lanes_${i}_gpu${lanes}_det${deterministic}.json" 2>&1 |
-                grep -E '^threads 16:|^device:' | sed "s/^/[$lanes nvJPEG threads, deterministic $deterministic] /"
-            done
-          done
-          run 300 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]/--threads/--workers}" \
-            --antialias both --json "$r/lanes_${i}_torch.json" | grep -E '^torch DataLoader'
-        done ;;
       hybrid-share)
         log "issue 20: 4 threads, CPU-only vs GPU decode with a share set for 4 threads (0.85), alternating pairs"
         common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7 --threads 4)

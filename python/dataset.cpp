@@ -258,17 +258,13 @@ void bind_batched_dataset(py::module_& module) {
           [](const BatchedDataset& self, const py::object& device, const py::object& dtype,
              const std::string& layout, const py::object& mean, const py::object& std,
              std::optional<int> depth, bool gpu_augment, std::optional<bool> gpu_decode,
-             std::optional<double> gpu_share, std::optional<int> gpu_decode_threads) {
+             std::optional<double> gpu_share) {
             return to_device(self, device, dtype, layout, mean, std, depth,
-                             {.augment = gpu_augment,
-                              .decode = gpu_decode,
-                              .share = gpu_share,
-                              .threads = gpu_decode_threads});
+                             {.augment = gpu_augment, .decode = gpu_decode, .share = gpu_share});
           },
-          py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(),
-          py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
-          py::arg("depth") = py::none(), py::arg("gpu_augment") = true, py::arg("gpu_decode") = py::none(),
-          py::arg("gpu_share") = py::none(), py::arg("gpu_decode_threads") = py::none(),
+          py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(), py::arg("layout") = "NCHW",
+          py::arg("mean") = py::none(), py::arg("std") = py::none(), py::arg("depth") = py::none(),
+          py::arg("gpu_augment") = true, py::arg("gpu_decode") = py::none(), py::arg("gpu_share") = py::none(),
           "Iterates the batches through a new DeviceFeeder (see conveyor.DeviceFeeder for the arguments): "
           "device \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"; yields conveyor.DeviceBatch, normalized when "
           "dtype, mean or std is given. On a GPU the work after the copy runs there: with gpu_augment and "
@@ -276,8 +272,7 @@ void bind_batched_dataset(py::module_& module) {
           "the GPU (the same images, bit for bit, drawn from the same per-sample seeds; False keeps them in "
           "the pipeline); gpu_decode (None: when decode_random_resized_crop is then the chain's last map and "
           "depth is 2 or more; True or False: as said) lets that op share its images with the GPU's JPEG "
-          "decoder (see DeviceFeeder's gpu_decode, gpu_share and gpu_decode_threads). depth None: 3 ring "
-          "slots, 4 when the GPU "
+          "decoder (see DeviceFeeder's gpu_decode and gpu_share). depth None: 3 ring slots, 4 when the GPU "
           "decodes (the feeder then stages batches ahead on a thread of its own, and a loop still holds the "
           "last batch's tensors when it asks for the next).")
       .def("__iter__", &iterate_batches, "Runs the pipeline, yielding conveyor.Batch.")

@@ -78,7 +78,6 @@ FeederOptions feeder_options(int depth, const py::object& dtype, const std::stri
     options.decode.share = *work.share;
     options.decode.adapt = false;  // a share the user set is the share
   }
-  if (work.threads) options.decode.host_threads = *work.threads;
   std::string type = dtype.is_none() ? "" : std::string(py::str(dtype));
   if (type.rfind("torch.", 0) == 0) type = type.substr(6);  // torch.bfloat16
   if (type == "uint8" || (type.empty() && mean.is_none() && std.is_none())) {
@@ -176,16 +175,14 @@ constexpr const char* kNormalizeDoc =
     "that is batches on their way or held at once.";
 
 constexpr const char* kGpuDecodeDoc =
-    "gpu_decode (off unless asked for here; BatchedDataset.to_device turns it on by itself): on a GPU whose "
-    "machine has nvJPEG, a dataset whose chain ends in decode_random_resized_crop leaves a share of its "
-    "images to the GPU's JPEG decoder (its hardware engines where it has them, called from "
-    "gpu_decode_threads threads): the pipeline's threads read only their headers and draw the crop windows, "
+    "gpu_decode (off unless asked for here; BatchedDataset.to_device turns it on by itself): on a GPU whose machine has nvJPEG, a dataset whose chain ends in "
+    "decode_random_resized_crop leaves a share of its images to the GPU's JPEG decoder (its hardware "
+    "engines where it has them): the pipeline's threads read only their headers and draw the crop windows, "
     "the feeder decodes them into the batch; images nvJPEG refuses are decoded on the CPU and counted "
     "(feeder_stats()). gpu_share: that share, 0 to 1; by default 0.5, moved batch by batch to where neither "
     "side waits when the pipeline is not deterministic (a share given here stays). With deterministic=True "
     "the split is a fixed function of each sample's index: the same batches at any thread count. "
-    "GPU-decoded pixels differ from the CPU decoder's by a few levels (another IDCT and resize). "
-    "gpu_decode_threads: 1 to 8 (default 2), each decoding its part of every batch.";
+    "GPU-decoded pixels differ from the CPU decoder's by a few levels (another IDCT and resize).";
 
 void bind_placement(py::module_& module) {
   py::class_<Placement>(module, "Placement", "Where a feeder puts its batches, and why.")
@@ -257,23 +254,19 @@ void bind_feeder(py::module_& module) {
       "stream into a ring of `depth` device buffers (normalized there when asked) and made ready on its "
       "consumer stream; on the CPU, viewed in place.");
   feeder
-      .def(
-          py::init([](const py::object& device, int depth, const py::object& dtype, const std::string& layout,
-                      const py::object& mean, const py::object& std, bool gpu_decode,
-                      std::optional<double> gpu_share, std::optional<int> gpu_decode_threads) {
-            return make_feeder(device_spec(device), feeder_options(depth, dtype, layout, mean, std,
-                                                                   {.augment = false,
-                                                                    .decode = gpu_decode,
-                                                                    .share = gpu_share,
-                                                                    .threads = gpu_decode_threads}));
-          }),
-          py::arg("device") = "auto", py::kw_only(), py::arg("depth") = 3, py::arg("dtype") = py::none(),
-          py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
-          py::arg("gpu_decode") = false, py::arg("gpu_share") = py::none(),
-          py::arg("gpu_decode_threads") = py::none(),
-          (std::string("device: \"auto\" (GPU 0 when there is one), \"cpu\", \"cuda\", \"cuda:N\". ") +
-           kNormalizeDoc + " " + kGpuDecodeDoc)
-              .c_str())
+      .def(py::init([](const py::object& device, int depth, const py::object& dtype,
+                       const std::string& layout, const py::object& mean, const py::object& std,
+                       bool gpu_decode, std::optional<double> gpu_share) {
+             return make_feeder(device_spec(device),
+                                feeder_options(depth, dtype, layout, mean, std,
+                                               {.augment = false, .decode = gpu_decode, .share = gpu_share}));
+           }),
+           py::arg("device") = "auto", py::kw_only(), py::arg("depth") = 3, py::arg("dtype") = py::none(),
+           py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
+           py::arg("gpu_decode") = false, py::arg("gpu_share") = py::none(),
+           (std::string("device: \"auto\" (GPU 0 when there is one), \"cpu\", \"cuda\", \"cuda:N\". ") +
+            kNormalizeDoc + " " + kGpuDecodeDoc)
+               .c_str())
       .def("feed", &feed, py::arg("dataset"),
            "Iterates the dataset's batches through this feeder (page-locked host buffers for a GPU, room in "
            "the pipeline for the batches the feeder holds): yields DeviceBatch.")

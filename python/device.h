@@ -18,7 +18,6 @@ struct GpuWork {
   // move above) ends in that op and the ring has 2 slots or more.
   std::optional<bool> decode = {};
   std::optional<double> share = {};  // the GPU's share of them; DeviceDecode's default when not given
-  std::optional<int> threads = {};   // DeviceDecode::host_threads; its default when not given
 };
 
 // BatchedDataset.to_device(...): a DeviceFeeder for `device` ("auto", "cpu", "cuda", "cuda:N"; "gpu" and

@@ -78,8 +78,6 @@ def parse_args(argv=None):
     ap.add_argument("--prefetch", type=int, default=4, help="conveyor's prefetch depth (batches)")
     ap.add_argument("--gpu-share", type=float, default=None,
                     help="to_device's gpu_share: the share of images the GPU decodes (default: conveyor's)")
-    ap.add_argument("--gpu-decode-threads", type=int, default=None,
-                    help="to_device's gpu_decode_threads: threads calling nvJPEG (default: conveyor's)")
     ap.add_argument("--mp-context", default=None, choices=["fork", "forkserver", "spawn"],
                     help="how the DataLoader starts its workers (default: the platform's, fork on Linux)")
     ap.add_argument("--lr", type=float, default=0.1)
@@ -200,8 +198,7 @@ def conveyor_batches(conveyor, torch, args, on_gpu, report):
           .with_options(threads=args.threads, seed=args.seed, on_error="skip")
           .batch(args.batch).prefetch(args.prefetch))
     device = f"cuda:{torch.cuda.current_device()}"
-    where = dict(gpu_share=args.gpu_share, gpu_decode_threads=args.gpu_decode_threads) if on_gpu \
-        else dict(gpu_augment=False, gpu_decode=False)
+    where = dict(gpu_share=args.gpu_share) if on_gpu else dict(gpu_augment=False, gpu_decode=False)
     iterator = ds.to_device(device, dtype="bfloat16", layout=args.conveyor_layout, mean=MEAN, std=STD, **where)
     try:
         for batch in iterator:
@@ -359,7 +356,7 @@ def main():
         "data": args.data, "images": len(samples), "classes": classes, "batch": args.batch, "size": args.size,
         "workers": args.workers, "threads": args.threads, "prefetch": args.prefetch, "steps": args.steps,
         "warmup": args.warmup, "seed": args.seed, "conveyor_layout": args.conveyor_layout,
-        "gpu_share": args.gpu_share, "gpu_decode_threads": args.gpu_decode_threads,
+        "gpu_share": args.gpu_share,
         "loop": "torchvision resnet18, channels_last, bf16 autocast, SGD(lr, momentum 0.9, wd 5e-4, fused=True), "
                 "zero_grad(set_to_none=True)",
         "timing": "images_per_s: timed images over the GPU timeline from the first timed step's start to the last "

@@ -44,9 +44,6 @@ void check_options(const FeederOptions& options) {
     if (options.depth < 2)
       throw InvalidArgument(
           "DeviceFeeder: decoding on the device stages batches ahead: depth must be at least 2");
-    if (options.decode.host_threads < 1 || options.decode.host_threads > 8)
-      throw InvalidArgument("DeviceFeeder: DeviceDecode::host_threads must be 1 to 8, got " +
-                            std::to_string(options.decode.host_threads));
   }
 }
 

@@ -136,7 +136,3 @@ def test_a_gpu_share_outside_0_to_1_is_refused(image_folder):
         ds.to_device("cpu", gpu_decode=True, gpu_share=1.5)
     with pytest.raises(ValueError, match="depth"):
         conveyor.DeviceFeeder("cpu", depth=1, gpu_decode=True)
-    with pytest.raises(ValueError, match="host_threads"):
-        conveyor.DeviceFeeder("cpu", gpu_decode=True, gpu_decode_threads=9)
-    with pytest.raises(ValueError, match="host_threads"):
-        ds.to_device("cpu", gpu_decode=True, gpu_decode_threads=0)

@@ -83,9 +83,6 @@ struct DeviceDecode {
   bool adapt = true;
   bool hardware = true;  // nvJPEG's hardware decoder where the GPU has one (A100, H100, H200)
   bool roi = true;       // decode only the crop window where nvJPEG allows it
-  // Threads that call nvJPEG for one batch, each on its own part of it with decoders of its own (1 to 8):
-  // nvJPEG's host work, about 170 µs per image, is what limits the GPU's share on one thread.
-  int host_threads = 2;
 };
 
 struct FeederOptions {

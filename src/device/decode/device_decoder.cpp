@@ -1,7 +1,5 @@
 #include "src/device/decode/device_decoder.h"
 
-#include <algorithm>
-#include <span>
 #include <string>
 
 #include "conveyor/cuda/pinned_memory.h"
@@ -30,19 +28,14 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
       pool_(&pool),
       device_(device),
       options_(options),
-      pinned_(pinned_host_memory()),
-      threads_(static_cast<std::size_t>(std::clamp(options.host_threads, 1, 8))) {
+      pinned_(pinned_host_memory()) {
   if (!library_) throw InvalidArgument(std::string(kContext) + ": no nvJPEG library");
-  lanes_.reserve(threads_.size());
-  for (std::size_t k = 0; k < threads_.size(); ++k) lanes_.emplace_back();
-  forked_.emplace();
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
-  description_ = decoder_for(lanes_[0], 3).description();
-  if (lanes_.size() > 1) description_ += ", " + std::to_string(lanes_.size()) + " host threads";
+  description_ = decoder_for(3).description();
 }
 
-NvjpegBatchDecoder& DeviceDecoder::decoder_for(Lane& lane, int channels) {
-  std::unique_ptr<NvjpegBatchDecoder>& decoder = lane.decoders[channels == 1 ? 0 : 1][lane.turn % 2];
+NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
+  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[channels == 1 ? 0 : 1][turn_ % 2];
   if (!decoder) {
     NvjpegDecoderOptions options;
     options.device = device_;
@@ -77,37 +70,8 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
   if (!requests_.empty()) {
     const DeviceSlots slots{pixels, batch.size(), shape, shape.bytes(),
                             static_cast<std::size_t>(shape.width) * static_cast<std::size_t>(shape.channels)};
-    std::vector<NvjpegOutcome> results(requests_.size());
-    // Lane k takes requests [n k / lanes, n (k + 1) / lanes): contiguous parts, disjoint slots. Each
-    // lane's stream starts after the work the caller queued (the copy of the batch's other pixels) and
-    // the caller's stream continues after every lane's part.
-    const std::size_t n = requests_.size(), count = lanes_.size();
-    forked_->record(stream);
-    for (Lane& lane : lanes_)
-      CONVEYOR_CUDA(cudaStreamWaitEvent(lane.stream.get(), forked_->get(), 0), kContext);
-    const auto join = [&] {
-      for (Lane& lane : lanes_) {
-        lane.joined.record(lane.stream.get());
-        CONVEYOR_CUDA(cudaStreamWaitEvent(stream, lane.joined.get(), 0), kContext);
-      }
-    };
-    try {
-      threads_.run([&](std::size_t k) {
-        const std::size_t begin = n * k / count, end = n * (k + 1) / count;
-        if (begin == end) return;
-        Lane& lane = lanes_[k];
-        DeviceGuard guard(device_);  // the lane threads start on no device in particular
-        const std::vector<NvjpegOutcome> part =
-            decoder_for(lane, shape.channels)
-                .decode(std::span(requests_).subspan(begin, end - begin), slots, lane.stream.get());
-        ++lane.turn;
-        std::copy(part.begin(), part.end(), results.begin() + static_cast<std::ptrdiff_t>(begin));
-      });
-    } catch (...) {
-      join();  // what the other lanes queued must finish before the slots are reused
-      throw;
-    }
-    join();
+    const std::vector<NvjpegOutcome> results = decoder_for(shape.channels).decode(requests_, slots, stream);
+    ++turn_;
     for (std::size_t k = 0; k < results.size(); ++k) {
       if (results[k].path != NvjpegPath::fallback) {
         ++outcome.gpu;

@@ -3,10 +3,8 @@
 // refuses is decoded on the CPU (ops::decode_deferred_crop: the op's own pixels) into a page-locked staging
 // buffer and copied into its slot; what neither can decode is zeroed and reported.
 //
-// The nvJPEG requests of a batch are split into DeviceDecode::host_threads contiguous parts, decoded at once
-// by lanes (decode_lanes.h), each on a stream of its own forked from the caller's and joined back into it.
-// Each lane uses two NvjpegBatchDecoders in turn: one waits for its previous batch's GPU work before it
-// reuses its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
+// Two NvjpegBatchDecoders are used in turn: one waits for its previous batch's GPU work before it reuses
+// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
 // Not thread-safe: the feeder calls it from one thread at a time.
 #pragma once
 
@@ -15,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,8 +20,6 @@
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/host_memory.h"
-#include "src/device/cuda_handles.h"
-#include "src/device/decode/decode_lanes.h"
 #include "src/device/device_memory.h"
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
@@ -60,31 +55,21 @@ class DeviceDecoder {
   // "nvJPEG 13.0.1 (...) on gpu:0: hardware decoder (...), then GPU hybrid ..." for logs and stats.
   const std::string& description() const noexcept { return description_; }
 
-  std::size_t lanes() const noexcept { return lanes_.size(); }
-
  private:
-  // One thread's decoders, and the stream its part of a batch is ordered on.
-  struct Lane {
-    // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need.
-    std::unique_ptr<NvjpegBatchDecoder> decoders[2][2];
-    std::size_t turn = 0;
-    Stream stream;
-    Event joined;  // recorded on `stream` after its part: the caller's stream waits for it
-  };
-  NvjpegBatchDecoder& decoder_for(Lane& lane, int channels);
+  NvjpegBatchDecoder& decoder_for(int channels);
 
   std::shared_ptr<const nvjpeg::Library> library_;
   DeviceMemoryPool* pool_;
   int device_;
   DeviceDecode options_;
   std::shared_ptr<HostMemoryResource> pinned_;
-  std::vector<Lane> lanes_;
-  std::optional<Event> forked_;  // recorded on the caller's stream: each lane's stream waits for it
+  // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
+  std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
+  std::size_t turn_ = 0;
   std::string description_;
   // Scratch, kept from batch to batch.
   std::vector<NvjpegRequest> requests_;
   std::vector<std::size_t> which_;  // sample of each request
-  DecodeLanes threads_;             // last: its threads stop before the lanes' decoders go
 };
 
 }  // namespace conveyor::cuda
