@@ -262,9 +262,10 @@ void bind_batched_dataset(py::module_& module) {
             return to_device(self, device, dtype, layout, mean, std, depth,
                              {.augment = gpu_augment, .decode = gpu_decode, .share = gpu_share});
           },
-          py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(), py::arg("layout") = "NCHW",
-          py::arg("mean") = py::none(), py::arg("std") = py::none(), py::arg("depth") = py::none(),
-          py::arg("gpu_augment") = true, py::arg("gpu_decode") = py::none(), py::arg("gpu_share") = py::none(),
+          py::arg("device") = "auto", py::kw_only(), py::arg("dtype") = py::none(),
+          py::arg("layout") = "NCHW", py::arg("mean") = py::none(), py::arg("std") = py::none(),
+          py::arg("depth") = py::none(), py::arg("gpu_augment") = true, py::arg("gpu_decode") = py::none(),
+          py::arg("gpu_share") = py::none(),
           "Iterates the batches through a new DeviceFeeder (see conveyor.DeviceFeeder for the arguments): "
           "device \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"; yields conveyor.DeviceBatch, normalized when "
           "dtype, mean or std is given. On a GPU the work after the copy runs there: with gpu_augment and "

@@ -175,9 +175,10 @@ constexpr const char* kNormalizeDoc =
     "that is batches on their way or held at once.";
 
 constexpr const char* kGpuDecodeDoc =
-    "gpu_decode (off unless asked for here; BatchedDataset.to_device turns it on by itself): on a GPU whose machine has nvJPEG, a dataset whose chain ends in "
-    "decode_random_resized_crop leaves a share of its images to the GPU's JPEG decoder (its hardware "
-    "engines where it has them): the pipeline's threads read only their headers and draw the crop windows, "
+    "gpu_decode (off unless asked for here; BatchedDataset.to_device turns it on by itself): on a GPU whose "
+    "machine has nvJPEG, a dataset whose chain ends in decode_random_resized_crop leaves a share of its "
+    "images to the GPU's JPEG decoder (its hardware engines where it has them): the pipeline's threads "
+    "read only their headers and draw the crop windows, "
     "the feeder decodes them into the batch; images nvJPEG refuses are decoded on the CPU and counted "
     "(feeder_stats()). gpu_share: that share, 0 to 1; by default 0.5, moved batch by batch to where neither "
     "side waits when the pipeline is not deterministic (a share given here stays). With deterministic=True "

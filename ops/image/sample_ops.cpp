@@ -55,7 +55,8 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
   check_size(size, size, "decode_random_resized_crop");
   Rng check(0);
   random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
-  return {"decode_random_resized_crop", [size, options](Sample& sample) {
+  return {"decode_random_resized_crop",
+          [size, options](Sample& sample) {
             DeferPolicy* const policy = sample.defer_policy();
             const auto start =
                 policy ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

@@ -216,8 +216,8 @@ Dataset Dataset::take(std::uint64_t count) const {
 Dataset Dataset::map(SampleOp op) const {
   if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
   auto node = child();
-  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply),
-                            {}, std::move(op.spec)};
+  node->step = detail::Step{
+      op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}, std::move(op.spec)};
   return Dataset(std::move(node));
 }
 

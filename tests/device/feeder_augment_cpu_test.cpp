@@ -272,7 +272,8 @@ TEST(PlacePixelOps, ABuiltChainLosesItsTrailingOpsAndTheFeederMakesTheSameImages
 
 TEST(PlacePixelOps, ABuiltChainStaysOnTheCpuOrWhenItsLastCallIsNotAPixelOp) {
   const Dataset files = Dataset::memory(jpegs(4));
-  const BatchedDataset chain = files.map(ops::decode_random_resized_crop(24)).map(ops::flip_horizontal(0.5)).batch(2);
+  const BatchedDataset chain =
+      files.map(ops::decode_random_resized_crop(24)).map(ops::flip_horizontal(0.5)).batch(2);
   FeederOptions options;
   options.normalize = params();
   EXPECT_EQ(place_pixel_ops(chain, cpu(), options).samples().last_map()->op.name, "flip_horizontal");

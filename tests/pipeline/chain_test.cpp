@@ -55,7 +55,8 @@ TEST(Chain, ThereIsNoLastMapAfterAFilterOrAnOrderingMethodOrWithoutMaps) {
 
 TEST(Chain, WithoutTheLastMapTheChainRunsAsIfItWasNeverCalled) {
   const auto options = PipelineOptionChanges{.threads = 3, .seed = 19};
-  const Dataset base = numbered_memory(20).shuffle(8).map(fill_from_seed(kShape)).map(ops::flip_horizontal(0.5));
+  const Dataset base =
+      numbered_memory(20).shuffle(8).map(fill_from_seed(kShape)).map(ops::flip_horizontal(0.5));
   const Dataset longer = base.map(negate_into_new_image()).with_options(options).prefetch(5);
   const Dataset shorter = longer.without_last_map();
   EXPECT_EQ(shorter.options().threads, 3) << "options set after the map stay";
@@ -80,7 +81,8 @@ TEST(Chain, WithSamplesKeepsTheBatching) {
   EXPECT_EQ(other.prefetch_depth(), 5u);
   EXPECT_EQ(other.sample_shape(), kShape);
   std::vector<std::size_t> sizes;
-  EXPECT_EQ(checksum_of(other, &sizes), checksum_of(numbered_memory(10).map(fill_from_seed(kShape)).batch(4, true)));
+  EXPECT_EQ(checksum_of(other, &sizes),
+            checksum_of(numbered_memory(10).map(fill_from_seed(kShape)).batch(4, true)));
   EXPECT_EQ(sizes, (std::vector<std::size_t>{4, 4}));
 }
 
