@@ -102,6 +102,14 @@ mutation gpu-share-by-consecutive-indices src/device/decode/decode_split.h \
   'return ((index * kInverseGoldenRatio) >> 48) < share_q16;  // wraps mod 2^64: the fractional part' \
   'return ((index + 1) * share_q16 >> 16) != (index * share_q16 >> 16);' \
   'conveyor_device_stage_tests DecodeSplit.*'
+mutation staging-thread-does-not-wait-for-a-slot src/device/lookahead.cpp \
+  '      if (!wait_for_a_slot()) break;' \
+  '      // the slot wait taken out' \
+  'conveyor_device_tests Lookahead.*'
+mutation chain-position-ignores-filters src/pipeline/dataset.cpp \
+  '    if (up->step) ++position;' \
+  '    if (up->step && up->step->map) ++position;' \
+  'conveyor_device_tests PlacePixelOps.*'
 mutation roi-margin-dropped ops/image/decode_jpeg.cpp \
   'int x0 = std::max(0, stored.x - 1);' \
   'int x0 = std::max(0, stored.x);' \
