@@ -47,6 +47,10 @@ out=${OUT:-/tmp/out}
 r=$out/r
 mkdir -p "$r"
 tar xf .carry/bundle.tar.xz -C /tmp
+# The commit the bundle was built at, for every JSON written here (run_record.py, the C++ benchmarks): the
+# copy of the tree on this machine may answer git with another one.
+CONVEYOR_COMMIT=$(cat "$root/.carry/commit" 2>/dev/null || true)
+export CONVEYOR_COMMIT
 # shellcheck disable=SC1091
 source /tmp/bundle/tools/device-env /tmp/bundle/lib
 bin=/tmp/bundle/bin

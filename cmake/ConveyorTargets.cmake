@@ -53,7 +53,8 @@ function(conveyor_add_benchmark name)
 endfunction()
 
 # conveyor_record_commit(TARGET): defines CONVEYOR_GIT_COMMIT for TARGET as the commit CMake was
-# configured at, for the JSON a benchmark writes (re-run cmake to refresh it); "unknown" outside git.
+# configured at, for the JSON a benchmark writes (re-run cmake to refresh it); "unknown" outside git. The
+# benchmark reads it through bench/record_commit.h, where CONVEYOR_COMMIT in the environment overrides it.
 function(conveyor_record_commit target)
   execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
                   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
@@ -61,6 +62,7 @@ function(conveyor_record_commit target)
     set(commit unknown)
   endif()
   target_compile_definitions(${target} PRIVATE CONVEYOR_GIT_COMMIT="${commit}")
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})  # "bench/record_commit.h"
 endfunction()
 
 # conveyor_add_unprivileged_test(NAME PROGRAM TESTS Suite.Case... [LABELS l...]): runs those cases of the

@@ -11,8 +11,12 @@ import sys
 
 
 def git_commit(directory=None):
-    """The short commit of the repository holding `directory` (this file's by default), else "unknown"
-    (a copied tree without .git, as on the GPU machine, has none; the lead's bundle records it apart)."""
+    """CONVEYOR_COMMIT from the environment when set (bench/gpu_run.sh sets it from the bundle: the GPU
+    machine's copy of the tree may answer git with a commit that is not the one built), else the short
+    commit of the repository holding `directory` (this file's by default), else "unknown"."""
+    given = os.environ.get("CONVEYOR_COMMIT", "").strip()
+    if given:
+        return given
     directory = directory or os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(["git", "-C", directory, "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -59,6 +59,7 @@
 #include "bench/pipeline/device_checksum.h"
 #include "conveyor/cuda/stream.h"
 #endif
+#include "bench/record_commit.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/iterator_state.h"
@@ -492,7 +493,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["benchmark"] = "pipeline_throughput";
   out["machine"] = {{"hostname", hostname()},
                     {"nproc", std::thread::hardware_concurrency()},
-                    {"commit", CONVEYOR_GIT_COMMIT}};
+                    {"commit", conveyor::bench::recorded_commit()}};
   out["config"] = {{"data", config.data},
                    {"batch", config.batch},
                    {"size", config.size},

@@ -24,8 +24,9 @@ PHOTOS = "/usr/share/doc/opencv-doc/examples"
 IMAGES = 48
 
 
-def run(args, check=True):
-    result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+def run(args, check=True, env=None):
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                            env=None if env is None else {**os.environ, **env})
     if check and result.returncode != 0:
         sys.exit(f"FAILED ({result.returncode}): {' '.join(args)}\n{result.stdout}\n{result.stderr}")
     return result
@@ -116,10 +117,12 @@ def main(throughput, make_images, make_shards):
         expect(short["checksum"] == sweep["checksum"], "checksum at 16 threads differs")
 
         # --checksum 0: the same images, the consumer does nothing with them.
+        # (With the commit given as the GPU machine's runner gives it: the JSON names that one.)
         bare_json = os.path.join(tmp, "bare.json")
-        run(common + ["--threads", "2", "--checksum", "0", "--json", bare_json])
+        run(common + ["--threads", "2", "--checksum", "0", "--json", bare_json], env={"CONVEYOR_COMMIT": "c0ffee1"})
         with open(bare_json) as f:
             bare = json.load(f)
+        expect(bare["machine"]["commit"] == "c0ffee1", f"commit {bare['machine']['commit']}, CONVEYOR_COMMIT c0ffee1")
         expect(bare["checksum"] == "off" and bare["config"]["checksum"] is False, "--checksum 0 in the JSON")
         expect(bare["images"] == 2 * IMAGES and bare["images_per_s"] > 0, "--checksum 0 run")
 

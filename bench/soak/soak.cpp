@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/record_commit.h"
 #include "conveyor/batch_checksum.h"
 #include "conveyor/dataset.h"
 #include "conveyor/ops.h"
@@ -154,7 +155,7 @@ int main(int argc, char** argv) try {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   const nlohmann::ordered_json run = {{"benchmark", "soak"},
-                                      {"commit", CONVEYOR_GIT_COMMIT},
+                                      {"commit", conveyor::bench::recorded_commit()},
                                       {"host", host},
                                       {"cores", std::thread::hardware_concurrency()},
                                       {"started", started},

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/record_commit.h"
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/error.h"
@@ -175,7 +176,7 @@ int main(int argc, char** argv) try {
   if (!args.json.empty()) {
     const nlohmann::ordered_json out = {
         {"bench", "train_step_bench"},
-        {"commit", CONVEYOR_GIT_COMMIT},
+        {"commit", conveyor::bench::recorded_commit()},
         {"model", train::to_string(args.model)},
         {"batch", args.batch},
         {"size", size},

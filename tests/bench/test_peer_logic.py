@@ -222,6 +222,20 @@ class Records(unittest.TestCase):
         self.assertRegex(h["date_utc"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         self.assertEqual(h["machine"]["nproc"], os.cpu_count())
 
+    def test_the_commit_given_in_the_environment_wins_over_git(self):
+        # The GPU machine's runner sets it from the bundle: git there may name another commit.
+        saved = os.environ.get("CONVEYOR_COMMIT")
+        try:
+            os.environ["CONVEYOR_COMMIT"] = "abc1234"
+            self.assertEqual(run_record.header("x")["commit"], "abc1234")
+            os.environ["CONVEYOR_COMMIT"] = ""
+            self.assertNotEqual(run_record.git_commit(), "")
+        finally:
+            if saved is None:
+                os.environ.pop("CONVEYOR_COMMIT", None)
+            else:
+                os.environ["CONVEYOR_COMMIT"] = saved
+
     def test_write_json_round_trips(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
