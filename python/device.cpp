@@ -45,9 +45,14 @@ DeviceSpec device_spec(const py::object& device) {
 
 // Resolving the placement and making the feeder start CUDA (a context, streams, a thread) can take a
 // while and needs no Python.
-std::shared_ptr<DeviceFeeder> make_feeder(const DeviceSpec& spec, const FeederOptions& options) {
+Placement placement_of(const DeviceSpec& spec) {
   py::gil_scoped_release released;
-  return std::make_shared<DeviceFeeder>(resolve(spec), options);
+  return resolve(spec);
+}
+
+std::shared_ptr<DeviceFeeder> make_feeder(const Placement& placement, const FeederOptions& options) {
+  py::gil_scoped_release released;
+  return std::make_shared<DeviceFeeder>(placement, options);
 }
 
 // 1 to 4 per-channel values: a number for every channel, or a sequence (the channels it leaves out keep
@@ -258,7 +263,7 @@ void bind_feeder(py::module_& module) {
       .def(py::init([](const py::object& device, int depth, const py::object& dtype,
                        const std::string& layout, const py::object& mean, const py::object& std,
                        bool gpu_decode, std::optional<double> gpu_share) {
-             return make_feeder(device_spec(device),
+             return make_feeder(placement_of(device_spec(device)),
                                 feeder_options(depth, dtype, layout, mean, std,
                                                {.augment = false, .decode = gpu_decode, .share = gpu_share}));
            }),
@@ -308,11 +313,7 @@ void bind_feeder(py::module_& module) {
 py::object to_device(const BatchedDataset& dataset, const py::object& device, const py::object& dtype,
                      const std::string& layout, const py::object& mean, const py::object& std,
                      std::optional<int> depth, const GpuWork& work) {
-  const DeviceSpec spec = device_spec(device);
-  const Placement placement = [&] {
-    py::gil_scoped_release released;  // may start CUDA
-    return resolve(spec);
-  }();
+  const Placement placement = placement_of(device_spec(device));
   FeederOptions options = feeder_options(depth.value_or(3), dtype, layout, mean, std, work);
   // The chain's trailing flip and distort join normalize on the GPU; decode_random_resized_crop is then
   // the last map, which lets it defer images to the feeder's decoder.
@@ -326,12 +327,7 @@ py::object to_device(const BatchedDataset& dataset, const py::object& device, co
   // the last batch's tensors when it asks for the next one: one slot for that, one for the batch it
   // trains on, two staged ahead.
   if (!depth && options.decode.enabled) options.depth = 4;
-  std::shared_ptr<DeviceFeeder> feeder;
-  {
-    py::gil_scoped_release released;
-    feeder = std::make_shared<DeviceFeeder>(placement, options);
-  }
-  return feed(feeder, placed);
+  return feed(make_feeder(placement, options), placed);
 }
 
 void bind_device(py::module_& module) {
