@@ -38,6 +38,9 @@
 #   two-gpus-probe  (nvidia-h200-x2) NCCL over two GPUs in one process, then two processes for ten steps
 #   two-gpus  issue 17 (after data): one GPU against two data-parallel processes, alternating twice
 #   two-gpus-losses  issue 17 (after data): 2 x 256 against 1 x 512, step by step, in fp32 and in bf16
+#   shards    issue 16: shards_vs_files.sh alone (files, local shards by index and by pattern, HTTP), 3 rounds
+#   warmup-probe  issue 18: train_step_bench's warm-up phases with a warm algorithm cache, with eager module
+#             loading, eager launches, and cuDNN's API log (bench/results: where the 0.64 s goes)
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
 set -uo pipefail
@@ -236,9 +239,13 @@ gpu_tests() {
         run 580 "$root/scripts/test_python_on_gpu_machine.sh" /tmp/bundle build-python ;;
       python-overhead)
         log "python overhead: the same pipeline iterated from C++ and from Python"
+        # The module from the python phase, or built here (without its tests) when that phase did not run.
+        ls "$root"/build-python/conveyor*.so >/dev/null 2>&1 ||
+          run 580 "$root/scripts/build_python_on_gpu_machine.sh" /tmp/bundle "$root/build-python" | tail -3
+        # overhead_epochs, overhead_pairs: longer runs and more pairs than the defaults (4 epochs, 3 pairs).
         run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
-          --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
-          --seed 7 --pairs 3 --json "$r/python_overhead.json" ;;
+          --conveyor-python "$root/build-python" --data "$imagenet" --threads 16 --batch 256 --size 224 \
+          --epochs "${overhead_epochs:-4}" --seed 7 --pairs "${overhead_pairs:-3}" --json "$r/python_overhead.json" ;;
       train-from-jpeg-sweep)
         # The conveyor feed alone (eager) at a few thread counts and GPU shares, 200 steps each; the
         # fastest sets the threads and share of the train-from-jpeg phases after it in this call.
@@ -380,6 +387,29 @@ PICK
         ROUNDS=3 run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" /tmp/shards-run \
           --threads 16 --batch 256 --size 224 --epochs 4 --seed 7
         mkdir -p "$r/shards" && cp /tmp/shards-run/*.json /tmp/shards-run/*.log "$r/shards/" 2>/dev/null ;;
+      shards)
+        log "issue 16: shards (index, pattern, HTTP) vs files, alternating rounds"
+        ROUNDS=${shard_rounds:-3} run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" \
+          /tmp/shards-run --threads 16 --batch 256 --size 224 --epochs 4 --seed 7
+        mkdir -p "$r/shards" && cp /tmp/shards-run/*.json /tmp/shards-run/*.log "$r/shards/" 2>/dev/null ;;
+      warmup-probe)
+        # Where a warm-cache warm-up goes: phases of two warm runs, one with every CUDA module loaded when
+        # the context is made (not at first use), and one with cuDNN's API log (timestamps per call).
+        log "issue 18: warm-up with a warm algorithm cache, by phase"
+        step=("$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 20 --warmup 3)
+        cache=$(mktemp -d /tmp/conveyor-algorithms.XXXXXX)
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --json "$r/probe_cold.json" | grep -E '^(warm-up|steady)'
+        for i in 1 2; do
+          CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --json "$r/probe_warm_$i.json" | grep -E '^(warm-up|steady)'
+        done
+        CUDA_MODULE_LOADING=EAGER CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" \
+          --json "$r/probe_eager_modules.json" | grep -E '^(warm-up|steady)'
+        CONVEYOR_ALGORITHM_CACHE=$cache run 60 "${step[@]}" --no-graph --json "$r/probe_warm_eager.json" \
+          | grep -E '^(warm-up|steady)'
+        CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG="$r/cudnn_api.log" CONVEYOR_ALGORITHM_CACHE=$cache \
+          run 120 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 2 --warmup 1 \
+          --json "$r/probe_logged.json" | grep -E '^(warm-up|steady)'
+        gzip -f "$r/cudnn_api.log" ;;
       fvp-device)
         log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"
         for i in 1 2; do

@@ -26,7 +26,7 @@
 //                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
 //                       [--checksum 1|0] [--shards N --shard I] [--state-out FILE] [--resume FILE ...]
-//                       [--batch-log FILE] [--sample-log FILE]
+//                       [--batch-log FILE] [--sample-log FILE] [--parallel-shards N] [--shard-read-ahead N]
 //
 // Resume (issue 15): --state-out writes the iterator's state after every batch (atomically); --resume
 // starts from such a file (given once per shard of the run that wrote them, they are combined: the rest of
@@ -90,6 +90,8 @@ struct Config {
   bool deterministic = true;
   bool checksum = true;
   std::size_t shards = 1, shard = 0;
+  // Tar shards (TarShardOptions): shards read at once and samples read ahead per shard; 0: the defaults.
+  std::size_t parallel_shards = 0, shard_read_ahead = 0;
   std::string state_out, batch_log, sample_log;
   std::vector<std::string> resume;
   // --device gpu: where the run ends and what runs there.
@@ -162,6 +164,12 @@ Config parse(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   app.add_option("--shard", config.shard, "the shard this run reads")->capture_default_str();
+  app.add_option("--parallel-shards", config.parallel_shards,
+                 "tar shards: shards read at once (0: TarShardOptions' default)")
+      ->capture_default_str();
+  app.add_option("--shard-read-ahead", config.shard_read_ahead,
+                 "tar shards: samples read ahead per shard being read (0: TarShardOptions' default)")
+      ->capture_default_str();
   app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
   app.add_option("--resume", config.resume,
                  "start from the state in FILE; one FILE per shard of the run that wrote them combines them");
@@ -268,6 +276,8 @@ DataSource open_data(const Config& config) {
   if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 0};
   conveyor::TarShardOptions shards;
   shards.seed = config.seed;
+  if (config.parallel_shards > 0) shards.parallel_shards = config.parallel_shards;
+  if (config.shard_read_ahead > 0) shards.queued_samples = config.shard_read_ahead;
   if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
@@ -505,7 +515,9 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"repeat", config.repeat},
                    {"in_flight", main.stats.max_in_flight},
                    {"deterministic", config.deterministic},
-                   {"checksum", config.checksum}};
+                   {"checksum", config.checksum},
+                   {"parallel_shards", config.parallel_shards},
+                   {"shard_read_ahead", config.shard_read_ahead}};
   out["images_per_s"] = main.images_per_s;
   out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
   out["images_per_s_overall"] = main.images_per_s_overall;

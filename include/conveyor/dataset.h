@@ -243,10 +243,11 @@ class Dataset {
   // WebDataset-style tar shards, local paths or http(s):// URLs (see expand_shard_pattern for "{a..b}"
   // names): a sample is the run of consecutive members sharing a key ("img_7.jpg" + "img_7.cls"), its
   // image the bytes and its .cls member the label (TarShardOptions says which extensions). Shards are
-  // streamed, never held whole: parallel_shards threads read ahead of the pipeline. Every epoch the
-  // shards are shuffled (seeded from options.seed and the epoch), and an element's index is the sample's
-  // position in that epoch's order of all shards, so its seed, and so its pixels, are the same at any
-  // thread count and any world size. options.ranks splits each epoch: each rank reads a contiguous,
+  // streamed, never held whole: parallel_shards threads read ahead of the pipeline, and their samples
+  // come interleaved, one from each shard being read in turn. Every epoch the shards are shuffled (seeded
+  // from options.seed and the epoch), and an element's index is the sample's position in that epoch's
+  // order of all shards, so its seed, and so its pixels, are the same at any thread count and any world
+  // size. options.ranks splits each epoch: each rank reads a contiguous,
   // balanced range of it (whole shards but at most one at each end), evened out by options.remainder;
   // shuffle() after this shuffles within the rank's range and keeps the indices. To split across ranks
   // the shards' sample counts are needed: they come from tar_shard_index or are counted once here

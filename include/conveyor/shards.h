@@ -56,10 +56,15 @@ struct TarShardOptions {
   bool shuffle_shards = true;
   std::uint64_t seed = 0;
   // Shards read at once, ahead of the pipeline, each by a thread of its own (reading waits on disks and
-  // networks, so it does not take the arena's cores).
+  // networks, so it does not take the arena's cores). Their samples are interleaved, one from each in
+  // turn (tf.data's deterministic interleave with this cycle length): the order depends on this number and
+  // the shards, never on timing, and the readers work side by side. This needs every shard's count (an
+  // index gives them; local files are counted, headers only, when the set is made): URLs read without an
+  // index, and a set with a shard that cannot be counted, are read one shard after another. 1: the
+  // shards' own order, one after another.
   std::size_t parallel_shards = 4;
-  // Samples read ahead per shard being read: the read-ahead holds about parallel_shards x queued_samples
-  // samples' bytes.
+  // Samples read ahead per shard being read: the read-ahead holds at most 2 x parallel_shards x
+  // queued_samples samples' bytes.
   std::size_t queued_samples = 32;
   // Members whose extension (after the first dot of the name, any case) is one of these are a sample's
   // image; a member with the label extension holds its label as decimal text. Other members are ignored.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <exception>
 #include <nlohmann/json.hpp>
 
 #include "conveyor/error.h"
@@ -67,17 +68,32 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
   set.format.label_extension = extension_of(options.label_extension);
   set.shards = std::move(shards);
   // Splitting the epoch's samples across ranks needs every shard's count: a rank must know where its
-  // share begins without reading the shards before it.
-  if (ranks.world_size > 1) {
+  // share begins without reading the shards before it. Interleaving several shards (parallel_shards > 1,
+  // shard_streamer.h) needs them too, so that a sample's index stays its position in the epoch's order:
+  // local files are counted then (headers only), URLs without a count are read one after another.
+  const bool interleaved = options.parallel_shards > 1;
+  if (ranks.world_size > 1 || interleaved) {
     for (ShardInfo& shard : set.shards) {
       if (shard.samples) continue;
-      if (is_url(shard.location))
+      if (is_url(shard.location)) {
+        if (ranks.world_size == 1) continue;
         throw InvalidArgument("Dataset::tar_shards: splitting shards across " +
                               std::to_string(ranks.world_size) +
                               " ranks needs each shard's sample count, and '" + shard.location +
                               "' has none: read the shards through a shard index (Dataset::tar_shard_index; "
                               "make_shards writes one)");
-      shard.samples = count_samples(shard.location, set.format, options.http);
+      }
+      if (ranks.world_size > 1) {
+        shard.samples = count_samples(shard.location, set.format, options.http);
+        continue;
+      }
+      // Only for interleaving: a shard that cannot be counted stays uncounted (its samples then fail where
+      // they are read, one by one, like any broken shard's), and the set is read one shard at a time.
+      try {
+        shard.samples = count_samples(shard.location, set.format, options.http);
+      } catch (const std::exception&) {
+        break;
+      }
     }
   }
   return set;

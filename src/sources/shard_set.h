@@ -21,8 +21,10 @@
 // 3. Streaming. Every epoch the stream stage (src/pipeline/stream_stage.h) plans the rank's segments and
 //    a ShardStreamer reads them on threads of its own (waiting on disks and servers is no work for the
 //    arena's cores): parallel_shards shards at once, queued_samples samples ahead per shard. Memory is
-//    bounded by configuration, never a whole shard. Samples come out in segment order whichever thread
-//    was faster, so the stream is the same in every run.
+//    bounded by configuration, never a whole shard. Samples come out interleaved, one from each shard
+//    being read in turn, whichever thread was faster, so the stream is the same in every run; the
+//    indices stay the epoch order's, so interleaving needs the counts (local files are counted when the
+//    set is made; URLs need an index, else they are read one after another).
 // 4. Into the pipeline. The serial source stage takes the next streamed sample and swaps its bytes into
 //    the element (the streamed sample returns to a pool holding the element's old buffer: no copy, and no
 //    allocation once warm); the parallel read stage has nothing left to read. The ordering methods work

@@ -20,6 +20,12 @@ ShardStreamer::ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector
       parallel_(std::max<std::size_t>(shards_->options.parallel_shards, 1)),
       queued_(std::max<std::size_t>(shards_->options.queued_samples, 1)),
       queues_(segments_.size()) {
+  // Without every segment's index (a shard of unknown count: a URL read without an index), a sample's index
+  // is its position in the stream: the segments then come one after another, and so keep the epoch's order.
+  const bool interleave = std::all_of(segments_.begin(), segments_.end(),
+                                      [](const Segment& segment) { return segment.index.has_value(); });
+  next_in_rotation_ = std::min(interleave ? parallel_ : std::size_t{1}, segments_.size());
+  for (std::size_t s = 0; s < next_in_rotation_; ++s) rotation_.push_back(s);
   const std::size_t threads = std::min(parallel_, segments_.size());
   threads_.reserve(threads);
   try {
@@ -48,24 +54,32 @@ void ShardStreamer::cancel() {
 std::optional<StreamedElement> ShardStreamer::next() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (cancellation_.cancelled() || consumed_ == segments_.size()) return std::nullopt;
-    Queue& queue = queues_[consumed_];
+    if (cancellation_.cancelled() || rotation_.empty()) return std::nullopt;
+    const std::size_t s = rotation_[turn_];
+    Queue& queue = queues_[s];
     if (!queue.samples.empty()) {
-      const Segment& segment = segments_[consumed_];
+      const Segment& segment = segments_[s];
       StreamedElement element;
       element.sample = std::move(queue.samples.front());
       queue.samples.pop_front();
-      element.index = segment.index ? *segment.index + taken_ : next_index_;
+      element.index = segment.index ? *segment.index + queue.taken : next_index_;
       element.padding = segment.padding;
       next_index_ = element.index + 1;
-      ++taken_;
+      ++queue.taken;
+      turn_ = (turn_ + 1) % rotation_.size();
       lock.unlock();
       room_.notify_all();
       return element;
     }
     if (queue.done) {
-      ++consumed_;
-      taken_ = 0;
+      // Segment s has given everything: the next segment takes its place in the turn, or the rotation
+      // shrinks at the epoch's end (the turn then passes to the segment after it).
+      if (next_in_rotation_ < segments_.size()) {
+        rotation_[turn_] = next_in_rotation_++;
+      } else {
+        rotation_.erase(rotation_.begin() + static_cast<std::ptrdiff_t>(turn_));
+        if (turn_ == rotation_.size()) turn_ = 0;
+      }
       room_.notify_all();  // one more segment may start
       continue;
     }
@@ -80,7 +94,7 @@ void ShardStreamer::work() noexcept {
       std::unique_lock lock(mutex_);
       room_.wait(lock, [this] {
         return cancellation_.cancelled() || next_segment_ == segments_.size() ||
-               next_segment_ < consumed_ + parallel_;
+               next_segment_ < next_in_rotation_ + parallel_;
       });
       if (cancellation_.cancelled() || next_segment_ == segments_.size()) return;
       s = next_segment_++;

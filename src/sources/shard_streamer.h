@@ -1,11 +1,22 @@
 // Reads one rank's segments of one epoch (see shard_plan.h) ahead of the pipeline, on threads of its own,
-// and hands the samples out in segment order.
+// and hands their samples out interleaved, in an order that never depends on which thread was faster.
+//
+// Interleaving (tf.data's interleave with cycle_length = parallel_shards, block_length = 1, deterministic):
+// next() takes one sample from each segment of a rotation of up to parallel_shards segments in turn. The
+// rotation starts with the first parallel_shards segments; a segment that has given all its samples
+// leaves it, and the next segment not yet in it takes its place in the turn. So the order depends only on
+// the segments and their lengths, and all parallel_shards readers work at once, so that one reader's rate
+// does not cap the stream (when samples came out one whole segment after another, tar shards ran at 0.79x
+// loose files on 16 cores: bench/results/2026-11-23-h100-run3/). A segment
+// without a known first index (a shard of unknown count, read without an index) numbers its samples by
+// their place in the stream; the segments then come one after another (a rotation of one), so that the
+// index stays the sample's position in the epoch's order.
 //
 // Each of parallel_shards threads streams one segment at a time into that segment's queue (at most
-// queued_samples samples; the thread waits when it is full), taking the next segment not yet started,
-// at most parallel_shards segments ahead of the one being consumed. next() takes from the queue of the
-// segment being consumed, so the order of the samples never depends on which thread was faster: it is the
-// segments' order, each segment in the shard's order.
+// queued_samples samples; the thread waits when it is full), taking the next segment not yet started, at
+// most parallel_shards segments past those in the rotation: one thread can begin the next segment while
+// the one it finished is still being taken from. The read-ahead so holds at most
+// 2 x parallel_shards x queued_samples samples.
 //
 // A shard that cannot go on (unreadable, truncated, an HTTP failure after the retries) ends its segment:
 // the sample being read gets the error (its kind and message) and each sample the segment still owed gets
@@ -49,7 +60,7 @@ class ShardStreamer {
   ShardStreamer(const ShardStreamer&) = delete;
   ShardStreamer& operator=(const ShardStreamer&) = delete;
 
-  // The next sample in the segments' order; waits for it. nullopt at the end, or once cancelled.
+  // The next sample in the interleaved order; waits for it. nullopt at the end, or once cancelled.
   std::optional<StreamedElement> next();
   // Stops the threads' reads and waits and makes next() return nullopt. Callable from any thread.
   void cancel();
@@ -57,7 +68,8 @@ class ShardStreamer {
  private:
   struct Queue {
     std::deque<StreamedSamplePtr> samples;
-    bool done = false;  // its thread has put in everything it will
+    bool done = false;        // its thread has put in everything it will
+    std::uint64_t taken = 0;  // samples next() took from it
   };
 
   void work() noexcept;
@@ -78,13 +90,14 @@ class ShardStreamer {
   Cancellation cancellation_;
 
   std::mutex mutex_;
-  std::condition_variable ready_;  // a sample or a segment's end arrived; or cancel
-  std::condition_variable room_;   // the consumer moved on: room in a queue, or a segment may start
-  std::vector<Queue> queues_;      // one per segment
-  std::size_t next_segment_ = 0;   // the next segment a thread will start
-  std::size_t consumed_ = 0;       // the segment next() takes from
-  std::uint64_t taken_ = 0;        // samples next() took from that segment
-  std::uint64_t next_index_ = 0;   // the index after the last sample handed out
+  std::condition_variable ready_;      // a sample or a segment's end arrived; or cancel
+  std::condition_variable room_;       // the consumer moved on: room in a queue, or a segment may start
+  std::vector<Queue> queues_;          // one per segment
+  std::size_t next_segment_ = 0;       // the next segment a thread will start
+  std::vector<std::size_t> rotation_;  // the segments next() takes from in turn (at most parallel_)
+  std::size_t turn_ = 0;               // the position in rotation_ of the one next() takes from now
+  std::size_t next_in_rotation_ = 0;   // the next segment to join the rotation
+  std::uint64_t next_index_ = 0;       // the index after the last sample handed out
 
   std::vector<std::thread> threads_;  // last: they stop before anything above dies
 };

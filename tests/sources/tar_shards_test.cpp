@@ -47,6 +47,13 @@ TarShardOptions unshuffled() {
   return options;
 }
 
+// Unshuffled and one shard at a time: the stream is the epoch's order (several shards interleave).
+TarShardOptions in_stored_order() {
+  TarShardOptions options = unshuffled();
+  options.parallel_shards = 1;
+  return options;
+}
+
 TEST(TarShards, EverySampleComesOncePerEpochWithItsLabelAndName) {
   TempDir dir;
   const std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {5, 0, 7, 3});
@@ -79,13 +86,16 @@ TEST(TarShards, ShardsComeInANewOrderEveryEpochUnlessAskedNotTo) {
   const std::vector<std::string> shards =
       testing::write_numbered_shards(dir.path(), {2, 2, 2, 2, 2, 2, 2, 2});
   std::vector<std::vector<std::uint64_t>> epochs(3);
-  for (const Seen& s : run(Dataset::tar_shards(shards).repeat(3))) epochs[s.epoch].push_back(s.number);
+  TarShardOptions one_at_a_time;
+  one_at_a_time.parallel_shards = 1;  // so that each shard's two samples come one after the other
+  for (const Seen& s : run(Dataset::tar_shards(shards, one_at_a_time).repeat(3)))
+    epochs[s.epoch].push_back(s.number);
   EXPECT_NE(epochs[0], epochs[1]);
   EXPECT_NE(epochs[1], epochs[2]);
   for (const std::vector<std::uint64_t>& epoch : epochs)
     for (std::size_t i = 0; i < epoch.size(); i += 2)
       EXPECT_EQ(epoch[i] + 1, epoch[i + 1]) << "a shard's order";
-  const std::vector<Seen> plain = run(Dataset::tar_shards(shards, unshuffled()));
+  const std::vector<Seen> plain = run(Dataset::tar_shards(shards, in_stored_order()));
   for (std::uint64_t i = 0; i < plain.size(); ++i) {
     EXPECT_EQ(plain[i].number, i);
     EXPECT_EQ(plain[i].index, i);
@@ -95,22 +105,44 @@ TEST(TarShards, ShardsComeInANewOrderEveryEpochUnlessAskedNotTo) {
 TEST(TarShards, BatchesAreTheSameAtAnyThreadCountAndReadAhead) {
   TempDir dir;
   const std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {9, 4, 11, 6});
-  std::set<std::uint64_t> checksums;
-  for (const int threads : {1, 2, 5}) {
-    for (const std::size_t parallel : {1u, 3u}) {
-      TarShardOptions options;
-      options.seed = 17;
-      options.parallel_shards = parallel;
-      options.queued_samples = parallel == 1 ? 1 : 4;
-      checksums.insert(testing::checksum_of(Dataset::tar_shards(shards, options)
-                                                .shuffle(8, 3)
-                                                .repeat(2)
-                                                .map(testing::fill_from_seed({4, 4, 3}))
-                                                .with_options({.threads = threads, .seed = 9})
-                                                .batch(5)));
+  // The interleaving depends on parallel_shards (as tf.data's on cycle_length), nothing else does.
+  for (const std::size_t parallel : {1u, 3u}) {
+    std::set<std::uint64_t> checksums;
+    for (const int threads : {1, 2, 5}) {
+      for (const std::size_t queued : {1u, 4u}) {
+        TarShardOptions options;
+        options.seed = 17;
+        options.parallel_shards = parallel;
+        options.queued_samples = queued;
+        checksums.insert(testing::checksum_of(Dataset::tar_shards(shards, options)
+                                                  .shuffle(8, 3)
+                                                  .repeat(2)
+                                                  .map(testing::fill_from_seed({4, 4, 3}))
+                                                  .with_options({.threads = threads, .seed = 9})
+                                                  .batch(5)));
+      }
     }
+    EXPECT_EQ(checksums.size(), 1u) << parallel << " shards at once";
   }
-  EXPECT_EQ(checksums.size(), 1u);
+}
+
+TEST(TarShards, ShardsReadAtOnceGiveOneSampleEachInTurnAndKeepTheirIndices) {
+  TempDir dir;
+  // Samples 0-2 | 3 | 4-7 | 8-9; unshuffled, so each sample's index is its number.
+  const std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {3, 1, 4, 2});
+  for (const std::size_t queued : {1u, 8u}) {
+    TarShardOptions options = unshuffled();
+    options.parallel_shards = 2;
+    options.queued_samples = queued;
+    std::vector<std::uint64_t> numbers;
+    for (const Seen& s : run(Dataset::tar_shards(shards, options))) {
+      numbers.push_back(s.number);
+      EXPECT_EQ(s.index, s.number);
+      EXPECT_EQ(s.seed, sample_seed(4, 0, s.index));
+    }
+    // Shards 0 and 1 in turn; 1 ends, 2 takes its place; 0 ends, 3 takes its place; 3 ends, 2 goes on.
+    EXPECT_EQ(numbers, (std::vector<std::uint64_t>{0, 3, 1, 4, 2, 5, 8, 6, 9, 7})) << "queued " << queued;
+  }
 }
 
 TEST(TarShards, AShuffleBufferReordersARanksShareButKeepsEachSamplesIndexAndSeed) {
@@ -185,7 +217,7 @@ TEST(TarShards, AnIndexGivesTheCountsAndNamesShardsRelativeToItself) {
     const std::string json = testing::shard_index_json({"shard-000000.tar", "shard-000001.tar"}, sizes);
     return std::vector<std::uint8_t>(json.begin(), json.end());
   }());
-  TarShardOptions options = unshuffled();
+  TarShardOptions options = in_stored_order();
   const Dataset indexed = Dataset::tar_shard_index((dir / "index.json").string(), options);
   EXPECT_EQ(indexed.source_size(), 10u);
   EXPECT_THROW(indexed.source_path(0), InvalidArgument);
@@ -313,7 +345,7 @@ TEST(TarShards, AShardThatDisagreesWithItsIndexIsAnError) {
   testing::write_numbered_shards(dir.path(), {3, 3});
   const std::string json = testing::shard_index_json({"shard-000000.tar", "shard-000001.tar"}, {5, 2});
   testing::write_file(dir / "index.json", std::vector<std::uint8_t>(json.begin(), json.end()));
-  SampleIterator it = Dataset::tar_shard_index((dir / "index.json").string(), unshuffled())
+  SampleIterator it = Dataset::tar_shard_index((dir / "index.json").string(), in_stored_order())
                           .with_options({.threads = 2, .on_error = OnError::skip})
                           .begin();
   std::vector<std::uint64_t> numbers;
