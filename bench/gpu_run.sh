@@ -39,6 +39,7 @@
 #   two-gpus  issue 17 (after data): one GPU against two data-parallel processes, alternating twice
 #   two-gpus-losses  issue 17 (after data): 2 x 256 against 1 x 512, step by step, in fp32 and in bf16
 #   shards    issue 16: shards_vs_files.sh alone (files, local shards by index and by pattern, HTTP), 3 rounds
+#   shards-variants  issue 16 (after shards): files against shards at other read-ahead settings, one run each
 #   warmup-probe  issue 18: train_step_bench's warm-up phases with a warm algorithm cache, with eager module
 #             loading, eager launches, and cuDNN's API log (bench/results: where the 0.64 s goes)
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
@@ -392,6 +393,22 @@ PICK
         ROUNDS=${shard_rounds:-3} run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" \
           /tmp/shards-run --threads 16 --batch 256 --size 224 --epochs 4 --seed 7
         mkdir -p "$r/shards" && cp /tmp/shards-run/*.json /tmp/shards-run/*.log "$r/shards/" 2>/dev/null ;;
+      shards-variants)
+        # The read-ahead settings against files, one run each (20,000 images, 16 threads unless named).
+        log "issue 16: tar shard read-ahead variants"
+        [ -f /tmp/shards-run/shards/shards.json ] ||
+          run 120 "$bin/make_shards" --input "$imagenet" --output /tmp/shards-run/shards --shard-size 64 | tail -1
+        mkdir -p "$r/shards-variants"
+        pt=("$bin/pipeline_throughput" --batch 256 --size 224 --epochs 4 --seed 7)
+        for v in "files:$imagenet:16" "p1:/tmp/shards-run/shards/shards.json:16:--parallel-shards 1" \
+                 "p4:/tmp/shards-run/shards/shards.json:16" "p8:/tmp/shards-run/shards/shards.json:16:--parallel-shards 8" \
+                 "p4q128:/tmp/shards-run/shards/shards.json:16:--shard-read-ahead 128" \
+                 "files14:$imagenet:14" "p4t14:/tmp/shards-run/shards/shards.json:14"; do
+          IFS=: read -r name data threads extra <<<"$v"
+          # shellcheck disable=SC2086
+          run 120 "${pt[@]}" --data "$data" --threads "$threads" $extra --json "$r/shards-variants/$name.json" | head -1 |
+            sed "s/^/$name: /"
+        done ;;
       warmup-probe)
         # Where a warm-cache warm-up goes: phases of two warm runs, one with every CUDA module loaded when
         # the context is made (not at first use), and one with cuDNN's API log (timestamps per call).

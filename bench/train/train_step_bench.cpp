@@ -158,10 +158,10 @@ int main(int argc, char** argv) try {
               : args.graph                ? "eager (no graphs on the CPU)"
                                           : "eager (--no-graph)");
   std::printf(
-      "warm-up          %.3f s: context and handles %.3f, allocations and algorithms %.3f, throwaway step "
-      "%.3f, "
-      "graph capture %.3f\n",
-      warmup_s, w.context_seconds, w.prepare_seconds, w.first_step_seconds, w.capture_seconds);
+      "warm-up          %.3f s: context and handles %.3f, allocations and algorithms %.3f (beside them: "
+      "classifier products %.3f), throwaway step %.3f, graph capture %.3f\n",
+      warmup_s, w.context_seconds, w.prepare_seconds, w.classifier_seconds, w.first_step_seconds,
+      w.capture_seconds);
   if (!cache.file.empty())
     std::printf("algorithm cache  %zu shapes reused, %zu searched, %zu rejected, %zu warnings (%s)\n",
                 cache.reused, cache.searched, cache.rejected, cache.warnings, cache.file.c_str());
@@ -188,6 +188,7 @@ int main(int argc, char** argv) try {
         {"warmup_s", warmup_s},
         {"warmup_context_s", w.context_seconds},
         {"warmup_prepare_s", w.prepare_seconds},
+        {"warmup_classifier_s", w.classifier_seconds},
         {"warmup_first_step_s", w.first_step_seconds},
         {"warmup_capture_s", w.capture_seconds},
         {"algorithm_cache_reused", cache.reused},

@@ -48,7 +48,8 @@ void ShardStreamer::cancel() {
     cancellation_.cancel();
   }
   ready_.notify_all();
-  room_.notify_all();
+  start_.notify_all();
+  for (Queue& queue : queues_) queue.room.notify_all();
 }
 
 std::optional<StreamedElement> ShardStreamer::next() {
@@ -67,8 +68,9 @@ std::optional<StreamedElement> ShardStreamer::next() {
       next_index_ = element.index + 1;
       ++queue.taken;
       turn_ = (turn_ + 1) % rotation_.size();
+      const bool half_empty = queue.samples.size() == queued_ / 2;
       lock.unlock();
-      room_.notify_all();
+      if (half_empty) queue.room.notify_one();
       return element;
     }
     if (queue.done) {
@@ -80,7 +82,7 @@ std::optional<StreamedElement> ShardStreamer::next() {
         rotation_.erase(rotation_.begin() + static_cast<std::ptrdiff_t>(turn_));
         if (turn_ == rotation_.size()) turn_ = 0;
       }
-      room_.notify_all();  // one more segment may start
+      start_.notify_all();  // one more segment may start
       continue;
     }
     ready_.wait(lock);
@@ -92,7 +94,7 @@ void ShardStreamer::work() noexcept {
     std::size_t s = 0;
     {
       std::unique_lock lock(mutex_);
-      room_.wait(lock, [this] {
+      start_.wait(lock, [this] {
         return cancellation_.cancelled() || next_segment_ == segments_.size() ||
                next_segment_ < next_in_rotation_ + parallel_;
       });
@@ -104,18 +106,19 @@ void ShardStreamer::work() noexcept {
       std::lock_guard lock(mutex_);
       queues_[s].done = true;
     }
-    ready_.notify_all();
+    ready_.notify_one();  // next() is the only one waiting there (the pipeline's serial source stage)
   }
 }
 
 bool ShardStreamer::push(std::size_t s, StreamedSamplePtr sample) {
   {
     std::unique_lock lock(mutex_);
-    room_.wait(lock, [&] { return cancellation_.cancelled() || queues_[s].samples.size() < queued_; });
+    Queue& queue = queues_[s];
+    queue.room.wait(lock, [&] { return cancellation_.cancelled() || queue.samples.size() < queued_; });
     if (cancellation_.cancelled()) return false;
-    queues_[s].samples.push_back(std::move(sample));
+    queue.samples.push_back(std::move(sample));
   }
-  ready_.notify_all();
+  ready_.notify_one();
   return true;
 }
 

@@ -13,7 +13,8 @@
 // index stays the sample's position in the epoch's order.
 //
 // Each of parallel_shards threads streams one segment at a time into that segment's queue (at most
-// queued_samples samples; the thread waits when it is full), taking the next segment not yet started, at
+// queued_samples samples; the thread waits when it is full and goes on once next() has taken it down to
+// half, so that it reads several samples per wake-up), taking the next segment not yet started, at
 // most parallel_shards segments past those in the rotation: one thread can begin the next segment while
 // the one it finished is still being taken from. The read-ahead so holds at most
 // 2 x parallel_shards x queued_samples samples.
@@ -70,6 +71,9 @@ class ShardStreamer {
     std::deque<StreamedSamplePtr> samples;
     bool done = false;        // its thread has put in everything it will
     std::uint64_t taken = 0;  // samples next() took from it
+    // Its reader waits here while the queue is full, and is woken once next() has taken it down to half:
+    // it then reads several samples in one go, instead of every reader waking at every sample taken.
+    std::condition_variable room;
   };
 
   void work() noexcept;
@@ -91,8 +95,8 @@ class ShardStreamer {
 
   std::mutex mutex_;
   std::condition_variable ready_;      // a sample or a segment's end arrived; or cancel
-  std::condition_variable room_;       // the consumer moved on: room in a queue, or a segment may start
-  std::vector<Queue> queues_;          // one per segment
+  std::condition_variable start_;      // a segment left the rotation: one more may start
+  std::vector<Queue> queues_;          // one per segment (made once: a Queue does not move)
   std::size_t next_segment_ = 0;       // the next segment a thread will start
   std::vector<std::size_t> rotation_;  // the segments next() takes from in turn (at most parallel_)
   std::size_t turn_ = 0;               // the position in rotation_ of the one next() takes from now

@@ -1,7 +1,16 @@
 #include "src/train/network.h"
 
+#include <chrono>
+#include <exception>
+#include <thread>
+
 #include "conveyor/error.h"
 #include "src/train/layers/mirror.h"
+
+#ifdef CONVEYOR_HAVE_CUDA
+#include "src/device/cuda_handles.h"
+#include "src/train/layers/cuda_context.h"
+#endif
 
 namespace conveyor::train {
 
@@ -175,6 +184,31 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
     u.conv.prepare(ctx, in.x, p.weight(u.weight), u.conv_out.x, in.dx, p.weight_grad(u.weight));
     u.bn.prepare(ctx, u.conv_out.x, z, u.bn_out.x, u.bn_out.dx, u.conv_out.dx, dz, u.params(p));
   };
+  // On a GPU, cuBLAS's first products of the classifier's shapes take about 0.2 s of host time, which
+  // fell into the trainer's first step (bench/results/2026-11-24-h100-run1/). A thread of its own runs them
+  // once now, while this one prepares the convolutions (cuDNN's host work): both costs are paid side by
+  // side. They write only the classifier's outputs and gradients, which every step overwrites, and take
+  // no memory from the pool (cuBLAS has its workspace). Joined below, or when prepare() throws.
+  std::exception_ptr classifier_failure;
+  std::jthread classifier;
+  classifier_warmup_seconds_ = 0;
+#ifdef CONVEYOR_HAVE_CUDA
+  if (ctx.on_gpu())
+    classifier = std::jthread([this, &ctx, &p, &L, &classifier_failure, device = ctx.cuda().device()] {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        cuda::DeviceGuard guard(device);  // the current device is the calling thread's
+        L.fc->forward(ctx, L.features.x, p.weight(L.fc_weight), p.vector(L.fc_bias), L.logits.as<float>());
+        L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight),
+                               p.vector_grad(L.fc_bias));
+        L.fc->backward_data(ctx, L.dlogits.data(), p.weight(L.fc_weight), L.features.dx);
+      } catch (...) {
+        classifier_failure = std::current_exception();
+      }
+      classifier_warmup_seconds_ =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+#endif
   prepare_conv_bn(*L.stem, L.input, nullptr, nullptr);
   if (L.maxpool) L.maxpool->prepare(ctx);
   for (std::size_t i = 0; i < L.blocks.size(); ++i) {
@@ -186,6 +220,8 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
     prepare_conv_bn(b.b, b.a.bn_out, &residual.x, &residual.dx);
   }
   L.pool->prepare(ctx);
+  if (classifier.joinable()) classifier.join();
+  if (classifier_failure) std::rethrow_exception(classifier_failure);
   ctx.allocate_workspace();
 }
 

@@ -71,6 +71,9 @@ class Network {
   const float* row_loss() const;  // context memory, batch entries
   const int* row_correct() const;
   const NetworkSpec& spec() const noexcept { return spec_; }
+  // How long the last prepare()'s first run of the classifier's products took, on the thread that ran them
+  // beside the convolutions' preparation (0 on the CPU).
+  double classifier_warmup_seconds() const noexcept { return classifier_warmup_seconds_; }
   std::string describe() const;
   // How many batch-norm layers run on which path, e.g. "20 x cuDNN fused (...)".
   std::string batch_norm_paths() const;
@@ -85,6 +88,7 @@ class Network {
 
   NetworkSpec spec_;
   std::unique_ptr<Layers> layers_;
+  double classifier_warmup_seconds_ = 0;
 };
 
 }  // namespace conveyor::train

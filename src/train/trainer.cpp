@@ -111,6 +111,7 @@ void Trainer::Impl::warmup() {
     if (hooks.prepared) hooks.prepared();  // the data-parallel trainer's buckets, before any step runs
     ctx->synchronize();
     warmup_report.prepare_seconds = elapsed_ms(phase) / 1000.0;
+    warmup_report.classifier_seconds = network.classifier_warmup_seconds();
     // A throwaway step (and on a GPU an evaluation) on the zeroed input with label 0 pays every first-call
     // cost (cuDNN and cuBLAS kernel loading, lazy module loading) before anything is captured; then the
     // parameters go back to their initial values.
