@@ -389,10 +389,22 @@ PICK
           --threads 16 --batch 256 --size 224 --epochs 4 --seed 7
         mkdir -p "$r/shards" && cp /tmp/shards-run/*.json /tmp/shards-run/*.log "$r/shards/" 2>/dev/null ;;
       shards)
+        # shard_read_ahead="32 128": the whole comparison once per read-ahead (--shard-read-ahead; the same
+        # shards), into shards-q32/, shards-q128/; unset: once with the default, into shards/.
         log "issue 16: shards (index, pattern, HTTP) vs files, alternating rounds"
-        ROUNDS=${shard_rounds:-3} run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" \
-          /tmp/shards-run --threads 16 --batch 256 --size 224 --epochs 4 --seed 7
-        mkdir -p "$r/shards" && cp /tmp/shards-run/*.json /tmp/shards-run/*.log "$r/shards/" 2>/dev/null ;;
+        [ -f /tmp/shards-run/shards/shards.json ] ||
+          run 120 "$bin/make_shards" --input "$imagenet" --output /tmp/shards-run/shards --shard-size 64 | tail -1
+        for q in ${shard_read_ahead:-default}; do
+          dir=/tmp/shards-run-$q && name=shards-q$q && extra=(--shard-read-ahead "$q")
+          [ "$q" = default ] && dir=/tmp/shards-run && name=shards && extra=()
+          mkdir -p "$dir"
+          [ "$dir" = /tmp/shards-run ] || ln -sfn /tmp/shards-run/shards "$dir/shards"
+          log "read-ahead $q"
+          ROUNDS=${shard_rounds:-3} run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" \
+            "$dir" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 "${extra[@]}"
+          mkdir -p "$r/$name" && cp "$dir"/*.json "$dir"/*.log "$r/$name/" 2>/dev/null
+          rm -f "$r/$name/http_server.log"
+        done ;;
       shards-variants)
         # The read-ahead settings against files, one run each (20,000 images, 16 threads unless named).
         log "issue 16: tar shard read-ahead variants"

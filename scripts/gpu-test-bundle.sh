@@ -5,10 +5,14 @@
 # machine lacks, Fashion-MNIST's IDX files for the training test, and .carry/tests.txt, what to run there:
 #   gtest PROGRAM COUNT                 a GoogleTest program and the number of tests it lists here
 #   unprivileged NAME PROGRAM ARGS...   a CTest test run as an unprivileged user (tests/support/run_unprivileged.sh)
-# BUILD_DIR must be a build with the GPU parts (./conveyor.sh build on a machine with nvcc).
+# BUILD_DIR must be a build with the GPU parts (./conveyor.sh build on a machine with nvcc). Anything after
+# BUILD_DIR goes to device-bundle.sh too (say --photos and benchmark programs, so that one bundle also serves
+# bench/gpu_run.sh's phases in the same call).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:?usage: scripts/gpu-test-bundle.sh BUILD_DIR}
+build=${1:?usage: scripts/gpu-test-bundle.sh BUILD_DIR [device-bundle.sh options and programs...]}
+shift
+extra=("$@")
 [ -d "$build" ] || { echo "gpu-test-bundle: no build tree $build" >&2; exit 1; }
 
 # Every program and label at its minimum, the GPU programs included, before anything is packed.
@@ -49,8 +53,8 @@ while read -r kind first second rest; do
 done <"$manifest"
 
 # device-bundle.sh starts from an empty .carry/: the manifest goes in after it.
-scripts/device-bundle.sh "$build" --fashion "${names[@]}" feed_vs_prefetch train_fashion_mnist make_fashion_mnist \
-  quickstart make_shards resume_tool rendezvous_peer
+scripts/device-bundle.sh "$build" --fashion "${extra[@]}" "${names[@]}" feed_vs_prefetch train_fashion_mnist \
+  make_fashion_mnist quickstart make_shards resume_tool rendezvous_peer
 printf '%s\n' "${rows[@]}" >.carry/tests.txt
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted changes"

@@ -30,9 +30,9 @@ class ConvCudnn {
   void require_ready() const;
   ConvAlgorithms search(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y, const Tensor& dx,
                         void* dw);
-  // The cached choices when cuDNN lists each algorithm as supported for this shape and sizes its workspace,
-  // in the cached math type, within `budget`. Otherwise nullopt, with `why` and `refused` (true: cuDNN does
-  // not accept the entry; false: it only does not fit the room there is now). Leaves the descriptors'
+  // The cached choices when each algorithm and math type is one cuDNN has and cuDNN sizes its workspace for
+  // this shape in that math type, within `budget`. Otherwise nullopt, with `why` and `refused` (true: cuDNN
+  // does not accept the entry; false: it only does not fit the room there is now). Leaves the descriptors'
   // math types as the constructor set them.
   std::optional<ConvAlgorithms> accept_cached(CudaContext& cuda, const ConvolutionChoices& cached,
                                               std::size_t budget, std::string& why, bool& refused);
