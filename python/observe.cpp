@@ -86,6 +86,10 @@ void bind_stats(py::module_& module) {
       .def_readonly("fallback_reasons", &FeederStats::fallback_reasons, "The counts above, by reason.")
       .def_readonly("gpu_share", &FeederStats::gpu_share, "The share of images left to the GPU now.")
       .def_readonly("decode_host_seconds", &FeederStats::decode_host_seconds)
+      .def_readonly("decode_wait_seconds", &FeederStats::decode_wait_seconds)
+      .def_readonly("decode_check_seconds", &FeederStats::decode_check_seconds)
+      .def_readonly("decode_submit_seconds", &FeederStats::decode_submit_seconds)
+      .def_readonly("decode_resize_seconds", &FeederStats::decode_resize_seconds)
       .def_readonly("decode_gpu_seconds", &FeederStats::decode_gpu_seconds);
 }
 

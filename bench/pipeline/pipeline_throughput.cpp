@@ -493,6 +493,10 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"fallback_reasons", reasons},
           {"gpu_share_at_end", f.gpu_share},
           {"decode_host_s", f.decode_host_seconds},
+          {"decode_wait_s", f.decode_wait_seconds},
+          {"decode_check_s", f.decode_check_seconds},
+          {"decode_submit_s", f.decode_submit_seconds},
+          {"decode_resize_s", f.decode_resize_seconds},
           {"decode_gpu_s", f.decode_gpu_seconds},
           {"copy_s", f.copy_seconds}};
 }
@@ -558,12 +562,15 @@ void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& 
   std::printf(
       "device: %llu images decoded by the pipeline, %llu deferred to the GPU (nvJPEG %llu, CPU fallbacks "
       "%llu, "
-      "failed %llu), %llu declined by the op; GPU share at the end %.3f; decoder host %.3f s, GPU %.3f s\n"
+      "failed %llu), %llu declined by the op; GPU share at the end %.3f; decoder host %.3f s (waiting for "
+      "the "
+      "GPU %.3f, checks %.3f, nvJPEG decode calls %.3f, resize %.3f), GPU %.3f s\n"
       "decoder: %s\n",
       static_cast<unsigned long long>(p.elements_out - p.deferred),
       static_cast<unsigned long long>(p.deferred), static_cast<unsigned long long>(f.gpu_decoded),
       static_cast<unsigned long long>(f.cpu_fallbacks), static_cast<unsigned long long>(f.decode_failures),
-      static_cast<unsigned long long>(f.declined), f.gpu_share, f.decode_host_seconds, f.decode_gpu_seconds,
+      static_cast<unsigned long long>(f.declined), f.gpu_share, f.decode_host_seconds, f.decode_wait_seconds,
+      f.decode_check_seconds, f.decode_submit_seconds, f.decode_resize_seconds, f.decode_gpu_seconds,
       f.decoder.c_str());
   for (const auto& [reason, count] : f.fallback_reasons)
     std::printf("  %llu x %s\n", static_cast<unsigned long long>(count), reason.c_str());

@@ -51,10 +51,7 @@ bool is_page_locked(const void* host) {
 }  // namespace
 
 GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemoryPool* shared_pool)
-    : device_(device),
-      options_(options),
-      pool_(shared_pool),
-      held_(static_cast<std::size_t>(options.depth)) {
+    : device_(device), options_(options), pool_(shared_pool), held_(static_cast<std::size_t>(options.depth)) {
   cuda::DeviceGuard guard(device_);
   // The slots' events belong to the device current when they are made: made in the initializer list, on
   // any GPU but 0 they were device 0's, and the first record on this feeder's stream failed.
@@ -215,6 +212,10 @@ double GpuFeeder::decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* 
     decoded_.cpu += outcome.cpu;
     decoded_.failures += outcome.failed.size();
     decoded_.host_seconds += host_seconds;
+    decoded_.nvjpeg.wait += outcome.nvjpeg.wait;
+    decoded_.nvjpeg.check += outcome.nvjpeg.check;
+    decoded_.nvjpeg.decode += outcome.nvjpeg.decode;
+    decoded_.nvjpeg.resize += outcome.nvjpeg.resize;
     for (const std::string& reason : outcome.fallback_reasons) ++decoded_.reasons[reason];
     for (const auto& [sample, reason] : outcome.failed) ++decoded_.reasons["failed: " + reason];
   }
@@ -434,6 +435,10 @@ FeederStats GpuFeeder::stats() const {
     stats.decode_failures = decoded_.failures;
     stats.fallback_reasons = decoded_.reasons;
     stats.decode_host_seconds = decoded_.host_seconds;
+    stats.decode_wait_seconds = decoded_.nvjpeg.wait;
+    stats.decode_check_seconds = decoded_.nvjpeg.check;
+    stats.decode_submit_seconds = decoded_.nvjpeg.decode;
+    stats.decode_resize_seconds = decoded_.nvjpeg.resize;
     stats.decode_gpu_seconds = decoded_.gpu_seconds;
     if (split_) {
       stats.gpu_share = split_->share();

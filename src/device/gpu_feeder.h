@@ -103,6 +103,7 @@ class GpuFeeder final : public FeederBackend {
     std::uint64_t gpu = 0, cpu = 0, failures = 0;
     std::map<std::string, std::uint64_t> reasons;
     double host_seconds = 0, gpu_seconds = 0;
+    cuda::NvjpegHostTimes nvjpeg;  // of host_seconds, nvJPEG's by phase
   };
 
   void ensure_capacity(Slot& slot, std::size_t index, const Batch& batch);

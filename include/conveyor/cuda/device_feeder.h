@@ -122,6 +122,13 @@ struct FeederStats {
   double gpu_share = 0;            // the share of images the op is asked to defer now
   double decode_host_seconds = 0;  // the feeder thread's time in nvJPEG calls and CPU fallbacks
   double decode_gpu_seconds = 0;   // the decoder's time on the GPU (CUDA events)
+  // Of decode_host_seconds, nvJPEG's part by phase: waiting for the decoder's previous batch on the GPU,
+  // parsing headers and choosing each image's path, nvJPEG's decode calls, the crop-resize launch. The
+  // rest is the CPU fallbacks.
+  double decode_wait_seconds = 0;
+  double decode_check_seconds = 0;
+  double decode_submit_seconds = 0;
+  double decode_resize_seconds = 0;
 };
 
 // The default placement of the cheap per-pixel ops. Takes a chain's maps, in order, and, when `placement`

@@ -70,7 +70,12 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
   if (!requests_.empty()) {
     const DeviceSlots slots{pixels, batch.size(), shape, shape.bytes(),
                             static_cast<std::size_t>(shape.width) * static_cast<std::size_t>(shape.channels)};
-    const std::vector<NvjpegOutcome> results = decoder_for(shape.channels).decode(requests_, slots, stream);
+    NvjpegBatchDecoder& decoder = decoder_for(shape.channels);
+    const NvjpegHostTimes before = decoder.host_times();
+    const std::vector<NvjpegOutcome> results = decoder.decode(requests_, slots, stream);
+    const NvjpegHostTimes& after = decoder.host_times();
+    outcome.nvjpeg = {after.wait - before.wait, after.check - before.check, after.decode - before.decode,
+                      after.resize - before.resize};
     ++turn_;
     for (std::size_t k = 0; k < results.size(); ++k) {
       if (results[k].path != NvjpegPath::fallback) {

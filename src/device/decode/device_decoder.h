@@ -36,6 +36,7 @@ struct DeviceDecodeOutcome {
   // samples neither could decode (slot zeroed), with the CPU's error.
   std::vector<std::string> fallback_reasons;
   std::vector<std::pair<std::size_t, std::string>> failed;
+  NvjpegHostTimes nvjpeg;  // nvJPEG's host time for this batch, by phase
 };
 
 class DeviceDecoder {

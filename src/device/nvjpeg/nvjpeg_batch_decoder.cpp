@@ -1,5 +1,6 @@
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 
+#include <chrono>
 #include <memory>
 #include <new>
 #include <optional>
@@ -21,6 +22,16 @@ constexpr std::size_t kScratchAlignment = 256;
 
 using nvjpeg::Owned;
 using nvjpeg::Status;
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds from `since` to now; moves `since` to now.
+double lap(Clock::time_point& since) {
+  const Clock::time_point now = Clock::now();
+  const double seconds = std::chrono::duration<double>(now - since).count();
+  since = now;
+  return seconds;
+}
 
 std::size_t align_up(std::size_t bytes) {
   return (bytes + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
@@ -108,6 +119,7 @@ struct NvjpegBatchDecoder::State {
   detail::HostAllocation jobs_host;
   DeviceBuffer jobs_device;
   std::size_t jobs_capacity = 0;
+  NvjpegHostTimes times;
 
   State(std::shared_ptr<const nvjpeg::Library> lib, DeviceMemoryPool& memory, NvjpegDecoderOptions opts)
       : library(std::move(lib)), api(library->api()), pool(&memory), options(opts) {}
@@ -378,6 +390,8 @@ bool NvjpegBatchDecoder::hardware() const noexcept { return static_cast<bool>(st
 
 const std::string& NvjpegBatchDecoder::description() const noexcept { return state_->description; }
 
+const NvjpegHostTimes& NvjpegBatchDecoder::host_times() const noexcept { return state_->times; }
+
 std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequest> requests,
                                                       const DeviceSlots& out, cudaStream_t stream) {
   State& s = *state_;
@@ -391,8 +405,10 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
   std::vector<NvjpegOutcome> outcomes(requests.size());
   if (requests.empty()) return outcomes;
   DeviceGuard guard(s.options.device);
+  Clock::time_point since = Clock::now();
   // The previous call's resize has finished: its scratch, jobs and nvJPEG states are free again.
   if (s.done_pending) s.done->synchronize();
+  s.times.wait += lap(since);
   s.ensure_params(requests.size());
 
   std::vector<Route> routes(requests.size());
@@ -405,6 +421,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
     routes[i].offset = scratch_bytes;
     scratch_bytes += align_up(static_cast<std::size_t>(routes[i].width) * routes[i].height * s.channels);
   }
+  s.times.check += lap(since);
   // Reads of the slots the caller queued before this call come first.
   s.caller_ready->record(stream);
   CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kContext);
@@ -417,6 +434,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
       if (routes[i].path == NvjpegPath::software || routes[i].path == NvjpegPath::software_roi)
         s.decode_software(requests[i], i, turn++, routes[i], outcomes[i]);
     }
+    s.times.decode += lap(since);
 
     std::size_t jobs = 0;
     for (const Route& route : routes) jobs += route.path != NvjpegPath::fallback ? 1 : 0;
@@ -443,6 +461,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
                     kContext);
       crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get());
     }
+    s.times.resize += lap(since);
   } catch (...) {
     // Work may be queued on the stream already: the next call waits for it before reusing anything.
     s.done->record(s.stream->get());

@@ -59,6 +59,14 @@ struct NvjpegRequest {
 enum class NvjpegPath : std::uint8_t { hardware, hardware_roi, software, software_roi, fallback };
 const char* to_string(NvjpegPath path) noexcept;
 
+// Where decode()'s host time went, summed over its calls (seconds).
+struct NvjpegHostTimes {
+  double wait = 0;    // waiting for this decoder's previous batch on the GPU (its scratch and states)
+  double check = 0;   // parsing each image's header and asking nvJPEG which path takes it
+  double decode = 0;  // nvJPEG's decode calls: the hardware batch, then the software path image by image
+  double resize = 0;  // the crop-resize jobs: their copy to the device and the kernel's launch
+};
+
 struct NvjpegOutcome {
   NvjpegPath path = NvjpegPath::fallback;
   GpuDecodeFallback fallback = GpuDecodeFallback::none;  // why, when path is fallback
@@ -90,6 +98,8 @@ class NvjpegBatchDecoder {
   // CUDA fails.
   std::vector<NvjpegOutcome> decode(std::span<const NvjpegRequest> requests, const DeviceSlots& out,
                                     cudaStream_t stream);
+  // decode()'s host time so far, by phase.
+  const NvjpegHostTimes& host_times() const noexcept;
 
  private:
   struct State;
