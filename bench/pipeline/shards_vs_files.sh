@@ -3,7 +3,7 @@
 # alternating rounds: as a folder of loose JPEGs (files), as local tar shards (made here by make_shards)
 # through their index (shards), the same local shards as a brace pattern (pattern: counted when opened),
 # and the same shards from an HTTP server on 127.0.0.1 through the index there (http; Python's
-# http.server, sendfile). Issue 16 asks for shards >= files and http >= 0.9 x shards; each round's
+# http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and http >= 0.9 x shards; each round's
 # ratios and their medians are printed and written.
 #
 #   bench/pipeline/shards_vs_files.sh BIN_DIR IMAGE_FOLDER OUT_DIR [pipeline_throughput options...]
@@ -30,9 +30,12 @@ count=$("$python" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["s
 last=$(printf '%06d' $((count - 1)))
 
 port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# Python's threaded http.server, sending files with sendfile(2) so that the server is not what is measured.
-"$python" - "$shards" "$port" >"$out/http_server.log" 2>&1 <<'PYTHON' &
-import functools, http.server, sys
+# Python's http.server, sending files with sendfile(2) and serving each connection in a process of its own
+# (ForkingMixIn), so that the server is not what is measured: with threads, the transfers of the shards
+# read at once would take turns at one interpreter lock (HTTP_SERVER=threads: that server instead).
+HTTP_SERVER=${HTTP_SERVER:-processes}
+"$python" - "$shards" "$port" "$HTTP_SERVER" >"$out/http_server.log" 2>&1 <<'PYTHON' &
+import functools, http.server, socketserver, sys
 class Handler(http.server.SimpleHTTPRequestHandler):
     def copyfile(self, source, outputfile):
         outputfile.flush()
@@ -40,7 +43,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 handler = functools.partial(Handler, directory=sys.argv[1])
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), handler).serve_forever()
+class ForkingHTTPServer(socketserver.ForkingMixIn, http.server.HTTPServer):
+    pass
+server = ForkingHTTPServer if sys.argv[3] == "processes" else http.server.ThreadingHTTPServer
+server(("127.0.0.1", int(sys.argv[2])), handler).serve_forever()
 PYTHON
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
@@ -68,8 +74,8 @@ for round in $(seq "$rounds"); do
   done
 done
 
-"$python" - "$out" "$rounds" "${kinds[@]}" <<'EOF'
-import json, statistics, sys
+HTTP_SERVER=$HTTP_SERVER "$python" - "$out" "$rounds" "${kinds[@]}" <<'EOF'
+import json, os, statistics, sys
 out, rounds, kinds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 runs = {k: [json.load(open(f"{out}/{k}_{r}.json")) for r in range(1, rounds + 1)] for k in kinds}
 rate = {k: [run["images_per_s"] for run in v] for k, v in runs.items()}
@@ -88,6 +94,8 @@ summary = {
     "images": {k: v[0]["images"] for k, v in runs.items()},
     "checksums": {k: sorted({run["checksum"] for run in v}) for k, v in runs.items()},
     "commit": runs["files"][0]["machine"]["commit"],
+    "http_server": "python http.server, sendfile, " + ("a process" if os.environ["HTTP_SERVER"] == "processes"
+                                                        else "a thread") + " per connection",
 }
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=2)
 print("median img/s: " + ", ".join(f"{k} {median[k]:.0f}" for k in kinds))
