@@ -158,8 +158,9 @@ int main(int argc, char** argv) try {
               : args.graph                ? "eager (no graphs on the CPU)"
                                           : "eager (--no-graph)");
   std::printf(
-      "warm-up          %.3f s: context and handles %.3f, allocations and algorithms %.3f (beside them: "
-      "classifier products %.3f), throwaway step %.3f, graph capture %.3f\n",
+      "warm-up          %.3f s: context and handles %.3f, allocations and algorithms %.3f (classifier "
+      "products %.3f, beside the convolutions when nothing is timed), throwaway step %.3f, graph capture "
+      "%.3f\n",
       warmup_s, w.context_seconds, w.prepare_seconds, w.classifier_seconds, w.first_step_seconds,
       w.capture_seconds);
   if (!cache.file.empty())

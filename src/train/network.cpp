@@ -185,30 +185,44 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
     u.bn.prepare(ctx, u.conv_out.x, z, u.bn_out.x, u.bn_out.dx, u.conv_out.dx, dz, u.params(p));
   };
   // On a GPU, cuBLAS's first products of the classifier's shapes take about 0.2 s of host time, which
-  // fell into the trainer's first step (bench/results/2026-11-24-h100-run1/). A thread of its own runs them
-  // once now, while this one prepares the convolutions (cuDNN's host work): both costs are paid side by
-  // side. They write only the classifier's outputs and gradients, which every step overwrites, and take
-  // no memory from the pool (cuBLAS has its workspace). Joined below, or when prepare() throws.
-  std::exception_ptr classifier_failure;
-  std::jthread classifier;
+  // fell into the trainer's first step (bench/results/2026-11-24-h100-run1/). They run once here, on a
+  // thread of their own while this one prepares the convolutions (cuDNN's host work), so that both costs
+  // are paid side by side; but only when that preparation times nothing (a warm algorithm cache, or
+  // deterministic algorithms): cuDNN's timed search must not share the GPU and the driver with them, so
+  // after a cold start they run when the convolutions are ready. They write only the classifier's outputs
+  // and gradients, which every step overwrites, and take no memory from the pool (cuBLAS has its
+  // workspace). The thread is joined below, or when prepare() throws.
   classifier_warmup_seconds_ = 0;
+  std::exception_ptr classifier_failure;
+  const auto classifier_products = [this, &ctx, &p, &L, &classifier_failure] {
 #ifdef CONVEYOR_HAVE_CUDA
-  if (ctx.on_gpu())
-    classifier = std::jthread([this, &ctx, &p, &L, &classifier_failure, device = ctx.cuda().device()] {
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        cuda::DeviceGuard guard(device);  // the current device is the calling thread's
-        L.fc->forward(ctx, L.features.x, p.weight(L.fc_weight), p.vector(L.fc_bias), L.logits.as<float>());
-        L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight),
-                               p.vector_grad(L.fc_bias));
-        L.fc->backward_data(ctx, L.dlogits.data(), p.weight(L.fc_weight), L.features.dx);
-      } catch (...) {
-        classifier_failure = std::current_exception();
-      }
-      classifier_warmup_seconds_ =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    });
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      cuda::DeviceGuard guard(ctx.cuda().device());  // the current device is the calling thread's
+      L.fc->forward(ctx, L.features.x, p.weight(L.fc_weight), p.vector(L.fc_bias), L.logits.as<float>());
+      L.fc->backward_weights(ctx, L.features.x, L.dlogits.data(), p.weight_grad(L.fc_weight),
+                             p.vector_grad(L.fc_bias));
+      L.fc->backward_data(ctx, L.dlogits.data(), p.weight(L.fc_weight), L.features.dx);
+    } catch (...) {
+      classifier_failure = std::current_exception();
+    }
+    classifier_warmup_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 #endif
+  };
+  bool timed_search = false;
+  const auto times = [&](const ConvBn& u) {
+    timed_search = timed_search || !u.conv.prepares_without_timing(ctx);
+  };
+  times(*L.stem);
+  for (const Block& b : L.blocks) {
+    times(b.a);
+    times(b.b);
+    if (b.shortcut) times(*b.shortcut);
+  }
+  std::jthread classifier;
+  if (ctx.on_gpu() && !timed_search) classifier = std::jthread(classifier_products);
+
   prepare_conv_bn(*L.stem, L.input, nullptr, nullptr);
   if (L.maxpool) L.maxpool->prepare(ctx);
   for (std::size_t i = 0; i < L.blocks.size(); ++i) {
@@ -220,7 +234,10 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
     prepare_conv_bn(b.b, b.a.bn_out, &residual.x, &residual.dx);
   }
   L.pool->prepare(ctx);
-  if (classifier.joinable()) classifier.join();
+  if (classifier.joinable())
+    classifier.join();
+  else if (ctx.on_gpu())
+    classifier_products();
   if (classifier_failure) std::rethrow_exception(classifier_failure);
   ctx.allocate_workspace();
 }

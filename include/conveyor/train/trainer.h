@@ -81,10 +81,12 @@ struct TrainerOptions {
 
 // What warmup() did and how long each part took.
 struct WarmupReport {
-  double seconds = 0;             // all of warmup()
-  double context_seconds = 0;     // GPU context, stream, cuDNN and cuBLAS handles (CPU: the thread pool)
-  double prepare_seconds = 0;     // every allocation and the choice of convolution algorithms
-  double classifier_seconds = 0;  // within prepare, beside it on a thread: cuBLAS's first classifier products
+  double seconds = 0;          // all of warmup()
+  double context_seconds = 0;  // GPU context, stream, cuDNN and cuBLAS handles (CPU: the thread pool)
+  double prepare_seconds = 0;  // every allocation and the choice of convolution algorithms
+  // Within prepare: cuBLAS's first classifier products, on a thread beside the convolutions' preparation
+  // when that times nothing (warm algorithm cache, deterministic), else after it.
+  double classifier_seconds = 0;
   double first_step_seconds = 0;  // a throwaway step and evaluation (kernel loading, first-call costs)
   double capture_seconds = 0;     // recording and instantiating the CUDA graphs
   bool graph = false;             // steps and evaluation replay CUDA graphs

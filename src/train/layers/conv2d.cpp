@@ -4,6 +4,7 @@
 #include "conveyor/train/nn/reference.h"
 
 #ifdef CONVEYOR_HAVE_CUDA
+#include "src/train/layers/algorithm_cache.h"
 #include "src/train/layers/conv2d_cudnn.h"
 #else
 namespace conveyor::nn {
@@ -34,6 +35,20 @@ void Conv2d::prepare(Context& ctx, const Tensor& x, const void* w, const Tensor&
   }
 #else
   (void)ctx, (void)x, (void)w, (void)y, (void)dx, (void)dw;
+#endif
+}
+
+bool Conv2d::prepares_without_timing(Context& ctx) const {
+#ifdef CONVEYOR_HAVE_CUDA
+  if (!ctx.on_gpu()) return true;
+  CudaContext& cuda = ctx.cuda();
+  if (cuda.deterministic_algorithms()) return true;
+  const std::string key = convolution_key(geometry_, cuda.dtype(), needs_input_grad_);
+  const AlgorithmCache* disk = cuda.algorithm_cache();
+  return cuda.conv_algorithms().count(key) > 0 || (disk != nullptr && disk->find(key) != nullptr);
+#else
+  (void)ctx;
+  return true;
 #endif
 }
 

@@ -30,6 +30,10 @@ class Conv2d {
   // buffers (once per shape for the whole context), and reserves their workspace; dx may be empty when
   // the input needs no gradient. CPU: nothing. Call Context::allocate_workspace() after every prepare().
   void prepare(Context& ctx, const Tensor& x, const void* w, const Tensor& y, const Tensor& dx, void* dw);
+  // Whether prepare() on `ctx` will choose without timing anything on the GPU: on the CPU, with cuDNN's
+  // heuristic choice (deterministic algorithms), or when this shape's algorithms are known already (the
+  // context's memory, or an entry of the algorithm cache on disk, which prepare() still checks).
+  bool prepares_without_timing(Context& ctx) const;
 
   // y = conv(x, w)
   void forward(Context& ctx, const Tensor& x, const void* w, const Tensor& y) const;
