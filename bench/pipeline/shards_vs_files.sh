@@ -3,17 +3,18 @@
 # alternating rounds: as a folder of loose JPEGs (files), as local tar shards (made here by make_shards)
 # through their index (shards), the same local shards as a brace pattern (pattern: counted when opened),
 # and the same shards from an HTTP server on 127.0.0.1 through the index there (http; Python's
-# http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and http >= 0.9 x shards; each round's
-# ratios and their medians are printed and written.
+# http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
+# http >= 0.9 x shards; each round's ratios and their medians are printed and written.
 #
 #   bench/pipeline/shards_vs_files.sh BIN_DIR IMAGE_FOLDER OUT_DIR [pipeline_throughput options...]
 #
 # BIN_DIR holds pipeline_throughput and make_shards. Options after OUT_DIR go to every run (default:
 # --threads $(nproc) --batch 256 --size 224 --epochs 6 --seed 7); ROUNDS (default 3) sets the rounds and
-# SHARD_MB (default 64) the shard size. Writes OUT_DIR/{files,shards,http}_<round>.json and
-# OUT_DIR/summary.json; prints one line per run, then the medians of the runs and of the rounds' ratios.
+# SHARD_MB (default 64) the shard size, HTTP_SERVER=threads a threaded server instead of a process per
+# connection. Writes OUT_DIR/{files,shards,pattern,http}_<round>.json and OUT_DIR/summary.json; prints one
+# line per run, then the medians of the runs and of the rounds' ratios.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bin=$1 images=$2 out=$3
 shift 3
 options=("$@")
