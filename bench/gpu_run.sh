@@ -100,6 +100,12 @@ nvjpeg_abi_check() {
     echo "!!! nvjpeg ABI check FAILED (the static_assert above names what differs)"
   fi
 }
+# The data phase's images as 64 MB tar shards in /tmp/shards-run/shards, made once per machine.
+shards=/tmp/shards-run/shards
+ensure_shards() {
+  [ -f "$shards/shards.json" ] ||
+    run 120 "$bin/make_shards" --input "$imagenet" --output "$shards" --shard-size 64 | tail -1
+}
 # A GPU test program: full log to $r/NAME.log, on the console its summary, every failure with the lines
 # around it, and the diagnostic lines the tests print ("[ nvjpeg   ]", "[ stages   ]", "[ images   ]").
 gpu_tests() {
@@ -392,13 +398,12 @@ PICK
         # shard_read_ahead="32 128": the whole comparison once per read-ahead (--shard-read-ahead; the same
         # shards), into shards-q32/, shards-q128/; unset: once with the default, into shards/.
         log "issue 16: shards (index, pattern, HTTP) vs files, alternating rounds"
-        [ -f /tmp/shards-run/shards/shards.json ] ||
-          run 120 "$bin/make_shards" --input "$imagenet" --output /tmp/shards-run/shards --shard-size 64 | tail -1
+        ensure_shards
         for q in ${shard_read_ahead:-default}; do
           dir=/tmp/shards-run-$q && name=shards-q$q && extra=(--shard-read-ahead "$q")
           [ "$q" = default ] && dir=/tmp/shards-run && name=shards && extra=()
           mkdir -p "$dir"
-          [ "$dir" = /tmp/shards-run ] || ln -sfn /tmp/shards-run/shards "$dir/shards"
+          [ "$dir" = /tmp/shards-run ] || ln -sfn "$shards" "$dir/shards"
           log "read-ahead $q"
           ROUNDS=${shard_rounds:-3} run 400 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" \
             "$dir" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 "${extra[@]}"
@@ -408,14 +413,13 @@ PICK
       shards-variants)
         # The read-ahead settings against files, one run each (20,000 images, 16 threads unless named).
         log "issue 16: tar shard read-ahead variants"
-        [ -f /tmp/shards-run/shards/shards.json ] ||
-          run 120 "$bin/make_shards" --input "$imagenet" --output /tmp/shards-run/shards --shard-size 64 | tail -1
+        ensure_shards
         mkdir -p "$r/shards-variants"
         pt=("$bin/pipeline_throughput" --batch 256 --size 224 --epochs 4 --seed 7)
-        for v in "files:$imagenet:16" "p1:/tmp/shards-run/shards/shards.json:16:--parallel-shards 1" \
-                 "p4:/tmp/shards-run/shards/shards.json:16" "p8:/tmp/shards-run/shards/shards.json:16:--parallel-shards 8" \
-                 "p4q128:/tmp/shards-run/shards/shards.json:16:--shard-read-ahead 128" \
-                 "files14:$imagenet:14" "p4t14:/tmp/shards-run/shards/shards.json:14"; do
+        for v in "files:$imagenet:16" "p1:$shards/shards.json:16:--parallel-shards 1" \
+                 "p4:$shards/shards.json:16" "p8:$shards/shards.json:16:--parallel-shards 8" \
+                 "p4q128:$shards/shards.json:16:--shard-read-ahead 128" \
+                 "files14:$imagenet:14" "p4t14:$shards/shards.json:14"; do
           IFS=: read -r name data threads extra <<<"$v"
           # shellcheck disable=SC2086
           run 120 "${pt[@]}" --data "$data" --threads "$threads" $extra --json "$r/shards-variants/$name.json" | head -1 |
