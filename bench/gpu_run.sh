@@ -44,6 +44,10 @@
 #             loading, eager launches, and cuDNN's API log (bench/results: where the 0.64 s goes)
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
+#   fvp-urgent  issue 20: train_step_bench, then prefetch with the feeder's streams at the default and at
+#             the most urgent priority, at GPU share 0.5 and 0.35, and adapting; two rounds (fvp_rounds)
+#   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
+#             (--deterministic 0), and in order with the server at nice -10; 3 rounds each
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -443,6 +447,38 @@ PICK
           run 120 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 2 --warmup 1 \
           --json "$r/probe_logged.json" | grep -E '^(warm-up|steady)'
         gzip -f "$r/cudnn_api.log" ;;
+      fvp-urgent)
+        log "issue 20: prefetch by the feeder's stream priority and the GPU's decode share, with train_step_bench"
+        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50
+             --warmup 5)
+        mkdir -p "$r/fvp-urgent"
+        for round in $(seq "${fvp_rounds:-2}"); do
+          run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 \
+            --json "$r/fvp-urgent/step_$round.json" 2>&1 | tail -1
+          # priority share deterministic: "0.5 1" is the fixed split, "0.5 0" the adapting one from 0.5.
+          for variant in "normal 0.5 1" "urgent 0.5 1" "urgent 0.35 1" "urgent 0.5 0"; do
+            read -r priority share fixed <<<"$variant"
+            urgent=0 && [ "$priority" = urgent ] && urgent=1
+            run 300 "${fvp[@]}" --urgent-streams "$urgent" --gpu-share "$share" --pipeline-deterministic "$fixed" \
+              --json "$r/fvp-urgent/${priority}_${share}_${fixed}_$round.json" 2>&1 | grep -E '^ *prefetch' |
+              sed "s/^/$priority share $share fixed $fixed: /"
+          done
+        done
+        python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-urgent" | tee "$r/fvp-urgent/summary.txt" ;;
+      shards-ready)
+        log "issue 16: files, local shards and HTTP: in order, as ready (deterministic 0), server at nice -10"
+        ensure_shards
+        for v in "in-order:1:" "as-ready:0:" "in-order-nice:1:-10"; do
+          IFS=: read -r name fixed nice <<<"$v"
+          dir=/tmp/shards-run-$name
+          mkdir -p "$dir" && ln -sfn "$shards" "$dir/shards"
+          log "$name"
+          KINDS="files shards http" HTTP_NICE=$nice ROUNDS=${shard_rounds:-3} run 400 bash \
+            "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" "$dir" --threads 16 --batch 256 \
+            --size 224 --epochs 4 --seed 7 --deterministic "$fixed"
+          mkdir -p "$r/shards-$name" && cp "$dir"/*.json "$dir"/*.log "$r/shards-$name/" 2>/dev/null
+          rm -f "$r/shards-$name/http_server.log"
+        done ;;
       fvp-device)
         log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"
         for i in 1 2; do

@@ -11,8 +11,10 @@
 # BIN_DIR holds pipeline_throughput and make_shards. Options after OUT_DIR go to every run (default:
 # --threads $(nproc) --batch 256 --size 224 --epochs 6 --seed 7); ROUNDS (default 3) sets the rounds and
 # SHARD_MB (default 64) the shard size, HTTP_SERVER=threads a threaded server instead of a process per
-# connection. Writes OUT_DIR/{files,shards,pattern,http}_<round>.json and OUT_DIR/summary.json; prints one
-# line per run, then the medians of the runs and of the rounds' ratios.
+# connection, HTTP_NICE=N runs the server at that nice value (a negative one needs root: a server with
+# cores of its own, as a real one has), KINDS a subset of "files shards pattern http". Writes
+# OUT_DIR/<kind>_<round>.json and OUT_DIR/summary.json (with the server's CPU time per image sent); prints
+# one line per run, then the medians of the runs and of the rounds' ratios.
 set -euo pipefail
 [ $# -ge 3 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bin=$1 images=$2 out=$3
@@ -35,7 +37,9 @@ port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0));
 # (ForkingMixIn), so that the server is not what is measured: with threads, the transfers of the shards
 # read at once would take turns at one interpreter lock (HTTP_SERVER=threads: that server instead).
 HTTP_SERVER=${HTTP_SERVER:-processes}
-"$python" - "$shards" "$port" "$HTTP_SERVER" >"$out/http_server.log" 2>&1 <<'PYTHON' &
+nice_server=()
+[ -z "${HTTP_NICE:-}" ] || nice_server=(nice -n "$HTTP_NICE")
+"${nice_server[@]}" "$python" - "$shards" "$port" "$HTTP_SERVER" >"$out/http_server.log" 2>&1 <<'PYTHON' &
 import functools, http.server, socketserver, sys
 class Handler(http.server.SimpleHTTPRequestHandler):
     def copyfile(self, source, outputfile):
@@ -65,7 +69,7 @@ declare -A data=(
   [pattern]="$shards/shard-{000000..$last}.tar"
   [http]="http://127.0.0.1:$port/shards.json"
 )
-kinds=(files shards pattern http)
+read -r -a kinds <<<"${KINDS:-files shards pattern http}"
 for round in $(seq "$rounds"); do
   for kind in "${kinds[@]}"; do
     json=$out/${kind}_$round.json
@@ -74,8 +78,10 @@ for round in $(seq "$rounds"); do
     printf '%-7s round %d: %s\n' "$kind" "$round" "$(head -1 "$out/${kind}_$round.log")"
   done
 done
+# The server's CPU time so far (its own, and that of the connections' processes it has reaped), in seconds.
+server_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15 + $16 + $17) / hz}' "/proc/$server/stat")
 
-HTTP_SERVER=$HTTP_SERVER "$python" - "$out" "$rounds" "${kinds[@]}" <<'EOF'
+HTTP_SERVER=$HTTP_SERVER HTTP_NICE=${HTTP_NICE:-} SERVER_CPU=$server_cpu "$python" - "$out" "$rounds" "${kinds[@]}" <<'EOF'
 import json, os, statistics, sys
 out, rounds, kinds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 runs = {k: [json.load(open(f"{out}/{k}_{r}.json")) for r in range(1, rounds + 1)] for k in kinds}
@@ -84,7 +90,8 @@ median = {k: statistics.median(v) for k, v in rate.items()}
 # Each round's ratio (its runs follow one another), and the median of those.
 pairs = {"shards_over_files": ("shards", "files"), "pattern_over_files": ("pattern", "files"),
          "http_over_shards": ("http", "shards")}
-per_round = {name: [a / b for a, b in zip(rate[x], rate[y])] for name, (x, y) in pairs.items()}
+per_round = {name: [a / b for a, b in zip(rate[x], rate[y])] for name, (x, y) in pairs.items()
+             if x in rate and y in rate}
 summary = {
     "images_per_s_median": median,
     "images_per_s": rate,
@@ -94,13 +101,22 @@ summary = {
     "skipped": {k: sum(run["skipped"] for run in v) for k, v in runs.items()},
     "images": {k: v[0]["images"] for k, v in runs.items()},
     "checksums": {k: sorted({run["checksum"] for run in v}) for k, v in runs.items()},
-    "commit": runs["files"][0]["machine"]["commit"],
+    "commit": runs[kinds[0]][0]["machine"]["commit"],
+    "deterministic": runs[kinds[0]][0]["config"]["deterministic"],
     "http_server": "python http.server, sendfile, " + ("a process" if os.environ["HTTP_SERVER"] == "processes"
-                                                        else "a thread") + " per connection",
+                                                        else "a thread") + " per connection" +
+                   (", nice " + os.environ["HTTP_NICE"] if os.environ["HTTP_NICE"] else ""),
 }
+if "http" in runs:
+    sent = sum(run["images"] for run in runs["http"])
+    summary["http_server_cpu_s"] = float(os.environ["SERVER_CPU"])
+    summary["http_server_cpu_us_per_image"] = 1e6 * summary["http_server_cpu_s"] / sent if sent else None
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=2)
 print("median img/s: " + ", ".join(f"{k} {median[k]:.0f}" for k in kinds))
 for name, values in per_round.items():
     print(f"{name}: median {summary[name]:.3f} of rounds " + ", ".join(f"{v:.3f}" for v in values))
+if "http_server_cpu_us_per_image" in summary:
+    print(f"HTTP server CPU: {summary['http_server_cpu_s']:.2f} s, "
+          f"{summary['http_server_cpu_us_per_image']:.1f} us per image sent")
 print("targets: shards_over_files >= 1.0, http_over_shards >= 0.9")
 EOF

@@ -113,6 +113,8 @@ int main(int argc, char** argv) try {
   setup.device_augment = options.device_augment;
   setup.gpu_decode = options.gpu_decode;
   setup.gpu_share = options.gpu_share;
+  setup.pipeline_deterministic = options.pipeline_deterministic;
+  setup.urgent_streams = options.urgent_streams;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;
@@ -178,7 +180,10 @@ int main(int argc, char** argv) try {
                     ranks.world_size,
                     ranks.rank,
                     options.gpus,
-                    options.deterministic};
+                    options.deterministic,
+                    options.gpu_share,
+                    options.pipeline_deterministic,
+                    options.urgent_streams};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

@@ -187,6 +187,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
                                            const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
+  feeder.urgent_streams = setup.urgent_streams;
   if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);
@@ -220,6 +221,7 @@ conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
   conveyor::PipelineOptions options;
   options.threads = setup.pipeline_threads;  // 0: the feeder chooses (leaves a core to a CPU step)
   options.seed = setup.seed;
+  options.deterministic = setup.pipeline_deterministic;
   options.trace = trace;
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
   if (setup.data_parallel()) {
@@ -328,6 +330,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   const conveyor::PipelineStats pipeline = iterators[0].stats();
   result.pipeline_threads = pipeline.threads;
   result.feeder = describe_feeder(feeder_options[0], stats, pipeline);
+  result.feeder_stats = stats;
   result.gpu_decoded_fraction = pipeline.elements_out > 0 ? static_cast<double>(stats.gpu_decoded) /
                                                                 static_cast<double>(pipeline.elements_out)
                                                           : 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "conveyor/cuda/device.h"
+#include "conveyor/cuda/device_feeder.h"
 #include "conveyor/image.h"
 #include "conveyor/ranks.h"
 #include "conveyor/sample.h"
@@ -33,6 +34,8 @@ struct Setup {
   bool device_augment = true;  // prefetch on a GPU: flip and distort fused with normalize on the GPU
   bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
   double gpu_share = 0.5;
+  bool pipeline_deterministic = true;  // prefetch: false lets the hybrid split adapt its share
+  bool urgent_streams = true;          // prefetch on a GPU: FeederOptions::urgent_streams
   int batch = 0;
   int warmup_steps = 0;
   int steps = 0;
@@ -61,6 +64,7 @@ struct ModeResult {
   int pipeline_threads = 0;
   std::string feeder;
   double gpu_decoded_fraction = 0;
+  conveyor::FeederStats feeder_stats;  // prefetch: replica 0's feeder at the end (warm-up steps included)
   std::vector<double> idle_per_gpu;  // prefetch: the idle fraction of each GPU this process drives
   std::vector<double> losses;        // prefetch with record_loss: every step's loss, warm-up steps included
 };

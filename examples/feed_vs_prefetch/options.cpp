@@ -23,6 +23,15 @@ void add_device_work_options(CLI::App& app, Options& options) {
   app.add_option("--gpu-share", options.gpu_share, "the share of images the GPU decodes")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--pipeline-deterministic", options.pipeline_deterministic,
+                 "prefetch: the pipeline's deterministic option; with 0 the hybrid split moves the GPU's "
+                 "share, batch by batch, to where neither the CPU workers nor the GPU decoder waits (the "
+                 "batches then depend on timing)")
+      ->capture_default_str();
+  app.add_option("--urgent-streams", options.urgent_streams,
+                 "prefetch on a GPU: the feeder's copies, decoding and augmentation on streams of CUDA's "
+                 "most urgent priority (1), or of the default priority the step has (0)")
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
       {"host", info.host},       {"threads", info.threads},       {"batch", info.batch},
       {"size", info.size},       {"steps", info.steps},           {"world_size", info.world_size},
       {"rank", info.rank},       {"gpus_in_process", info.gpus},  {"deterministic", info.deterministic},
-      {"results", Json::array()}};
+      {"gpu_share", info.gpu_share}, {"pipeline_deterministic", info.pipeline_deterministic},
+      {"urgent_streams", info.urgent_streams}, {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},
                               {"images_per_s", r.images_per_s},
@@ -93,6 +94,16 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                               {"pipeline_threads", r.pipeline_threads},
                               {"gpu_decoded_fraction", r.gpu_decoded_fraction},
                               {"feeder", r.feeder},
+                              // The feeder's GPU decoding over the whole mode, warm-up steps included.
+                              {"decoder",
+                               {{"gpu_share_end", r.feeder_stats.gpu_share},
+                                {"gpu_decoded", r.feeder_stats.gpu_decoded},
+                                {"host_s", r.feeder_stats.decode_host_seconds},
+                                {"gpu_s", r.feeder_stats.decode_gpu_seconds},
+                                {"wait_s", r.feeder_stats.decode_wait_seconds},
+                                {"check_s", r.feeder_stats.decode_check_seconds},
+                                {"submit_s", r.feeder_stats.decode_submit_seconds},
+                                {"resize_s", r.feeder_stats.decode_resize_seconds}}},
                               {"idle_per_gpu", r.idle_per_gpu},
                               {"losses", r.losses}});  // doubles written to round-trip exactly
   std::ofstream file(path, std::ios::binary | std::ios::trunc);

@@ -519,9 +519,9 @@ bool ConsumedElements::matters_after(const ShardFrontier& position) const noexce
 }
 
 ElementOrder::ElementOrder(const Source& source, const std::vector<OrderOp>& ops,
-                           std::size_t max_member_bytes) {
+                           std::size_t max_member_bytes, bool in_order) {
   if (source.streamed()) {
-    build(make_stream_stage(source.shard_set(), max_member_bytes), source.shard_set().get(), ops);
+    build(make_stream_stage(source.shard_set(), max_member_bytes, in_order), source.shard_set().get(), ops);
   } else {
     build(std::make_unique<SourceStage>(source.size()), nullptr, ops);
   }

@@ -71,8 +71,11 @@ class ElementOrder {
   // max_member_bytes: a streamed source refuses image members over this (0: no limit). Throws
   // InvalidArgument when the chain cannot be built (a whole-epoch shuffle after a stage without random
   // access: a streamed source, a buffered shuffle, a repeat forever, a shard of a shard). Reads nothing:
-  // a streamed source starts reading at the first next().
-  ElementOrder(const Source& source, const std::vector<OrderOp>& ops, std::size_t max_member_bytes = 0);
+  // a streamed source starts reading at the first next(). in_order = false lets a streamed source hand out
+  // the shards it reads at once as their samples arrive (ShardStreamer's as-ready interleave), for
+  // pipelines that deliver out of order anyway.
+  ElementOrder(const Source& source, const std::vector<OrderOp>& ops, std::size_t max_member_bytes = 0,
+               bool in_order = true);
   // A random-access source of `source_size` elements (what the order of files or memory depends on).
   ElementOrder(std::size_t source_size, const std::vector<OrderOp>& ops);
   ~ElementOrder();

@@ -68,7 +68,7 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
       counters_(stage_names_),
       queue_(plan_.batched ? pool_capacity_ + 1 : prefetch_ + tokens_ + 1),
       decode_budget_(plan_.options.decode_memory_budget),
-      order_(*plan_.source, plan_.order, plan_.options.max_file_bytes),
+      order_(*plan_.source, plan_.order, plan_.options.max_file_bytes, in_order_),
       sink_([this](Batch batch, std::span<const std::uint64_t> state) { deliver(std::move(batch), state); }),
       arena_(threads_) {
   if (const IteratorStateData* state = start.data_.get()) {
@@ -159,7 +159,7 @@ void Pipeline::drive() noexcept {
 std::optional<ImageShape> Pipeline::probe_shape() {
   // The first element that makes it through the maps gives the batch's sample shape. It runs again in
   // the pipeline proper (a pure function of its bytes and seed): the probe costs one element's work.
-  ElementOrder order(*plan_.source, plan_.order, plan_.options.max_file_bytes);
+  ElementOrder order(*plan_.source, plan_.order, plan_.options.max_file_bytes, in_order_);
   order.restore(start_state_);
   if (!consumed_.empty()) order.exclude(consumed_, /*keep_frontier=*/true);
   {

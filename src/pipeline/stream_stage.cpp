@@ -13,8 +13,8 @@ namespace {
 
 class StreamStage final : public ElementOrder::Stage {
  public:
-  StreamStage(std::shared_ptr<const ShardSet> shards, std::size_t max_member_bytes)
-      : shards_(std::move(shards)), max_member_bytes_(max_member_bytes) {
+  StreamStage(std::shared_ptr<const ShardSet> shards, std::size_t max_member_bytes, bool in_order)
+      : shards_(std::move(shards)), max_member_bytes_(max_member_bytes), in_order_(in_order) {
     counts_.reserve(shards_->shards.size());
     for (const ShardInfo& shard : shards_->shards) counts_.push_back(shard.samples);
   }
@@ -96,7 +96,7 @@ class StreamStage final : public ElementOrder::Stage {
       std::lock_guard lock(mutex_);
       if (streamer_ || cancelled_) return streamer_.get();
     }
-    auto streamer = std::make_unique<ShardStreamer>(shards_, plan(epoch_), pool_, max_member_bytes_);
+    auto streamer = std::make_unique<ShardStreamer>(shards_, plan(epoch_), pool_, max_member_bytes_, in_order_);
     std::lock_guard lock(mutex_);
     if (cancelled_) streamer->cancel();
     streamer_ = std::move(streamer);
@@ -120,6 +120,7 @@ class StreamStage final : public ElementOrder::Stage {
 
   const std::shared_ptr<const ShardSet> shards_;
   const std::size_t max_member_bytes_;
+  const bool in_order_;
   std::vector<std::optional<std::uint64_t>> counts_;
   StreamedSamplePool pool_;  // before the streamer: outlives it and every sample it lent
   std::uint64_t epoch_ = 0;
@@ -134,8 +135,8 @@ class StreamStage final : public ElementOrder::Stage {
 }  // namespace
 
 std::unique_ptr<ElementOrder::Stage> make_stream_stage(std::shared_ptr<const ShardSet> shards,
-                                                       std::size_t max_member_bytes) {
-  return std::make_unique<StreamStage>(std::move(shards), max_member_bytes);
+                                                       std::size_t max_member_bytes, bool in_order) {
+  return std::make_unique<StreamStage>(std::move(shards), max_member_bytes, in_order);
 }
 
 }  // namespace conveyor::detail

@@ -14,7 +14,8 @@ namespace conveyor::detail {
 
 struct ShardSet;
 
+// in_order = false: the ShardStreamer's as-ready interleave (its state is then no position to resume at).
 std::unique_ptr<ElementOrder::Stage> make_stream_stage(std::shared_ptr<const ShardSet> shards,
-                                                       std::size_t max_member_bytes);
+                                                       std::size_t max_member_bytes, bool in_order);
 
 }  // namespace conveyor::detail

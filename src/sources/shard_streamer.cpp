@@ -8,7 +8,7 @@
 namespace conveyor::detail {
 
 ShardStreamer::ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector<Segment> segments,
-                             StreamedSamplePool& pool, std::size_t max_member_bytes)
+                             StreamedSamplePool& pool, std::size_t max_member_bytes, bool in_order)
     : shards_(std::move(shards)),
       segments_(std::move(segments)),
       pool_(pool),
@@ -19,6 +19,7 @@ ShardStreamer::ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector
       }()),
       parallel_(std::max<std::size_t>(shards_->options.parallel_shards, 1)),
       queued_(std::max<std::size_t>(shards_->options.queued_samples, 1)),
+      in_order_(in_order),
       queues_(segments_.size()) {
   // Without every segment's index (a shard of unknown count: a URL read without an index), a sample's index
   // is its position in the stream: the segments then come one after another, and so keep the epoch's order.
@@ -56,6 +57,7 @@ std::optional<StreamedElement> ShardStreamer::next() {
   std::unique_lock lock(mutex_);
   for (;;) {
     if (cancellation_.cancelled() || rotation_.empty()) return std::nullopt;
+    if (!in_order_) turn_ = ready_turn();
     const std::size_t s = rotation_[turn_];
     Queue& queue = queues_[s];
     if (!queue.samples.empty()) {
@@ -87,6 +89,17 @@ std::optional<StreamedElement> ShardStreamer::next() {
     }
     ready_.wait(lock);
   }
+}
+
+std::size_t ShardStreamer::ready_turn() const noexcept {
+  // The turn's own segment when it has a sample or has ended (next() then moves the rotation on);
+  // otherwise the first after it in the rotation that has a sample or has ended.
+  for (std::size_t k = 0; k < rotation_.size(); ++k) {
+    const std::size_t turn = (turn_ + k) % rotation_.size();
+    const Queue& queue = queues_[rotation_[turn]];
+    if (!queue.samples.empty() || queue.done) return turn;
+  }
+  return turn_;  // none is ready: wait for the turn's own
 }
 
 void ShardStreamer::work() noexcept {

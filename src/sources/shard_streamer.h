@@ -12,6 +12,12 @@
 // their place in the stream; the segments then come one after another (a rotation of one), so that the
 // index stays the sample's position in the epoch's order.
 //
+// As ready (in_order = false, for pipelines that deliver out of order anyway; tf.data's interleave with
+// deterministic = false): when the segment whose turn it is has no sample yet, next() takes one from the
+// next segment of the rotation that has, instead of waiting. Every sample keeps its index; only the order
+// depends on the readers' timing, so one reader held up (a server slow to send, a thread not scheduled)
+// no longer holds up the others.
+//
 // Each of parallel_shards threads streams one segment at a time into that segment's queue (at most
 // queued_samples samples; the thread waits when it is full and goes on once next() has taken it down to
 // half, so that it reads several samples per wake-up), taking the next segment not yet started, at
@@ -53,9 +59,9 @@ struct StreamedElement {
 class ShardStreamer {
  public:
   // Starts reading at once. `pool` must outlive the streamer; max_member_bytes: image members over this
-  // fail as "too_large" (0: no limit).
+  // fail as "too_large" (0: no limit); in_order: the interleave's order (above).
   ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector<Segment> segments,
-                StreamedSamplePool& pool, std::size_t max_member_bytes);
+                StreamedSamplePool& pool, std::size_t max_member_bytes, bool in_order = true);
   // Cancels and joins the threads.
   ~ShardStreamer();
   ShardStreamer(const ShardStreamer&) = delete;
@@ -76,6 +82,8 @@ class ShardStreamer {
     std::condition_variable room;
   };
 
+  // As ready: the position in rotation_ to take from now (under mutex_).
+  std::size_t ready_turn() const noexcept;
   void work() noexcept;
   void read_segment(std::size_t s);
   // Waits for room in segment s's queue; false when cancelled.
@@ -91,6 +99,7 @@ class ShardStreamer {
   const TarFormat format_;
   const std::size_t parallel_;
   const std::size_t queued_;
+  const bool in_order_;
   Cancellation cancellation_;
 
   std::mutex mutex_;

@@ -326,6 +326,47 @@ TEST(HttpShards, AShardCutShortEveryTimeFailsItsRestWithTheOffset) {
   EXPECT_EQ(stats.skip_reasons.count("read: shard_failed"), 1u);
 }
 
+TEST(HttpShards, OutOfOrderAStalledShardDoesNotHoldBackTheOthers) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpShards as ready");
+  TempDir dir;
+  const std::vector<int> sizes{6, 5, 7};
+  const std::vector<std::string> files = testing::write_numbered_shards(dir.path(), sizes);
+  std::vector<std::pair<std::string, Bytes>> served = load_files(files);
+  const std::string index =
+      testing::shard_index_json({"shard-000000.tar", "shard-000001.tar", "shard-000002.tar"}, sizes);
+  const auto first = shared(served.front().second);
+  served.emplace_back("/index.json", Bytes(index.begin(), index.end()));
+  const HttpTestServer::Handler files_handler = testing::serve_files(served);
+  // The first shard sends its headers and then nothing until the server stops.
+  HttpTestServer server([&](const HttpTestServer::Request& request) {
+    if (request.path != "/shard-000000.tar") return files_handler(request);
+    HttpTestServer::Reply reply;
+    reply.body = first;
+    reply.cut_after = 0;
+    reply.stall = true;
+    return reply;
+  });
+  TarShardOptions options;
+  options.shuffle_shards = false;
+  options.parallel_shards = 3;
+  options.http = quick();
+  options.http.low_speed_time = std::chrono::seconds(600);
+  SampleIterator it = Dataset::tar_shard_index(server.url("/index.json"), options)
+                          .with_options({.threads = 2, .deterministic = false})
+                          .begin();
+  // In order, the first next() would wait for the stalled shard's first sample; as ready, the other two
+  // shards' 12 samples (numbers 6 to 17) come while it stalls.
+  std::set<std::uint64_t> numbers;
+  for (int i = 0; i < 12; ++i) {
+    std::optional<Sample> sample = it.next();
+    ASSERT_TRUE(sample.has_value());
+    numbers.insert(testing::number_of(*sample));
+  }
+  EXPECT_EQ(numbers.size(), 12u);
+  EXPECT_EQ(*numbers.begin(), 6u);
+  EXPECT_EQ(*numbers.rbegin(), 17u);
+}  // the iterator's destructor cancels the stalled transfer
+
 TEST(HttpShards, DroppingTheIteratorDuringAStallReturns) {
   Watchdog watchdog(std::chrono::seconds(30), "HttpShards drop during stall");
   TempDir dir;

@@ -145,6 +145,25 @@ TEST(TarShards, ShardsReadAtOnceGiveOneSampleEachInTurnAndKeepTheirIndices) {
   }
 }
 
+TEST(TarShards, APipelineOutOfOrderTakesSamplesAsReadyAndStillGivesEachOnceWithItsIdentity) {
+  TempDir dir;
+  const std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {9, 2, 0, 14, 6, 11});
+  for (const std::size_t queued : {1u, 4u}) {
+    TarShardOptions options = unshuffled();
+    options.parallel_shards = 3;
+    options.queued_samples = queued;
+    const std::vector<Seen> seen =
+        run(Dataset::tar_shards(shards, options).repeat(2), {.threads = 4, .deterministic = false, .seed = 4});
+    ASSERT_EQ(seen.size(), 84u) << "queued " << queued;
+    std::set<std::pair<std::uint64_t, std::uint64_t>> once;  // (epoch, number)
+    for (const Seen& s : seen) {
+      EXPECT_TRUE(once.insert({s.epoch, s.number}).second) << "sample " << s.number << " twice";
+      EXPECT_EQ(s.index, s.number);  // unshuffled: the index is the sample's number, whatever the order
+      EXPECT_EQ(s.seed, sample_seed(4, s.epoch, s.index));
+    }
+  }
+}
+
 TEST(TarShards, AShuffleBufferReordersARanksShareButKeepsEachSamplesIndexAndSeed) {
   TempDir dir;
   const std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {6, 6, 6});

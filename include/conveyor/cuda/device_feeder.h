@@ -96,6 +96,11 @@ struct FeederOptions {
   DeviceAugment augment{};
   // Hybrid CPU/GPU JPEG decoding (see the top of this file); used by feed().
   DeviceDecode decode{};
+  // The feeder's copies, decoding and augmentation run on streams of CUDA's most urgent priority. A training
+  // step keeps every SM busy with long queues of blocks; at the default priority the feeder's short kernels
+  // wait behind them and the next batch is late, at the most urgent one they start as soon as a block
+  // retires. false: CUDA's default priority, as the step's own streams have.
+  bool urgent_streams = true;
 };
 
 struct FeederStats {

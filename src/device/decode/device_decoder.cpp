@@ -23,11 +23,12 @@ std::string reason_of(const NvjpegOutcome& outcome) {
 }  // namespace
 
 DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool,
-                             int device, const DeviceDecode& options)
+                             int device, const DeviceDecode& options, int stream_priority)
     : library_(std::move(library)),
       pool_(&pool),
       device_(device),
       options_(options),
+      stream_priority_(stream_priority),
       pinned_(pinned_host_memory()) {
   if (!library_) throw InvalidArgument(std::string(kContext) + ": no nvJPEG library");
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
@@ -42,6 +43,7 @@ NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
     options.hardware = options_.hardware;
     options.roi = options_.roi;
     options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
+    options.stream_priority = stream_priority_;
     decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
   }
   return *decoder;

@@ -41,9 +41,10 @@ struct DeviceDecodeOutcome {
 
 class DeviceDecoder {
  public:
-  // Throws DeviceError when nvJPEG cannot be set up on `device`.
+  // Throws DeviceError when nvJPEG cannot be set up on `device`. `stream_priority`: of the decoders' own
+  // streams (cuda::Stream's).
   DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool, int device,
-                const DeviceDecode& options);
+                const DeviceDecode& options, int stream_priority = 0);
 
   // Enqueues the decoding of `batch`'s deferred samples into `pixels` (device memory: batch.size() images
   // of batch.sample_shape(), contiguous) on `stream`, after the work already queued there (the copy of the
@@ -63,6 +64,7 @@ class DeviceDecoder {
   DeviceMemoryPool* pool_;
   int device_;
   DeviceDecode options_;
+  int stream_priority_;
   std::shared_ptr<HostMemoryResource> pinned_;
   // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];

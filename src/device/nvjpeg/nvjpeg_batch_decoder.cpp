@@ -314,7 +314,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   s.channels = options.color == ops::ColorMode::gray ? 1 : 3;
   s.format = options.color == ops::ColorMode::gray ? nvjpeg::OutputFormat::y : nvjpeg::OutputFormat::rgbi;
   DeviceGuard guard(options.device);
-  s.stream.emplace();
+  s.stream.emplace(options.stream_priority);
   s.caller_ready.emplace();
   s.done.emplace();
   s.pinned_done[0].emplace();

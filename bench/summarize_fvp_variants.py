@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The fvp-urgent phase of bench/gpu_run.sh: feed_vs_prefetch's prefetch rate per variant against
+train_step_bench's rate measured in the same round, and the medians over the rounds.
+
+    summarize_fvp_variants.py DIR    (DIR holds step_<round>.json and <priority>_<share>_<fixed>_<round>.json)
+Prints one line per variant and writes DIR/summary.json.
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def main(folder):
+    steps = {}
+    for path in glob.glob(os.path.join(folder, "step_*.json")):
+        round_ = re.search(r"step_(\d+)\.json$", path).group(1)
+        steps[round_] = json.load(open(path))["images_per_s"]
+    variants = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*_*_*_*.json"))):
+        match = re.search(r"(normal|urgent)_([0-9.]+)_([01])_(\d+)\.json$", path)
+        if not match or match.group(4) not in steps:
+            continue
+        priority, share, fixed, round_ = match.groups()
+        run = json.load(open(path))
+        prefetch = run["results"][0]
+        decoder = prefetch.get("decoder", {})
+        entry = variants.setdefault(f"{priority} share {share} {'fixed' if fixed == '1' else 'adapting'}", [])
+        entry.append({
+            "round": int(round_),
+            "prefetch_images_per_s": prefetch["images_per_s"],
+            "train_step_images_per_s": steps[round_],
+            "ratio": prefetch["images_per_s"] / steps[round_],
+            "idle_fraction": prefetch["idle_fraction"],
+            "gpu_decoded_fraction": prefetch["gpu_decoded_fraction"],
+            "gpu_share_end": decoder.get("gpu_share_end"),
+            "decoder": decoder,
+        })
+    summary = {"commit": os.environ.get("CONVEYOR_COMMIT", ""), "target_ratio": 0.97, "variants": variants}
+    for name, runs in variants.items():
+        ratio = statistics.median(r["ratio"] for r in runs)
+        summary.setdefault("median_ratio", {})[name] = ratio
+        per_run = "; ".join(
+            f"round {r['round']}: {r['prefetch_images_per_s']:.0f} / {r['train_step_images_per_s']:.0f} = "
+            f"{100 * r['ratio']:.1f} %, idle {100 * r['idle_fraction']:.1f} %, GPU decoded "
+            f"{100 * r['gpu_decoded_fraction']:.0f} %" +
+            (f", share at the end {r['gpu_share_end']:.2f}" if r["gpu_share_end"] is not None else "")
+            for r in sorted(runs, key=lambda r: r["round"]))
+        print(f"{name}: median {100 * ratio:.1f} % of train_step_bench ({per_run})")
+    json.dump(summary, open(os.path.join(folder, "summary.json"), "w"), indent=2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
