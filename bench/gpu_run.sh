@@ -44,8 +44,11 @@
 #             loading, eager launches, and cuDNN's API log (bench/results: where the 0.64 s goes)
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
-#   fvp-urgent  issue 20: train_step_bench, then prefetch with the feeder's streams at the default and at
-#             the most urgent priority, at GPU share 0.5 and 0.35, and adapting; two rounds (fvp_rounds)
+#   fvp-urgent  issue 20: train_step_bench, then prefetch variants "PRIORITY SHARE FIXED LANES" (the feeder's
+#             streams normal or urgent, the GPU's share, 1: fixed or 0: adapting, DeviceDecode::lanes),
+#             comma-separated in fvp_variants; two rounds (fvp_rounds)
+#   lanes-pipeline  issue 20: pipeline_throughput on the GPU (hybrid decode, adapting) with 1 and 2 decode
+#             lanes, alternating, 3 pairs
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each
 set -uo pipefail
@@ -455,16 +458,27 @@ PICK
         for round in $(seq "${fvp_rounds:-2}"); do
           run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 \
             --json "$r/fvp-urgent/step_$round.json" 2>&1 | tail -1
-          # priority share deterministic: "0.5 1" is the fixed split, "0.5 0" the adapting one from 0.5.
-          for variant in "normal 0.5 1" "urgent 0.5 1" "urgent 0.35 1" "urgent 0.5 0"; do
-            read -r priority share fixed <<<"$variant"
+          # "urgent 0.5 1 1": the fixed split at 0.5; "urgent 0.5 0 1": adapting from 0.5; the last: lanes.
+          IFS=, read -r -a variants <<<"${fvp_variants:-normal 0.5 1 1,urgent 0.5 1 1,urgent 0.35 1 1,urgent 0.5 0 1}"
+          for variant in "${variants[@]}"; do
+            read -r priority share fixed lanes <<<"$variant"
             urgent=0 && [ "$priority" = urgent ] && urgent=1
             run 300 "${fvp[@]}" --urgent-streams "$urgent" --gpu-share "$share" --pipeline-deterministic "$fixed" \
-              --json "$r/fvp-urgent/${priority}_${share}_${fixed}_$round.json" 2>&1 | grep -E '^ *prefetch' |
-              sed "s/^/$priority share $share fixed $fixed: /"
+              --decode-lanes "$lanes" --json "$r/fvp-urgent/${priority}_${share}_${fixed}_l${lanes}_$round.json" 2>&1 |
+              grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$priority share $share fixed $fixed lanes $lanes: /"
           done
         done
         python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-urgent" | tee "$r/fvp-urgent/summary.txt" ;;
+      lanes-pipeline)
+        log "issue 20: pipeline_throughput on the GPU, hybrid decode adapting, 1 and 2 decode lanes, alternating"
+        mkdir -p "$r/lanes-pipeline"
+        for pair in 1 2 3; do
+          for lanes in 1 2; do
+            run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
+              --seed 7 --device gpu --deterministic 0 --decode-lanes "$lanes" \
+              --json "$r/lanes-pipeline/lanes${lanes}_$pair.json" | head -1 | sed "s/^/lanes $lanes pair $pair: /"
+          done
+        done ;;
       shards-ready)
         log "issue 16: files, local shards and HTTP: in order, as ready (deterministic 0), server at nice -10"
         ensure_shards

@@ -2,7 +2,8 @@
 """The fvp-urgent phase of bench/gpu_run.sh: feed_vs_prefetch's prefetch rate per variant against
 train_step_bench's rate measured in the same round, and the medians over the rounds.
 
-    summarize_fvp_variants.py DIR    (DIR holds step_<round>.json and <priority>_<share>_<fixed>_<round>.json)
+    summarize_fvp_variants.py DIR
+DIR holds step_<round>.json and <priority>_<share>_<fixed>_l<lanes>_<round>.json (no _l<lanes>: 1 lane).
 Prints one line per variant and writes DIR/summary.json.
 """
 import glob
@@ -20,14 +21,15 @@ def main(folder):
         steps[round_] = json.load(open(path))["images_per_s"]
     variants = {}
     for path in sorted(glob.glob(os.path.join(folder, "*_*_*_*.json"))):
-        match = re.search(r"(normal|urgent)_([0-9.]+)_([01])_(\d+)\.json$", path)
-        if not match or match.group(4) not in steps:
+        match = re.search(r"(normal|urgent)_([0-9.]+)_([01])_(?:l(\d+)_)?(\d+)\.json$", path)
+        if not match or match.group(5) not in steps:
             continue
-        priority, share, fixed, round_ = match.groups()
+        priority, share, fixed, lanes, round_ = match.groups()
         run = json.load(open(path))
         prefetch = run["results"][0]
         decoder = prefetch.get("decoder", {})
-        entry = variants.setdefault(f"{priority} share {share} {'fixed' if fixed == '1' else 'adapting'}", [])
+        name = f"{priority} share {share} {'fixed' if fixed == '1' else 'adapting'}, {lanes or 1} lane(s)"
+        entry = variants.setdefault(name, [])
         entry.append({
             "round": int(round_),
             "prefetch_images_per_s": prefetch["images_per_s"],

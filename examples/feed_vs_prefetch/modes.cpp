@@ -194,6 +194,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
   if (setup.gpu_decode) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
+    feeder.decode.lanes = setup.decode_lanes;
   }
   return maps;
 }

@@ -36,6 +36,7 @@ struct Setup {
   double gpu_share = 0.5;
   bool pipeline_deterministic = true;  // prefetch: false lets the hybrid split adapt its share
   bool urgent_streams = true;          // prefetch on a GPU: FeederOptions::urgent_streams
+  int decode_lanes = 1;                // prefetch on a GPU: DeviceDecode::lanes
   int batch = 0;
   int warmup_steps = 0;
   int steps = 0;

@@ -30,6 +30,7 @@ struct Options {
   double gpu_share = 0.5;
   bool pipeline_deterministic = true;  // false: the hybrid split adapts its share (batches depend on timing)
   bool urgent_streams = true;  // the feeder's streams at CUDA's most urgent priority (FeederOptions)
+  int decode_lanes = 1;        // DeviceDecode::lanes
   int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
   bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
   bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)

@@ -21,6 +21,7 @@ struct RunInfo {
   // prefetch on a GPU: the hybrid split's starting share, whether it adapts, the feeder's stream priority.
   double gpu_share = 0;
   bool pipeline_deterministic = true, urgent_streams = true;
+  int decode_lanes = 1;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

@@ -214,10 +214,7 @@ double GpuFeeder::decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* 
     decoded_.cpu += outcome.cpu;
     decoded_.failures += outcome.failed.size();
     decoded_.host_seconds += host_seconds;
-    decoded_.nvjpeg.wait += outcome.nvjpeg.wait;
-    decoded_.nvjpeg.check += outcome.nvjpeg.check;
-    decoded_.nvjpeg.decode += outcome.nvjpeg.decode;
-    decoded_.nvjpeg.resize += outcome.nvjpeg.resize;
+    decoded_.nvjpeg += outcome.nvjpeg;
     for (const std::string& reason : outcome.fallback_reasons) ++decoded_.reasons[reason];
     for (const auto& [sample, reason] : outcome.failed) ++decoded_.reasons["failed: " + reason];
   }

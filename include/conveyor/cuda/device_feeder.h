@@ -83,6 +83,10 @@ struct DeviceDecode {
   bool adapt = true;
   bool hardware = true;  // nvJPEG's hardware decoder where the GPU has one (A100, H100, H200)
   bool roi = true;       // decode only the crop window where nvJPEG allows it
+  // Parts each batch's deferred images are split into, decoded at once, each by decoders of its own on a
+  // thread of its own (1 to 8). nvJPEG's batched hardware decode returns only when the engines are done;
+  // while a training step fills the GPU that takes longer, and a second part keeps the engines busy then.
+  int lanes = 1;
 };
 
 struct FeederOptions {
@@ -129,7 +133,7 @@ struct FeederStats {
   double decode_gpu_seconds = 0;   // the decoder's time on the GPU (CUDA events)
   // Of decode_host_seconds, nvJPEG's part by phase: waiting for the decoder's previous batch on the GPU,
   // parsing headers and choosing each image's path, nvJPEG's decode calls, the crop-resize launch. The
-  // rest is the CPU fallbacks.
+  // rest is the CPU fallbacks. With DeviceDecode::lanes > 1 these add up the lanes' threads.
   double decode_wait_seconds = 0;
   double decode_check_seconds = 0;
   double decode_submit_seconds = 0;

@@ -1,5 +1,8 @@
 #include "src/device/decode/device_decoder.h"
 
+#include <algorithm>
+#include <future>
+#include <span>
 #include <string>
 
 #include "conveyor/cuda/pinned_memory.h"
@@ -31,12 +34,17 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
       stream_priority_(stream_priority),
       pinned_(pinned_host_memory()) {
   if (!library_) throw InvalidArgument(std::string(kContext) + ": no nvJPEG library");
+  if (options_.lanes < 1 || options_.lanes > 8)
+    throw InvalidArgument(std::string(kContext) + ": DeviceDecode::lanes is " + std::to_string(options_.lanes) +
+                          ", not 1 to 8");
+  for (auto& decoders : decoders_) decoders.resize(2 * static_cast<std::size_t>(options_.lanes));
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
-  description_ = decoder_for(3).description();
+  description_ = decoder_for(3, 0).description();
+  if (options_.lanes > 1) description_ += ", " + std::to_string(options_.lanes) + " lanes";
 }
 
-NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
-  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[channels == 1 ? 0 : 1][turn_ % 2];
+NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels, std::size_t lane) {
+  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[channels == 1 ? 0 : 1][2 * lane + turn_ % 2];
   if (!decoder) {
     NvjpegDecoderOptions options;
     options.device = device_;
@@ -72,18 +80,41 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
   if (!requests_.empty()) {
     const DeviceSlots slots{pixels, batch.size(), shape, shape.bytes(),
                             static_cast<std::size_t>(shape.width) * static_cast<std::size_t>(shape.channels)};
-    NvjpegBatchDecoder& decoder = decoder_for(shape.channels);
-    const NvjpegHostTimes before = decoder.host_times();
-    const std::vector<NvjpegOutcome> results = decoder.decode(requests_, slots, stream);
-    const NvjpegHostTimes& after = decoder.host_times();
-    outcome.nvjpeg = {after.wait - before.wait, after.check - before.check, after.decode - before.decode,
-                      after.resize - before.resize};
+    // Lane l takes requests [n l / lanes, n (l + 1) / lanes); its decoders are made here, before any
+    // lane's thread starts.
+    const std::size_t lanes = std::min(static_cast<std::size_t>(options_.lanes), requests_.size());
+    std::vector<NvjpegBatchDecoder*> decoders(lanes);
+    for (std::size_t lane = 0; lane < lanes; ++lane) decoders[lane] = &decoder_for(shape.channels, lane);
+    std::vector<std::vector<NvjpegOutcome>> results(lanes);
+    std::vector<NvjpegHostTimes> times(lanes);
+    const auto decode_lane = [&](std::size_t lane) {
+      const std::size_t begin = requests_.size() * lane / lanes;
+      const std::size_t end = requests_.size() * (lane + 1) / lanes;
+      const NvjpegHostTimes before = decoders[lane]->host_times();
+      results[lane] =
+          decoders[lane]->decode(std::span(requests_).subspan(begin, end - begin), slots, stream);
+      times[lane] = decoders[lane]->host_times() - before;
+    };
+    {
+      // A future of std::async waits for its thread when destroyed: no lane outlives this scope, also when
+      // one throws.
+      std::vector<std::future<void>> others;
+      for (std::size_t lane = 1; lane < lanes; ++lane)
+        others.push_back(std::async(std::launch::async, decode_lane, lane));
+      decode_lane(0);
+      for (std::future<void>& other : others) other.get();
+    }
     ++turn_;
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      if (results[k].path != NvjpegPath::fallback) {
-        ++outcome.gpu;
-      } else {
-        on_cpu.push_back({which_[k], reason_of(results[k])});
+    std::size_t k = 0;  // the request's index: the lanes' results follow one another
+    for (std::size_t lane = 0; lane < lanes; ++lane) {
+      outcome.nvjpeg += times[lane];
+      for (const NvjpegOutcome& result : results[lane]) {
+        if (result.path != NvjpegPath::fallback) {
+          ++outcome.gpu;
+        } else {
+          on_cpu.push_back({which_[k], reason_of(result)});
+        }
+        ++k;
       }
     }
   }

@@ -66,6 +66,21 @@ struct NvjpegHostTimes {
   double check = 0;   // parsing each image's header and asking nvJPEG which path takes it
   double decode = 0;  // nvJPEG's decode calls: the hardware batch, then the software path image by image
   double resize = 0;  // the crop-resize jobs: their copy to the device and the kernel's launch
+
+  NvjpegHostTimes& operator+=(const NvjpegHostTimes& other) noexcept {
+    wait += other.wait;
+    check += other.check;
+    decode += other.decode;
+    resize += other.resize;
+    return *this;
+  }
+  friend NvjpegHostTimes operator-(NvjpegHostTimes a, const NvjpegHostTimes& b) noexcept {
+    a.wait -= b.wait;
+    a.check -= b.check;
+    a.decode -= b.decode;
+    a.resize -= b.resize;
+    return a;
+  }
 };
 
 struct NvjpegOutcome {
