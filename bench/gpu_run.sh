@@ -47,6 +47,8 @@
 #   fvp-urgent  issue 20: train_step_bench, then prefetch variants "PRIORITY SHARE FIXED LANES" (the feeder's
 #             streams normal or urgent, the GPU's share, 1: fixed or 0: adapting, DeviceDecode::lanes),
 #             comma-separated in fvp_variants; two rounds (fvp_rounds)
+#   hybrid-adaptive  issue 20: the hybrid phase's pairs with --deterministic 0 on both sides (the split
+#             adapts), into hybrid-adaptive/
 #   lanes-pipeline  issue 20: pipeline_throughput on the GPU (hybrid decode, adapting) with 1 and 2 decode
 #             lanes, alternating, 3 pairs
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
@@ -304,25 +306,30 @@ PICK
         nvjpeg_abi_check
         gpu_tests conveyor_device_gpu_tests
         gpu_tests conveyor_train_gpu_tests ;;
-      hybrid)
-        log "issue 20: pipeline CPU-only vs GPU decode + augmentation, alternating pairs, 16 and 4 threads"
+      hybrid|hybrid-adaptive)
+        # hybrid-adaptive: the same pairs with --deterministic 0 on both sides (the GPU's share adapts), into
+        # hybrid-adaptive/, without the separate adaptive run.
+        log "issue 20: pipeline CPU-only vs GPU decode + augmentation, alternating pairs, 16 and 4 threads ($phase)"
         common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7)
+        dir=$r extra=()
+        [ "$phase" = hybrid-adaptive ] && dir=$r/hybrid-adaptive extra=(--deterministic 0) && mkdir -p "$dir"
         for threads in 16 4; do
           for i in 1 2 3; do
-            run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads \
-              --json "$r/hybrid_${threads}_${i}_cpu.json" 2>&1 | grep -E '^threads|pipeline_throughput:'
-            run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu \
-              --json "$r/hybrid_${threads}_${i}_gpu.json" 2>&1 | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
+            run 180 "$bin/pipeline_throughput" "${common[@]}" "${extra[@]}" --threads $threads \
+              --json "$dir/hybrid_${threads}_${i}_cpu.json" 2>&1 | grep -E '^threads|pipeline_throughput:'
+            run 180 "$bin/pipeline_throughput" "${common[@]}" "${extra[@]}" --threads $threads --device gpu \
+              --json "$dir/hybrid_${threads}_${i}_gpu.json" 2>&1 | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
             # The DataLoader in the same round (16 workers; with and without antialias, the work conveyor does).
             [ "$threads" = 16 ] && run 300 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers 16 \
-              --antialias both --json "$r/hybrid_torch_16_$i.json" | grep -E '^torch DataLoader'
+              --antialias both --json "$dir/hybrid_torch_16_$i.json" | grep -E '^torch DataLoader'
           done
           # The adaptive split (the share moves while the pipeline is not deterministic), with a trace.
-          run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu --deterministic 0 \
-            --json "$r/hybrid_${threads}_adaptive_gpu.json" --trace "$r/hybrid_${threads}_adaptive.trace.json" 2>&1 \
-            | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
+          [ "$phase" = hybrid ] &&
+            run 180 "$bin/pipeline_throughput" "${common[@]}" --threads $threads --device gpu --deterministic 0 \
+              --json "$r/hybrid_${threads}_adaptive_gpu.json" --trace "$r/hybrid_${threads}_adaptive.trace.json" 2>&1 \
+              | grep -E '^threads|^device:|^decoder:|^  [0-9]+ x|pipeline_throughput:'
         done
-        python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
+        python3 "$root/bench/summarize_hybrid.py" "$dir" | tee "$dir/hybrid_summary.txt" ;;
       hybrid-share)
         log "issue 20: 4 threads, CPU-only vs GPU decode with a share set for 4 threads (0.85), alternating pairs"
         common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7 --threads 4)

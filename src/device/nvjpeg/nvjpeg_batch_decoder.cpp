@@ -422,9 +422,12 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
     scratch_bytes += align_up(static_cast<std::size_t>(routes[i].width) * routes[i].height * s.channels);
   }
   s.times.check += lap(since);
-  // Reads of the slots the caller queued before this call come first.
+  // What the caller queued before this call (a wait for the slots' release, a copy into them) matters to
+  // the resize, the only writer of the slots; nvJPEG decodes into the scratch, and its batched hardware
+  // call returns only when its stream has done the decoding. Made to wait on the caller first, the call
+  // waited for the training step that held the slots last: a step's length per batch on the feeder's one
+  // thread (bench/results/2026-11-26-h100-run2).
   s.caller_ready->record(stream);
-  CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kContext);
   try {
     s.ensure_scratch(scratch_bytes);
 
@@ -459,6 +462,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
       CONVEYOR_CUDA(cudaMemcpyAsync(s.jobs_device.data(), host, jobs * sizeof(CropResizeJob),
                                     cudaMemcpyHostToDevice, s.stream->get()),
                     kContext);
+      CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kContext);
       crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get());
     }
     s.times.resize += lap(since);
