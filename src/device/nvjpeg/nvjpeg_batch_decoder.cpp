@@ -1,6 +1,7 @@
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
+#include "src/device/nvjpeg/nvjpeg_allocators.h"
 #include "src/device/nvjpeg/nvjpeg_objects.h"
 #include "src/memory/host_memory.h"
 
@@ -91,6 +93,9 @@ struct NvjpegBatchDecoder::State {
   nvjpeg::OutputFormat format = nvjpeg::OutputFormat::rgbi;
   std::string description;
 
+  // The hardware handle's memory (see nvjpeg_allocators.h); empty where nvjpegCreateExV2 is missing or
+  // CONVEYOR_NVJPEG_MEMORY=library asks for nvJPEG's own cudaMalloc and cudaHostAlloc (to compare).
+  std::optional<NvjpegAllocators> allocators;
   std::optional<Stream> stream;  // every decode and resize runs here
   std::optional<Event> caller_ready, done;
   std::optional<Event> pinned_done[2];  // after the transfer that last read each pinned buffer
@@ -323,8 +328,17 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   std::string hardware_note = "hardware decoder not asked for";
   if (options.hardware) {
     nvjpeg::Handle handle = nullptr;
-    const Status status =
-        api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, nvjpeg::kFlagsDefault, &handle);
+    const char* memory = std::getenv("CONVEYOR_NVJPEG_MEMORY");
+    Status status = Status::not_initialized;
+    if (api.create_ex_v2 != nullptr && !(memory != nullptr && std::string(memory) == "library")) {
+      s.allocators.emplace(*s.pool);
+      nvjpeg::DevAllocatorV2 device = s.allocators->device();
+      nvjpeg::PinnedAllocatorV2 pinned = s.allocators->pinned();
+      status = api.create_ex_v2(nvjpeg::Backend::hardware, &device, &pinned, nvjpeg::kFlagsDefault, &handle);
+      if (status != Status::success) s.allocators.reset();
+    }
+    if (status != Status::success)
+      status = api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, nvjpeg::kFlagsDefault, &handle);
     if (status == Status::success) {
       s.hw_handle = Owned<nvjpeg::Handle>(handle, api.destroy);
       s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
@@ -332,7 +346,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
       s.hw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
                                                      "nvjpegJpegStreamCreate", kContext, handle);
       unsigned int engines = 0, cores = 0;
-      hardware_note = "hardware decoder";
+      hardware_note = s.allocators ? "hardware decoder, conveyor's memory pools" : "hardware decoder";
       if (api.get_hardware_decoder_info != nullptr &&
           api.get_hardware_decoder_info(handle, &engines, &cores) == Status::success)
         hardware_note += " (" + std::to_string(engines) + " engines x " + std::to_string(cores) + " cores)";
