@@ -44,13 +44,14 @@
 #             loading, eager launches, and cuDNN's API log (bench/results: where the 0.64 s goes)
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
-#   fvp-urgent  issue 20: train_step_bench, then prefetch variants "PRIORITY SHARE FIXED LANES" (the feeder's
-#             streams normal or urgent, the GPU's share, 1: fixed or 0: adapting, DeviceDecode::lanes),
-#             comma-separated in fvp_variants; two rounds (fvp_rounds)
+#   fvp-urgent  issue 20: train_step_bench, then prefetch variants "PRIORITY SHARE FIXED LANES [MEMORY]" (the
+#             feeder's streams normal or urgent, the GPU's share, 1: fixed or 0: adapting, DeviceDecode::lanes,
+#             nvJPEG's memory: conveyor's pools or library, CONVEYOR_NVJPEG_MEMORY), comma-separated in
+#             fvp_variants; two rounds (fvp_rounds)
 #   hybrid-adaptive  issue 20: the hybrid phase's pairs with --deterministic 0 on both sides (the split
 #             adapts), into hybrid-adaptive/
-#   lanes-pipeline  issue 20: pipeline_throughput on the GPU (hybrid decode, adapting) with 1 and 2 decode
-#             lanes, alternating, 3 pairs
+#   lanes-pipeline  issue 20: pipeline_throughput on the GPU (hybrid decode, adapting), variants "LANES MEMORY"
+#             (comma-separated in pipeline_variants; default 1 and 2 lanes), alternating, 3 rounds
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each
 set -uo pipefail
@@ -468,22 +469,26 @@ PICK
           # "urgent 0.5 1 1": the fixed split at 0.5; "urgent 0.5 0 1": adapting from 0.5; the last: lanes.
           IFS=, read -r -a variants <<<"${fvp_variants:-normal 0.5 1 1,urgent 0.5 1 1,urgent 0.35 1 1,urgent 0.5 0 1}"
           for variant in "${variants[@]}"; do
-            read -r priority share fixed lanes <<<"$variant"
+            read -r priority share fixed lanes memory <<<"$variant"
             urgent=0 && [ "$priority" = urgent ] && urgent=1
-            run 300 "${fvp[@]}" --urgent-streams "$urgent" --gpu-share "$share" --pipeline-deterministic "$fixed" \
-              --decode-lanes "$lanes" --json "$r/fvp-urgent/${priority}_${share}_${fixed}_l${lanes}_$round.json" 2>&1 |
-              grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$priority share $share fixed $fixed lanes $lanes: /"
+            name=${priority}_${share}_${fixed}_l${lanes}${memory:+_$memory}_$round
+            CONVEYOR_NVJPEG_MEMORY=${memory:-conveyor} run 300 "${fvp[@]}" --urgent-streams "$urgent" \
+              --gpu-share "$share" --pipeline-deterministic "$fixed" --decode-lanes "$lanes" \
+              --json "$r/fvp-urgent/$name.json" 2>&1 | grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$name: /"
           done
         done
         python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-urgent" | tee "$r/fvp-urgent/summary.txt" ;;
       lanes-pipeline)
         log "issue 20: pipeline_throughput on the GPU, hybrid decode adapting, 1 and 2 decode lanes, alternating"
         mkdir -p "$r/lanes-pipeline"
+        IFS=, read -r -a variants <<<"${pipeline_variants:-1 conveyor,2 conveyor}"
         for pair in 1 2 3; do
-          for lanes in 1 2; do
-            run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
-              --seed 7 --device gpu --deterministic 0 --decode-lanes "$lanes" \
-              --json "$r/lanes-pipeline/lanes${lanes}_$pair.json" | head -1 | sed "s/^/lanes $lanes pair $pair: /"
+          for variant in "${variants[@]}"; do
+            read -r lanes memory <<<"$variant"
+            CONVEYOR_NVJPEG_MEMORY=$memory run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 \
+              --batch 256 --size 224 --epochs 4 --seed 7 --device gpu --deterministic 0 --decode-lanes "$lanes" \
+              --json "$r/lanes-pipeline/lanes${lanes}_${memory}_$pair.json" 2>&1 | grep -E '^threads 16:' |
+              sed "s/^/lanes $lanes memory $memory pair $pair: /"
           done
         done ;;
       shards-ready)

@@ -3,7 +3,8 @@
 train_step_bench's rate measured in the same round, and the medians over the rounds.
 
     summarize_fvp_variants.py DIR
-DIR holds step_<round>.json and <priority>_<share>_<fixed>_l<lanes>_<round>.json (no _l<lanes>: 1 lane).
+DIR holds step_<round>.json and <priority>_<share>_<fixed>_l<lanes>[_<memory>]_<round>.json (no _l<lanes>:
+1 lane; no _<memory>: conveyor's pools).
 Prints one line per variant and writes DIR/summary.json.
 """
 import glob
@@ -21,14 +22,15 @@ def main(folder):
         steps[round_] = json.load(open(path))["images_per_s"]
     variants = {}
     for path in sorted(glob.glob(os.path.join(folder, "*_*_*_*.json"))):
-        match = re.search(r"(normal|urgent)_([0-9.]+)_([01])_(?:l(\d+)_)?(\d+)\.json$", path)
-        if not match or match.group(5) not in steps:
+        match = re.search(r"(normal|urgent)_([0-9.]+)_([01])_(?:l(\d+)_)?(?:(conveyor|library)_)?(\d+)\.json$", path)
+        if not match or match.group(6) not in steps:
             continue
-        priority, share, fixed, lanes, round_ = match.groups()
+        priority, share, fixed, lanes, memory, round_ = match.groups()
         run = json.load(open(path))
         prefetch = run["results"][0]
         decoder = prefetch.get("decoder", {})
-        name = f"{priority} share {share} {'fixed' if fixed == '1' else 'adapting'}, {lanes or 1} lane(s)"
+        name = (f"{priority} share {share} {'fixed' if fixed == '1' else 'adapting'}, {lanes or 1} lane(s)"
+                + (f", nvJPEG memory: {memory}" if memory else ""))
         entry = variants.setdefault(name, [])
         entry.append({
             "round": int(round_),
