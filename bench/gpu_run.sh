@@ -44,14 +44,9 @@
 #             loading, eager launches, and cuDNN's API log (bench/results: where the 0.64 s goes)
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
-#   fvp-urgent  issue 20: train_step_bench, then prefetch variants "PRIORITY SHARE FIXED LANES [MEMORY]" (the
-#             feeder's streams normal or urgent, the GPU's share, 1: fixed or 0: adapting, DeviceDecode::lanes,
-#             nvJPEG's memory: conveyor's pools or library, CONVEYOR_NVJPEG_MEMORY), comma-separated in
-#             fvp_variants; two rounds (fvp_rounds)
-#   hybrid-adaptive  issue 20: the hybrid phase's pairs with --deterministic 0 on both sides (the split
-#             adapts), into hybrid-adaptive/
-#   lanes-pipeline  issue 20: pipeline_throughput on the GPU (hybrid decode, adapting), variants "LANES MEMORY"
-#             (comma-separated in pipeline_variants; default 1 and 2 lanes), alternating, 3 rounds
+#   fvp-split  issue 20: train_step_bench, then prefetch with the hybrid split fixed at 0.5 (a deterministic
+#             pipeline) and adapting (--pipeline-deterministic 0, the default); fvp_variants "SHARE FIXED,..."
+#             sets others; two rounds (fvp_rounds)
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each
 set -uo pipefail
@@ -458,39 +453,23 @@ PICK
           run 120 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 2 --warmup 1 \
           --json "$r/probe_logged.json" | grep -E '^(warm-up|steady)'
         gzip -f "$r/cudnn_api.log" ;;
-      fvp-urgent)
-        log "issue 20: prefetch by the feeder's stream priority and the GPU's decode share, with train_step_bench"
+      fvp-split)
+        log "issue 20: prefetch with the hybrid split fixed and adapting, with train_step_bench"
         fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50
              --warmup 5)
-        mkdir -p "$r/fvp-urgent"
+        mkdir -p "$r/fvp-split"
         for round in $(seq "${fvp_rounds:-2}"); do
           run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 \
-            --json "$r/fvp-urgent/step_$round.json" 2>&1 | tail -1
-          # "urgent 0.5 1 1": the fixed split at 0.5; "urgent 0.5 0 1": adapting from 0.5; the last: lanes.
-          IFS=, read -r -a variants <<<"${fvp_variants:-normal 0.5 1 1,urgent 0.5 1 1,urgent 0.35 1 1,urgent 0.5 0 1}"
+            --json "$r/fvp-split/step_$round.json" 2>&1 | tail -1
+          IFS=, read -r -a variants <<<"${fvp_variants:-0.5 1,0.5 0}"
           for variant in "${variants[@]}"; do
-            read -r priority share fixed lanes memory <<<"$variant"
-            urgent=0 && [ "$priority" = urgent ] && urgent=1
-            name=${priority}_${share}_${fixed}_l${lanes}${memory:+_$memory}_$round
-            CONVEYOR_NVJPEG_MEMORY=${memory:-conveyor} run 300 "${fvp[@]}" --urgent-streams "$urgent" \
-              --gpu-share "$share" --pipeline-deterministic "$fixed" --decode-lanes "$lanes" \
-              --json "$r/fvp-urgent/$name.json" 2>&1 | grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$name: /"
+            read -r share fixed <<<"$variant"
+            name=split_${share}_${fixed}_$round
+            run 300 "${fvp[@]}" --gpu-share "$share" --pipeline-deterministic "$fixed" \
+              --json "$r/fvp-split/$name.json" 2>&1 | grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$name: /"
           done
         done
-        python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-urgent" | tee "$r/fvp-urgent/summary.txt" ;;
-      lanes-pipeline)
-        log "issue 20: pipeline_throughput on the GPU, hybrid decode adapting, 1 and 2 decode lanes, alternating"
-        mkdir -p "$r/lanes-pipeline"
-        IFS=, read -r -a variants <<<"${pipeline_variants:-1 conveyor,2 conveyor}"
-        for pair in 1 2 3; do
-          for variant in "${variants[@]}"; do
-            read -r lanes memory <<<"$variant"
-            CONVEYOR_NVJPEG_MEMORY=$memory run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 \
-              --batch 256 --size 224 --epochs 4 --seed 7 --device gpu --deterministic 0 --decode-lanes "$lanes" \
-              --json "$r/lanes-pipeline/lanes${lanes}_${memory}_$pair.json" 2>&1 | grep -E '^threads 16:' |
-              sed "s/^/lanes $lanes memory $memory pair $pair: /"
-          done
-        done ;;
+        python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-split" | tee "$r/fvp-split/summary.txt" ;;
       shards-ready)
         log "issue 16: files, local shards and HTTP: in order, as ready (deterministic 0), server at nice -10"
         ensure_shards

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The fvp-urgent phase of bench/gpu_run.sh: feed_vs_prefetch's prefetch rate per variant against
-train_step_bench's rate measured in the same round, and the medians over the rounds.
+"""The fvp-split phase of bench/gpu_run.sh (and the fvp-urgent phase it replaced): feed_vs_prefetch's
+prefetch rate per variant against train_step_bench's rate measured in the same round, and the medians over
+the rounds.
 
     summarize_fvp_variants.py DIR
-DIR holds step_<round>.json and <priority>_<share>_<fixed>_l<lanes>[_<memory>]_<round>.json (no _l<lanes>:
-1 lane; no _<memory>: conveyor's pools).
+DIR holds step_<round>.json and split_<share>_<fixed>_<round>.json; fvp-urgent's runs (2026-11-26, code
+since taken out) were <priority>_<share>_<fixed>[_l<lanes>][_<memory>]_<round>.json.
 Prints one line per variant and writes DIR/summary.json.
 """
 import glob
@@ -22,15 +23,17 @@ def main(folder):
         steps[round_] = json.load(open(path))["images_per_s"]
     variants = {}
     for path in sorted(glob.glob(os.path.join(folder, "*_*_*_*.json"))):
-        match = re.search(r"(normal|urgent)_([0-9.]+)_([01])_(?:l(\d+)_)?(?:(conveyor|library)_)?(\d+)\.json$", path)
+        match = re.search(
+            r"(normal|urgent|split)_([0-9.]+)_([01])_(?:l(\d+)_)?(?:(conveyor|library)_)?(\d+)\.json$", path)
         if not match or match.group(6) not in steps:
             continue
         priority, share, fixed, lanes, memory, round_ = match.groups()
         run = json.load(open(path))
         prefetch = run["results"][0]
         decoder = prefetch.get("decoder", {})
-        name = (f"{priority} share {share} {'fixed' if fixed == '1' else 'adapting'}, {lanes or 1} lane(s)"
-                + (f", nvJPEG memory: {memory}" if memory else ""))
+        name = (("" if priority == "split" else priority + " ") +
+                f"share {share} {'fixed' if fixed == '1' else 'adapting'}" +
+                (f", {lanes} lane(s)" if lanes else "") + (f", nvJPEG memory: {memory}" if memory else ""))
         entry = variants.setdefault(name, [])
         entry.append({
             "round": int(round_),

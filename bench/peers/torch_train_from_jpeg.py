@@ -77,7 +77,12 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=16, help="conveyor's threads")
     ap.add_argument("--prefetch", type=int, default=4, help="conveyor's prefetch depth (batches)")
     ap.add_argument("--gpu-share", type=float, default=None,
-                    help="to_device's gpu_share: the share of images the GPU decodes (default: conveyor's)")
+                    help="to_device's gpu_share: the share of images the GPU decodes, fixed (default: conveyor's, "
+                         "which adapts unless the pipeline is deterministic)")
+    ap.add_argument("--conveyor-deterministic", type=int, default=0, choices=[0, 1],
+                    help="the conveyor pipeline's deterministic option (0: batches as ready and the GPU's decode "
+                         "share adapting, the fastest, the batches then depend on timing; 1: the same batches "
+                         "every run at a fixed share)")
     ap.add_argument("--mp-context", default=None, choices=["fork", "forkserver", "spawn"],
                     help="how the DataLoader starts its workers (default: the platform's, fork on Linux)")
     ap.add_argument("--lr", type=float, default=0.1)
@@ -195,7 +200,8 @@ def conveyor_batches(conveyor, torch, args, on_gpu, report):
           .map(conveyor.ops.decode_random_resized_crop(args.size))
           .map(conveyor.ops.flip_horizontal(0.5))
           .map(conveyor.ops.distort(brightness=0.4, contrast=0.4, saturation=0.4))
-          .with_options(threads=args.threads, seed=args.seed, on_error="skip")
+          .with_options(threads=args.threads, seed=args.seed, on_error="skip",
+                        deterministic=bool(args.conveyor_deterministic))
           .batch(args.batch).prefetch(args.prefetch))
     device = f"cuda:{torch.cuda.current_device()}"
     where = dict(gpu_share=args.gpu_share) if on_gpu else dict(gpu_augment=False, gpu_decode=False)
@@ -355,6 +361,7 @@ def main():
     result.update({
         "data": args.data, "images": len(samples), "classes": classes, "batch": args.batch, "size": args.size,
         "workers": args.workers, "threads": args.threads, "prefetch": args.prefetch, "steps": args.steps,
+        "conveyor_deterministic": bool(args.conveyor_deterministic),
         "warmup": args.warmup, "seed": args.seed, "conveyor_layout": args.conveyor_layout,
         "gpu_share": args.gpu_share,
         "loop": "torchvision resnet18, channels_last, bf16 autocast, SGD(lr, momentum 0.9, wd 5e-4, fused=True), "

@@ -98,7 +98,6 @@ struct Config {
   std::string device = "none";  // none: batches in host memory (the CPU pipeline alone)
   bool gpu_decode = true;
   double gpu_share = 0.5;
-  int decode_lanes = 1;
   bool gpu_augment = true;
   std::string precision = "bf16";
 };
@@ -114,10 +113,6 @@ void add_device_options(CLI::App& app, Config& config) {
                  "the GPU's share: fixed in deterministic runs, where adapting starts otherwise")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--decode-lanes", config.decode_lanes,
-                 "parts of each batch's GPU-decoded images nvJPEG decodes at once (DeviceDecode::lanes)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 8));
   app.add_option("--gpu-augment", config.gpu_augment, "flip and distort on the GPU, fused with normalize")
       ->capture_default_str();
   app.add_option("--precision", config.precision, "the normalized images' element type (NHWC)")
@@ -394,7 +389,6 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   if (config.gpu_augment) maps = conveyor::place_pixel_ops(std::move(maps), placement, options);
   options.decode.enabled = config.gpu_decode;
   options.decode.share = config.gpu_share;
-  options.decode.lanes = config.decode_lanes;
   return maps;
 }
 
@@ -488,7 +482,6 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"gpu_augment", config.gpu_augment},
           {"gpu_decode", config.gpu_decode},
           {"gpu_share_asked", config.gpu_share},
-          {"decode_lanes", config.decode_lanes},
           {"precision", config.precision},
           {"decoder", f.decoder},
           {"images_decoded_by_the_pipeline", p.elements_out - p.deferred},

@@ -114,8 +114,6 @@ int main(int argc, char** argv) try {
   setup.gpu_decode = options.gpu_decode;
   setup.gpu_share = options.gpu_share;
   setup.pipeline_deterministic = options.pipeline_deterministic;
-  setup.urgent_streams = options.urgent_streams;
-  setup.decode_lanes = options.decode_lanes;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;
@@ -183,9 +181,7 @@ int main(int argc, char** argv) try {
                     options.gpus,
                     options.deterministic,
                     options.gpu_share,
-                    options.pipeline_deterministic,
-                    options.urgent_streams,
-                    options.decode_lanes};
+                    options.pipeline_deterministic};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

@@ -187,14 +187,12 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
                                            const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
-  feeder.urgent_streams = setup.urgent_streams;
   if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);
   if (setup.gpu_decode) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
-    feeder.decode.lanes = setup.decode_lanes;
   }
   return maps;
 }

@@ -34,9 +34,7 @@ struct Setup {
   bool device_augment = true;  // prefetch on a GPU: flip and distort fused with normalize on the GPU
   bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
   double gpu_share = 0.5;
-  bool pipeline_deterministic = true;  // prefetch: false lets the hybrid split adapt its share
-  bool urgent_streams = true;          // prefetch on a GPU: FeederOptions::urgent_streams
-  int decode_lanes = 1;                // prefetch on a GPU: DeviceDecode::lanes
+  bool pipeline_deterministic = false;  // prefetch: false lets the hybrid split adapt its share
   int batch = 0;
   int warmup_steps = 0;
   int steps = 0;

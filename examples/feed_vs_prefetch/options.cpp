@@ -26,16 +26,7 @@ void add_device_work_options(CLI::App& app, Options& options) {
   app.add_option("--pipeline-deterministic", options.pipeline_deterministic,
                  "prefetch: the pipeline's deterministic option; with 0 the hybrid split moves the GPU's "
                  "share, batch by batch, to where neither the CPU workers nor the GPU decoder waits (the "
-                 "batches then depend on timing)")
-      ->capture_default_str();
-  app.add_option("--decode-lanes", options.decode_lanes,
-                 "prefetch on a GPU: parts of each batch's GPU-decoded images nvJPEG decodes at once, each on "
-                 "a thread of its own (DeviceDecode::lanes)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 8));
-  app.add_option("--urgent-streams", options.urgent_streams,
-                 "prefetch on a GPU: the feeder's copies, decoding and augmentation on streams of CUDA's "
-                 "most urgent priority (1), or of the default priority the step has (0)")
+                 "batches then depend on timing); with 1 the same batches every run at --gpu-share")
       ->capture_default_str();
 }
 

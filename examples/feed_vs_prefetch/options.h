@@ -28,9 +28,9 @@ struct Options {
   bool device_augment = true;  // flip and distort on the GPU, fused with the normalize that makes the input
   bool gpu_decode = true;      // hybrid decoding: nvJPEG decodes gpu_share of the images
   double gpu_share = 0.5;
-  bool pipeline_deterministic = true;  // false: the hybrid split adapts its share (batches depend on timing)
-  bool urgent_streams = true;  // the feeder's streams at CUDA's most urgent priority (FeederOptions)
-  int decode_lanes = 1;        // DeviceDecode::lanes
+  // prefetch: the pipeline's deterministic option. false (the default here): the hybrid split adapts its
+  // share and the batches depend on timing; true: the same batches every run, at the share set.
+  bool pipeline_deterministic = false;
   int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
   bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
   bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)

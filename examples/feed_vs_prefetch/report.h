@@ -18,10 +18,9 @@ struct RunInfo {
   int threads = 0, batch = 0, size = 0, steps = 0, images = 0;
   int world_size = 1, rank = 0, gpus = 1;  // data parallel: ranks in the job, this one, GPUs in this process
   bool deterministic = false;
-  // prefetch on a GPU: the hybrid split's starting share, whether it adapts, the feeder's stream priority.
+  // prefetch on a GPU: the hybrid split's share (where it starts when the pipeline is not deterministic).
   double gpu_share = 0;
-  bool pipeline_deterministic = true, urgent_streams = true;
-  int decode_lanes = 1;
+  bool pipeline_deterministic = false;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

@@ -41,9 +41,6 @@ void check_options(const FeederOptions& options) {
   if (options.decode.enabled) {
     if (!(options.decode.share >= 0.0 && options.decode.share <= 1.0))
       throw InvalidArgument("DeviceFeeder: DeviceDecode::share must be in [0, 1]");
-    if (options.decode.lanes < 1 || options.decode.lanes > 8)
-      throw InvalidArgument("DeviceFeeder: DeviceDecode::lanes must be 1 to 8, got " +
-                            std::to_string(options.decode.lanes));
     if (options.depth < 2)
       throw InvalidArgument(
           "DeviceFeeder: decoding on the device stages batches ahead: depth must be at least 2");

@@ -32,11 +32,6 @@ class DeviceBuffer {
   std::size_t bytes() const noexcept { return bytes_; }
   explicit operator bool() const noexcept { return data_ != nullptr; }
   void reset() noexcept;
-  // reset(), in the order of `stream` instead of the stream it was allocated on: for memory last used there.
-  void reset_on(cudaStream_t stream) noexcept {
-    stream_ = stream;
-    reset();
-  }
 
  private:
   friend class DeviceMemoryPool;

@@ -63,8 +63,7 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
     throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
                           " was given the memory pool of gpu:" + std::to_string(pool_->device()));
   }
-  stream_priority_ = options_.urgent_streams ? cuda::most_urgent_stream_priority(kContext) : 0;
-  copy_.emplace(stream_priority_);
+  copy_.emplace();
   own_consumer_.emplace();
   consumer_ = own_consumer_->get();
   if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
@@ -165,8 +164,7 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const PipelineOptions& pi
     } else {
       try {
         cuda::DeviceGuard guard(device_);
-        decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode,
-                                                         stream_priority_);
+        decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode);
         note = decoder_->description();
       } catch (const Error& error) {
         note =

@@ -119,7 +119,6 @@ class GpuFeeder final : public FeederBackend {
   const FeederOptions options_;
   std::unique_ptr<cuda::DeviceMemoryPool> own_pool_;  // before the streams and buffers: destroyed after them
   cuda::DeviceMemoryPool* pool_;
-  int stream_priority_ = 0;                           // of copy_ and the decoder's streams
   std::optional<cuda::Stream> copy_, own_consumer_;  // made with the device current
   cudaStream_t consumer_ = nullptr;
   HeldSlots held_;

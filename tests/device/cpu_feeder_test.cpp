@@ -162,12 +162,6 @@ TEST(CpuFeeder, RejectsEmptyBatchesAndBadDepths) {
   EXPECT_THROW(feeder.stage(pool.make(0, 0)), InvalidArgument);
   EXPECT_THROW(DeviceFeeder(cpu(), {.depth = 0}), InvalidArgument);
   EXPECT_THROW(DeviceFeeder(cpu(), {.depth = 9}), InvalidArgument);
-  for (const int lanes : {0, 9}) {
-    FeederOptions options;
-    options.decode.enabled = true;
-    options.decode.lanes = lanes;
-    EXPECT_THROW(DeviceFeeder(cpu(), options), InvalidArgument) << lanes << " decode lanes";
-  }
 }
 
 // Numbered in-memory elements whose pixels are their number (a pipeline the feeder can iterate).

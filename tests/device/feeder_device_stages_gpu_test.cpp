@@ -281,26 +281,6 @@ TEST(GpuFeederDecode, TheSameBytesRunToRunAtAnyThreadCount) {
   }
 }
 
-TEST(GpuFeederDecode, DecodingInLanesGivesTheBytesOfOneLane) {
-  REQUIRE_GPU(gpu);
-  REQUIRE_NVJPEG();
-  const testing::Watchdog watchdog(240s, "DecodingInLanesGivesTheBytesOfOneLane");
-  const Dataset chain = Dataset::memory(photos(80)).map(ops::decode_random_resized_crop(kSize));
-  const DecodeRun one = run_decoding(*gpu, chain, decoding(0.7), 4);
-  for (const int lanes : {2, 3}) {
-    FeederOptions options = decoding(0.7);
-    options.decode.lanes = lanes;
-    const DecodeRun split = run_decoding(*gpu, chain, options, 4);
-    print(("share 0.7, " + std::to_string(lanes) + " lanes").c_str(), split);
-    EXPECT_EQ(split.feeder.gpu_decoded, one.feeder.gpu_decoded) << lanes << " lanes";
-    EXPECT_NE(split.feeder.decoder.find(std::to_string(lanes) + " lanes"), std::string::npos) << split.feeder.decoder;
-    ASSERT_EQ(split.pixels.size(), one.pixels.size());
-    for (std::size_t k = 0; k < one.pixels.size(); ++k)
-      EXPECT_EQ(first_difference(split.pixels[k], one.pixels[k]), one.pixels[k].size())
-          << lanes << " lanes, batch " << k << ": pixels differ at this byte";
-  }
-}
-
 TEST(GpuFeederDecode, ImagesTheGpuCannotTakeAreDecodedOnTheCpuAndCountedByReason) {
   REQUIRE_GPU(gpu);
   REQUIRE_NVJPEG();

@@ -54,8 +54,6 @@ CONVEYOR_OURS(nvjpegBufferDevice_t, nv::DeviceBuffer);
 CONVEYOR_OURS(nvjpegImage_t, nv::Image);
 CONVEYOR_OURS(nvjpegDevAllocator_t, nv::DevAllocator);
 CONVEYOR_OURS(nvjpegPinnedAllocator_t, nv::PinnedAllocator);
-CONVEYOR_OURS(nvjpegDevAllocatorV2_t, nv::DevAllocatorV2);
-CONVEYOR_OURS(nvjpegPinnedAllocatorV2_t, nv::PinnedAllocatorV2);
 
 // ---- enums: same size, same values
 // --------------------------------------------------------------------------
@@ -121,23 +119,12 @@ static_assert(std::is_same_v<decltype(nv::PinnedAllocator::pinned_free),
                              decltype(nvjpegPinnedAllocator_t::pinned_free)>,
               "nvjpegPinnedAllocator_t::pinned_free");
 
-static_assert(sizeof(nv::DevAllocatorV2) == sizeof(nvjpegDevAllocatorV2_t), "nvjpegDevAllocatorV2_t size");
-static_assert(std::is_same_v<decltype(nv::DevAllocatorV2::dev_malloc), tDevMallocV2>, "tDevMallocV2");
-static_assert(std::is_same_v<decltype(nv::DevAllocatorV2::dev_free), tDevFreeV2>, "tDevFreeV2");
-static_assert(offsetof(nv::DevAllocatorV2, dev_ctx) == offsetof(nvjpegDevAllocatorV2_t, dev_ctx), "dev_ctx");
-static_assert(sizeof(nv::PinnedAllocatorV2) == sizeof(nvjpegPinnedAllocatorV2_t), "nvjpegPinnedAllocatorV2_t size");
-static_assert(std::is_same_v<decltype(nv::PinnedAllocatorV2::pinned_malloc), tPinnedMallocV2>, "tPinnedMallocV2");
-static_assert(std::is_same_v<decltype(nv::PinnedAllocatorV2::pinned_free), tPinnedFreeV2>, "tPinnedFreeV2");
-static_assert(offsetof(nv::PinnedAllocatorV2, pinned_ctx) == offsetof(nvjpegPinnedAllocatorV2_t, pinned_ctx),
-              "pinned_ctx");
-
 // ---- functions: our type is the header's, mapped ----------------------------------------------------------
 #define CONVEYOR_SAME_FUNCTION(ours, theirs) \
   static_assert(std::is_same_v<ours_t<decltype(&theirs)>, nv::ours>, #theirs " does not match nv::" #ours)
 
 CONVEYOR_SAME_FUNCTION(GetPropertyFn, nvjpegGetProperty);
 CONVEYOR_SAME_FUNCTION(CreateExFn, nvjpegCreateEx);
-CONVEYOR_SAME_FUNCTION(CreateExV2Fn, nvjpegCreateExV2);
 CONVEYOR_SAME_FUNCTION(DestroyFn, nvjpegDestroy);
 CONVEYOR_SAME_FUNCTION(GetHardwareDecoderInfoFn, nvjpegGetHardwareDecoderInfo);
 CONVEYOR_SAME_FUNCTION(JpegStateCreateFn, nvjpegJpegStateCreate);

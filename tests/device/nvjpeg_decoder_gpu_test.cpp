@@ -20,7 +20,6 @@
 #include "conveyor/random.h"
 #include "gpu_stage_support.h"
 #include "src/device/nvjpeg/gpu_decode_plan.h"
-#include "src/device/nvjpeg/nvjpeg_allocators.h"
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 #include "support/test_images.h"
 #include "support/watchdog.h"
@@ -44,44 +43,6 @@ Difference difference(ConstImageView a, ConstImageView b) {
 std::string shape_of(const ops::Rect& w) {
   return std::to_string(w.width) + "x" + std::to_string(w.height) + "+" + std::to_string(w.x) + "+" +
          std::to_string(w.y);
-}
-
-// nvJPEG's own memory from conveyor's pools: device blocks go back to the pool on the stream nvJPEG names,
-// a freed pinned block is handed out again (the smallest that fits) instead of a new cudaHostAlloc.
-TEST(NvjpegAllocators, DeviceBlocksComeFromThePoolAndPinnedBlocksAreReused) {
-  CONVEYOR_SKIP_WITHOUT_GPU();
-  DeviceGuard guard(0);
-  DeviceMemoryPool pool(0);
-  Stream stream;
-  NvjpegAllocators allocators(pool);
-  const nvjpeg::DevAllocatorV2 device = allocators.device();
-  void* a = nullptr;
-  ASSERT_EQ(device.dev_malloc(device.dev_ctx, &a, 1 << 20, stream.get()), 0);
-  ASSERT_NE(a, nullptr);
-  EXPECT_EQ(allocators.device_allocations(), 1u);
-  EXPECT_GE(pool.in_use(), std::size_t{1} << 20);
-  EXPECT_EQ(cudaMemsetAsync(a, 7, 1 << 20, stream.get()), cudaSuccess);
-  EXPECT_EQ(device.dev_free(device.dev_ctx, a, 1 << 20, stream.get()), 0);
-  EXPECT_EQ(allocators.device_allocations(), 0u);
-  EXPECT_EQ(pool.in_use(), 0u);
-  EXPECT_NE(device.dev_free(device.dev_ctx, a, 1 << 20, stream.get()), 0) << "freed twice";
-
-  const nvjpeg::PinnedAllocatorV2 pinned = allocators.pinned();
-  void* small = nullptr;
-  void* large = nullptr;
-  ASSERT_EQ(pinned.pinned_malloc(pinned.pinned_ctx, &large, 4 << 20, stream.get()), 0);
-  ASSERT_EQ(pinned.pinned_malloc(pinned.pinned_ctx, &small, 1 << 20, stream.get()), 0);
-  EXPECT_EQ(allocators.pinned_blocks(), 2u);
-  EXPECT_EQ(pinned.pinned_free(pinned.pinned_ctx, large, 4 << 20, stream.get()), 0);
-  EXPECT_EQ(pinned.pinned_free(pinned.pinned_ctx, small, 1 << 20, stream.get()), 0);
-  void* again = nullptr;
-  ASSERT_EQ(pinned.pinned_malloc(pinned.pinned_ctx, &again, 1000, stream.get()), 0);
-  EXPECT_EQ(again, small) << "the smallest free block that fits";
-  ASSERT_EQ(pinned.pinned_malloc(pinned.pinned_ctx, &again, 2 << 20, stream.get()), 0);
-  EXPECT_EQ(again, large);
-  ASSERT_EQ(pinned.pinned_malloc(pinned.pinned_ctx, &again, 8 << 20, stream.get()), 0);
-  EXPECT_EQ(allocators.pinned_blocks(), 3u) << "nothing free was large enough";
-  stream.synchronize();
 }
 
 class NvjpegDecoderGpu : public ::testing::Test {

@@ -83,10 +83,6 @@ struct DeviceDecode {
   bool adapt = true;
   bool hardware = true;  // nvJPEG's hardware decoder where the GPU has one (A100, H100, H200)
   bool roi = true;       // decode only the crop window where nvJPEG allows it
-  // Parts each batch's deferred images are split into, decoded at once, each by decoders of its own on a
-  // thread of its own (1 to 8). nvJPEG's batched hardware decode returns only when the engines are done;
-  // while a training step fills the GPU that takes longer, and a second part keeps the engines busy then.
-  int lanes = 1;
 };
 
 struct FeederOptions {
@@ -100,11 +96,6 @@ struct FeederOptions {
   DeviceAugment augment{};
   // Hybrid CPU/GPU JPEG decoding (see the top of this file); used by feed().
   DeviceDecode decode{};
-  // The feeder's copies, decoding and augmentation run on streams of CUDA's most urgent priority. A training
-  // step keeps every SM busy with long queues of blocks; at the default priority the feeder's short kernels
-  // wait behind them and the next batch is late, at the most urgent one they start as soon as a block
-  // retires. false: CUDA's default priority, as the step's own streams have.
-  bool urgent_streams = true;
 };
 
 struct FeederStats {
@@ -133,7 +124,7 @@ struct FeederStats {
   double decode_gpu_seconds = 0;   // the decoder's time on the GPU (CUDA events)
   // Of decode_host_seconds, nvJPEG's part by phase: waiting for the decoder's previous batch on the GPU,
   // parsing headers and choosing each image's path, nvJPEG's decode calls, the crop-resize launch. The
-  // rest is the CPU fallbacks. With DeviceDecode::lanes > 1 these add up the lanes' threads.
+  // rest is the CPU fallbacks.
   double decode_wait_seconds = 0;
   double decode_check_seconds = 0;
   double decode_submit_seconds = 0;

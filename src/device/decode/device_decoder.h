@@ -4,10 +4,7 @@
 // buffer and copied into its slot; what neither can decode is zeroed and reported.
 //
 // Two NvjpegBatchDecoders are used in turn: one waits for its previous batch's GPU work before it reuses
-// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before. With
-// DeviceDecode::lanes > 1 a batch's requests are split into that many contiguous parts, each decoded by a
-// pair of decoders of its own, the first part on the calling thread and the others on threads started for
-// the batch; decode() returns when all are queued.
+// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
 // Not thread-safe: the feeder calls it from one thread at a time.
 #pragma once
 
@@ -39,15 +36,14 @@ struct DeviceDecodeOutcome {
   // samples neither could decode (slot zeroed), with the CPU's error.
   std::vector<std::string> fallback_reasons;
   std::vector<std::pair<std::size_t, std::string>> failed;
-  NvjpegHostTimes nvjpeg;  // nvJPEG's host time for this batch, by phase, summed over the lanes
+  NvjpegHostTimes nvjpeg;  // nvJPEG's host time for this batch, by phase
 };
 
 class DeviceDecoder {
  public:
-  // Throws DeviceError when nvJPEG cannot be set up on `device`. `stream_priority`: of the decoders' own
-  // streams (cuda::Stream's).
+  // Throws DeviceError when nvJPEG cannot be set up on `device`.
   DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool, int device,
-                const DeviceDecode& options, int stream_priority = 0);
+                const DeviceDecode& options);
 
   // Enqueues the decoding of `batch`'s deferred samples into `pixels` (device memory: batch.size() images
   // of batch.sample_shape(), contiguous) on `stream`, after the work already queued there (the copy of the
@@ -61,18 +57,15 @@ class DeviceDecoder {
   const std::string& description() const noexcept { return description_; }
 
  private:
-  // The decoder of `lane` for this turn; made on first need.
-  NvjpegBatchDecoder& decoder_for(int channels, std::size_t lane);
+  NvjpegBatchDecoder& decoder_for(int channels);
 
   std::shared_ptr<const nvjpeg::Library> library_;
   DeviceMemoryPool* pool_;
   int device_;
   DeviceDecode options_;
-  int stream_priority_;
   std::shared_ptr<HostMemoryResource> pinned_;
-  // Per channel count (index 0: gray, 1: RGB), two decoders per lane used in turn (lane l's are 2l and
-  // 2l + 1); made on first need (lane 0's RGB ones now).
-  std::vector<std::unique_ptr<NvjpegBatchDecoder>> decoders_[2];
+  // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
+  std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;
   std::string description_;
   // Scratch, kept from batch to batch.

@@ -92,22 +92,9 @@ struct PinnedAllocator {
   int (*pinned_free)(void*);
 };
 
-// nvjpegDevAllocatorV2_t and nvjpegPinnedAllocatorV2_t: stream-ordered, with a context pointer.
-struct DevAllocatorV2 {
-  int (*dev_malloc)(void* ctx, void** ptr, std::size_t size, cudaStream_t stream);
-  int (*dev_free)(void* ctx, void* ptr, std::size_t size, cudaStream_t stream);
-  void* dev_ctx;
-};
-struct PinnedAllocatorV2 {
-  int (*pinned_malloc)(void* ctx, void** ptr, std::size_t size, cudaStream_t stream);
-  int (*pinned_free)(void* ctx, void* ptr, std::size_t size, cudaStream_t stream);
-  void* pinned_ctx;
-};
-
 // The functions, one type each (the name of the C function follows "nvjpeg").
 using GetPropertyFn = Status (*)(libraryPropertyType, int*);
 using CreateExFn = Status (*)(Backend, DevAllocator*, PinnedAllocator*, unsigned int, Handle*);
-using CreateExV2Fn = Status (*)(Backend, DevAllocatorV2*, PinnedAllocatorV2*, unsigned int, Handle*);
 using DestroyFn = Status (*)(Handle);
 using GetHardwareDecoderInfoFn = Status (*)(Handle, unsigned int*, unsigned int*);
 using JpegStateCreateFn = Status (*)(Handle, State*);

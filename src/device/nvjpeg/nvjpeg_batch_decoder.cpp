@@ -1,7 +1,6 @@
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
@@ -12,7 +11,6 @@
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
-#include "src/device/nvjpeg/nvjpeg_allocators.h"
 #include "src/device/nvjpeg/nvjpeg_objects.h"
 #include "src/memory/host_memory.h"
 
@@ -93,9 +91,6 @@ struct NvjpegBatchDecoder::State {
   nvjpeg::OutputFormat format = nvjpeg::OutputFormat::rgbi;
   std::string description;
 
-  // The hardware handle's memory (see nvjpeg_allocators.h); empty where nvjpegCreateExV2 is missing or
-  // CONVEYOR_NVJPEG_MEMORY=library asks for nvJPEG's own cudaMalloc and cudaHostAlloc (to compare).
-  std::optional<NvjpegAllocators> allocators;
   std::optional<Stream> stream;  // every decode and resize runs here
   std::optional<Event> caller_ready, done;
   std::optional<Event> pinned_done[2];  // after the transfer that last read each pinned buffer
@@ -319,7 +314,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   s.channels = options.color == ops::ColorMode::gray ? 1 : 3;
   s.format = options.color == ops::ColorMode::gray ? nvjpeg::OutputFormat::y : nvjpeg::OutputFormat::rgbi;
   DeviceGuard guard(options.device);
-  s.stream.emplace(options.stream_priority);
+  s.stream.emplace();
   s.caller_ready.emplace();
   s.done.emplace();
   s.pinned_done[0].emplace();
@@ -328,17 +323,8 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   std::string hardware_note = "hardware decoder not asked for";
   if (options.hardware) {
     nvjpeg::Handle handle = nullptr;
-    const char* memory = std::getenv("CONVEYOR_NVJPEG_MEMORY");
-    Status status = Status::not_initialized;
-    if (api.create_ex_v2 != nullptr && !(memory != nullptr && std::string(memory) == "library")) {
-      s.allocators.emplace(*s.pool);
-      nvjpeg::DevAllocatorV2 device = s.allocators->device();
-      nvjpeg::PinnedAllocatorV2 pinned = s.allocators->pinned();
-      status = api.create_ex_v2(nvjpeg::Backend::hardware, &device, &pinned, nvjpeg::kFlagsDefault, &handle);
-      if (status != Status::success) s.allocators.reset();
-    }
-    if (status != Status::success)
-      status = api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, nvjpeg::kFlagsDefault, &handle);
+    const Status status =
+        api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, nvjpeg::kFlagsDefault, &handle);
     if (status == Status::success) {
       s.hw_handle = Owned<nvjpeg::Handle>(handle, api.destroy);
       s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
@@ -346,7 +332,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
       s.hw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
                                                      "nvjpegJpegStreamCreate", kContext, handle);
       unsigned int engines = 0, cores = 0;
-      hardware_note = s.allocators ? "hardware decoder, conveyor's memory pools" : "hardware decoder";
+      hardware_note = "hardware decoder";
       if (api.get_hardware_decoder_info != nullptr &&
           api.get_hardware_decoder_info(handle, &engines, &cores) == Status::success)
         hardware_note += " (" + std::to_string(engines) + " engines x " + std::to_string(cores) + " cores)";
@@ -436,12 +422,9 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
     scratch_bytes += align_up(static_cast<std::size_t>(routes[i].width) * routes[i].height * s.channels);
   }
   s.times.check += lap(since);
-  // What the caller queued before this call (a wait for the slots' release, a copy into them) matters to
-  // the resize, the only writer of the slots; nvJPEG decodes into the scratch, and its batched hardware
-  // call returns only when its stream has done the decoding. Made to wait on the caller first, the call
-  // waited for the training step that held the slots last: a step's length per batch on the feeder's one
-  // thread (bench/results/2026-11-26-h100-run2).
+  // Reads of the slots the caller queued before this call come first.
   s.caller_ready->record(stream);
+  CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kContext);
   try {
     s.ensure_scratch(scratch_bytes);
 
@@ -476,7 +459,6 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
       CONVEYOR_CUDA(cudaMemcpyAsync(s.jobs_device.data(), host, jobs * sizeof(CropResizeJob),
                                     cudaMemcpyHostToDevice, s.stream->get()),
                     kContext);
-      CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kContext);
       crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get());
     }
     s.times.resize += lap(since);

@@ -46,7 +46,6 @@ struct NvjpegDecoderOptions {
   NvjpegSoftwareBackend software = NvjpegSoftwareBackend::gpu_hybrid;
   bool roi = true;                             // decode only the crop window where nvJPEG allows it
   ops::ColorMode color = ops::ColorMode::rgb;  // rgb (3 channels) or gray (1); keep is per image: not here
-  int stream_priority = 0;  // of the stream every decode and resize runs on (cuda::Stream's)
 };
 
 // One image to decode: its bytes, its window in the stored image (plan_random_resized_crop's), its slot.

@@ -21,7 +21,6 @@ std::string look_up(void* handle, Library::Api& api) {
   };
   find(api.get_property, "nvjpegGetProperty", true);
   find(api.create_ex, "nvjpegCreateEx", true);
-  find(api.create_ex_v2, "nvjpegCreateExV2", false);
   find(api.destroy, "nvjpegDestroy", true);
   find(api.get_hardware_decoder_info, "nvjpegGetHardwareDecoderInfo", false);
   find(api.jpeg_state_create, "nvjpegJpegStateCreate", true);

@@ -25,7 +25,6 @@ class Library {
   struct Api {
     GetPropertyFn get_property = nullptr;
     CreateExFn create_ex = nullptr;
-    CreateExV2Fn create_ex_v2 = nullptr;  // null in libraries older than 12.1
     DestroyFn destroy = nullptr;
     GetHardwareDecoderInfoFn get_hardware_decoder_info = nullptr;
     JpegStateCreateFn jpeg_state_create = nullptr;
