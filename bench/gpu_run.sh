@@ -47,8 +47,11 @@
 #   fvp-split  issue 20: train_step_bench, then prefetch with the hybrid split fixed at 0.5 (a deterministic
 #             pipeline) and adapting (--pipeline-deterministic 0, the default); fvp_variants "SHARE FIXED,..."
 #             sets others; two rounds (fvp_rounds)
+#   fvp-nsys  issue 20: prefetch at share 0.5 fixed under Nsight Systems (when the machine has nsys): the
+#             GPU kernels' and the CUDA calls' summaries as CSV (the report itself is not kept)
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
-#             (--deterministic 0), and in order with the server at nice -10; 3 rounds each
+#             (--deterministic 0), and in order with the server at nice -10; 3 rounds each. shard_mb: the
+#             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ..."
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -470,19 +473,41 @@ PICK
           done
         done
         python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-split" | tee "$r/fvp-split/summary.txt" ;;
+      fvp-nsys)
+        log "issue 20: where the time goes while prefetch runs (Nsight Systems, when the machine has it)"
+        nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+        if [ -z "$nsys" ]; then
+          echo "no nsys on this machine"
+        else
+          run 300 "$nsys" profile -t cuda -o "$r/fvp_nsys" --force-overwrite true "$bin/feed_vs_prefetch" \
+            --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 30 --warmup 5 --gpu-share 0.5 \
+            --pipeline-deterministic 1 2>&1 | grep -E '^ *prefetch ' | grep -v warm-up
+          run 300 "$nsys" stats --report cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum --format csv \
+            -o "$r/fvp_nsys" "$r/fvp_nsys.nsys-rep" >/dev/null 2>&1
+          rm -f "$r/fvp_nsys.nsys-rep" "$r/fvp_nsys.sqlite"
+          for f in "$r"/fvp_nsys_*.csv; do echo "--- $f"; head -12 "$f" | cut -c1-220; done
+        fi ;;
       shards-ready)
         log "issue 16: files, local shards and HTTP: in order, as ready (deterministic 0), server at nice -10"
-        ensure_shards
-        for v in "in-order:1:" "as-ready:0:" "in-order-nice:1:-10"; do
+        mb=${shard_mb:-64}
+        if [ "$mb" = 64 ]; then
+          ensure_shards
+          set_of_shards=$shards suffix=
+        else
+          set_of_shards=/tmp/shards-run-${mb}mb/shards suffix=-${mb}mb
+          [ -f "$set_of_shards/shards.json" ] ||
+            run 120 "$bin/make_shards" --input "$imagenet" --output "$set_of_shards" --shard-size "$mb" | tail -1
+        fi
+        for v in ${shard_blocks:-in-order:1: as-ready:0: in-order-nice:1:-10}; do
           IFS=: read -r name fixed nice <<<"$v"
-          dir=/tmp/shards-run-$name
-          mkdir -p "$dir" && ln -sfn "$shards" "$dir/shards"
-          log "$name"
+          dir=/tmp/shards-run-$name$suffix
+          mkdir -p "$dir" && ln -sfn "$set_of_shards" "$dir/shards"
+          log "$name$suffix"
           KINDS="files shards http" HTTP_NICE=$nice ROUNDS=${shard_rounds:-3} run 400 bash \
             "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" "$dir" --threads 16 --batch 256 \
             --size 224 --epochs 4 --seed 7 --deterministic "$fixed"
-          mkdir -p "$r/shards-$name" && cp "$dir"/*.json "$dir"/*.log "$r/shards-$name/" 2>/dev/null
-          rm -f "$r/shards-$name/http_server.log"
+          mkdir -p "$r/shards-$name$suffix" && cp "$dir"/*.json "$dir"/*.log "$r/shards-$name$suffix/" 2>/dev/null
+          rm -f "$r/shards-$name$suffix/http_server.log"
         done ;;
       fvp-device)
         log "issue 20: feed_vs_prefetch prefetch (GPU augmentation + hybrid decode) vs train_step_bench"
