@@ -79,7 +79,7 @@ def parse_args(argv=None):
     ap.add_argument("--gpu-share", type=float, default=None,
                     help="to_device's gpu_share: the share of images the GPU decodes, fixed (default: conveyor's, "
                          "which adapts unless the pipeline is deterministic)")
-    ap.add_argument("--conveyor-deterministic", type=int, default=0, choices=[0, 1],
+    ap.add_argument("--conveyor-deterministic", type=int, default=1, choices=[0, 1],
                     help="the conveyor pipeline's deterministic option (0: batches as ready and the GPU's decode "
                          "share adapting, the fastest, the batches then depend on timing; 1: the same batches "
                          "every run at a fixed share)")
