@@ -45,8 +45,8 @@
 #   fvp-device  issue 20: feed_vs_prefetch's prefetch (ResNet-18 bf16, batch 256, GPU augmentation and
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
 #   fvp-split  issue 20: train_step_bench, then prefetch with the hybrid split fixed at 0.5 (a deterministic
-#             pipeline) and adapting (--pipeline-deterministic 0, the default); fvp_variants "SHARE FIXED,..."
-#             sets others; two rounds (fvp_rounds)
+#             pipeline) and adapting (--pipeline-deterministic 0, the default); fvp_variants
+#             "SHARE FIXED [THREADS],..." sets others (THREADS: the pipeline's, default 16); two rounds (fvp_rounds)
 #   fvp-nsys  issue 20: prefetch at share 0.5 fixed under Nsight Systems (when the machine has nsys): the
 #             GPU kernels' and the CUDA calls' summaries as CSV (the report itself is not kept)
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
@@ -458,17 +458,16 @@ PICK
         gzip -f "$r/cudnn_api.log" ;;
       fvp-split)
         log "issue 20: prefetch with the hybrid split fixed and adapting, with train_step_bench"
-        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50
-             --warmup 5)
+        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --batch 256 --steps 50 --warmup 5)
         mkdir -p "$r/fvp-split"
         for round in $(seq "${fvp_rounds:-2}"); do
           run 180 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 5 \
             --json "$r/fvp-split/step_$round.json" 2>&1 | tail -1
           IFS=, read -r -a variants <<<"${fvp_variants:-0.5 1,0.5 0}"
           for variant in "${variants[@]}"; do
-            read -r share fixed <<<"$variant"
-            name=split_${share}_${fixed}_$round
-            run 300 "${fvp[@]}" --gpu-share "$share" --pipeline-deterministic "$fixed" \
+            read -r share fixed threads <<<"$variant"
+            name=split_${share}_${fixed}${threads:+_t$threads}_$round
+            run 300 "${fvp[@]}" --threads "${threads:-16}" --gpu-share "$share" --pipeline-deterministic "$fixed" \
               --json "$r/fvp-split/$name.json" 2>&1 | grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$name: /"
           done
         done
