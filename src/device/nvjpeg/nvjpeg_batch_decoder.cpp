@@ -1,8 +1,6 @@
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
@@ -122,10 +120,6 @@ struct NvjpegBatchDecoder::State {
   DeviceBuffer jobs_device;
   std::size_t jobs_capacity = 0;
   NvjpegHostTimes times;
-  // PROBE (2026-11-26, taken out after the run): host seconds in nvjpegDecodeBatchedInitialize, in
-  // nvjpegDecodeBatchedEx, in the calls after the resize; calls.
-  double probe_initialize = 0, probe_batched = 0, probe_tail = 0;
-  long probe_calls = 0;
 
   State(std::shared_ptr<const nvjpeg::Library> lib, DeviceMemoryPool& memory, NvjpegDecoderOptions opts)
       : library(std::move(lib)), api(library->api()), pool(&memory), options(opts) {}
@@ -246,16 +240,11 @@ void NvjpegBatchDecoder::State::decode_hardware(std::span<const NvjpegRequest> r
     which.push_back(i);
   }
   if (which.empty()) return;
-  auto t0 = Clock::now();
   Status status = api.decode_batched_initialize(hw_handle.get(), hw_state.get(),
                                                 static_cast<int>(which.size()), 1, format);
-  auto t1 = Clock::now();
-  probe_initialize += std::chrono::duration<double>(t1 - t0).count();
   if (status == Status::success)
     status = api.decode_batched_ex(hw_handle.get(), hw_state.get(), data.data(), lengths.data(),
                                    images.data(), params.data(), stream->get());
-  probe_batched += std::chrono::duration<double>(Clock::now() - t1).count();
-  ++probe_calls;
   if (status == Status::success) return;
   // The batch failed as a whole and nvJPEG does not say which image made it fail: every image of it goes
   // the software way, each failing (and reported) on its own.
@@ -334,10 +323,8 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   std::string hardware_note = "hardware decoder not asked for";
   if (options.hardware) {
     nvjpeg::Handle handle = nullptr;
-    const char* flags = std::getenv("CONVEYOR_NVJPEG_HW_FLAGS");  // PROBE: 1 = NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
-    const Status status = api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr,
-                                        flags ? static_cast<unsigned>(std::atoi(flags)) : nvjpeg::kFlagsDefault,
-                                        &handle);
+    const Status status =
+        api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, nvjpeg::kFlagsDefault, &handle);
     if (status == Status::success) {
       s.hw_handle = Owned<nvjpeg::Handle>(handle, api.destroy);
       s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
@@ -391,10 +378,6 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
 
 NvjpegBatchDecoder::~NvjpegBatchDecoder() {
   if (!state_) return;
-  if (state_->probe_calls > 0)
-    std::fprintf(stderr, "nvjpeg probe: %ld hardware calls, initialize %.3f s, batched %.3f s, tail %.3f s; %s\n",
-                 state_->probe_calls, state_->probe_initialize, state_->probe_batched, state_->probe_tail,
-                 state_->description.c_str());
   try {
     DeviceGuard guard(state_->options.device);
     state_->stream->synchronize();  // nvJPEG's objects and the scratch may still be in use on the stream
@@ -485,11 +468,9 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
     s.done_pending = true;
     throw;
   }
-  const auto tail = Clock::now();
   s.done->record(s.stream->get());
   s.done_pending = true;
   CONVEYOR_CUDA(cudaStreamWaitEvent(stream, s.done->get(), 0), kContext);
-  s.probe_tail += std::chrono::duration<double>(Clock::now() - tail).count();
   return outcomes;
 }
 
