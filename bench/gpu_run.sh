@@ -46,7 +46,10 @@
 #             hybrid decode) and train_step_bench, alternating, twice; then prefetch without GPU decode
 #   fvp-split  issue 20: train_step_bench, then prefetch with the hybrid split fixed at 0.5 (a deterministic
 #             pipeline) and adapting (--pipeline-deterministic 0, the default); fvp_variants
-#             "SHARE FIXED [THREADS],..." sets others (THREADS: the pipeline's, default 16); two rounds (fvp_rounds)
+#             "SHARE FIXED [THREADS [PIPELINING]],..." sets others (THREADS: the pipeline's, default 16;
+#             PIPELINING 1: --hardware-pipelining 1); two rounds (fvp_rounds)
+#   pipelining-pipeline  issue 20: pipeline_throughput on the GPU (hybrid decode, adapting) with nvJPEG's
+#             hardware buffering off (the default) and on, alternating, 3 rounds
 #   fvp-nsys  issue 20: prefetch at share 0.5 fixed under Nsight Systems (when the machine has nsys): the
 #             GPU kernels' and the CUDA calls' summaries as CSV (the report itself is not kept)
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
@@ -465,13 +468,25 @@ PICK
             --json "$r/fvp-split/step_$round.json" 2>&1 | tail -1
           IFS=, read -r -a variants <<<"${fvp_variants:-0.5 1,0.5 0}"
           for variant in "${variants[@]}"; do
-            read -r share fixed threads <<<"$variant"
-            name=split_${share}_${fixed}${threads:+_t$threads}_$round
+            read -r share fixed threads pipelining <<<"$variant"
+            name=split_${share}_${fixed}${threads:+_t$threads}${pipelining:+_p$pipelining}_$round
             run 300 "${fvp[@]}" --threads "${threads:-16}" --gpu-share "$share" --pipeline-deterministic "$fixed" \
+              --hardware-pipelining "${pipelining:-0}" \
               --json "$r/fvp-split/$name.json" 2>&1 | grep -E '^ *prefetch' | grep -v 'warm-up' | sed "s/^/$name: /"
           done
         done
         python3 "$root/bench/summarize_fvp_variants.py" "$r/fvp-split" | tee "$r/fvp-split/summary.txt" ;;
+      pipelining-pipeline)
+        log "issue 20: pipeline_throughput on the GPU, split adapting, nvJPEG's hardware buffering off and on"
+        mkdir -p "$r/pipelining-pipeline"
+        for pair in 1 2 3; do
+          for pipelining in 0 1; do
+            run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 \
+              --seed 7 --device gpu --deterministic 0 --hardware-pipelining "$pipelining" \
+              --json "$r/pipelining-pipeline/p${pipelining}_$pair.json" 2>&1 | grep -E '^threads 16:' |
+              sed "s/^/hardware buffering $pipelining pair $pair: /"
+          done
+        done ;;
       fvp-nsys)
         log "issue 20: where the time goes while prefetch runs (Nsight Systems, when the machine has it)"
         nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)

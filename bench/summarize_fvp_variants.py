@@ -4,7 +4,7 @@ prefetch rate per variant against train_step_bench's rate measured in the same r
 the rounds.
 
     summarize_fvp_variants.py DIR
-DIR holds step_<round>.json and split_<share>_<fixed>[_t<threads>]_<round>.json; fvp-urgent's runs (2026-11-26, code
+DIR holds step_<round>.json and split_<share>_<fixed>[_t<threads>][_p<pipelining>]_<round>.json; fvp-urgent's runs (2026-11-26, code
 since taken out) were <priority>_<share>_<fixed>[_l<lanes>][_<memory>]_<round>.json.
 Prints one line per variant and writes DIR/summary.json.
 """
@@ -24,18 +24,19 @@ def main(folder):
     variants = {}
     for path in sorted(glob.glob(os.path.join(folder, "*_*_*_*.json"))):
         match = re.search(
-            r"(normal|urgent|split)_([0-9.]+)_([01])_(?:l(\d+)_)?(?:(conveyor|library)_)?(?:t(\d+)_)?(\d+)\.json$",
-            path)
-        if not match or match.group(7) not in steps:
+            r"(normal|urgent|split)_([0-9.]+)_([01])_(?:l(\d+)_)?(?:(conveyor|library)_)?(?:t(\d+)_)?(?:p([01])_)?"
+            r"(\d+)\.json$", path)
+        if not match or match.group(8) not in steps:
             continue
-        priority, share, fixed, lanes, memory, threads, round_ = match.groups()
+        priority, share, fixed, lanes, memory, threads, pipelining, round_ = match.groups()
         run = json.load(open(path))
         prefetch = run["results"][0]
         decoder = prefetch.get("decoder", {})
         name = (("" if priority == "split" else priority + " ") +
                 f"share {share} {'fixed' if fixed == '1' else 'adapting'}" +
                 (f", {lanes} lane(s)" if lanes else "") + (f", nvJPEG memory: {memory}" if memory else "") +
-                (f", {threads} pipeline threads" if threads else ""))
+                (f", {threads} pipeline threads" if threads else "") +
+                (f", nvJPEG hardware buffering {'on' if pipelining == '1' else 'off'}" if pipelining else ""))
         entry = variants.setdefault(name, [])
         entry.append({
             "round": int(round_),

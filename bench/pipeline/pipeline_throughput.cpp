@@ -98,6 +98,7 @@ struct Config {
   std::string device = "none";  // none: batches in host memory (the CPU pipeline alone)
   bool gpu_decode = true;
   double gpu_share = 0.5;
+  bool hardware_pipelining = false;
   bool gpu_augment = true;
   std::string precision = "bf16";
 };
@@ -113,6 +114,9 @@ void add_device_options(CLI::App& app, Config& config) {
                  "the GPU's share: fixed in deterministic runs, where adapting starts otherwise")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--hardware-pipelining", config.hardware_pipelining,
+                 "let nvJPEG's hardware decoder buffer images beyond each batch (DeviceDecode::hardware_pipelining)")
+      ->capture_default_str();
   app.add_option("--gpu-augment", config.gpu_augment, "flip and distort on the GPU, fused with normalize")
       ->capture_default_str();
   app.add_option("--precision", config.precision, "the normalized images' element type (NHWC)")
@@ -389,6 +393,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   if (config.gpu_augment) maps = conveyor::place_pixel_ops(std::move(maps), placement, options);
   options.decode.enabled = config.gpu_decode;
   options.decode.share = config.gpu_share;
+  options.decode.hardware_pipelining = config.hardware_pipelining;
   return maps;
 }
 
@@ -482,6 +487,7 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"gpu_augment", config.gpu_augment},
           {"gpu_decode", config.gpu_decode},
           {"gpu_share_asked", config.gpu_share},
+          {"hardware_pipelining", config.hardware_pipelining},
           {"precision", config.precision},
           {"decoder", f.decoder},
           {"images_decoded_by_the_pipeline", p.elements_out - p.deferred},

@@ -114,6 +114,7 @@ int main(int argc, char** argv) try {
   setup.gpu_decode = options.gpu_decode;
   setup.gpu_share = options.gpu_share;
   setup.pipeline_deterministic = options.pipeline_deterministic;
+  setup.hardware_pipelining = options.hardware_pipelining;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;
@@ -181,7 +182,8 @@ int main(int argc, char** argv) try {
                     options.gpus,
                     options.deterministic,
                     options.gpu_share,
-                    options.pipeline_deterministic};
+                    options.pipeline_deterministic,
+                    options.hardware_pipelining};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

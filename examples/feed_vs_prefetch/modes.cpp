@@ -193,6 +193,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
   if (setup.gpu_decode) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
+    feeder.decode.hardware_pipelining = setup.hardware_pipelining;
   }
   return maps;
 }

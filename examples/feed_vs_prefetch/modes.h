@@ -35,6 +35,7 @@ struct Setup {
   bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
   double gpu_share = 0.5;
   bool pipeline_deterministic = false;  // prefetch: false lets the hybrid split adapt its share
+  bool hardware_pipelining = false;     // prefetch on a GPU: DeviceDecode::hardware_pipelining
   int batch = 0;
   int warmup_steps = 0;
   int steps = 0;

@@ -28,6 +28,10 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "share, batch by batch, to where neither the CPU workers nor the GPU decoder waits (the "
                  "batches then depend on timing); with 1 the same batches every run at --gpu-share")
       ->capture_default_str();
+  app.add_option("--hardware-pipelining", options.hardware_pipelining,
+                 "prefetch on a GPU: let nvJPEG's hardware decoder buffer images beyond each batch (its own "
+                 "default; DeviceDecode::hardware_pipelining)")
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct Options {
   // prefetch: the pipeline's deterministic option. false (the default here): the hybrid split adapts its
   // share and the batches depend on timing; true: the same batches every run, at the share set.
   bool pipeline_deterministic = false;
+  bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
   int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
   bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
   bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)

@@ -21,6 +21,7 @@ struct RunInfo {
   // prefetch on a GPU: the hybrid split's share (where it starts when the pipeline is not deterministic).
   double gpu_share = 0;
   bool pipeline_deterministic = false;
+  bool hardware_pipelining = false;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

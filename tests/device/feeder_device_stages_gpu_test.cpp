@@ -281,6 +281,27 @@ TEST(GpuFeederDecode, TheSameBytesRunToRunAtAnyThreadCount) {
   }
 }
 
+TEST(GpuFeederDecode, TheHardwareDecodersBufferingChangesNoByte) {
+  REQUIRE_GPU(gpu);
+  REQUIRE_NVJPEG();
+  const testing::Watchdog watchdog(240s, "TheHardwareDecodersBufferingChangesNoByte");
+  const Dataset chain = Dataset::memory(photos(80)).map(ops::decode_random_resized_crop(kSize));
+  const DecodeRun plain = run_decoding(*gpu, chain, decoding(0.7), 4);
+  FeederOptions options = decoding(0.7);
+  options.decode.hardware_pipelining = true;
+  const DecodeRun buffered = run_decoding(*gpu, chain, options, 4);
+  print("share 0.7, nvJPEG's hardware buffering on", buffered);
+  if (plain.feeder.decoder.find("hardware decoder (") != std::string::npos) {
+    EXPECT_NE(plain.feeder.decoder.find("one batch at a time"), std::string::npos) << plain.feeder.decoder;
+    EXPECT_EQ(buffered.feeder.decoder.find("one batch at a time"), std::string::npos) << buffered.feeder.decoder;
+  }
+  EXPECT_EQ(buffered.feeder.gpu_decoded, plain.feeder.gpu_decoded);
+  ASSERT_EQ(buffered.pixels.size(), plain.pixels.size());
+  for (std::size_t k = 0; k < plain.pixels.size(); ++k)
+    EXPECT_EQ(first_difference(buffered.pixels[k], plain.pixels[k]), plain.pixels[k].size())
+        << "batch " << k << ": pixels differ at this byte";
+}
+
 TEST(GpuFeederDecode, ImagesTheGpuCannotTakeAreDecodedOnTheCpuAndCountedByReason) {
   REQUIRE_GPU(gpu);
   REQUIRE_NVJPEG();

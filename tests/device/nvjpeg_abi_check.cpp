@@ -98,6 +98,7 @@ CONVEYOR_SAME_VALUE(nv::ChromaSubsampling::unknown, NVJPEG_CSS_UNKNOWN);
 
 CONVEYOR_SAME_VALUE(nv::kMaxComponent, NVJPEG_MAX_COMPONENT);
 CONVEYOR_SAME_VALUE(nv::kFlagsDefault, NVJPEG_FLAGS_DEFAULT);
+CONVEYOR_SAME_VALUE(nv::kFlagsHwDecodeNoPipeline, NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE);
 
 // ---- structs: same size, same member offsets
 // ---------------------------------------------------------------

@@ -40,6 +40,7 @@ NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
     NvjpegDecoderOptions options;
     options.device = device_;
     options.hardware = options_.hardware;
+    options.hardware_pipelining = options_.hardware_pipelining;
     options.roi = options_.roi;
     options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
     decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);

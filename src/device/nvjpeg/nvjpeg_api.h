@@ -74,7 +74,8 @@ enum class ChromaSubsampling : int {
 };
 
 inline constexpr int kMaxComponent = 4;           // NVJPEG_MAX_COMPONENT
-inline constexpr unsigned int kFlagsDefault = 0;  // NVJPEG_FLAGS_DEFAULT
+inline constexpr unsigned int kFlagsDefault = 0;             // NVJPEG_FLAGS_DEFAULT
+inline constexpr unsigned int kFlagsHwDecodeNoPipeline = 1;  // NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE
 
 // nvjpegImage_t: where decoded planes go (device memory). Interleaved formats use channel[0] only.
 struct Image {

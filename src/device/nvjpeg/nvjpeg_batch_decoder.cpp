@@ -323,8 +323,9 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   std::string hardware_note = "hardware decoder not asked for";
   if (options.hardware) {
     nvjpeg::Handle handle = nullptr;
-    const Status status =
-        api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, nvjpeg::kFlagsDefault, &handle);
+    const unsigned int flags =
+        options.hardware_pipelining ? nvjpeg::kFlagsDefault : nvjpeg::kFlagsHwDecodeNoPipeline;
+    const Status status = api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, flags, &handle);
     if (status == Status::success) {
       s.hw_handle = Owned<nvjpeg::Handle>(handle, api.destroy);
       s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
@@ -336,6 +337,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
       if (api.get_hardware_decoder_info != nullptr &&
           api.get_hardware_decoder_info(handle, &engines, &cores) == Status::success)
         hardware_note += " (" + std::to_string(engines) + " engines x " + std::to_string(cores) + " cores)";
+      if (!options.hardware_pipelining) hardware_note += ", one batch at a time";
     } else {
       hardware_note = std::string("no hardware decoder (nvjpegCreateEx with NVJPEG_BACKEND_HARDWARE: ") +
                       nvjpeg::to_string(status) + ")";

@@ -43,6 +43,7 @@ enum class NvjpegSoftwareBackend : std::uint8_t {
 struct NvjpegDecoderOptions {
   int device = 0;
   bool hardware = true;  // use the hardware decoder where the GPU has one
+  bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
   NvjpegSoftwareBackend software = NvjpegSoftwareBackend::gpu_hybrid;
   bool roi = true;                             // decode only the crop window where nvJPEG allows it
   ops::ColorMode color = ops::ColorMode::rgb;  // rgb (3 channels) or gray (1); keep is per image: not here
