@@ -289,12 +289,15 @@ PICK
         echo "fastest: $train_threads threads, GPU share $train_share" | tee "$r/sweep_choice.txt" ;;
       train-from-jpeg|train-from-jpeg-again)
         # The second pass (eager only) makes each feed's figure a pair with the first pass's.
+        # train_json names the JSON instead; train_extra adds options (say --conveyor-deterministic 0).
         if [ "$phase" = train-from-jpeg ]; then modes=eager,compile json=torch_train_from_jpeg.json
         else modes=eager json=torch_train_from_jpeg_2.json; fi
+        json=${train_json:-$json}
         log "ResNet-18 in PyTorch fed three ways, and by conveyor with every pixel on the CPU ($modes)"
         run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$imagenet" --modes "$modes" \
           --feeds dataloader,conveyor,gpu,conveyor-cpu --threads "${train_threads:-16}" \
-          ${train_share:+--gpu-share "$train_share"} --conveyor-python "$root/build-python" --json "$r/$json" ;;
+          ${train_share:+--gpu-share "$train_share"} ${train_extra:-} --conveyor-python "$root/build-python" \
+          --json "$r/$json" ;;
       gpu-stages)
         log "GPU stages: nvJPEG ABI check, stage tests, benchmarks"
         nvjpeg_abi_check
