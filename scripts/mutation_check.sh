@@ -126,6 +126,10 @@ mutation benchmark-json-field-renamed bench/pipeline/pipeline_throughput.cpp \
   'out["checksum"] = main.checksum;' \
   'out["check_sum"] = main.checksum;' \
   'ctest ^pipeline_throughput_program$ pipeline_throughput make_imagenet_like make_shards'
+mutation shards-never-as-ready src/sources/shard_streamer.cpp \
+  'if (!in_order_) turn_ = ready_turn();' \
+  'if (false) turn_ = ready_turn();' \
+  'conveyor_sources_tests HttpShards.OutOfOrder*'
 
 # ---- which ones ------------------------------------------------------------------------------------------
 count=${#names[@]}

@@ -327,7 +327,7 @@ TEST(HttpShards, AShardCutShortEveryTimeFailsItsRestWithTheOffset) {
 }
 
 TEST(HttpShards, OutOfOrderAStalledShardDoesNotHoldBackTheOthers) {
-  Watchdog watchdog(std::chrono::seconds(60), "HttpShards as ready");
+  Watchdog watchdog(std::chrono::seconds(20), "HttpShards as ready");
   TempDir dir;
   const std::vector<int> sizes{6, 5, 7};
   const std::vector<std::string> files = testing::write_numbered_shards(dir.path(), sizes);
