@@ -26,8 +26,8 @@ void add_device_work_options(CLI::App& app, Options& options) {
   app.add_option("--pipeline-deterministic", options.pipeline_deterministic,
                  "prefetch: the pipeline's deterministic option; with 0 the hybrid split moves the GPU's "
                  "share, batch by batch, to where neither the CPU workers nor the GPU decoder waits (the "
-                 "batches then depend on timing); with 1 the same batches every run at --gpu-share")
-      ->capture_default_str();
+                 "batches then depend on timing); with 1 the same batches every run at --gpu-share (default: "
+                 "0, or 1 with --deterministic or --record-loss)");
   app.add_option("--hardware-pipelining", options.hardware_pipelining,
                  "prefetch on a GPU: let nvJPEG's hardware decoder buffer images beyond each batch (its own "
                  "default; DeviceDecode::hardware_pipelining)")
@@ -93,6 +93,9 @@ Options parse_options(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     options.modes_given = app.count("--modes") > 0;
+    // Losses compared run to run need the same batches too, not only the same convolution algorithms.
+    if (app.count("--pipeline-deterministic") == 0 && (options.deterministic || options.record_loss))
+      options.pipeline_deterministic = true;
   } catch (const CLI::ParseError& error) {
     std::exit(app.exit(error) == 0 ? 0 : 2);  // --help: 0; a usage error: its message and 2
   }

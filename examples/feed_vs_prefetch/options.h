@@ -28,8 +28,9 @@ struct Options {
   bool device_augment = true;  // flip and distort on the GPU, fused with the normalize that makes the input
   bool gpu_decode = true;      // hybrid decoding: nvJPEG decodes gpu_share of the images
   double gpu_share = 0.5;
-  // prefetch: the pipeline's deterministic option. false (the default here): the hybrid split adapts its
-  // share and the batches depend on timing; true: the same batches every run, at the share set.
+  // prefetch: the pipeline's deterministic option. false (the default here, unless --deterministic or
+  // --record-loss): the hybrid split adapts its share and the batches depend on timing; true: the same
+  // batches every run, at the share set.
   bool pipeline_deterministic = false;
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
   int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)

@@ -25,15 +25,6 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-// CUDA's most urgent stream priority on the current device (the lowest number; 0 is the least urgent). Work
-// on a stream of this priority gets the SMs' free slots before queued work of less urgent streams: short
-// kernels that a long-running stream's blocks would otherwise delay start as soon as a block retires.
-inline int most_urgent_stream_priority(const char* context) {
-  int least = 0, greatest = 0;
-  CONVEYOR_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), context);
-  return greatest;
-}
-
 class Stream {
  public:
   // `priority`: CUDA's stream priority on the current device, lower is more urgent (0, the default, is the

@@ -22,6 +22,12 @@ ncclDataType_t nccl_type(nn::DType type) {
   throw InvalidArgument("data parallel: no NCCL type for this element type");
 }
 
+int highest_stream_priority() {
+  int least = 0, greatest = 0;
+  CONVEYOR_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "data parallel (stream priorities)");
+  return greatest;
+}
+
 }  // namespace
 
 GradientReducer::GradientReducer(nn::Context& ctx, ParameterStore& params, NcclCommunicator& comm,
@@ -32,7 +38,7 @@ GradientReducer::GradientReducer(nn::Context& ctx, ParameterStore& params, NcclC
       buckets_(params.layout(), nn::element_size(params.gradients(ParamGroup::weights).type), bucket_bytes),
       // The all-reduces are short and sit on the step's critical path at its end: the GPU should start
       // them as soon as their inputs are ready rather than after the backward kernels queued before them.
-      stream_(cuda::most_urgent_stream_priority("data parallel (stream priorities)")) {
+      stream_(highest_stream_priority()) {
   if (!ctx.on_gpu()) throw InvalidArgument("data parallel: the replicas must train on GPUs");
   completed_.reserve(buckets_.buckets().size());
   for (std::size_t i = 0; i < buckets_.buckets().size(); ++i) completed_.emplace_back();
