@@ -16,7 +16,7 @@
 # OUT_DIR/<kind>_<round>.json and OUT_DIR/summary.json (with the server's CPU time per image sent); prints
 # one line per run, then the medians of the runs and of the rounds' ratios.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bin=$1 images=$2 out=$3
 shift 3
 options=("$@")
