@@ -83,9 +83,9 @@ struct DeviceDecode {
   bool adapt = true;
   bool hardware = true;  // nvJPEG's hardware decoder where the GPU has one (A100, H100, H200)
   // nvJPEG's hardware decoder by default buffers images beyond the batch it was given, to keep its engines
-  // busy; beside a training step that made each batch's decode take about a step's time on the feeder's
-  // thread (bench/results/2026-11-26-h100-run8: prefetch 11,450-12,181 img/s with it, 14,987-15,026
-  // without, same calls). false (the default) turns it off (NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE).
+  // busy. Beside a training step that made the feeder slower (bench/results/2026-11-26-h100-run8 and -run9:
+  // prefetch 11,223-13,452 img/s with it, 14,027-15,319 without, in the same calls); without a step it made
+  // no clear difference. false (the default) turns it off (NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE).
   bool hardware_pipelining = false;
   bool roi = true;       // decode only the crop window where nvJPEG allows it
 };
