@@ -80,6 +80,14 @@ std::size_t first_difference(const std::vector<std::uint8_t>& a, const std::vect
   return static_cast<std::size_t>(i - a.begin());
 }
 
+// Every batch of `got` equal to the same batch of `want`, byte for byte (the caller asserts the counts).
+void expect_same_batches(const std::vector<std::vector<std::uint8_t>>& got,
+                         const std::vector<std::vector<std::uint8_t>>& want, const std::string& what) {
+  for (std::size_t k = 0; k < want.size() && k < got.size(); ++k)
+    EXPECT_EQ(first_difference(got[k], want[k]), want[k].size())
+        << what << ", batch " << k << ": they differ at this byte";
+}
+
 FeederOptions augmenting(ops::NormalizeParams p) {
   FeederOptions options;
   options.normalize = p;
@@ -159,8 +167,7 @@ TEST(GpuFeederAugment, FeedGivesTheImagesOfTheOpsRunAsCpuMaps) {
   for (DeviceBatch& batch : on_cpu.feed(cpu_chain)) b.push_back(bytes_of(batch.images(), nullptr));
   ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(a.size(), b.size());
-  for (std::size_t k = 0; k < a.size(); ++k)
-    EXPECT_EQ(first_difference(a[k], b[k]), a[k].size()) << "batch " << k << ": first differing byte";
+  expect_same_batches(a, b, "GPU images against the CPU feeder's");
 }
 
 // ---- hybrid decoding ----------------------------------------------------------------------------
@@ -272,12 +279,9 @@ TEST(GpuFeederDecode, TheSameBytesRunToRunAtAnyThreadCount) {
     const DecodeRun again = run_decoding(*gpu, chain, options, threads);
     EXPECT_EQ(again.pipeline.deferred, first.pipeline.deferred) << threads << " threads";
     ASSERT_EQ(again.pixels.size(), first.pixels.size());
-    for (std::size_t k = 0; k < first.pixels.size(); ++k) {
-      EXPECT_EQ(first_difference(again.pixels[k], first.pixels[k]), first.pixels[k].size())
-          << threads << " threads, batch " << k << ": pixels differ at this byte";
-      EXPECT_EQ(first_difference(again.images[k], first.images[k]), first.images[k].size())
-          << threads << " threads, batch " << k << ": images differ at this byte";
-    }
+    ASSERT_EQ(again.images.size(), first.images.size());
+    expect_same_batches(again.pixels, first.pixels, std::to_string(threads) + " threads, pixels");
+    expect_same_batches(again.images, first.images, std::to_string(threads) + " threads, images");
   }
 }
 
@@ -293,13 +297,12 @@ TEST(GpuFeederDecode, TheHardwareDecodersBufferingChangesNoByte) {
   print("share 0.7, nvJPEG's hardware buffering on", buffered);
   if (plain.feeder.decoder.find("hardware decoder (") != std::string::npos) {
     EXPECT_NE(plain.feeder.decoder.find("one batch at a time"), std::string::npos) << plain.feeder.decoder;
-    EXPECT_EQ(buffered.feeder.decoder.find("one batch at a time"), std::string::npos) << buffered.feeder.decoder;
+    EXPECT_EQ(buffered.feeder.decoder.find("one batch at a time"), std::string::npos)
+        << buffered.feeder.decoder;
   }
   EXPECT_EQ(buffered.feeder.gpu_decoded, plain.feeder.gpu_decoded);
   ASSERT_EQ(buffered.pixels.size(), plain.pixels.size());
-  for (std::size_t k = 0; k < plain.pixels.size(); ++k)
-    EXPECT_EQ(first_difference(buffered.pixels[k], plain.pixels[k]), plain.pixels[k].size())
-        << "batch " << k << ": pixels differ at this byte";
+  expect_same_batches(buffered.pixels, plain.pixels, "pixels with nvJPEG's buffering on");
 }
 
 TEST(GpuFeederDecode, ImagesTheGpuCannotTakeAreDecodedOnTheCpuAndCountedByReason) {

@@ -227,15 +227,24 @@ std::vector<std::pair<std::string, Bytes>> load_files(const std::vector<std::str
   return out;
 }
 
+// The shards at `files` (samples per shard: `sizes`) as a server serves them, their wids index last as
+// "/index.json" (the shards named by file name, relative to it).
+std::vector<std::pair<std::string, Bytes>> shards_and_index(const std::vector<std::string>& files,
+                                                            const std::vector<int>& sizes) {
+  std::vector<std::pair<std::string, Bytes>> served = load_files(files);
+  std::vector<std::string> names;
+  for (const std::string& file : files) names.push_back(std::filesystem::path(file).filename().string());
+  const std::string index = testing::shard_index_json(names, sizes);
+  served.emplace_back("/index.json", Bytes(index.begin(), index.end()));
+  return served;
+}
+
 TEST(HttpShards, ShardsOverHttpGiveTheSameBatchesAsLocalShards) {
   Watchdog watchdog(std::chrono::seconds(60), "HttpShards same batches");
   TempDir dir;
   const std::vector<int> sizes{7, 5, 9};
   const std::vector<std::string> files = testing::write_numbered_shards(dir.path(), sizes);
-  std::vector<std::pair<std::string, Bytes>> served = load_files(files);
-  const std::string index =
-      testing::shard_index_json({"shard-000000.tar", "shard-000001.tar", "shard-000002.tar"}, sizes);
-  served.emplace_back("/index.json", Bytes(index.begin(), index.end()));
+  const std::vector<std::pair<std::string, Bytes>> served = shards_and_index(files, sizes);
   HttpTestServer server(testing::serve_files(served));
   const auto checksum = [](const Dataset& d) {
     return testing::checksum_of(
@@ -331,11 +340,8 @@ TEST(HttpShards, OutOfOrderAStalledShardDoesNotHoldBackTheOthers) {
   TempDir dir;
   const std::vector<int> sizes{6, 5, 7};
   const std::vector<std::string> files = testing::write_numbered_shards(dir.path(), sizes);
-  std::vector<std::pair<std::string, Bytes>> served = load_files(files);
-  const std::string index =
-      testing::shard_index_json({"shard-000000.tar", "shard-000001.tar", "shard-000002.tar"}, sizes);
+  const std::vector<std::pair<std::string, Bytes>> served = shards_and_index(files, sizes);
   const auto first = shared(served.front().second);
-  served.emplace_back("/index.json", Bytes(index.begin(), index.end()));
   const HttpTestServer::Handler files_handler = testing::serve_files(served);
   // The first shard sends its headers and then nothing until the server stops.
   HttpTestServer server([&](const HttpTestServer::Request& request) {
