@@ -115,7 +115,8 @@ void add_device_options(CLI::App& app, Config& config) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--hardware-pipelining", config.hardware_pipelining,
-                 "let nvJPEG's hardware decoder buffer images beyond each batch (DeviceDecode::hardware_pipelining)")
+                 "let nvJPEG's hardware decoder buffer images beyond each batch "
+                 "(DeviceDecode::hardware_pipelining)")
       ->capture_default_str();
   app.add_option("--gpu-augment", config.gpu_augment, "flip and distort on the GPU, fused with normalize")
       ->capture_default_str();

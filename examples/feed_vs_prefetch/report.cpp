@@ -74,8 +74,10 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
       {"host", info.host},       {"threads", info.threads},       {"batch", info.batch},
       {"size", info.size},       {"steps", info.steps},           {"world_size", info.world_size},
       {"rank", info.rank},       {"gpus_in_process", info.gpus},  {"deterministic", info.deterministic},
-      {"gpu_share", info.gpu_share}, {"pipeline_deterministic", info.pipeline_deterministic},
-      {"hardware_pipelining", info.hardware_pipelining}, {"results", Json::array()}};
+      {"gpu_share", info.gpu_share},
+      {"pipeline_deterministic", info.pipeline_deterministic},
+      {"hardware_pipelining", info.hardware_pipelining},
+      {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},
                               {"images_per_s", r.images_per_s},

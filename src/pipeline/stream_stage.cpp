@@ -96,7 +96,8 @@ class StreamStage final : public ElementOrder::Stage {
       std::lock_guard lock(mutex_);
       if (streamer_ || cancelled_) return streamer_.get();
     }
-    auto streamer = std::make_unique<ShardStreamer>(shards_, plan(epoch_), pool_, max_member_bytes_, in_order_);
+    auto streamer =
+        std::make_unique<ShardStreamer>(shards_, plan(epoch_), pool_, max_member_bytes_, in_order_);
     std::lock_guard lock(mutex_);
     if (cancelled_) streamer->cancel();
     streamer_ = std::move(streamer);

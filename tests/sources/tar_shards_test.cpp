@@ -152,8 +152,8 @@ TEST(TarShards, APipelineOutOfOrderTakesSamplesAsReadyAndStillGivesEachOnceWithI
     TarShardOptions options = unshuffled();
     options.parallel_shards = 3;
     options.queued_samples = queued;
-    const std::vector<Seen> seen =
-        run(Dataset::tar_shards(shards, options).repeat(2), {.threads = 4, .deterministic = false, .seed = 4});
+    const std::vector<Seen> seen = run(Dataset::tar_shards(shards, options).repeat(2),
+                                       {.threads = 4, .deterministic = false, .seed = 4});
     ASSERT_EQ(seen.size(), 84u) << "queued " << queued;
     std::set<std::pair<std::uint64_t, std::uint64_t>> once;  // (epoch, number)
     for (const Seen& s : seen) {

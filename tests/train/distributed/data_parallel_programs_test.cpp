@@ -56,7 +56,8 @@ TEST_F(DataParallelPrograms, FeedVsPrefetchRecordsEveryStepsLossAndItsPlaceInThe
   EXPECT_EQ(run["rank"], 0);
   EXPECT_EQ(run["gpus_in_process"], 1);
   EXPECT_EQ(run["deterministic"], true);
-  EXPECT_EQ(run["pipeline_deterministic"], true) << "--record-loss and --deterministic keep the batches fixed";
+  EXPECT_EQ(run["pipeline_deterministic"], true)
+      << "--record-loss and --deterministic keep the batches fixed";
   const nlohmann::json& prefetch = run["results"][0];
   EXPECT_EQ(prefetch["mode"], "prefetch");
   ASSERT_EQ(prefetch["losses"].size(), 4u) << "one loss per step, the warm-up step included";
