@@ -1,3 +1,10 @@
+# conveyor_use_test_pch(TARGET): the test programs' precompiled header (tests/CMakeLists.txt), when there.
+function(conveyor_use_test_pch name)
+  if(TARGET conveyor_test_pch)
+    target_precompile_headers(${name} REUSE_FROM conveyor_test_pch)
+  endif()
+endfunction()
+
 # conveyor_add_test(NAME SOURCES... [LABELS l...] [CONCURRENCY regex...]): a GoogleTest program, one CTest
 # test per GoogleTest case. Cases whose name matches a CONCURRENCY regular expression ("." for all) start
 # threads of their own: they are labelled "concurrency" too, and CI runs them under ThreadSanitizer (the
@@ -8,6 +15,7 @@ function(conveyor_add_test name)
   add_executable(${name} ${ARG_SOURCES} ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE conveyor::conveyor conveyor_test_support GTest::gtest GTest::gtest_main)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
+  conveyor_use_test_pch(${name})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   # Not gtest_discover_tests' PROPERTIES: it passes name-value pairs through a list, so a second label
   # became a property name and "ctest -L concurrency" found no test. ctest reads this script after the

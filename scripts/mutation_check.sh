@@ -9,7 +9,7 @@
 #   --list         the mutations, one per line
 #   NAME...        those mutations
 # Works on a copy of the tree (build-mutation/tree, synchronised by content with the working tree: tracked
-# and untracked files, not ignored ones) built in build-mutation/build (Release, no CUDA, no examples);
+# and untracked files, not ignored ones) built in build-mutation/build (Release at -O1, no CUDA, no examples);
 # both stay between runs, so a later run rebuilds only what changed. The working tree is never modified.
 # Logs: build-mutation/logs/NAME.log; the report: build-mutation/report.txt.
 set -euo pipefail
@@ -188,8 +188,11 @@ for folder, _, names in os.walk(copy):
 EOF
 
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$tree" -B "$build" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=Release -DCONVEYOR_CUDA=OFF \
-    -DCONVEYOR_EXAMPLES=OFF >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 1; }
+  # -O1 instead of Release's -O3: a mutant's tests only have to fail, not to run fast, and the library, built
+  # here once more, compiles faster (src/pipeline/element_order.cpp 4.0 s against 6.3, src/train/checkpoint.cpp
+  # 9.9 s against 12.6 on the build machine, 2026-11-26).
+  cmake -S "$tree" -B "$build" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+    -DCONVEYOR_CUDA=OFF -DCONVEYOR_EXAMPLES=OFF >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 1; }
 fi
 
 # The targets a RUN needs, and how to run it (exit status: 0 when its tests pass).

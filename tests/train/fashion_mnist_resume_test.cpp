@@ -30,8 +30,8 @@ Outcome train(const std::string& arguments) {
   const std::string command =
       conveyor::testing::program_path("CONVEYOR_TRAIN_FASHION_MNIST", CONVEYOR_TRAIN_FASHION_MNIST) +
       " --data " + kData.string() +
-      " --device cpu --threads 2 --train-subset 512 --test-subset 256 --batch 64"
-      " --width 8 --epochs 3 --seed 4 --eval-every 1 " +
+      " --device cpu --threads 2 --train-subset 256 --test-subset 128 --batch 64"
+      " --width 4 --epochs 3 --seed 4 --eval-every 1 " +
       arguments + " 2>&1";
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
   Outcome result;
@@ -72,8 +72,8 @@ TEST(FashionMnistResume, AnInterruptedRunResumedEndsExactlyAsAnUninterruptedOne)
   ASSERT_EQ(whole.status, 0);
   for (int epoch = 1; epoch <= 3; ++epoch) ASSERT_NE(epoch_result(whole, epoch)[0], '(') << "no epoch line";
   ASSERT_NE(final_line(whole)[0], '(') << "no final line";
-  // 8 steps an epoch: stop after 11, in the middle of the second of 3 epochs, then resume in a new process.
-  const Outcome first = train("--checkpoint " + checkpoint + " --stop-after 11");
+  // 4 steps an epoch: stop after 6, in the middle of the second of 3 epochs, then resume in a new process.
+  const Outcome first = train("--checkpoint " + checkpoint + " --stop-after 6");
   ASSERT_EQ(first.status, 0);
   const Outcome again = train("--checkpoint " + checkpoint);  // forgot --resume: refused, nothing overwritten
   EXPECT_NE(again.status, 0);
