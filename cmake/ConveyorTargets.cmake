@@ -1,3 +1,14 @@
+# conveyor_programs_at_O0_under_asan(): in the ASan build, the programs of the calling folder at -O0 (the
+# later -O wins over the build's). There they only serve the tests that run them, their work is done in the
+# library (-O1 there), and instrumenting CLI11's templates at -O1 made them the slowest files of the ASan
+# build: list_devices.cpp took 33.5 s at -O0 against 59.1 s at -O1 (2026-11-26, another build running
+# beside it). The TSan build keeps its levels (see the sanitizers in the top CMakeLists.txt).
+function(conveyor_programs_at_O0_under_asan)
+  if(CONVEYOR_SANITIZE)
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-O0>)
+  endif()
+endfunction()
+
 # conveyor_use_test_pch(TARGET): the test programs' precompiled header (tests/CMakeLists.txt), when there.
 function(conveyor_use_test_pch name)
   if(TARGET conveyor_test_pch)

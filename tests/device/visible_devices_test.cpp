@@ -42,7 +42,8 @@ std::vector<std::string> run_child(const std::string& visible) {
   for (char** variable = environ; *variable; ++variable)
     if (!std::string_view(*variable).starts_with("CUDA_VISIBLE_DEVICES=")) variables.emplace_back(*variable);
   variables.push_back("CUDA_VISIBLE_DEVICES=" + visible);
-  variables.push_back(std::string(kReportVariable) + "=" + report_path);
+  // append, not operator+: GCC 12 warns falsely (-Warray-bounds) on `string&& + "="` inlined here.
+  variables.push_back(std::string(kReportVariable).append("=").append(report_path));
   std::vector<char*> envp;
   envp.reserve(variables.size() + 1);
   for (std::string& variable : variables) envp.push_back(variable.data());
