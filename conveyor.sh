@@ -78,10 +78,12 @@ case "$cmd" in
         # The sanitizer builds leave the CUDA code out (no GPU runs it where they run: its tests skip) and
         # the asan run the consumer projects (they build conveyor again, without the sanitizer) and the
         # Fashion-MNIST learning check (minutes under ASan; tests/train/CMakeLists.txt says what covers it).
-        asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+        # Both compile the libraries in unity batches (CONVEYOR_UNITY_BUILD in CMakeLists.txt): built from
+        # scratch each time, they gain; the plain build keeps checking each file alone.
+        asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_UNITY_BUILD=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
           targets=(); filter=(-LE 'consumer|learning') ;;
         # Only the programs with tests labelled "concurrency" (and the examples their tests run) are built.
-        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+        tsan) dir=build-tsan; opts=(-DCONVEYOR_TSAN=ON -DCONVEYOR_UNITY_BUILD=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
           targets=(conveyor_concurrency_programs); filter=(-L concurrency)
           # Any report fails the test; oneTBB's internals (not built with TSan) are suppressed, nothing else.
           tsan_options="halt_on_error=1 second_deadlock_stack=1"

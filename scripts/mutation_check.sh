@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# scripts/mutation_check.sh [--ci | --list | NAME...]: breaks, one at a time, a behaviour users rely on
-# (the mutations below), rebuilds only the test programs that guard it, runs them, and fails if any
-# mutation survives (its tests still pass), does not apply any more (the code it names has changed: update
-# the mutation), does not compile, or if those tests fail without any mutation.
+# scripts/mutation_check.sh [--in-place BUILD_DIR] [--ci | --list | NAME...]: breaks, one at a time, a
+# behaviour users rely on (the mutations below), rebuilds only the test programs that guard it, runs them,
+# and fails if any mutation survives (its tests still pass), does not apply any more (the code it names has
+# changed: update the mutation), does not compile, or if those tests fail without any mutation.
 #   (no argument)  every mutation
 #   --ci           a rotating subset: CONVEYOR_MUTATIONS_PER_RUN (default 3) consecutive mutations, starting
 #                  at a place that moves with the date (UTC), so that CI covers the whole list every few days
 #   --list         the mutations, one per line
 #   NAME...        those mutations
 # Works on a copy of the tree (build-mutation/tree, synchronised by content with the working tree: tracked
-# and untracked files, not ignored ones) built in build-mutation/build (Release at -O1, no CUDA, no examples);
-# both stay between runs, so a later run rebuilds only what changed. The working tree is never modified.
+# and untracked files, not ignored ones) built in build-mutation/build (Release at -O1, no CUDA, no examples,
+# the libraries in unity batches); both stay between runs, so a later run rebuilds only what changed. The
+# working tree is never modified.
+#   --in-place BUILD_DIR  instead mutates the working tree itself and rebuilds in BUILD_DIR, an existing build
+#                  of it (e.g. build, after ./conveyor.sh test): no second build of the libraries. Each file
+#                  is put back after its mutation, also when the script is interrupted, with a new time
+#                  stamp (the next build compiles it again). For a throwaway checkout such as CI's.
 # Logs: build-mutation/logs/NAME.log; the report: build-mutation/report.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +25,14 @@ tree=$work/tree
 build=$work/build
 logs=$work/logs
 say() { printf 'mutation: %s\n' "$*" >&2; }
+in_place=""
+if [ "${1:-}" = --in-place ]; then
+  [ -n "${2:-}" ] && [ -f "$2/build.ninja" ] || { say "--in-place needs a configured build folder"; exit 2; }
+  build=$(cd "$2" && pwd) tree=$root in_place=1
+  home=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+  [ "$(cd "$home" && pwd -P)" = "$(pwd -P)" ] || { say "$2 is a build of $home, not of $root"; exit 2; }
+  shift 2
+fi
 
 # ---- the mutations -------------------------------------------------------------------------------------
 # mutation NAME FILE FROM TO RUN: replace the one occurrence of FROM in FILE by TO. RUN says which tests must
@@ -158,6 +171,7 @@ start_time=$SECONDS
 mkdir -p "$tree" "$logs"
 # Content-based: a file whose bytes are unchanged keeps its time stamp (nothing to rebuild); a changed one
 # (or one a killed run left mutated) is written anew, so its newer time stamp makes ninja rebuild it.
+synchronise_the_copy() {
 python3 - "$root" "$tree" <<'EOF'
 import filecmp, os, shutil, subprocess, sys
 source, copy = sys.argv[1], sys.argv[2]
@@ -186,13 +200,15 @@ for folder, _, names in os.walk(copy):
         if rel not in keep:
             os.remove(os.path.join(folder, name))
 EOF
+}
+[ -n "$in_place" ] || synchronise_the_copy
 
 if [ ! -f "$build/build.ninja" ]; then
   # -O1 instead of Release's -O3: a mutant's tests only have to fail, not to run fast, and the library, built
   # here once more, compiles faster (src/pipeline/element_order.cpp 4.0 s against 6.3, src/train/checkpoint.cpp
   # 9.9 s against 12.6 on the build machine, 2026-11-26).
   cmake -S "$tree" -B "$build" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
-    -DCONVEYOR_CUDA=OFF -DCONVEYOR_EXAMPLES=OFF >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 1; }
+    -DCONVEYOR_CUDA=OFF -DCONVEYOR_EXAMPLES=OFF -DCONVEYOR_UNITY_BUILD=ON >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 1; }
 fi
 
 # The targets a RUN needs, and how to run it (exit status: 0 when its tests pass).

@@ -16,7 +16,7 @@
 namespace conveyor::detail {
 namespace {
 
-constexpr const char* kContext = "DeviceFeeder";
+constexpr const char* kFeederContext = "DeviceFeeder";
 constexpr std::size_t kAlignment = 256;  // labels and images start on their own DMA-friendly boundary
 
 std::size_t round_up(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -272,7 +272,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
       }
       rethrow_failure_locked();
     }
-    CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.released.get(), 0), kContext);
+    CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.released.get(), 0), kFeederContext);
     ensure_capacity(slot, index, batch);
     const std::span<const std::uint8_t> pixels = batch.pixels();
     const std::span<const std::int64_t> labels = batch.labels();
@@ -282,10 +282,10 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     slot.start.record(stream);
     CONVEYOR_CUDA(
         cudaMemcpyAsync(device_pixels, pixels.data(), pixels.size_bytes(), cudaMemcpyHostToDevice, stream),
-        kContext);
+        kFeederContext);
     CONVEYOR_CUDA(
         cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
-        kContext);
+        kFeederContext);
     if (deferred > 0) {
       // The copy above wrote whatever the deferred slots held on the host; their pixels come now.
       slot.decode_start.record(stream);
@@ -302,7 +302,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
       parts.augmented = augmenter_.has_value();
     }
     slot.ready.record(stream);
-    if (mode.hand_over) CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kContext);
+    if (mode.hand_over) CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kFeederContext);
     copied = pixels.size_bytes() + labels.size_bytes();
     parts.pixels = TensorView::contiguous(device_pixels, DType::uint8,
                                           {n, shape.height, shape.width, shape.channels}, device_);
@@ -339,7 +339,7 @@ void GpuFeeder::hand_over(const DeviceBatch& batch) {
   if (hold == nullptr) return;
   cuda::DeviceGuard guard(device_);
   CONVEYOR_CUDA(cudaStreamWaitEvent(slots_[hold->slot()].consumer, slots_[hold->slot()].ready.get(), 0),
-                kContext);
+                kFeederContext);
 }
 
 void GpuFeeder::release(std::size_t index) noexcept {

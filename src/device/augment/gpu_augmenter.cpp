@@ -12,7 +12,7 @@
 namespace conveyor::cuda {
 namespace {
 
-constexpr const char* kContext = "GPU augmentation";
+constexpr const char* kAugmenterContext = "GPU augmentation";
 
 void check_options(const GpuAugmentOptions& options) {
   if (options.depth < 1) throw InvalidArgument("GpuAugmenter: depth must be at least 1");
@@ -83,7 +83,7 @@ void GpuAugmenter::run(const DeviceImages& in, std::span<const std::uint64_t> se
       std::any_of(params.begin(), params.end(), [](const SampleAugment& p) { return p.color.has_contrast; });
   CONVEYOR_CUDA(
       cudaMemcpyAsync(slot.params.data(), host, params.size_bytes(), cudaMemcpyHostToDevice, stream),
-      kContext);
+      kAugmenterContext);
   try {
     fused_augment(in, slot.params.as<SampleAugment>(), any_contrast, slot.sums.as<std::uint64_t>(),
                   options_.normalize, out, stream);

@@ -11,7 +11,7 @@
 namespace conveyor::cuda {
 namespace {
 
-constexpr const char* kContext = "DeviceFeeder (GPU decode)";
+constexpr const char* kGpuDecodeContext = "DeviceFeeder (GPU decode)";
 
 std::string reason_of(const NvjpegOutcome& outcome) {
   std::string reason = std::string("nvjpeg: ") + to_string(outcome.fallback);
@@ -29,7 +29,7 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
       device_(device),
       options_(options),
       pinned_(pinned_host_memory()) {
-  if (!library_) throw InvalidArgument(std::string(kContext) + ": no nvJPEG library");
+  if (!library_) throw InvalidArgument(std::string(kGpuDecodeContext) + ": no nvJPEG library");
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
   description_ = decoder_for(3).description();
 }

@@ -17,7 +17,7 @@
 namespace conveyor::cuda {
 namespace {
 
-constexpr const char* kContext = "NvjpegBatchDecoder";
+constexpr const char* kNvjpegContext = "NvjpegBatchDecoder";
 constexpr std::size_t kScratchAlignment = 256;
 
 using nvjpeg::Owned;
@@ -124,7 +124,7 @@ struct NvjpegBatchDecoder::State {
   State(std::shared_ptr<const nvjpeg::Library> lib, DeviceMemoryPool& memory, NvjpegDecoderOptions opts)
       : library(std::move(lib)), api(library->api()), pool(&memory), options(opts) {}
 
-  void check(Status status, const char* call) const { nvjpeg::check(status, call, kContext); }
+  void check(Status status, const char* call) const { nvjpeg::check(status, call, kNvjpegContext); }
   void set_window(nvjpeg::DecodeParams params, bool roi, const ops::Rect& window) const;
   void ensure_params(std::size_t count);
   void ensure_scratch(std::size_t bytes);
@@ -151,11 +151,11 @@ void NvjpegBatchDecoder::State::ensure_params(std::size_t count) {
   while (sw_params.size() < count)
     sw_params.push_back(
         nvjpeg::make<nvjpeg::DecodeParams>(api.decode_params_create, api.decode_params_destroy,
-                                           "nvjpegDecodeParamsCreate", kContext, sw_handle.get()));
+                                           "nvjpegDecodeParamsCreate", kNvjpegContext, sw_handle.get()));
   while (hw_handle && hw_params.size() < count)
     hw_params.push_back(
         nvjpeg::make<nvjpeg::DecodeParams>(api.decode_params_create, api.decode_params_destroy,
-                                           "nvjpegDecodeParamsCreate", kContext, hw_handle.get()));
+                                           "nvjpegDecodeParamsCreate", kNvjpegContext, hw_handle.get()));
 }
 
 void NvjpegBatchDecoder::State::ensure_scratch(std::size_t bytes) {
@@ -301,12 +301,12 @@ void NvjpegBatchDecoder::State::decode_software(const NvjpegRequest& request, st
 
 NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool,
                                        NvjpegDecoderOptions options) {
-  if (!library) throw InvalidArgument(std::string(kContext) + ": no nvJPEG library");
+  if (!library) throw InvalidArgument(std::string(kNvjpegContext) + ": no nvJPEG library");
   if (options.color != ops::ColorMode::rgb && options.color != ops::ColorMode::gray)
-    throw InvalidArgument(std::string(kContext) +
+    throw InvalidArgument(std::string(kNvjpegContext) +
                           ": ColorMode::keep gives each image its own channel count; use rgb or gray");
   if (pool.device() != options.device)
-    throw InvalidArgument(std::string(kContext) + " on gpu:" + std::to_string(options.device) +
+    throw InvalidArgument(std::string(kNvjpegContext) + " on gpu:" + std::to_string(options.device) +
                           " was given the memory pool of gpu:" + std::to_string(pool.device()));
   state_ = std::make_unique<State>(std::move(library), pool, options);
   State& s = *state_;
@@ -329,9 +329,9 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
     if (status == Status::success) {
       s.hw_handle = Owned<nvjpeg::Handle>(handle, api.destroy);
       s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
-                                               "nvjpegJpegStateCreate", kContext, handle);
+                                               "nvjpegJpegStateCreate", kNvjpegContext, handle);
       s.hw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
-                                                     "nvjpegJpegStreamCreate", kContext, handle);
+                                                     "nvjpegJpegStreamCreate", kNvjpegContext, handle);
       unsigned int engines = 0, cores = 0;
       hardware_note = "hardware decoder";
       if (api.get_hardware_decoder_info != nullptr &&
@@ -344,19 +344,19 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
     }
   }
   s.sw_handle =
-      nvjpeg::make<nvjpeg::Handle>(api.create_ex, api.destroy, "nvjpegCreateEx", kContext,
+      nvjpeg::make<nvjpeg::Handle>(api.create_ex, api.destroy, "nvjpegCreateEx", kNvjpegContext,
                                    nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
                                    static_cast<nvjpeg::PinnedAllocator*>(nullptr), nvjpeg::kFlagsDefault);
   const nvjpeg::Handle sw = s.sw_handle.get();
   const auto decoupled = [&](nvjpeg::Backend backend) {
     Decoupled d;
     d.device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
-                                                  "nvjpegBufferDeviceCreate", kContext, sw,
+                                                  "nvjpegBufferDeviceCreate", kNvjpegContext, sw,
                                                   static_cast<nvjpeg::DevAllocator*>(nullptr));
     d.decoder = nvjpeg::make<nvjpeg::Decoder>(api.decoder_create, api.decoder_destroy, "nvjpegDecoderCreate",
-                                              kContext, sw, backend);
+                                              kNvjpegContext, sw, backend);
     d.state = nvjpeg::make<nvjpeg::State>(api.decoder_state_create, api.jpeg_state_destroy,
-                                          "nvjpegDecoderStateCreate", kContext, sw, d.decoder.get());
+                                          "nvjpegDecoderStateCreate", kNvjpegContext, sw, d.decoder.get());
     s.check(api.state_attach_device_buffer(d.state.get(), d.device.get()), "nvjpegStateAttachDeviceBuffer");
     return d;
   };
@@ -364,13 +364,13 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   if (options.software == NvjpegSoftwareBackend::gpu_hybrid) s.secondary = decoupled(nvjpeg::Backend::hybrid);
   for (int i = 0; i < 2; ++i) {
     s.sw_pinned[i] = nvjpeg::make<nvjpeg::PinnedBuffer>(api.buffer_pinned_create, api.buffer_pinned_destroy,
-                                                        "nvjpegBufferPinnedCreate", kContext, sw,
+                                                        "nvjpegBufferPinnedCreate", kNvjpegContext, sw,
                                                         static_cast<nvjpeg::PinnedAllocator*>(nullptr));
     s.sw_streams[i] = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
-                                                       "nvjpegJpegStreamCreate", kContext, sw);
+                                                       "nvjpegJpegStreamCreate", kNvjpegContext, sw);
   }
   s.sw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
-                                                 "nvjpegJpegStreamCreate", kContext, sw);
+                                                 "nvjpegJpegStreamCreate", kNvjpegContext, sw);
   s.description = "nvJPEG " + s.library->version() + " (" + s.library->path() +
                   ") on gpu:" + std::to_string(options.device) + ": " + hardware_note +
                   (s.hw_handle ? ", then " : "; ") + name_of(options.software) +
@@ -398,11 +398,11 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
                                                       const DeviceSlots& out, cudaStream_t stream) {
   State& s = *state_;
   if (out.shape.channels != s.channels)
-    throw InvalidArgument(std::string(kContext) + ": the output has " + std::to_string(out.shape.channels) +
+    throw InvalidArgument(std::string(kNvjpegContext) + ": the output has " + std::to_string(out.shape.channels) +
                           " channels, the decoder makes " + std::to_string(s.channels));
   for (std::size_t i = 0; i < requests.size(); ++i)
     if (requests[i].slot >= out.count)
-      throw InvalidArgument(std::string(kContext) + ": request " + std::to_string(i) + " is for slot " +
+      throw InvalidArgument(std::string(kNvjpegContext) + ": request " + std::to_string(i) + " is for slot " +
                             std::to_string(requests[i].slot) + " of " + std::to_string(out.count));
   std::vector<NvjpegOutcome> outcomes(requests.size());
   if (requests.empty()) return outcomes;
@@ -426,7 +426,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
   s.times.check += lap(since);
   // Reads of the slots the caller queued before this call come first.
   s.caller_ready->record(stream);
-  CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kContext);
+  CONVEYOR_CUDA(cudaStreamWaitEvent(s.stream->get(), s.caller_ready->get(), 0), kNvjpegContext);
   try {
     s.ensure_scratch(scratch_bytes);
 
@@ -460,7 +460,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
       }
       CONVEYOR_CUDA(cudaMemcpyAsync(s.jobs_device.data(), host, jobs * sizeof(CropResizeJob),
                                     cudaMemcpyHostToDevice, s.stream->get()),
-                    kContext);
+                    kNvjpegContext);
       crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get());
     }
     s.times.resize += lap(since);
@@ -472,7 +472,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
   }
   s.done->record(s.stream->get());
   s.done_pending = true;
-  CONVEYOR_CUDA(cudaStreamWaitEvent(stream, s.done->get(), 0), kContext);
+  CONVEYOR_CUDA(cudaStreamWaitEvent(stream, s.done->get(), 0), kNvjpegContext);
   return outcomes;
 }
 

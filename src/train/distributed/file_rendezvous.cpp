@@ -23,12 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string list_of(const std::vector<int>& ranks) {
-  std::string out;
-  for (const int rank : ranks) out += (out.empty() ? "" : ", ") + std::to_string(rank);
-  return out;
-}
-
 class FileRendezvous final : public Rendezvous {
  public:
   FileRendezvous(const Ranks& ranks, fs::path folder, const RendezvousOptions& options)
@@ -80,7 +74,7 @@ class FileRendezvous final : public Rendezvous {
         },
         deadline);
     if (!all)
-      throw RendezvousError(where_ + ": rank" + (missing.size() > 1 ? "s " : " ") + list_of(missing) +
+      throw RendezvousError(where_ + ": rank" + (missing.size() > 1 ? "s " : " ") + rank_list(missing) +
                             " did not reach barrier " + std::to_string(step) + " within " +
                             std::to_string(timeout_.count()) + " ms");
   }

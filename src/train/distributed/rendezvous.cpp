@@ -37,4 +37,13 @@ std::unique_ptr<Rendezvous> connect_rendezvous(const Ranks& ranks, const std::st
                         "' (env://, tcp://HOST:PORT or file:///FOLDER)");
 }
 
+namespace detail {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (const int rank : ranks) out += (out.empty() ? "" : ", ") + std::to_string(rank);
+  return out;
+}
+
+}  // namespace detail
 }  // namespace conveyor::train

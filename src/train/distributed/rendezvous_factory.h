@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "conveyor/train/rendezvous.h"
 
@@ -13,5 +14,8 @@ std::unique_ptr<Rendezvous> make_tcp_rendezvous(const Ranks& ranks, const std::s
                                                 const RendezvousOptions& options);
 std::unique_ptr<Rendezvous> make_file_rendezvous(const Ranks& ranks, const std::filesystem::path& folder,
                                                  const RendezvousOptions& options);
+
+// "0, 2, 3": the ranks an error message names (those missing, those still waiting).
+std::string rank_list(const std::vector<int>& ranks);
 
 }  // namespace conveyor::train::detail

@@ -56,12 +56,6 @@ std::string describe(StreamSocket::Status status) {
   return "?";
 }
 
-std::string list_of(const std::vector<int>& ranks) {
-  std::string out;
-  for (const int rank : ranks) out += (out.empty() ? "" : ", ") + std::to_string(rank);
-  return out;
-}
-
 class TcpRendezvous final : public Rendezvous {
  public:
   TcpRendezvous(const Ranks& ranks, std::string host, int port, const RendezvousOptions& options)
@@ -121,7 +115,7 @@ class TcpRendezvous final : public Rendezvous {
       for (const int rank : waiting) fds.push_back({peers_.at(rank).fd(), POLLIN, 0});
       const int ready = ::poll(fds.data(), fds.size(), milliseconds_until(deadline));
       if (ready == 0 || (ready < 0 && errno != EINTR))
-        throw RendezvousError(where_ + ": ranks " + list_of(waiting) + " did not reach " + what + " within " +
+        throw RendezvousError(where_ + ": ranks " + rank_list(waiting) + " did not reach " + what + " within " +
                               std::to_string(timeout_.count()) + " ms");
       std::vector<int> still;
       for (std::size_t i = 0; i < fds.size(); ++i) {
@@ -154,7 +148,7 @@ class TcpRendezvous final : public Rendezvous {
         throw RendezvousError(where_ + ": " + std::to_string(missing.size()) + " of " +
                               std::to_string(world - 1) + " ranks did not connect within " +
                               std::to_string(timeout_.count()) + " ms: rank" +
-                              (missing.size() > 1 ? "s " : " ") + list_of(missing));
+                              (missing.size() > 1 ? "s " : " ") + rank_list(missing));
       }
       std::array<std::uint8_t, 16> raw{};
       // A connection that is not a rank (a port scan, a health check) is dropped, not an error.

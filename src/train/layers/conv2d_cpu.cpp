@@ -5,15 +5,9 @@
 
 #include "conveyor/train/nn/reference.h"
 #include "src/train/layers/cpu_parallel.h"
+#include "src/train/layers/nhwc.h"
 
 namespace conveyor::nn::cpu {
-namespace {
-
-std::size_t offset(const Shape4& s, int n, int y, int x) {
-  return ((static_cast<std::size_t>(n) * s.h + y) * s.w + x) * s.c;
-}
-
-}  // namespace
 
 template <class T>
 void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
@@ -39,7 +33,7 @@ void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
           for (int s = 0; s < R; ++s) {
             const int ix = ox * g.stride - g.pad + s;
             if (ix < 0 || ix >= in.w) continue;
-            const T* xp = x + offset(in, n, iy, ix);
+            const T* xp = x + nhwc_offset(in, n, iy, ix);
             const T* wp = wt.data() + (static_cast<std::size_t>(r) * R + s) * C * K;
             for (int c = 0; c < C; ++c) {
               const T xv = xp[c];
@@ -48,7 +42,7 @@ void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
             }
           }
         }
-        std::copy(acc.begin(), acc.end(), y + offset(out, n, oy, ox));
+        std::copy(acc.begin(), acc.end(), y + nhwc_offset(out, n, oy, ox));
       }
     }
   });
@@ -66,14 +60,14 @@ void conv2d_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
       if (!accumulate) std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
       for (int oy = 0; oy < out.h; ++oy)
         for (int ox = 0; ox < out.w; ++ox) {
-          const T* gp = dy + offset(out, n, oy, ox);
+          const T* gp = dy + nhwc_offset(out, n, oy, ox);
           for (int r = 0; r < R; ++r) {
             const int iy = oy * g.stride - g.pad + r;
             if (iy < 0 || iy >= in.h) continue;
             for (int s = 0; s < R; ++s) {
               const int ix = ox * g.stride - g.pad + s;
               if (ix < 0 || ix >= in.w) continue;
-              T* dxp = dx + offset(in, n, iy, ix);
+              T* dxp = dx + nhwc_offset(in, n, iy, ix);
               for (int k = 0; k < K; ++k) {
                 const T gk = gp[k];
                 if (gk == T(0)) continue;
@@ -100,7 +94,7 @@ void conv2d_backward_filter(const ConvGeometry& g, const T* x, const T* dy, T* d
       for (int n = 0; n < out.n; ++n)
         for (int oy = 0; oy < out.h; ++oy)
           for (int ox = 0; ox < out.w; ++ox) {
-            const T gk = dy[offset(out, n, oy, ox) + kk];
+            const T gk = dy[nhwc_offset(out, n, oy, ox) + kk];
             if (gk == T(0)) continue;
             for (int r = 0; r < R; ++r) {
               const int iy = oy * g.stride - g.pad + r;
@@ -108,7 +102,7 @@ void conv2d_backward_filter(const ConvGeometry& g, const T* x, const T* dy, T* d
               for (int s = 0; s < R; ++s) {
                 const int ix = ox * g.stride - g.pad + s;
                 if (ix < 0 || ix >= in.w) continue;
-                const T* xp = x + offset(in, n, iy, ix);
+                const T* xp = x + nhwc_offset(in, n, iy, ix);
                 T* dwp = dwk + (static_cast<std::size_t>(r) * R + s) * C;
                 for (int c = 0; c < C; ++c) dwp[c] += gk * xp[c];
               }

@@ -4,13 +4,10 @@
 
 #include "conveyor/train/nn/reference.h"
 #include "src/train/layers/cpu_parallel.h"
+#include "src/train/layers/nhwc.h"
 
 namespace conveyor::nn::cpu {
 namespace {
-
-std::size_t offset(const Shape4& s, int n, int y, int x) {
-  return ((static_cast<std::size_t>(n) * s.h + y) * s.w + x) * s.c;
-}
 
 // The window of output (oy, ox) clipped to the input: [y0, y1) x [x0, x1).
 struct Window {
@@ -31,12 +28,12 @@ void max_pool_forward(const PoolGeometry& g, const T* x, T* y) {
     for (std::size_t row = begin; row < end; ++row) {
       const int n = static_cast<int>(row / out.h), oy = static_cast<int>(row % out.h);
       for (int ox = 0; ox < out.w; ++ox) {
-        T* yp = y + offset(out, n, oy, ox);
+        T* yp = y + nhwc_offset(out, n, oy, ox);
         std::fill(yp, yp + in.c, -std::numeric_limits<T>::infinity());
         const Window win = window_of(g, oy, ox);
         for (int iy = win.y0; iy < win.y1; ++iy)
           for (int ix = win.x0; ix < win.x1; ++ix) {
-            const T* xp = x + offset(in, n, iy, ix);
+            const T* xp = x + nhwc_offset(in, n, iy, ix);
             for (int c = 0; c < in.c; ++c) yp[c] = std::max(yp[c], xp[c]);
           }
       }
@@ -57,13 +54,13 @@ void max_pool_backward(const PoolGeometry& g, const T* x, const T* dy, T* dx) {
         for (int ox = 0; ox < out.w; ++ox) {
           const Window win = window_of(g, oy, ox);
           for (int c = 0; c < in.c; ++c) {
-            std::size_t best = offset(in, n, win.y0, win.x0) + c;
+            std::size_t best = nhwc_offset(in, n, win.y0, win.x0) + c;
             for (int iy = win.y0; iy < win.y1; ++iy)
               for (int ix = win.x0; ix < win.x1; ++ix) {
-                const std::size_t at = offset(in, n, iy, ix) + c;
+                const std::size_t at = nhwc_offset(in, n, iy, ix) + c;
                 if (x[at] > x[best]) best = at;
               }
-            dx[best] += dy[offset(out, n, oy, ox) + c];
+            dx[best] += dy[nhwc_offset(out, n, oy, ox) + c];
           }
         }
     }
@@ -78,12 +75,12 @@ void avg_pool_forward(const PoolGeometry& g, const T* x, T* y) {
     for (std::size_t row = begin; row < end; ++row) {
       const int n = static_cast<int>(row / out.h), oy = static_cast<int>(row % out.h);
       for (int ox = 0; ox < out.w; ++ox) {
-        T* yp = y + offset(out, n, oy, ox);
+        T* yp = y + nhwc_offset(out, n, oy, ox);
         std::fill(yp, yp + in.c, T(0));
         const Window win = window_of(g, oy, ox);
         for (int iy = win.y0; iy < win.y1; ++iy)
           for (int ix = win.x0; ix < win.x1; ++ix) {
-            const T* xp = x + offset(in, n, iy, ix);
+            const T* xp = x + nhwc_offset(in, n, iy, ix);
             for (int c = 0; c < in.c; ++c) yp[c] += xp[c];
           }
         for (int c = 0; c < in.c; ++c) yp[c] *= inv_area;
@@ -103,11 +100,11 @@ void avg_pool_backward(const PoolGeometry& g, const T* dy, T* dx) {
       std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
       for (int oy = 0; oy < out.h; ++oy)
         for (int ox = 0; ox < out.w; ++ox) {
-          const T* gp = dy + offset(out, n, oy, ox);
+          const T* gp = dy + nhwc_offset(out, n, oy, ox);
           const Window win = window_of(g, oy, ox);
           for (int iy = win.y0; iy < win.y1; ++iy)
             for (int ix = win.x0; ix < win.x1; ++ix) {
-              T* dxp = dx + offset(in, n, iy, ix);
+              T* dxp = dx + nhwc_offset(in, n, iy, ix);
               for (int c = 0; c < in.c; ++c) dxp[c] += gp[c] * inv_area;
             }
         }
