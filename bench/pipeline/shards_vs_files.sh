@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # shards_vs_files.sh: the same images read four ways by pipeline_throughput, side by side in one run, in
-# alternating rounds: as a folder of loose JPEGs (files), as local tar shards (made here by make_shards)
-# through their index (shards), the same local shards as a brace pattern (pattern: counted when opened),
-# and the same shards from an HTTP server on 127.0.0.1 through the index there (http; Python's
-# http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
+# rounds whose order alternates: as a folder of loose JPEGs (files), as local tar shards (made here by
+# make_shards) through their index (shards), the same local shards as a brace pattern (pattern: counted
+# when opened), and the same shards from an HTTP server on 127.0.0.1 through the index there (http;
+# Python's http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
 # http >= 0.9 x shards; each round's ratios and their medians are printed and written.
 #
 #   bench/pipeline/shards_vs_files.sh BIN_DIR IMAGE_FOLDER OUT_DIR [pipeline_throughput options...]
@@ -70,8 +70,16 @@ declare -A data=(
   [http]="http://127.0.0.1:$port/shards.json"
 )
 read -r -a kinds <<<"${KINDS:-files shards pattern http}"
+# Odd rounds run the kinds in the order given, even rounds in the reverse order: a machine whose speed drifts
+# within a round (it does, by up to 1.5x from run to run) then favours no kind, and each ratio still compares
+# runs that follow one another.
 for round in $(seq "$rounds"); do
-  for kind in "${kinds[@]}"; do
+  order=("${kinds[@]}")
+  if [ $((round % 2)) -eq 0 ]; then
+    order=()
+    for ((k = ${#kinds[@]} - 1; k >= 0; k--)); do order+=("${kinds[$k]}"); done
+  fi
+  for kind in "${order[@]}"; do
     json=$out/${kind}_$round.json
     "$bin/pipeline_throughput" --data "${data[$kind]}" "${options[@]}" --json "$json" >"$out/${kind}_$round.log" 2>&1 ||
       { echo "shards_vs_files: $kind round $round failed:"; tail -5 "$out/${kind}_$round.log"; exit 1; }
