@@ -26,6 +26,8 @@ constexpr Choice<OnError> kOnError[] = {{"fail", OnError::fail}, {"skip", OnErro
 bool set_option(PipelineOptionChanges& options, const std::string& name, const py::handle& value) {
   if (name == "threads")
     options.threads = value.cast<int>();
+  else if (name == "worker_nice")
+    options.worker_nice = value.cast<int>();
   else if (name == "deterministic")
     options.deterministic = value.cast<bool>();
   else if (name == "on_error")
@@ -46,7 +48,7 @@ bool set_option(PipelineOptionChanges& options, const std::string& name, const p
 }
 
 constexpr const char* kOptionNames =
-    "threads, deterministic, on_error, seed, max_in_flight, trace, held_batches, max_file_bytes";
+    "threads, worker_nice, deterministic, on_error, seed, max_in_flight, trace, held_batches, max_file_bytes";
 
 // with_options(options) or with_options(**keywords), as in C++: a PipelineOptions sets every option, keywords
 // set the options they name and keep the others as the dataset had them.
@@ -109,6 +111,9 @@ void bind_options(py::module_& module) {
            (std::string("PipelineOptions(**options), options among: ") + kOptionNames).c_str())
       .def_readwrite("threads", &PipelineOptions::threads,
                      "Threads of the iterator's task arena; 0: all cores.")
+      .def_readwrite("worker_nice", &PipelineOptions::worker_nice,
+                     "The nice value (0-19) those threads take while they work for the pipeline, so that the "
+                     "training loop's own threads get a core first (default 10); 0: the process's priority.")
       .def_readwrite("deterministic", &PipelineOptions::deterministic,
                      "True: the order the chain defines, the same at any thread count.")
       .def_property(
@@ -127,6 +132,7 @@ void bind_options(py::module_& module) {
                      "The read stage refuses larger files; 0: no limit.")
       .def("__repr__", [](const PipelineOptions& o) {
         return "conveyor.PipelineOptions(threads=" + std::to_string(o.threads) +
+               ", worker_nice=" + std::to_string(o.worker_nice) +
                ", deterministic=" + (o.deterministic ? "True" : "False") + ", on_error='" +
                choice_name(o.on_error, kOnError) + "', seed=" + std::to_string(o.seed) + ")";
       });

@@ -75,6 +75,9 @@ def parse_args(argv=None):
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--workers", type=int, default=16, help="DataLoader worker processes")
     ap.add_argument("--threads", type=int, default=16, help="conveyor's threads")
+    ap.add_argument("--worker-nice", type=int, default=None,
+                    help="the nice value of conveyor's threads (PipelineOptions.worker_nice; default: the "
+                         "library's, 10)")
     ap.add_argument("--prefetch", type=int, default=4, help="conveyor's prefetch depth (batches)")
     ap.add_argument("--gpu-share", type=float, default=None,
                     help="to_device's gpu_share: the share of images the GPU decodes, fixed (default: conveyor's, "
@@ -201,7 +204,8 @@ def conveyor_batches(conveyor, torch, args, on_gpu, report):
           .map(conveyor.ops.flip_horizontal(0.5))
           .map(conveyor.ops.distort(brightness=0.4, contrast=0.4, saturation=0.4))
           .with_options(threads=args.threads, seed=args.seed, on_error="skip",
-                        deterministic=bool(args.conveyor_deterministic))
+                        deterministic=bool(args.conveyor_deterministic),
+                        **({} if args.worker_nice is None else {"worker_nice": args.worker_nice}))
           .batch(args.batch).prefetch(args.prefetch))
     device = f"cuda:{torch.cuda.current_device()}"
     where = dict(gpu_share=args.gpu_share) if on_gpu else dict(gpu_augment=False, gpu_decode=False)
@@ -361,6 +365,7 @@ def main():
     result.update({
         "data": args.data, "images": len(samples), "classes": classes, "batch": args.batch, "size": args.size,
         "workers": args.workers, "threads": args.threads, "prefetch": args.prefetch, "steps": args.steps,
+        "worker_nice": args.worker_nice,  # None: the library's default
         "conveyor_deterministic": bool(args.conveyor_deterministic),
         "warmup": args.warmup, "seed": args.seed, "conveyor_layout": args.conveyor_layout,
         "gpu_share": args.gpu_share,

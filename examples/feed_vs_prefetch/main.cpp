@@ -110,6 +110,7 @@ int main(int argc, char** argv) try {
   setup.record_loss = options.record_loss;
   setup.threads = options.threads;
   setup.pipeline_threads = pipeline_threads;
+  setup.pipeline_nice = options.pipeline_nice;
   setup.device_augment = options.device_augment;
   setup.gpu_decode = options.gpu_decode;
   setup.gpu_share = options.gpu_share;
@@ -183,7 +184,8 @@ int main(int argc, char** argv) try {
                     options.deterministic,
                     options.gpu_share,
                     options.pipeline_deterministic,
-                    options.hardware_pipelining};
+                    options.hardware_pipelining,
+                    options.pipeline_nice};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

@@ -220,6 +220,7 @@ conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
                                          const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   conveyor::PipelineOptions options;
   options.threads = setup.pipeline_threads;  // 0: the feeder chooses (leaves a core to a CPU step)
+  options.worker_nice = setup.pipeline_nice;
   options.seed = setup.seed;
   options.deterministic = setup.pipeline_deterministic;
   options.trace = trace;

@@ -31,6 +31,7 @@ struct Setup {
   conveyor::train::TrainerOptions trainer;
   int threads = 1;             // feed and parallel
   int pipeline_threads = 0;    // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)
+  int pipeline_nice = 10;      // prefetch: PipelineOptions::worker_nice
   bool device_augment = true;  // prefetch on a GPU: flip and distort fused with normalize on the GPU
   bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
   double gpu_share = 0.5;

@@ -12,6 +12,7 @@ struct Options {
   std::vector<std::string> modes{"feed", "parallel", "prefetch"};
   bool modes_given = false;  // --modes was on the command line
   int threads = 0;           // 0: all cores
+  int pipeline_nice = 10;    // prefetch: PipelineOptions::worker_nice (its default)
   int batch = 0;             // 0: 256 on a GPU, 32 on the CPU
   int steps = 0;             // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
   int warmup = 0;            // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU

@@ -77,6 +77,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
       {"gpu_share", info.gpu_share},
       {"pipeline_deterministic", info.pipeline_deterministic},
       {"hardware_pipelining", info.hardware_pipelining},
+      {"pipeline_nice", info.pipeline_nice},
       {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},

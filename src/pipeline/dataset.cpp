@@ -241,6 +241,7 @@ Dataset Dataset::filter(std::string name, std::function<bool(const Sample&)> kee
 
 PipelineOptionChanges PipelineOptionChanges::all(const PipelineOptions& o) {
   return {.threads = o.threads,
+          .worker_nice = o.worker_nice,
           .deterministic = o.deterministic,
           .on_error = o.on_error,
           .seed = o.seed,
@@ -258,6 +259,7 @@ PipelineOptionChanges PipelineOptionChanges::all(const PipelineOptions& o) {
 
 PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
   if (threads) o.threads = *threads;
+  if (worker_nice) o.worker_nice = *worker_nice;
   if (deterministic) o.deterministic = *deterministic;
   if (on_error) o.on_error = *on_error;
   if (seed) o.seed = *seed;
@@ -310,6 +312,10 @@ Dataset Dataset::without_last_map() const {
 Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
   PipelineOptions options = changes.applied_to(node_->options);
   if (options.threads < 0) throw InvalidArgument("PipelineOptions: threads must be >= 0");
+  if (options.worker_nice < 0 || options.worker_nice > 19)
+    throw InvalidArgument("PipelineOptions: worker_nice must be 0-19 (got " +
+                          std::to_string(options.worker_nice) +
+                          "); an unprivileged process cannot raise its threads' priority");
   if (options.stall_limit.count() < 0) throw InvalidArgument("PipelineOptions: stall_limit must be >= 0");
   auto node = child();
   node->options = std::move(options);

@@ -178,3 +178,13 @@ def test_ordering_after_a_filter_is_refused(image_folder):
 def test_each_iteration_runs_the_chain_again(image_folder):
     ds = conveyor.Dataset.image_folder(image_folder).take(3)
     assert [s.path for s in ds] == [s.path for s in ds]
+
+
+def test_worker_nice_is_an_option_of_0_to_19_with_10_by_default(image_folder):
+    ds = conveyor.Dataset.image_folder(image_folder)
+    assert ds.options.worker_nice == 10
+    assert ds.with_options(worker_nice=0).options.worker_nice == 0
+    assert conveyor.PipelineOptions(worker_nice=4).worker_nice == 4
+    assert "worker_nice=4" in repr(conveyor.PipelineOptions(worker_nice=4))
+    with pytest.raises(conveyor.InvalidArgument, match="worker_nice must be 0-19"):
+        ds.with_options(worker_nice=20)
