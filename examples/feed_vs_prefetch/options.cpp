@@ -55,8 +55,8 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--threads", options.threads, "threads of the parallel map (0: all cores)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--pipeline-nice", options.pipeline_nice,
-                 "prefetch: the nice value of the pipeline's threads, so that the training step's threads get "
-                 "a core first (PipelineOptions::worker_nice; 0: the process's)")
+                 "prefetch: the nice value of the pipeline's threads, so that the step's threads get a "
+                 "core first (PipelineOptions::worker_nice; 0: the process's)")
       ->capture_default_str()
       ->check(CLI::Range(0, 19));
   app.add_option("--batch", options.batch, "images per batch (0: 256 on a GPU, 32 on the CPU)")

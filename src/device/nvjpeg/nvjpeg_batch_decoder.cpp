@@ -398,8 +398,9 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
                                                       const DeviceSlots& out, cudaStream_t stream) {
   State& s = *state_;
   if (out.shape.channels != s.channels)
-    throw InvalidArgument(std::string(kNvjpegContext) + ": the output has " + std::to_string(out.shape.channels) +
-                          " channels, the decoder makes " + std::to_string(s.channels));
+    throw InvalidArgument(std::string(kNvjpegContext) + ": the output has " +
+                          std::to_string(out.shape.channels) + " channels, the decoder makes " +
+                          std::to_string(s.channels));
   for (std::size_t i = 0; i < requests.size(); ++i)
     if (requests[i].slot >= out.count)
       throw InvalidArgument(std::string(kNvjpegContext) + ": request " + std::to_string(i) + " is for slot " +

@@ -115,8 +115,8 @@ class TcpRendezvous final : public Rendezvous {
       for (const int rank : waiting) fds.push_back({peers_.at(rank).fd(), POLLIN, 0});
       const int ready = ::poll(fds.data(), fds.size(), milliseconds_until(deadline));
       if (ready == 0 || (ready < 0 && errno != EINTR))
-        throw RendezvousError(where_ + ": ranks " + rank_list(waiting) + " did not reach " + what + " within " +
-                              std::to_string(timeout_.count()) + " ms");
+        throw RendezvousError(where_ + ": ranks " + rank_list(waiting) + " did not reach " + what +
+                              " within " + std::to_string(timeout_.count()) + " ms");
       std::vector<int> still;
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) {
