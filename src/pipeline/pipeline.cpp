@@ -100,7 +100,6 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
   cv::setNumThreads(0);
   if (trace_ && watching_) watchdog_track_ = trace_->track("watchdog");
   if (watching_) watchdog_ = std::thread([this] { watch(); });
-  if (plan_.options.worker_nice > 0) priority_.emplace(arena_, plan_.options.worker_nice);
   driver_ = std::thread([this] { drive(); });
 }
 

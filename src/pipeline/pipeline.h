@@ -37,7 +37,6 @@
 #include "src/pipeline/element.h"
 #include "src/pipeline/element_order.h"
 #include "src/pipeline/output_queue.h"
-#include "src/pipeline/worker_priority.h"
 
 namespace conveyor::detail {
 
@@ -178,7 +177,6 @@ class Pipeline {
   // ---- threads: the arena and the driver go last, so that they stop before anything above dies ----
   tbb::task_group_context context_;
   tbb::task_arena arena_;
-  std::optional<WorkerPriority> priority_;  // with a worker_nice; stops observing before the arena dies
   std::thread driver_;
   std::thread watchdog_;  // only with a stall_limit
 };

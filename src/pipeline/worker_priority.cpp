@@ -6,36 +6,16 @@
 #include <cerrno>
 
 namespace conveyor::detail {
-namespace {
 
-// This thread's nice value (getpriority can return -1 as a value: errno tells an error apart).
-int nice_of_this_thread() {
-  errno = 0;
-  const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
-  return errno == 0 ? nice : 0;
-}
-
-// Best effort: a thread that may not take the value (lowering it needs privilege) keeps its own.
-void set_nice_of_this_thread(int nice) {
-  static_cast<void>(::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice));
-}
-
-}  // namespace
-
-WorkerPriority::WorkerPriority(tbb::task_arena& arena, int nice)
-    : tbb::task_scheduler_observer(arena), nice_(nice), base_nice_(nice_of_this_thread()) {
-  arena.initialize();
-  observe(true);
-}
-
-WorkerPriority::~WorkerPriority() { observe(false); }  // no callback may reach a half-destroyed observer
-
-void WorkerPriority::on_scheduler_entry(bool) {
-  if (nice_of_this_thread() < nice_) set_nice_of_this_thread(nice_);
-}
-
-void WorkerPriority::on_scheduler_exit(bool) {
-  if (nice_of_this_thread() != base_nice_) set_nice_of_this_thread(base_nice_);
+void raise_this_threads_nice(int nice) noexcept {
+  thread_local int last_asked = -1;  // nice values asked for are 1-19
+  if (nice == last_asked) return;
+  last_asked = nice;
+  const auto thread = static_cast<id_t>(::gettid());
+  errno = 0;  // getpriority may return -1 as a value: errno tells an error apart
+  const int now = ::getpriority(PRIO_PROCESS, thread);
+  if (errno == 0 && now >= nice) return;
+  static_cast<void>(::setpriority(PRIO_PROCESS, thread, nice));
 }
 
 }  // namespace conveyor::detail
