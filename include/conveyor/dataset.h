@@ -72,8 +72,8 @@ enum class OnError : std::uint8_t {
 struct PipelineOptions {
   // Threads of the iterator's task arena, the driver thread included. 0: all cores.
   int threads = 0;
-  // The nice value (Linux: 0-19, higher yields sooner) those threads take while they work for the
-  // pipeline, so that the consumer's own threads (a training loop at nice 0: PyTorch's Python and autograd
+  // The nice value (Linux: 0-19, higher yields sooner) each of those threads raises its own to before it
+  // works for the pipeline, so that the consumer's own threads (a training loop at nice 0: PyTorch's Python and autograd
   // threads launching kernels, a CPU trainer's) get a core first when both want one; the pipeline still
   // takes every core they leave idle. With 10, PyTorch's eager ResNet-18 loop fed by 16 threads on 16 cores
   // went from 87-88 % to 95-97 % of its rate on data already on the GPU
