@@ -112,9 +112,8 @@ void bind_options(py::module_& module) {
       .def_readwrite("threads", &PipelineOptions::threads,
                      "Threads of the iterator's task arena; 0: all cores.")
       .def_readwrite("worker_nice", &PipelineOptions::worker_nice,
-                     "The nice value (0-19) those threads raise theirs to before they work for the pipeline, "
-                     "so that the training loop's own threads get a core first (default 10); 0: the process's "
-                     "priority.")
+                     "Nice value (0-19) the threads raise theirs to before working for the pipeline, so "
+                     "that the training loop's threads get a core first (default 10); 0: the process's.")
       .def_readwrite("deterministic", &PipelineOptions::deterministic,
                      "True: the order the chain defines, the same at any thread count.")
       .def_property(

@@ -75,8 +75,8 @@ struct PipelineOptions {
   // The nice value (Linux: 0-19, higher yields sooner) each of those threads raises its own to before it
   // works for the pipeline, so that the consumer's own threads (a training loop at nice 0: PyTorch's
   // Python and autograd threads launching kernels, a CPU trainer's) get a core first when both want one;
-  // the pipeline still takes every core they leave idle. With 10, PyTorch's eager ResNet-18 loop fed by 16 threads on 16 cores
-  // went from 87-88 % to 95-97 % of its rate on data already on the GPU
+  // the pipeline still takes every core they leave idle. With 10, PyTorch's eager ResNet-18 loop fed by 16
+  // threads on 16 cores went from 87-88 % to 95-97 % of its rate on data already on the GPU
   // (bench/results/2026-11-27-h100-run5-worker-nice-final/). 0: the process's priority. An unprivileged
   // process cannot lower a thread's nice value again, so a oneTBB worker (a pool the process shares) keeps
   // the raised value when it later works for other arenas of the process.
