@@ -7,6 +7,7 @@
 
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_feeder.h"
+#include "conveyor/dataset.h"
 #include "conveyor/image.h"
 #include "conveyor/ranks.h"
 #include "conveyor/sample.h"
@@ -31,7 +32,6 @@ struct Setup {
   conveyor::train::TrainerOptions trainer;
   int threads = 1;             // feed and parallel
   int pipeline_threads = 0;    // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)
-  int pipeline_nice = 10;      // prefetch: PipelineOptions::worker_nice
   bool device_augment = true;  // prefetch on a GPU: flip and distort fused with normalize on the GPU
   bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
   double gpu_share = 0.5;
@@ -41,6 +41,9 @@ struct Setup {
   int warmup_steps = 0;
   int steps = 0;
   unsigned long long seed = 0;
+
+  // prefetch: PipelineOptions::worker_nice, the library's default unless given
+  int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
 
   // Replicas in the whole job, and whether there is more than one.
   int world_replicas() const { return static_cast<int>(placements.size()) * ranks.world_size; }

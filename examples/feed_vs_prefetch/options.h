@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/dataset.h"
+
 namespace feed_vs_prefetch {
 
 struct Options {
@@ -12,7 +14,6 @@ struct Options {
   std::vector<std::string> modes{"feed", "parallel", "prefetch"};
   bool modes_given = false;  // --modes was on the command line
   int threads = 0;           // 0: all cores
-  int pipeline_nice = 10;    // prefetch: PipelineOptions::worker_nice (its default)
   int batch = 0;             // 0: 256 on a GPU, 32 on the CPU
   int steps = 0;             // timed steps per mode; 0: 50 on a GPU, 6 on the CPU
   int warmup = 0;            // untimed steps per mode; 0: 3 on a GPU, 1 on the CPU
@@ -37,6 +38,8 @@ struct Options {
   int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
   bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
   bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)
+  // prefetch: PipelineOptions::worker_nice, the library's default unless given
+  int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.

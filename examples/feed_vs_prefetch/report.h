@@ -22,7 +22,8 @@ struct RunInfo {
   double gpu_share = 0;
   bool pipeline_deterministic = false;
   bool hardware_pipelining = false;
-  int pipeline_nice = 10;  // prefetch: PipelineOptions::worker_nice
+  // prefetch: PipelineOptions::worker_nice, the library's default unless given
+  int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.
