@@ -54,7 +54,8 @@
 #             GPU kernels' and the CUDA calls' summaries as CSV (the report itself is not kept)
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each. shard_mb: the
-#             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ..."
+#             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ...";
+#             shard_kinds: shards_vs_files.sh's KINDS (default "files shards http")
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -520,7 +521,7 @@ PICK
           dir=/tmp/shards-run-$name$suffix
           mkdir -p "$dir" && ln -sfn "$set_of_shards" "$dir/shards"
           log "$name$suffix"
-          KINDS="files shards http" HTTP_NICE=$nice ROUNDS=${shard_rounds:-3} run 400 bash \
+          KINDS="${shard_kinds:-files shards http}" HTTP_NICE=$nice ROUNDS=${shard_rounds:-3} run 400 bash \
             "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$imagenet" "$dir" --threads 16 --batch 256 \
             --size 224 --epochs 4 --seed 7 --deterministic "$fixed"
           mkdir -p "$r/shards-$name$suffix" && cp "$dir"/*.json "$dir"/*.log "$r/shards-$name$suffix/" 2>/dev/null

@@ -92,6 +92,7 @@ struct Config {
   std::size_t shards = 1, shard = 0;
   // Tar shards (TarShardOptions): shards read at once and samples read ahead per shard; 0: the defaults.
   std::size_t parallel_shards = 0, shard_read_ahead = 0;
+  int map_shards = -1;  // local tar shards mapped (1) or read (0); -1: TarShardOptions' default
   std::string state_out, batch_log, sample_log;
   std::vector<std::string> resume;
   // --device gpu: where the run ends and what runs there.
@@ -175,6 +176,11 @@ Config parse(int argc, char** argv) {
   app.add_option("--shard-read-ahead", config.shard_read_ahead,
                  "tar shards: samples read ahead per shard being read (0: TarShardOptions' default)")
       ->capture_default_str();
+  app.add_option("--map-shards", config.map_shards,
+                 "local tar shards: read through a memory map (1) or with read() calls (0); -1: "
+                 "TarShardOptions' default")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1));
   app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
   app.add_option("--resume", config.resume,
                  "start from the state in FILE; one FILE per shard of the run that wrote them combines them");
@@ -283,6 +289,7 @@ DataSource open_data(const Config& config) {
   shards.seed = config.seed;
   if (config.parallel_shards > 0) shards.parallel_shards = config.parallel_shards;
   if (config.shard_read_ahead > 0) shards.queued_samples = config.shard_read_ahead;
+  if (config.map_shards >= 0) shards.map_local_shards = config.map_shards == 1;
   if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
@@ -528,7 +535,8 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"deterministic", config.deterministic},
                    {"checksum", config.checksum},
                    {"parallel_shards", config.parallel_shards},
-                   {"shard_read_ahead", config.shard_read_ahead}};
+                   {"shard_read_ahead", config.shard_read_ahead},
+                   {"map_shards", config.map_shards}};  // -1: TarShardOptions' default
   out["images_per_s"] = main.images_per_s;
   out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
   out["images_per_s_overall"] = main.images_per_s_overall;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# shards_vs_files.sh: the same images read four ways by pipeline_throughput, side by side in one run, in
+# shards_vs_files.sh: the same images read five ways by pipeline_throughput, side by side in one run, in
 # rounds whose order alternates: as a folder of loose JPEGs (files), as local tar shards (made here by
-# make_shards) through their index (shards), the same local shards as a brace pattern (pattern: counted
-# when opened), and the same shards from an HTTP server on 127.0.0.1 through the index there (http;
-# Python's http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
+# make_shards) through their index (shards: memory-mapped, the default), the same with read() calls
+# (shards-read: --map-shards 0), the same local shards as a brace pattern (pattern: counted when opened),
+# and the same shards from an HTTP server on 127.0.0.1 through the index there (http; Python's
+# http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
 # http >= 0.9 x shards; each round's ratios and their medians are printed and written.
 #
 #   bench/pipeline/shards_vs_files.sh BIN_DIR IMAGE_FOLDER OUT_DIR [pipeline_throughput options...]
@@ -12,11 +13,11 @@
 # --threads $(nproc) --batch 256 --size 224 --epochs 6 --seed 7); ROUNDS (default 3) sets the rounds and
 # SHARD_MB (default 64) the shard size, HTTP_SERVER=threads a threaded server instead of a process per
 # connection, HTTP_NICE=N runs the server at that nice value (a negative one needs root: a server with
-# cores of its own, as a real one has), KINDS a subset of "files shards pattern http". Writes
+# cores of its own, as a real one has), KINDS a subset of "files shards shards-read pattern http". Writes
 # OUT_DIR/<kind>_<round>.json and OUT_DIR/summary.json (with the server's CPU time per image sent); prints
 # one line per run, then the medians of the runs and of the rounds' ratios.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bin=$1 images=$2 out=$3
 shift 3
 options=("$@")
@@ -66,9 +67,11 @@ done
 declare -A data=(
   [files]=$images
   [shards]="$shards/shards.json"
+  [shards-read]="$shards/shards.json"
   [pattern]="$shards/shard-{000000..$last}.tar"
   [http]="http://127.0.0.1:$port/shards.json"
 )
+declare -A kind_options=([shards-read]="--map-shards 0")
 read -r -a kinds <<<"${KINDS:-files shards pattern http}"
 # Odd rounds run the kinds in the order given, even rounds in the reverse order: a machine whose speed drifts
 # within a round (it does, by up to 1.5x from run to run) then favours no kind, and each ratio still compares
@@ -81,7 +84,9 @@ for round in $(seq "$rounds"); do
   fi
   for kind in "${order[@]}"; do
     json=$out/${kind}_$round.json
-    "$bin/pipeline_throughput" --data "${data[$kind]}" "${options[@]}" --json "$json" >"$out/${kind}_$round.log" 2>&1 ||
+    read -r -a own <<<"${kind_options[$kind]:-}"
+    "$bin/pipeline_throughput" --data "${data[$kind]}" "${options[@]}" "${own[@]}" --json "$json" \
+      >"$out/${kind}_$round.log" 2>&1 ||
       { echo "shards_vs_files: $kind round $round failed:"; tail -5 "$out/${kind}_$round.log"; exit 1; }
     printf '%-7s round %d: %s\n' "$kind" "$round" "$(head -1 "$out/${kind}_$round.log")"
   done
@@ -96,7 +101,8 @@ runs = {k: [json.load(open(f"{out}/{k}_{r}.json")) for r in range(1, rounds + 1)
 rate = {k: [run["images_per_s"] for run in v] for k, v in runs.items()}
 median = {k: statistics.median(v) for k, v in rate.items()}
 # Each round's ratio (its runs follow one another), and the median of those.
-pairs = {"shards_over_files": ("shards", "files"), "pattern_over_files": ("pattern", "files"),
+pairs = {"shards_over_files": ("shards", "files"), "shards_read_over_files": ("shards-read", "files"),
+         "shards_over_shards_read": ("shards", "shards-read"), "pattern_over_files": ("pattern", "files"),
          "http_over_shards": ("http", "shards")}
 per_round = {name: [a / b for a, b in zip(rate[x], rate[y])] for name, (x, y) in pairs.items()
              if x in rate and y in rate}

@@ -13,6 +13,13 @@ namespace conveyor::detail {
 
 class Cancellation;
 
+// Memory that holds every byte a stream delivers, at the address read() gave it, for as long as `owner`
+// lives (a mapped file): a reader may hand out views of it instead of copies.
+struct StableBytes {
+  std::span<const std::uint8_t> range;
+  std::shared_ptr<const void> owner;  // null: the stream's chunks are valid only until its next read()
+};
+
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
@@ -27,16 +34,25 @@ class ByteStream {
   virtual std::uint64_t position() const noexcept = 0;
   // The file path or URL, for messages.
   virtual const std::string& location() const noexcept = 0;
+  // Where the bytes stay valid beyond the next read(), if anywhere.
+  virtual StableBytes stable_bytes() const { return {}; }
+};
+
+// How a local file's bytes are read.
+enum class LocalReads {
+  read_calls,  // read(2) into a buffer of the stream's, a chunk at a time
+  mapped,      // the file mapped whole (src/sources/mapped_file.h): its bytes stay valid (stable_bytes)
 };
 
 // True for http:// and https:// locations.
 bool is_url(const std::string& location) noexcept;
 
-// A stream on `location`: a URL through libcurl, anything else as a local file. `cancellation` (may be
-// null) ends waits early; it must outlive the stream.
+// A stream on `location`: a URL through libcurl, anything else as a local file, read as `local` says.
+// `cancellation` (may be null) ends waits early; it must outlive the stream.
 std::unique_ptr<ByteStream> open_byte_stream(const std::string& location, const HttpOptions& http,
-                                             const Cancellation* cancellation);
-std::unique_ptr<ByteStream> open_file_stream(const std::string& path);
+                                             const Cancellation* cancellation,
+                                             LocalReads local = LocalReads::read_calls);
+std::unique_ptr<ByteStream> open_file_stream(const std::string& path, LocalReads reads = LocalReads::read_calls);
 std::unique_ptr<ByteStream> open_http_stream(const std::string& url, const HttpOptions& http,
                                              const Cancellation* cancellation);
 

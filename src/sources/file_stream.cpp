@@ -1,14 +1,18 @@
-// ByteStream over a local file: large sequential reads, skips by seeking (libarchive skips member data
-// through skip(), so counting a shard's samples reads only its headers).
+// ByteStreams over a local file: large sequential reads, skips by seeking (libarchive skips member data
+// through skip(), so counting a shard's samples reads only its headers); or the file mapped whole and
+// delivered as one chunk, so that libarchive hands out member data where it lies in the mapping and skips
+// by moving a pointer.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 #include <vector>
 
 #include "src/sources/byte_stream.h"
+#include "src/sources/mapped_file.h"
 #include "src/sources/shard_read_error.h"
 
 namespace conveyor::detail {
@@ -77,9 +81,36 @@ class FileStream final : public ByteStream {
   std::vector<std::uint8_t> buffer_;
 };
 
+class MappedFileStream final : public ByteStream {
+ public:
+  explicit MappedFileStream(const std::string& path) : file_(MappedFile::open(path)) {}
+
+  // The rest of the file in one chunk: libarchive then never has to join two chunks in a buffer of its own.
+  std::span<const std::uint8_t> read() override {
+    const std::span<const std::uint8_t> rest = file_->bytes().subspan(position_);
+    position_ += rest.size();
+    return rest;
+  }
+
+  std::uint64_t skip(std::uint64_t bytes) override {
+    const std::uint64_t step = std::min<std::uint64_t>(bytes, file_->bytes().size() - position_);
+    position_ += step;
+    return step;
+  }
+
+  std::uint64_t position() const noexcept override { return position_; }
+  const std::string& location() const noexcept override { return file_->path(); }
+  StableBytes stable_bytes() const override { return {file_->bytes(), file_}; }
+
+ private:
+  std::shared_ptr<const MappedFile> file_;
+  std::size_t position_ = 0;
+};
+
 }  // namespace
 
-std::unique_ptr<ByteStream> open_file_stream(const std::string& path) {
+std::unique_ptr<ByteStream> open_file_stream(const std::string& path, LocalReads reads) {
+  if (reads == LocalReads::mapped) return std::make_unique<MappedFileStream>(path);
   return std::make_unique<FileStream>(path);
 }
 

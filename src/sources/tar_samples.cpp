@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <exception>
 
 #include "src/sources/shard_read_error.h"
@@ -54,7 +55,10 @@ struct TarSampleReader::Callbacks {
 };
 
 TarSampleReader::TarSampleReader(std::unique_ptr<ByteStream> stream, TarFormat format)
-    : stream_(std::move(stream)), format_(std::move(format)), callbacks_(std::make_unique<Callbacks>()) {
+    : stream_(std::move(stream)),
+      stable_(stream_->stable_bytes()),
+      format_(std::move(format)),
+      callbacks_(std::make_unique<Callbacks>()) {
   callbacks_->stream = stream_.get();
   archive_.reset(archive_read_new());
   if (!archive_) throw std::bad_alloc();
@@ -134,16 +138,34 @@ bool TarSampleReader::advance() {
   }
 }
 
-void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>& into) {
-  into.resize(static_cast<std::size_t>(member.size));
-  std::size_t got = 0;
-  while (got < into.size()) {
-    const la_ssize_t n = archive_read_data(archive_.get(), into.data() + got, into.size() - got);
-    if (n < 0) fail(where(member));
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
+void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>& copy,
+                                std::span<const std::uint8_t>* view) {
+  const auto size = static_cast<std::size_t>(member.size);
+  copy.clear();
+  if (size == 0) return;
+  const auto stable_begin = reinterpret_cast<std::uintptr_t>(stable_.range.data());
+  const std::uintptr_t stable_end = stable_begin + stable_.range.size();
+  for (;;) {
+    const void* block = nullptr;
+    std::size_t length = 0;
+    la_int64_t offset = 0;
+    const int status = archive_read_data_block(archive_.get(), &block, &length, &offset);
+    if (status == ARCHIVE_EOF) break;
+    if (status != ARCHIVE_OK && status != ARCHIVE_WARN) fail(where(member));
+    const auto at = static_cast<std::size_t>(offset);
+    if (offset < 0 || at < copy.size() || at > size || length > size - at) fail(where(member));
+    const auto* bytes = static_cast<const std::uint8_t*>(block);
+    const auto address = reinterpret_cast<std::uintptr_t>(bytes);
+    if (view != nullptr && at == 0 && length == size && address >= stable_begin && address < stable_end &&
+        length <= stable_end - address) {
+      *view = {bytes, length};
+      return;
+    }
+    copy.resize(at, 0);  // a sparse member's hole reads as zeros
+    copy.insert(copy.end(), bytes, bytes + length);
+    if (copy.size() == size) return;
   }
-  if (got != into.size()) fail(where(member));
+  copy.resize(size, 0);  // a sparse member may end in a hole
 }
 
 void TarSampleReader::skip_data(const Member& member) {
@@ -172,7 +194,13 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
                     std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
       return skip_data(member);
     }
-    return read_data(member, out->bytes);
+    std::span<const std::uint8_t> view;
+    read_data(member, out->bytes, stable_.owner ? &view : nullptr);
+    if (view.data() != nullptr) {
+      out->view = view;
+      out->view_owner = stable_.owner;
+    }
+    return;
   }
   if (has_label_) {
     set_error(*out, "duplicate_member", where(member) + ": a second label of sample '" + member.key + "'");
@@ -207,6 +235,7 @@ bool TarSampleReader::group(StreamedSample* out) {
   has_image_ = has_label_ = false;
   if (out != nullptr) {
     out->bytes.clear();
+    out->clear_view();
     out->label = -1;
     set_path(*out, key);
     out->clear_error();

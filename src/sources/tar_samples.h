@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -71,7 +72,11 @@ class TarSampleReader {
   bool advance();  // the next member that belongs to a sample, into pending_; false at the end
   bool group(StreamedSample* out);  // one sample (out == nullptr: pass over it)
   void take(const Member& member, StreamedSample* out);
-  void read_data(const Member& member, std::vector<std::uint8_t>& into);
+  // Reads the member's data into `copy`; or, when `view` is given and libarchive hands the data over in
+  // one piece inside the stream's stable memory (a mapped, uncompressed shard), points *view at it and
+  // copies nothing.
+  void read_data(const Member& member, std::vector<std::uint8_t>& copy,
+                 std::span<const std::uint8_t>* view = nullptr);
   void skip_data(const Member& member);
   [[noreturn]] void fail(const std::string& context);
   std::string where(const Member& member) const;
@@ -79,6 +84,7 @@ class TarSampleReader {
   void set_path(StreamedSample& out, const std::string& member) const;  // "<shard>#<member>"
 
   std::unique_ptr<ByteStream> stream_;
+  const StableBytes stable_;  // where the stream's bytes stay valid, if anywhere
   const TarFormat format_;
   std::unique_ptr<Callbacks> callbacks_;
   struct ArchiveDeleter {

@@ -33,7 +33,7 @@ TarMember text_member(std::string name, const std::string& text) {
   return TarMember{std::move(name), std::vector<std::uint8_t>(text.begin(), text.end())};
 }
 
-std::vector<std::uint8_t> tar_bytes(const std::vector<TarMember>& members) {
+std::vector<std::uint8_t> tar_bytes(const std::vector<TarMember>& members, bool gzip) {
   std::unique_ptr<archive, WriterDeleter> writer(archive_write_new());
   std::vector<std::uint8_t> out;
   const auto check = [&](int status, const char* what) {
@@ -42,6 +42,7 @@ std::vector<std::uint8_t> tar_bytes(const std::vector<TarMember>& members) {
   };
   check(archive_write_set_format_pax_restricted(writer.get()), "format");
   check(archive_write_set_bytes_in_last_block(writer.get(), 1), "block");
+  if (gzip) check(archive_write_add_filter_gzip(writer.get()), "gzip");
   // Written through a callback into a growing vector (archive_write_open_memory needs a fixed buffer).
   const auto write = [](archive*, void* data, const void* buffer, std::size_t length) -> la_ssize_t {
     auto* bytes = static_cast<std::vector<std::uint8_t>*>(data);

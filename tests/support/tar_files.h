@@ -18,8 +18,8 @@ struct TarMember {
 // A member holding `text`.
 TarMember text_member(std::string name, const std::string& text);
 
-// The archive (POSIX pax format), members in order.
-std::vector<std::uint8_t> tar_bytes(const std::vector<TarMember>& members);
+// The archive (POSIX pax format), members in order; gzip: compressed (a .tar.gz).
+std::vector<std::uint8_t> tar_bytes(const std::vector<TarMember>& members, bool gzip = false);
 // Writes the archive to `path` (creating its folder).
 void write_tar(const std::filesystem::path& path, const std::vector<TarMember>& members);
 
