@@ -269,7 +269,25 @@ struct Result {
                          // device: device_checksum.h
   conveyor::PipelineStats stats;
   std::optional<conveyor::FeederStats> feeder;  // --device gpu
+  // The whole process's CPU over the run (every thread: the pipeline's, the shard readers', the consumer):
+  // when two ways of reading run at different rates, this tells more work from less of the cores.
+  struct Cpu {
+    double user_s = 0, system_s = 0;
+    long voluntary_switches = 0, involuntary_switches = 0, minor_faults = 0;
+  } cpu;
 };
+
+Result::Cpu process_cpu() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return {seconds(usage.ru_utime), seconds(usage.ru_stime), usage.ru_nvcsw, usage.ru_nivcsw, usage.ru_minflt};
+}
+
+Result::Cpu operator-(const Result::Cpu& a, const Result::Cpu& b) {
+  return {a.user_s - b.user_s, a.system_s - b.system_s, a.voluntary_switches - b.voluntary_switches,
+          a.involuntary_switches - b.involuntary_switches, a.minor_faults - b.minor_faults};
+}
 
 // What --data names, and the shuffle that suits it.
 struct DataSource {
@@ -355,8 +373,8 @@ conveyor::BatchedDataset make_batches(const Config& config, int threads,
 Result run_once_on_device(const Config& config, int threads,
                           const std::shared_ptr<conveyor::TraceRecorder>& trace);
 
-Result run_once(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
-  if (config.device != "none") return run_once_on_device(config, threads, trace);
+Result run_once_on_host(const Config& config, int threads,
+                        const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   const auto start = Clock::now();
   const conveyor::BatchedDataset batches = make_batches(config, threads, trace, augmentation(config.size));
 
@@ -380,6 +398,14 @@ Result run_once(const Config& config, int threads, const std::shared_ptr<conveyo
   set_rates(result, arrivals, start, Clock::now(), threads);
   result.checksum = config.checksum ? checksum.hex() : "off";
   result.stats = it.stats();
+  return result;
+}
+
+Result run_once(const Config& config, int threads, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  const Result::Cpu before = process_cpu();
+  Result result = config.device != "none" ? run_once_on_device(config, threads, trace)
+                                          : run_once_on_host(config, threads, trace);
+  result.cpu = process_cpu() - before;
   return result;
 }
 
@@ -546,6 +572,13 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["skipped"] = main.stats.skipped;
   out["checksum"] = main.checksum;
   out["peak_rss_mb"] = peak_rss_mb();
+  const Result::Cpu& cpu = main.cpu;
+  out["cpu"] = {{"user_s", cpu.user_s},
+                {"system_s", cpu.system_s},
+                {"us_per_image", main.images ? 1e6 * (cpu.user_s + cpu.system_s) / main.images : 0.0},
+                {"voluntary_switches", cpu.voluntary_switches},
+                {"involuntary_switches", cpu.involuntary_switches},
+                {"minor_faults", cpu.minor_faults}};
   out["time_to_first_batch_s"] = main.first_batch_s;
   out["steady_s"] = main.steady_s;
   out["pinned"] = main.stats.pinned;

@@ -106,8 +106,18 @@ pairs = {"shards_over_files": ("shards", "files"), "shards_read_over_files": ("s
          "http_over_shards": ("http", "shards")}
 per_round = {name: [a / b for a, b in zip(rate[x], rate[y])] for name, (x, y) in pairs.items()
              if x in rate and y in rate}
+# Where the time went, per image (medians over the rounds): the process's CPU (every thread), and each
+# stage's busy time (wall time inside the stage, summed over the workers).
+cpu = {k: statistics.median(run["cpu"]["us_per_image"] for run in v) for k, v in runs.items()
+       if all("cpu" in run for run in v)}
+stages = {k: {s["name"]: statistics.median(run_s["busy_s"] * 1e6 / run["images"]
+                                            for run in v for run_s in run["stages"] if run_s["name"] == s["name"])
+              for s in v[0]["stages"] if s["count"]}
+          for k, v in runs.items()}
 summary = {
     "images_per_s_median": median,
+    "cpu_us_per_image_median": cpu,
+    "stage_us_per_image_median": stages,
     "images_per_s": rate,
     "per_round": per_round,
     **{name: statistics.median(v) for name, v in per_round.items()},
@@ -127,6 +137,10 @@ if "http" in runs:
     summary["http_server_cpu_us_per_image"] = 1e6 * summary["http_server_cpu_s"] / sent if sent else None
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=2)
 print("median img/s: " + ", ".join(f"{k} {median[k]:.0f}" for k in kinds))
+if cpu:
+    print("median CPU us per image (all threads): " + ", ".join(f"{k} {cpu[k]:.0f}" for k in kinds if k in cpu))
+for k in kinds:
+    print(f"median stage us per image, {k}: " + ", ".join(f"{n} {t:.1f}" for n, t in stages[k].items()))
 for name, values in per_round.items():
     print(f"{name}: median {summary[name]:.3f} of rounds " + ", ".join(f"{v:.3f}" for v in values))
 if "http_server_cpu_us_per_image" in summary:
