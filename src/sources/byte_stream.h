@@ -13,8 +13,8 @@ namespace conveyor::detail {
 
 class Cancellation;
 
-// Memory that holds every byte a stream delivers, at the address read() gave it, for as long as `owner`
-// lives (a mapped file): a reader may hand out views of it instead of copies.
+// Memory that holds the bytes of the stream's last chunk, at the address read() gave them, for as long as
+// `owner` lives (a mapped window): a reader may hand out views of it instead of copies.
 struct StableBytes {
   std::span<const std::uint8_t> range;
   std::shared_ptr<const void> owner;  // null: the stream's chunks are valid only until its next read()
@@ -34,14 +34,15 @@ class ByteStream {
   virtual std::uint64_t position() const noexcept = 0;
   // The file path or URL, for messages.
   virtual const std::string& location() const noexcept = 0;
-  // Where the bytes stay valid beyond the next read(), if anywhere.
+  // Where the last chunk's bytes stay valid beyond the next read(), if anywhere.
   virtual StableBytes stable_bytes() const { return {}; }
 };
 
 // How a local file's bytes are read.
 enum class LocalReads {
   read_calls,  // read(2) into a buffer of the stream's, a chunk at a time
-  mapped,      // the file mapped whole (src/sources/mapped_file.h): its bytes stay valid (stable_bytes)
+  mapped,      // the file mapped a window at a time (src/sources/mapped_file.h): a window's bytes stay valid
+               // while its owner lives (stable_bytes)
 };
 
 // True for http:// and https:// locations.
@@ -53,6 +54,10 @@ std::unique_ptr<ByteStream> open_byte_stream(const std::string& location, const 
                                              const Cancellation* cancellation,
                                              LocalReads local = LocalReads::read_calls);
 std::unique_ptr<ByteStream> open_file_stream(const std::string& path, LocalReads reads = LocalReads::read_calls);
+// A mapped local file, `window_bytes` at a time (the default: 32 MiB; tests make it small).
+inline constexpr std::size_t kMapWindowBytes = std::size_t{32} << 20;
+std::unique_ptr<ByteStream> open_mapped_file_stream(const std::string& path,
+                                                    std::size_t window_bytes = kMapWindowBytes);
 std::unique_ptr<ByteStream> open_http_stream(const std::string& url, const HttpOptions& http,
                                              const Cancellation* cancellation);
 

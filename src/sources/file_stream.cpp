@@ -1,6 +1,6 @@
 // ByteStreams over a local file: large sequential reads, skips by seeking (libarchive skips member data
-// through skip(), so counting a shard's samples reads only its headers); or the file mapped whole and
-// delivered as one chunk, so that libarchive hands out member data where it lies in the mapping and skips
+// through skip(), so counting a shard's samples reads only its headers); or the file mapped a window at a
+// time, each window one chunk, so that libarchive hands out member data where it lies in the map and skips
 // by moving a pointer.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -83,35 +83,46 @@ class FileStream final : public ByteStream {
 
 class MappedFileStream final : public ByteStream {
  public:
-  explicit MappedFileStream(const std::string& path) : file_(MappedFile::open(path)) {}
+  MappedFileStream(const std::string& path, std::size_t window_bytes)
+      : file_(path), window_bytes_(std::max<std::size_t>(window_bytes, 1)) {}
 
-  // The rest of the file in one chunk: libarchive then never has to join two chunks in a buffer of its own.
+  // The next window in one chunk: libarchive hands out the members inside it where they lie, and joins only
+  // what straddles two windows in a buffer of its own.
   std::span<const std::uint8_t> read() override {
-    const std::span<const std::uint8_t> rest = file_->bytes().subspan(position_);
-    position_ += rest.size();
-    return rest;
+    window_ = file_.map(position_, window_bytes_);
+    position_ += window_->bytes().size();
+    return window_->bytes();
   }
 
   std::uint64_t skip(std::uint64_t bytes) override {
-    const std::uint64_t step = std::min<std::uint64_t>(bytes, file_->bytes().size() - position_);
+    const std::uint64_t step = std::min<std::uint64_t>(bytes, file_.size() - std::min(position_, file_.size()));
     position_ += step;
     return step;
   }
 
   std::uint64_t position() const noexcept override { return position_; }
-  const std::string& location() const noexcept override { return file_->path(); }
-  StableBytes stable_bytes() const override { return {file_->bytes(), file_}; }
+  const std::string& location() const noexcept override { return file_.path(); }
+  StableBytes stable_bytes() const override {
+    if (!window_) return {};
+    return {window_->bytes(), window_};
+  }
 
  private:
-  std::shared_ptr<const MappedFile> file_;
-  std::size_t position_ = 0;
+  MappedFile file_;
+  const std::size_t window_bytes_;
+  std::shared_ptr<const MappedWindow> window_;  // the last chunk read() gave
+  std::uint64_t position_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<ByteStream> open_file_stream(const std::string& path, LocalReads reads) {
-  if (reads == LocalReads::mapped) return std::make_unique<MappedFileStream>(path);
+  if (reads == LocalReads::mapped) return open_mapped_file_stream(path);
   return std::make_unique<FileStream>(path);
+}
+
+std::unique_ptr<ByteStream> open_mapped_file_stream(const std::string& path, std::size_t window_bytes) {
+  return std::make_unique<MappedFileStream>(path, window_bytes);
 }
 
 }  // namespace conveyor::detail

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 
@@ -17,39 +18,50 @@ std::string failure(const char* what, const std::string& path, int error) {
   return std::string(what) + " '" + path + "': " + std::generic_category().message(error);
 }
 
-// Closes the descriptor when the mapping is made or has failed (a mapping does not need it open).
-struct Descriptor {
-  int fd = -1;
-  ~Descriptor() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; the fstat below refuses it.
-  const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  if (file.fd < 0) throw ShardReadError("io", failure("cannot open", path, errno));
-  struct stat info {};
-  if (::fstat(file.fd, &info) != 0) throw ShardReadError("io", failure("cannot stat", path, errno));
-  if (!S_ISREG(info.st_mode)) throw ShardReadError("io", "'" + path + "' is not a regular file");
-  // Made before the mapping, so that once the mapping exists nothing but the return can throw, and the
-  // unique_ptr unmaps it then (a shared_ptr made from it leaves it owning when the conversion throws).
-  std::unique_ptr<MappedFile> mapped(new MappedFile(path));
-  const auto size = static_cast<std::size_t>(info.st_size);
-  if (size == 0) return mapped;
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd, 0);
-  if (data == MAP_FAILED) throw ShardReadError("io", failure("cannot map", path, errno));
-  mapped->data_ = static_cast<const std::uint8_t*>(data);
-  mapped->size_ = size;
-  // The shard is read front to back once: the kernel may read ahead further and drop pages sooner.
-  ::madvise(data, size, MADV_SEQUENTIAL);
-  return mapped;
+MappedWindow::~MappedWindow() {
+  if (map_ != nullptr) ::munmap(map_, map_size_);
 }
 
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::uint8_t*>(data_), size_);
+MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; the fstat below refuses it.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) throw ShardReadError("io", failure("cannot open", path_, errno));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    throw ShardReadError("io", failure("cannot stat", path_, error));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd_);
+    throw ShardReadError("io", "'" + path_ + "' is not a regular file");
+  }
+  size_ = static_cast<std::uint64_t>(info.st_size);
+}
+
+MappedFile::~MappedFile() { ::close(fd_); }
+
+std::shared_ptr<const MappedWindow> MappedFile::map(std::uint64_t offset, std::size_t length) const {
+  // Made before the map, so that once the map exists nothing can throw and the window owns it.
+  std::shared_ptr<MappedWindow> window(new MappedWindow());
+  if (offset >= size_ || length == 0) return window;
+  const std::uint64_t end = offset + std::min<std::uint64_t>(length, size_ - offset);
+  // A map starts at a page boundary: the window begins that far into it.
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t start = offset - offset % page;
+  const auto map_size = static_cast<std::size_t>(end - start);
+  void* map = ::mmap(nullptr, map_size, PROT_READ, MAP_PRIVATE, fd_, static_cast<off_t>(start));
+  if (map == MAP_FAILED)
+    throw ShardReadError("io", failure("cannot map", path_, errno) + " at byte " + std::to_string(offset));
+  // A shard is read front to back once: the kernel may read ahead further and drop pages sooner.
+  ::madvise(map, map_size, MADV_SEQUENTIAL);
+  window->map_ = map;
+  window->map_size_ = map_size;
+  window->data_ = static_cast<const std::uint8_t*>(map) + (offset - start);
+  window->size_ = static_cast<std::size_t>(end - offset);
+  return window;
 }
 
 }  // namespace conveyor::detail

@@ -1,6 +1,8 @@
-// A local file mapped read-only into memory, whole. Its bytes come from the page cache as they are
-// touched, so mapping a large shard reads nothing yet, and a reader that hands out views of it copies
-// nothing until the consumer does.
+// A local file read through memory maps, one window at a time. A window's bytes come from the page cache as
+// they are touched, so mapping one reads nothing yet, and a reader that hands out views of it copies
+// nothing until the consumer does. Windows rather than the whole file: the pages a process has touched in a
+// map count as its own (its RSS) while the map lives, so a map held for a whole shard of a gigabyte would
+// show the whole shard; a window goes once no view of it is left.
 //
 // A mapped file must keep its size while it is mapped: if another process truncates it, touching a page
 // past the new end raises SIGBUS, as with every memory map (TarShardOptions::map_local_shards = false reads
@@ -14,24 +16,44 @@
 
 namespace conveyor::detail {
 
+// One mapped window of a file: valid while this object lives.
+class MappedWindow {
+ public:
+  ~MappedWindow();
+  MappedWindow(const MappedWindow&) = delete;
+  MappedWindow& operator=(const MappedWindow&) = delete;
+
+  std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
+
+ private:
+  friend class MappedFile;
+  MappedWindow() = default;
+
+  void* map_ = nullptr;  // the mapping, from a page boundary at or before the window's first byte
+  std::size_t map_size_ = 0;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 class MappedFile {
  public:
-  // Maps `path` (a regular file). Throws ShardReadError("io", ...) naming the path when it cannot.
-  static std::shared_ptr<const MappedFile> open(const std::string& path);
+  // Opens `path` (a regular file). Throws ShardReadError("io", ...) naming the path when it cannot.
+  explicit MappedFile(std::string path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
 
-  // The whole file (empty for an empty file); valid while this object lives.
-  std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
+  // Maps bytes [offset, offset + length) of the file, clipped to its end (empty past it). Throws
+  // ShardReadError("io", ...) when the map cannot be made.
+  std::shared_ptr<const MappedWindow> map(std::uint64_t offset, std::size_t length) const;
+
+  std::uint64_t size() const noexcept { return size_; }
   const std::string& path() const noexcept { return path_; }
 
  private:
-  explicit MappedFile(std::string path) : path_(std::move(path)) {}
-
   std::string path_;
-  const std::uint8_t* data_ = nullptr;
-  std::size_t size_ = 0;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
 };
 
 }  // namespace conveyor::detail

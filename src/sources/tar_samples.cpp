@@ -55,10 +55,7 @@ struct TarSampleReader::Callbacks {
 };
 
 TarSampleReader::TarSampleReader(std::unique_ptr<ByteStream> stream, TarFormat format)
-    : stream_(std::move(stream)),
-      stable_(stream_->stable_bytes()),
-      format_(std::move(format)),
-      callbacks_(std::make_unique<Callbacks>()) {
+    : stream_(std::move(stream)), format_(std::move(format)), callbacks_(std::make_unique<Callbacks>()) {
   callbacks_->stream = stream_.get();
   archive_.reset(archive_read_new());
   if (!archive_) throw std::bad_alloc();
@@ -139,12 +136,10 @@ bool TarSampleReader::advance() {
 }
 
 void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>& copy,
-                                std::span<const std::uint8_t>* view) {
+                                std::span<const std::uint8_t>* view, std::shared_ptr<const void>* view_owner) {
   const auto size = static_cast<std::size_t>(member.size);
   copy.clear();
   if (size == 0) return;
-  const auto stable_begin = reinterpret_cast<std::uintptr_t>(stable_.range.data());
-  const std::uintptr_t stable_end = stable_begin + stable_.range.size();
   for (;;) {
     const void* block = nullptr;
     std::size_t length = 0;
@@ -155,11 +150,18 @@ void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>&
     const auto at = static_cast<std::size_t>(offset);
     if (offset < 0 || at < copy.size() || at > size || length > size - at) fail(where(member));
     const auto* bytes = static_cast<const std::uint8_t*>(block);
-    const auto address = reinterpret_cast<std::uintptr_t>(bytes);
-    if (view != nullptr && at == 0 && length == size && address >= stable_begin && address < stable_end &&
-        length <= stable_end - address) {
-      *view = {bytes, length};
-      return;
+    if (view != nullptr && at == 0 && length == size) {
+      // libarchive's block lies in the chunk it read last, or in a buffer of its own (a header or member
+      // across two chunks, decompressed bytes): only the first is the stream's to lend.
+      StableBytes stable = stream_->stable_bytes();
+      const auto begin = reinterpret_cast<std::uintptr_t>(stable.range.data());
+      const std::uintptr_t end = begin + stable.range.size();
+      const auto address = reinterpret_cast<std::uintptr_t>(bytes);
+      if (stable.owner && address >= begin && address < end && length <= end - address) {
+        *view = {bytes, length};
+        *view_owner = std::move(stable.owner);
+        return;
+      }
     }
     copy.resize(at, 0);  // a sparse member's hole reads as zeros
     copy.insert(copy.end(), bytes, bytes + length);
@@ -194,13 +196,7 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
                     std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
       return skip_data(member);
     }
-    std::span<const std::uint8_t> view;
-    read_data(member, out->bytes, stable_.owner ? &view : nullptr);
-    if (view.data() != nullptr) {
-      out->view = view;
-      out->view_owner = stable_.owner;
-    }
-    return;
+    return read_data(member, out->bytes, &out->view, &out->view_owner);
   }
   if (has_label_) {
     set_error(*out, "duplicate_member", where(member) + ": a second label of sample '" + member.key + "'");

@@ -73,10 +73,10 @@ class TarSampleReader {
   bool group(StreamedSample* out);  // one sample (out == nullptr: pass over it)
   void take(const Member& member, StreamedSample* out);
   // Reads the member's data into `copy`; or, when `view` is given and libarchive hands the data over in
-  // one piece inside the stream's stable memory (a mapped, uncompressed shard), points *view at it and
-  // copies nothing.
+  // one piece inside the stream's stable memory (a mapped window of an uncompressed shard), points *view
+  // at it, sets *view_owner to what keeps it valid and copies nothing.
   void read_data(const Member& member, std::vector<std::uint8_t>& copy,
-                 std::span<const std::uint8_t>* view = nullptr);
+                 std::span<const std::uint8_t>* view = nullptr, std::shared_ptr<const void>* view_owner = nullptr);
   void skip_data(const Member& member);
   [[noreturn]] void fail(const std::string& context);
   std::string where(const Member& member) const;
@@ -84,7 +84,6 @@ class TarSampleReader {
   void set_path(StreamedSample& out, const std::string& member) const;  // "<shard>#<member>"
 
   std::unique_ptr<ByteStream> stream_;
-  const StableBytes stable_;  // where the stream's bytes stay valid, if anywhere
   const TarFormat format_;
   std::unique_ptr<Callbacks> callbacks_;
   struct ArchiveDeleter {

@@ -291,6 +291,37 @@ TEST_P(TarSamples, AnEmptyFileIsNoTarArchive) {
   }
 }
 
+// Small windows, so that members straddle them: what lies inside one window is lent, what straddles two is
+// copied, and every view stays valid after its window is no longer the stream's.
+TEST(TarSamplesMapped, MembersAcrossWindowsAreCopiedAndTheRestLent) {
+  TempDir dir;
+  std::vector<TarMember> members;
+  for (int i = 0; i < 12; ++i) {
+    std::vector<std::uint8_t> image(1500 + 700 * i);
+    for (std::size_t b = 0; b < image.size(); ++b) image[b] = static_cast<std::uint8_t>(i * 31 + b);
+    members.push_back({"k" + std::to_string(i) + ".jpg", image});
+    members.push_back(text_member("k" + std::to_string(i) + ".cls", std::to_string(i)));
+  }
+  testing::write_tar(dir / "shard.tar", members);
+  // 10,000: windows that do not begin at a page boundary (the map begins at the one before).
+  for (const std::size_t window : {std::size_t{16384}, std::size_t{10000}}) {
+    std::vector<StreamedSample> samples;
+    {
+      TarSampleReader reader(open_mapped_file_stream((dir / "shard.tar").string(), window), TarFormat{});
+      samples = read_all(reader);
+    }
+    ASSERT_EQ(samples.size(), 12u);
+    std::size_t lent = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      EXPECT_EQ(image_of(samples[i]), members[2 * i].bytes) << window << ": " << i;
+      EXPECT_EQ(samples[i].label, static_cast<std::int64_t>(i));
+      lent += samples[i].view_owner != nullptr;
+    }
+    EXPECT_GT(lent, 0u) << window << ": members inside a window are lent";
+    EXPECT_LT(lent, samples.size()) << window << ": members across two windows are copied";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Reads, TarSamples, ::testing::Values(LocalReads::read_calls, LocalReads::mapped),
                          [](const ::testing::TestParamInfo<LocalReads>& info) {
                            return info.param == LocalReads::mapped ? "Mapped" : "ReadCalls";
