@@ -41,7 +41,7 @@ class ByteStream {
 // How a local file's bytes are read.
 enum class LocalReads {
   read_calls,  // read(2) into a buffer of the stream's, a chunk at a time
-  mapped,      // the file mapped a window at a time (src/sources/mapped_file.h): a window's bytes stay valid
+  mapped,      // the file mapped a window at a time (src/sources/shard_file.h): a window's bytes stay valid
                // while its owner lives (stable_bytes)
 };
 

@@ -1,4 +1,4 @@
-#include "src/sources/mapped_file.h"
+#include "src/sources/shard_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,38 +12,47 @@
 #include "src/sources/shard_read_error.h"
 
 namespace conveyor::detail {
-namespace {
 
-std::string failure(const char* what, const std::string& path, int error) {
+std::string describe_failure(const char* what, const std::string& path, int error) {
   return std::string(what) + " '" + path + "': " + std::generic_category().message(error);
 }
-
-}  // namespace
 
 MappedWindow::~MappedWindow() {
   if (map_ != nullptr) ::munmap(map_, map_size_);
 }
 
-MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
+ShardFile::ShardFile(std::string path) : path_(std::move(path)) {
   // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; the fstat below refuses it.
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd_ < 0) throw ShardReadError("io", failure("cannot open", path_, errno));
+  if (fd_ < 0) throw ShardReadError("io", describe_failure("cannot open", path_, errno));
   struct stat info {};
   if (::fstat(fd_, &info) != 0) {
     const int error = errno;
     ::close(fd_);
-    throw ShardReadError("io", failure("cannot stat", path_, error));
+    throw ShardReadError("io", describe_failure("cannot stat", path_, error));
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd_);
     throw ShardReadError("io", "'" + path_ + "' is not a regular file");
   }
   size_ = static_cast<std::uint64_t>(info.st_size);
+  // The shard is read front to back once: the kernel may read ahead further.
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
 }
 
-MappedFile::~MappedFile() { ::close(fd_); }
+ShardFile::~ShardFile() { ::close(fd_); }
 
-std::shared_ptr<const MappedWindow> MappedFile::map(std::uint64_t offset, std::size_t length) const {
+std::size_t ShardFile::read_at(std::uint64_t offset, std::span<std::uint8_t> into) const {
+  for (;;) {
+    const ssize_t n = ::pread(fd_, into.data(), into.size(), static_cast<off_t>(offset));
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno != EINTR)
+      throw ShardReadError("io", describe_failure("cannot read", path_, errno) + " at byte " +
+                                     std::to_string(offset));
+  }
+}
+
+std::shared_ptr<const MappedWindow> ShardFile::map(std::uint64_t offset, std::size_t length) const {
   // Made before the map, so that once the map exists nothing can throw and the window owns it.
   std::shared_ptr<MappedWindow> window(new MappedWindow());
   if (offset >= size_ || length == 0) return window;
@@ -54,8 +63,9 @@ std::shared_ptr<const MappedWindow> MappedFile::map(std::uint64_t offset, std::s
   const auto map_size = static_cast<std::size_t>(end - start);
   void* map = ::mmap(nullptr, map_size, PROT_READ, MAP_PRIVATE, fd_, static_cast<off_t>(start));
   if (map == MAP_FAILED)
-    throw ShardReadError("io", failure("cannot map", path_, errno) + " at byte " + std::to_string(offset));
-  // A shard is read front to back once: the kernel may read ahead further and drop pages sooner.
+    throw ShardReadError("io", describe_failure("cannot map", path_, errno) + " at byte " +
+                                   std::to_string(offset));
+  // Read ahead further, and drop pages sooner, as for the file's read() calls.
   ::madvise(map, map_size, MADV_SEQUENTIAL);
   window->map_ = map;
   window->map_size_ = map_size;
