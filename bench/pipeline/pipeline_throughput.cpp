@@ -87,6 +87,8 @@ struct Config {
   std::size_t prefetch = 4;
   int repeat = 1;
   std::size_t in_flight = 0;  // 0: the library's default
+  std::size_t shuffle_buffer = 0;  // 0: the data's own shuffle (whole-epoch for files, 1,000 for shards)
+  int worker_nice = -1;            // PipelineOptions::worker_nice; -1: the library's default
   bool deterministic = true;
   bool checksum = true;
   std::size_t shards = 1, shard = 0;
@@ -162,6 +164,13 @@ Config parse(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--in-flight", config.in_flight, "elements in flight (0: the library's default)")
       ->capture_default_str();
+  app.add_option("--shuffle-buffer", config.shuffle_buffer,
+                 "shuffle through a buffer of N samples, files too (0: whole-epoch for files, 1,000 for shards)")
+      ->capture_default_str();
+  app.add_option("--worker-nice", config.worker_nice,
+                 "nice value of the pipeline's threads (PipelineOptions::worker_nice; -1: its default)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 19));
   app.add_option("--deterministic", config.deterministic, "deliver in order (1) or as ready (0)")
       ->capture_default_str();
   app.add_option("--checksum", config.checksum, "checksum every batch (1) or leave the consumer idle (0)")
@@ -354,13 +363,14 @@ conveyor::BatchedDataset make_batches(const Config& config, int threads,
   const DataSource source = open_data(config);
   conveyor::Dataset files = source.dataset;
   if (config.limit > 0) files = files.take(config.limit);
-  conveyor::Dataset chain =
-      (source.shuffle_buffer == 0 ? files.shuffle() : files.shuffle(source.shuffle_buffer))
-          .repeat(config.epochs)
-          .shard(config.shards, config.shard);
+  const std::size_t buffer = config.shuffle_buffer > 0 ? config.shuffle_buffer : source.shuffle_buffer;
+  conveyor::Dataset chain = (buffer == 0 ? files.shuffle() : files.shuffle(buffer))
+                                .repeat(config.epochs)
+                                .shard(config.shards, config.shard);
   for (const conveyor::SampleOp& op : maps) chain = chain.map(op);
   return chain
       .with_options({.threads = threads,
+                     .worker_nice = config.worker_nice >= 0 ? std::optional<int>(config.worker_nice) : std::nullopt,
                      .deterministic = config.deterministic,
                      .on_error = config.on_error,
                      .seed = config.seed,
@@ -562,7 +572,9 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"checksum", config.checksum},
                    {"parallel_shards", config.parallel_shards},
                    {"shard_read_ahead", config.shard_read_ahead},
-                   {"map_shards", config.map_shards}};  // -1: TarShardOptions' default
+                   {"map_shards", config.map_shards},  // -1: TarShardOptions' default
+                   {"shuffle_buffer", config.shuffle_buffer},
+                   {"worker_nice", config.worker_nice}};
   out["images_per_s"] = main.images_per_s;
   out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
   out["images_per_s_overall"] = main.images_per_s_overall;

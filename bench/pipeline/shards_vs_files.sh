@@ -13,11 +13,12 @@
 # --threads $(nproc) --batch 256 --size 224 --epochs 6 --seed 7); ROUNDS (default 3) sets the rounds and
 # SHARD_MB (default 64) the shard size, HTTP_SERVER=threads a threaded server instead of a process per
 # connection, HTTP_NICE=N runs the server at that nice value (a negative one needs root: a server with
-# cores of its own, as a real one has), KINDS a subset of "files shards shards-read pattern http". Writes
+# cores of its own, as a real one has), KINDS a subset of "files shards shards-read pattern http" and the
+# variants files-buffered, files-nice0, shards-nice0 (below). Writes
 # OUT_DIR/<kind>_<round>.json and OUT_DIR/summary.json (with the server's CPU time per image sent); prints
 # one line per run, then the medians of the runs and of the rounds' ratios.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bin=$1 images=$2 out=$3
 shift 3
 options=("$@")
@@ -71,7 +72,12 @@ declare -A data=(
   [pattern]="$shards/shard-{000000..$last}.tar"
   [http]="http://127.0.0.1:$port/shards.json"
 )
-declare -A kind_options=([shards-read]="--map-shards 0")
+# Variants for telling causes apart: files through the shards' shuffle buffer of 1,000 samples (files-buffered),
+# and files and shards with the pipeline's threads at nice 0 (files-nice0, shards-nice0), the shard readers'
+# own value.
+data[files-buffered]=$images data[files-nice0]=$images data[shards-nice0]=$shards/shards.json
+declare -A kind_options=([shards-read]="--map-shards 0" [files-buffered]="--shuffle-buffer 1000"
+                         [files-nice0]="--worker-nice 0" [shards-nice0]="--worker-nice 0")
 read -r -a kinds <<<"${KINDS:-files shards pattern http}"
 # Odd rounds run the kinds in the order given, even rounds in the reverse order: a machine whose speed drifts
 # within a round (it does, by up to 1.5x from run to run) then favours no kind, and each ratio still compares
@@ -103,6 +109,9 @@ median = {k: statistics.median(v) for k, v in rate.items()}
 # Each round's ratio (its runs follow one another), and the median of those.
 pairs = {"shards_over_files": ("shards", "files"), "shards_read_over_files": ("shards-read", "files"),
          "shards_over_shards_read": ("shards", "shards-read"), "pattern_over_files": ("pattern", "files"),
+         "files_buffered_over_files": ("files-buffered", "files"),
+         "shards_over_files_buffered": ("shards", "files-buffered"),
+         "shards_nice0_over_files_nice0": ("shards-nice0", "files-nice0"),
          "http_over_shards": ("http", "shards")}
 per_round = {name: [a / b for a, b in zip(rate[x], rate[y])] for name, (x, y) in pairs.items()
              if x in rate and y in rate}
