@@ -94,7 +94,6 @@ struct Config {
   std::size_t shards = 1, shard = 0;
   // Tar shards (TarShardOptions): shards read at once and samples read ahead per shard; 0: the defaults.
   std::size_t parallel_shards = 0, shard_read_ahead = 0;
-  int map_shards = -1;  // local tar shards mapped (1) or read (0); -1: TarShardOptions' default
   std::string state_out, batch_log, sample_log;
   std::vector<std::string> resume;
   // --device gpu: where the run ends and what runs there.
@@ -185,11 +184,6 @@ Config parse(int argc, char** argv) {
   app.add_option("--shard-read-ahead", config.shard_read_ahead,
                  "tar shards: samples read ahead per shard being read (0: TarShardOptions' default)")
       ->capture_default_str();
-  app.add_option("--map-shards", config.map_shards,
-                 "local tar shards: read through a memory map (1) or with read() calls (0); -1: "
-                 "TarShardOptions' default")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 1));
   app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
   app.add_option("--resume", config.resume,
                  "start from the state in FILE; one FILE per shard of the run that wrote them combines them");
@@ -316,7 +310,6 @@ DataSource open_data(const Config& config) {
   shards.seed = config.seed;
   if (config.parallel_shards > 0) shards.parallel_shards = config.parallel_shards;
   if (config.shard_read_ahead > 0) shards.queued_samples = config.shard_read_ahead;
-  if (config.map_shards >= 0) shards.map_local_shards = config.map_shards == 1;
   if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
@@ -572,7 +565,6 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"checksum", config.checksum},
                    {"parallel_shards", config.parallel_shards},
                    {"shard_read_ahead", config.shard_read_ahead},
-                   {"map_shards", config.map_shards},  // -1: TarShardOptions' default
                    {"shuffle_buffer", config.shuffle_buffer},
                    {"worker_nice", config.worker_nice}};
   out["images_per_s"] = main.images_per_s;

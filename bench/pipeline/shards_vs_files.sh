@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# shards_vs_files.sh: the same images read five ways by pipeline_throughput, side by side in one run, in
+# shards_vs_files.sh: the same images read four ways by pipeline_throughput, side by side in one run, in
 # rounds whose order alternates: as a folder of loose JPEGs (files), as local tar shards (made here by
-# make_shards) through their index (shards: memory-mapped, the default), the same with read() calls
-# (shards-read: --map-shards 0), the same local shards as a brace pattern (pattern: counted when opened),
-# and the same shards from an HTTP server on 127.0.0.1 through the index there (http; Python's
-# http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
+# make_shards) through their index (shards), the same local shards as a brace pattern (pattern: counted
+# when opened), and the same shards from an HTTP server on 127.0.0.1 through the index there (http;
+# Python's http.server, sendfile, a process per connection). Issue 16 asks for shards >= files and
 # http >= 0.9 x shards; each round's ratios and their medians are printed and written.
 #
 #   bench/pipeline/shards_vs_files.sh BIN_DIR IMAGE_FOLDER OUT_DIR [pipeline_throughput options...]
@@ -13,12 +12,12 @@
 # --threads $(nproc) --batch 256 --size 224 --epochs 6 --seed 7); ROUNDS (default 3) sets the rounds and
 # SHARD_MB (default 64) the shard size, HTTP_SERVER=threads a threaded server instead of a process per
 # connection, HTTP_NICE=N runs the server at that nice value (a negative one needs root: a server with
-# cores of its own, as a real one has), KINDS a subset of "files shards shards-read pattern http" and the
-# variants files-buffered, files-nice0, shards-nice0 (below). Writes
+# cores of its own, as a real one has), KINDS a subset of "files shards pattern http" and the variants
+# files-buffered, files-nice0, shards-nice0 (below). Writes
 # OUT_DIR/<kind>_<round>.json and OUT_DIR/summary.json (with the server's CPU time per image sent); prints
 # one line per run, then the medians of the runs and of the rounds' ratios.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bin=$1 images=$2 out=$3
 shift 3
 options=("$@")
@@ -68,7 +67,6 @@ done
 declare -A data=(
   [files]=$images
   [shards]="$shards/shards.json"
-  [shards-read]="$shards/shards.json"
   [pattern]="$shards/shard-{000000..$last}.tar"
   [http]="http://127.0.0.1:$port/shards.json"
 )
@@ -76,7 +74,7 @@ declare -A data=(
 # and files and shards with the pipeline's threads at nice 0 (files-nice0, shards-nice0), the shard readers'
 # own value.
 data[files-buffered]=$images data[files-nice0]=$images data[shards-nice0]=$shards/shards.json
-declare -A kind_options=([shards-read]="--map-shards 0" [files-buffered]="--shuffle-buffer 1000"
+declare -A kind_options=([files-buffered]="--shuffle-buffer 1000"
                          [files-nice0]="--worker-nice 0" [shards-nice0]="--worker-nice 0")
 read -r -a kinds <<<"${KINDS:-files shards pattern http}"
 # Odd rounds run the kinds in the order given, even rounds in the reverse order: a machine whose speed drifts
@@ -107,8 +105,7 @@ runs = {k: [json.load(open(f"{out}/{k}_{r}.json")) for r in range(1, rounds + 1)
 rate = {k: [run["images_per_s"] for run in v] for k, v in runs.items()}
 median = {k: statistics.median(v) for k, v in rate.items()}
 # Each round's ratio (its runs follow one another), and the median of those.
-pairs = {"shards_over_files": ("shards", "files"), "shards_read_over_files": ("shards-read", "files"),
-         "shards_over_shards_read": ("shards", "shards-read"), "pattern_over_files": ("pattern", "files"),
+pairs = {"shards_over_files": ("shards", "files"), "pattern_over_files": ("pattern", "files"),
          "files_buffered_over_files": ("files-buffered", "files"),
          "shards_over_files_buffered": ("shards", "files-buffered"),
          "shards_nice0_over_files_nice0": ("shards-nice0", "files-nice0"),

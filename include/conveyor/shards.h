@@ -66,14 +66,6 @@ struct TarShardOptions {
   // Samples read ahead per shard being read: the read-ahead holds at most 2 x parallel_shards x
   // queued_samples samples' bytes.
   std::size_t queued_samples = 32;
-  // Read local shards through memory maps, 32 MiB windows of a shard at a time (as DALI's readers map
-  // files): a reader thread then only walks the tar headers, and each image's bytes are copied once, by
-  // the worker that decodes it, where read() calls copy them into the reader's buffer and again into the
-  // sample. A shard must then keep its size while it is read: truncating a mapped file under a reader ends
-  // the process with SIGBUS. The pages of the windows in use count in the process's RSS (they are page
-  // cache). false: read() calls. Compressed shards are read through the maps too, but libarchive's
-  // decompression copies their bytes.
-  bool map_local_shards = true;
   // Members whose extension (after the first dot of the name, any case) is one of these are a sample's
   // image; a member with the label extension holds its label as decimal text. Other members are ignored.
   std::vector<std::string> image_extensions{"jpg", "jpeg"};

@@ -7,9 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <mutex>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -39,10 +37,6 @@ struct Element {
   std::uint64_t source_index = 0;
   std::uint64_t sequence = 0;     // 0, 1, 2, ... in the source stage's order: collect restores it
   bool streamed = false;          // the bytes came with the element (tar shards): nothing to load
-  // A mapped shard's image member, copied into sample.encoded by the read stage (on the worker that
-  // decodes it); streamed_view_owner keeps the mapping until then. Null owner: the bytes are in encoded.
-  std::span<const std::uint8_t> streamed_view;
-  std::shared_ptr<const void> streamed_view_owner;
   std::string stream_error_kind;  // a streamed sample that could not be read: why (empty: it was)
   std::string stream_error_reason;
   BufferState* buffer = nullptr;  // batches only: the buffer that holds this element's slot

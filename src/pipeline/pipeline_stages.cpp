@@ -159,8 +159,6 @@ void Pipeline::prepare(Element& element, OrderedElement& order) const {
   Sample& sample = element.sample;
   element.source_index = order.source_index;
   element.streamed = order.streamed != nullptr;
-  element.streamed_view = {};
-  element.streamed_view_owner.reset();
   element.buffer = nullptr;
   element.slot = 0;
   element.outcome = Outcome::kept;
@@ -172,13 +170,7 @@ void Pipeline::prepare(Element& element, OrderedElement& order) const {
   sample.padding = order.padding;
   if (element.streamed) {
     StreamedSample& streamed = *order.streamed;
-    if (streamed.view_owner) {
-      element.streamed_view = streamed.view;
-      element.streamed_view_owner = std::move(streamed.view_owner);
-      streamed.clear_view();
-    } else {
-      std::swap(sample.encoded, streamed.bytes);  // the streamed sample goes back with the old buffer
-    }
+    std::swap(sample.encoded, streamed.bytes);  // the streamed sample goes back with the old buffer
     sample.label = streamed.label;
     sample.path.assign(streamed.path);
     element.stream_error_kind.assign(streamed.error_kind);
@@ -245,12 +237,6 @@ void Pipeline::process(Element& element, bool probing) noexcept {
         } else if (!element.stream_error_kind.empty()) {
           // The reader found the problem ahead of time; it fails here, at the element's place.
           throw ShardReadError(element.stream_error_kind, element.stream_error_reason);
-        } else if (element.streamed_view_owner) {
-          // A mapped shard's member: the one copy of its bytes (from the page cache, as a loose file's
-          // read() makes), here on the worker that decodes it rather than on the shard's reader thread.
-          sample.encoded.assign(element.streamed_view.begin(), element.streamed_view.end());
-          element.streamed_view = {};
-          element.streamed_view_owner.reset();
         }
       }))
     return;

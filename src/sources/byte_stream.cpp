@@ -7,9 +7,9 @@ bool is_url(const std::string& location) noexcept {
 }
 
 std::unique_ptr<ByteStream> open_byte_stream(const std::string& location, const HttpOptions& http,
-                                             const Cancellation* cancellation, LocalReads local) {
+                                             const Cancellation* cancellation) {
   if (is_url(location)) return open_http_stream(location, http, cancellation);
-  return open_file_stream(location, local);
+  return open_file_stream(location);
 }
 
 }  // namespace conveyor::detail

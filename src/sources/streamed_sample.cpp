@@ -21,7 +21,6 @@ StreamedSamplePtr StreamedSamplePool::acquire() {
   }
   if (!sample) sample = std::make_unique<StreamedSample>();
   sample->clear_error();
-  sample->clear_view();
   sample->label = -1;
   return StreamedSamplePtr(sample.release(), ReturnToPool{this});
 }
@@ -29,8 +28,6 @@ StreamedSamplePtr StreamedSamplePool::acquire() {
 StreamedSamplePtr StreamedSamplePool::copy(const StreamedSample& sample) {
   StreamedSamplePtr out = acquire();
   out->bytes = sample.bytes;
-  out->view = sample.view;
-  out->view_owner = sample.view_owner;
   out->label = sample.label;
   out->path = sample.path;
   out->error_kind = sample.error_kind;
@@ -40,7 +37,6 @@ StreamedSamplePtr StreamedSamplePool::copy(const StreamedSample& sample) {
 
 void StreamedSamplePool::give_back(StreamedSample* sample) noexcept {
   std::unique_ptr<StreamedSample> owned(sample);
-  owned->clear_view();  // a free sample must not keep a shard mapped
   try {
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(owned));

@@ -1,24 +1,19 @@
 // A sample read ahead from a stream (a tar shard): its bytes, label and name, or why it could not be read.
 // Samples circulate through a pool: the source stage swaps the bytes into the pipeline's element and gives
 // the sample back holding the element's old buffer, so a warm pipeline reuses byte buffers instead of
-// allocating one per sample. A sample of a mapped shard carries no bytes of its own but a view of the
-// mapping: the worker that decodes it copies them (Pipeline::process), so the reader thread copies nothing.
+// allocating one per sample.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <string>
 #include <vector>
 
 namespace conveyor::detail {
 
 struct StreamedSample {
-  std::vector<std::uint8_t> bytes;  // the image member (when view_owner is null)
-  // The image member where it lies in a mapped shard, valid while view_owner lives; bytes are then unused.
-  std::span<const std::uint8_t> view;
-  std::shared_ptr<const void> view_owner;
+  std::vector<std::uint8_t> bytes;  // the image member
   std::int64_t label = -1;
   std::string path;  // "<shard>#<member>": the shard's path or URL and the image member's name
   // Set when the sample cannot be used: the element then fails in the "read" stage with this kind
@@ -29,10 +24,6 @@ struct StreamedSample {
   void clear_error() {
     error_kind.clear();
     error_reason.clear();
-  }
-  void clear_view() noexcept {
-    view = {};
-    view_owner.reset();
   }
 };
 

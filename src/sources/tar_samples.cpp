@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdint>
 #include <exception>
 
 #include "src/sources/shard_read_error.h"
@@ -135,39 +134,16 @@ bool TarSampleReader::advance() {
   }
 }
 
-void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>& copy,
-                                std::span<const std::uint8_t>* view, std::shared_ptr<const void>* view_owner) {
-  const auto size = static_cast<std::size_t>(member.size);
-  copy.clear();
-  if (size == 0) return;
-  for (;;) {
-    const void* block = nullptr;
-    std::size_t length = 0;
-    la_int64_t offset = 0;
-    const int status = archive_read_data_block(archive_.get(), &block, &length, &offset);
-    if (status == ARCHIVE_EOF) break;
-    if (status != ARCHIVE_OK && status != ARCHIVE_WARN) fail(where(member));
-    const auto at = static_cast<std::size_t>(offset);
-    if (offset < 0 || at < copy.size() || at > size || length > size - at) fail(where(member));
-    const auto* bytes = static_cast<const std::uint8_t*>(block);
-    if (view != nullptr && at == 0 && length == size) {
-      // libarchive's block lies in the chunk it read last, or in a buffer of its own (a header or member
-      // across two chunks, decompressed bytes): only the first is the stream's to lend.
-      StableBytes stable = stream_->stable_bytes();
-      const auto begin = reinterpret_cast<std::uintptr_t>(stable.range.data());
-      const std::uintptr_t end = begin + stable.range.size();
-      const auto address = reinterpret_cast<std::uintptr_t>(bytes);
-      if (stable.owner && address >= begin && address < end && length <= end - address) {
-        *view = {bytes, length};
-        *view_owner = std::move(stable.owner);
-        return;
-      }
-    }
-    copy.resize(at, 0);  // a sparse member's hole reads as zeros
-    copy.insert(copy.end(), bytes, bytes + length);
-    if (copy.size() == size) return;
+void TarSampleReader::read_data(const Member& member, std::vector<std::uint8_t>& into) {
+  into.resize(static_cast<std::size_t>(member.size));
+  std::size_t got = 0;
+  while (got < into.size()) {
+    const la_ssize_t n = archive_read_data(archive_.get(), into.data() + got, into.size() - got);
+    if (n < 0) fail(where(member));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
   }
-  copy.resize(size, 0);  // a sparse member may end in a hole
+  if (got != into.size()) fail(where(member));
 }
 
 void TarSampleReader::skip_data(const Member& member) {
@@ -196,7 +172,7 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
                     std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
       return skip_data(member);
     }
-    return read_data(member, out->bytes, &out->view, &out->view_owner);
+    return read_data(member, out->bytes);
   }
   if (has_label_) {
     set_error(*out, "duplicate_member", where(member) + ": a second label of sample '" + member.key + "'");
@@ -231,7 +207,6 @@ bool TarSampleReader::group(StreamedSample* out) {
   has_image_ = has_label_ = false;
   if (out != nullptr) {
     out->bytes.clear();
-    out->clear_view();
     out->label = -1;
     set_path(*out, key);
     out->clear_error();

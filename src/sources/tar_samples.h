@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -72,11 +71,7 @@ class TarSampleReader {
   bool advance();  // the next member that belongs to a sample, into pending_; false at the end
   bool group(StreamedSample* out);  // one sample (out == nullptr: pass over it)
   void take(const Member& member, StreamedSample* out);
-  // Reads the member's data into `copy`; or, when `view` is given and libarchive hands the data over in
-  // one piece inside the stream's stable memory (a mapped window of an uncompressed shard), points *view
-  // at it, sets *view_owner to what keeps it valid and copies nothing.
-  void read_data(const Member& member, std::vector<std::uint8_t>& copy,
-                 std::span<const std::uint8_t>* view = nullptr, std::shared_ptr<const void>* view_owner = nullptr);
+  void read_data(const Member& member, std::vector<std::uint8_t>& into);
   void skip_data(const Member& member);
   [[noreturn]] void fail(const std::string& context);
   std::string where(const Member& member) const;

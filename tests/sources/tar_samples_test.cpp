@@ -1,6 +1,5 @@
 // Reading WebDataset samples from one tar shard: grouping members by key, labels, and every broken rule
-// reported with the shard, the member and the byte offset; each test both with read() calls and through a
-// memory map (where image members come as views of the map, not copies).
+// reported with the shard, the member and the byte offset.
 #include "src/sources/tar_samples.h"
 
 #include <gtest/gtest.h>
@@ -22,19 +21,10 @@ using testing::text_member;
 
 std::vector<std::uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 
-// Each test runs with both ways of reading a local shard.
-class TarSamples : public ::testing::TestWithParam<LocalReads> {};
-
 TarSampleReader reader_for(const TempDir& dir, const std::vector<TarMember>& members, TarFormat format = {}) {
   const auto path = dir / "shard.tar";
   testing::write_tar(path, members);
-  return TarSampleReader(open_file_stream(path.string(), TarSamples::GetParam()), std::move(format));
-}
-
-// The image member's bytes, wherever the reader left them.
-std::vector<std::uint8_t> image_of(const StreamedSample& sample) {
-  if (!sample.view_owner) return sample.bytes;
-  return {sample.view.begin(), sample.view.end()};
+  return TarSampleReader(open_file_stream(path.string()), std::move(format));
 }
 
 std::vector<StreamedSample> read_all(TarSampleReader& reader) {
@@ -44,7 +34,7 @@ std::vector<StreamedSample> read_all(TarSampleReader& reader) {
   return out;
 }
 
-TEST_P(TarSamples, GroupsConsecutiveMembersByKeyWithImageAndLabel) {
+TEST(TarSamples, GroupsConsecutiveMembersByKeyWithImageAndLabel) {
   TempDir dir;
   TarSampleReader reader = reader_for(dir, {{"a/x.jpg", bytes_of("JPEG-x")},
                                             text_member("a/x.cls", " 7\n"),
@@ -53,16 +43,16 @@ TEST_P(TarSamples, GroupsConsecutiveMembersByKeyWithImageAndLabel) {
                                             text_member("a/y.cls", "12")});
   const std::vector<StreamedSample> samples = read_all(reader);
   ASSERT_EQ(samples.size(), 2u);
-  EXPECT_EQ(image_of(samples[0]), bytes_of("JPEG-x"));
+  EXPECT_EQ(samples[0].bytes, bytes_of("JPEG-x"));
   EXPECT_EQ(samples[0].label, 7);
   EXPECT_EQ(samples[0].path, (dir / "shard.tar").string() + "#a/x.jpg");
   EXPECT_TRUE(samples[0].error_kind.empty()) << samples[0].error_reason;
-  EXPECT_EQ(image_of(samples[1]), bytes_of("JPEG-y"));
+  EXPECT_EQ(samples[1].bytes, bytes_of("JPEG-y"));
   EXPECT_EQ(samples[1].label, 12);
   EXPECT_EQ(reader.samples(), 2u);
 }
 
-TEST_P(TarSamples, TheKeyEndsAtTheFirstDotOfTheLastComponent) {
+TEST(TarSamples, TheKeyEndsAtTheFirstDotOfTheLastComponent) {
   TempDir dir;
   TarSampleReader reader =
       reader_for(dir, {{"v1.2/img.seg.jpg", bytes_of("J")}, text_member("v1.2/img.seg.cls", "3")},
@@ -73,7 +63,7 @@ TEST_P(TarSamples, TheKeyEndsAtTheFirstDotOfTheLastComponent) {
   EXPECT_TRUE(samples[0].error_kind.empty()) << samples[0].error_reason;
 }
 
-TEST_P(TarSamples, DirectoriesAndNamesWithoutExtensionBelongToNoSample) {
+TEST(TarSamples, DirectoriesAndNamesWithoutExtensionBelongToNoSample) {
   TempDir dir;
   TarMember folder{"a", {}, true};
   TarSampleReader reader = reader_for(dir, {folder,
@@ -86,7 +76,7 @@ TEST_P(TarSamples, DirectoriesAndNamesWithoutExtensionBelongToNoSample) {
   EXPECT_TRUE(samples[0].error_kind.empty()) << samples[0].error_reason;
 }
 
-TEST_P(TarSamples, WithoutALabelExtensionEveryLabelIsMinusOne) {
+TEST(TarSamples, WithoutALabelExtensionEveryLabelIsMinusOne) {
   TempDir dir;
   TarSampleReader reader =
       reader_for(dir, {{"x.jpg", bytes_of("J")}, {"y.jpg", bytes_of("K")}}, TarFormat{{"jpg"}, "", 0});
@@ -113,13 +103,13 @@ void expect_error(const StreamedSample& sample, const std::string& kind, const s
   EXPECT_NE(sample.error_reason.find(" at byte "), std::string::npos) << sample.error_reason;
 }
 
-TEST_P(TarSamples, ASampleWithoutAnImageIsAnError) {
+TEST(TarSamples, ASampleWithoutAnImageIsAnError) {
   expect_error(only_sample({text_member("README.txt", "read me")}), "no_image",
                "member 'README.txt' at byte 0: sample 'README' has no image member (it has .txt)");
   expect_error(only_sample({text_member("k.cls", "1")}), "no_image", "sample 'k' has no image member");
 }
 
-TEST_P(TarSamples, AMissingOrBadLabelIsAnError) {
+TEST(TarSamples, AMissingOrBadLabelIsAnError) {
   expect_error(only_sample({{"k.jpg", bytes_of("J")}}), "no_label", "sample 'k' has no '.cls' label member");
   expect_error(only_sample({{"k.jpg", bytes_of("J")}, text_member("k.cls", "cat")}), "bad_label",
                "member 'k.cls' at byte 1024: 'cat' is not a decimal integer label");
@@ -128,14 +118,14 @@ TEST_P(TarSamples, AMissingOrBadLabelIsAnError) {
                "bad_label", "100 bytes is no label");
 }
 
-TEST_P(TarSamples, TwoMembersWithOneExtensionOrTwoImagesAreAnError) {
+TEST(TarSamples, TwoMembersWithOneExtensionOrTwoImagesAreAnError) {
   expect_error(only_sample({{"k.jpg", bytes_of("J")}, {"k.jpg", bytes_of("K")}, text_member("k.cls", "1")}),
                "duplicate_member", "sample 'k' has two '.jpg' members");
   expect_error(only_sample({{"k.jpg", bytes_of("J")}, {"k.jpeg", bytes_of("K")}, text_member("k.cls", "1")}),
                "duplicate_member", "a second image of sample 'k'");
 }
 
-TEST_P(TarSamples, AKeyThatComesBackIsAnErrorOnItsSecondSample) {
+TEST(TarSamples, AKeyThatComesBackIsAnErrorOnItsSecondSample) {
   TempDir dir;
   TarSampleReader reader = reader_for(dir, {{"a.jpg", bytes_of("1")},
                                             text_member("a.cls", "1"),
@@ -150,15 +140,15 @@ TEST_P(TarSamples, AKeyThatComesBackIsAnErrorOnItsSecondSample) {
   expect_error(samples[2], "duplicate_key", "key 'a' already had a sample at byte 0");
 }
 
-TEST_P(TarSamples, AnImageOverTheLimitIsRefusedWithoutReadingIt) {
+TEST(TarSamples, AnImageOverTheLimitIsRefusedWithoutReadingIt) {
   const StreamedSample sample =
       only_sample({{"k.jpg", std::vector<std::uint8_t>(5000, 1)}, text_member("k.cls", "1")},
                   TarFormat{{"jpg"}, "cls", 4096});
   expect_error(sample, "too_large", "5000 bytes, over the limit of 4096");
-  EXPECT_TRUE(image_of(sample).empty());
+  EXPECT_TRUE(sample.bytes.empty());
 }
 
-TEST_P(TarSamples, ATruncatedMemberStopsTheShardNamingMemberAndOffset) {
+TEST(TarSamples, ATruncatedMemberStopsTheShardNamingMemberAndOffset) {
   TempDir dir;
   std::vector<std::uint8_t> tar = testing::tar_bytes({{"a.jpg", std::vector<std::uint8_t>(3000, 1)},
                                                       text_member("a.cls", "1"),
@@ -167,7 +157,7 @@ TEST_P(TarSamples, ATruncatedMemberStopsTheShardNamingMemberAndOffset) {
   // a.jpg: header at 0, data 512..3512 (blocks to 3584); a.cls: 3584 + 1024; b.jpg's header at 4608.
   tar.resize(4608 + 512 + 1000);  // in the middle of b.jpg's data
   testing::write_file(dir / "cut.tar", tar);
-  TarSampleReader reader(open_file_stream((dir / "cut.tar").string(), GetParam()), TarFormat{});
+  TarSampleReader reader(open_file_stream((dir / "cut.tar").string()), TarFormat{});
   StreamedSample sample;
   ASSERT_TRUE(reader.next(sample));
   EXPECT_TRUE(sample.error_kind.empty());
@@ -182,11 +172,11 @@ TEST_P(TarSamples, ATruncatedMemberStopsTheShardNamingMemberAndOffset) {
   }
 }
 
-TEST_P(TarSamples, BytesThatAreNoTarAreRefused) {
+TEST(TarSamples, BytesThatAreNoTarAreRefused) {
   TempDir dir;
   testing::write_file(dir / "noise.tar", std::vector<std::uint8_t>(2000, 0x5A));
   try {
-    TarSampleReader reader(open_file_stream((dir / "noise.tar").string(), GetParam()), TarFormat{});
+    TarSampleReader reader(open_file_stream((dir / "noise.tar").string()), TarFormat{});
     StreamedSample sample;
     reader.next(sample);
     FAIL() << "not a tar";
@@ -196,9 +186,9 @@ TEST_P(TarSamples, BytesThatAreNoTarAreRefused) {
   }
 }
 
-TEST_P(TarSamples, AMissingFileIsAnIoError) {
+TEST(TarSamples, AMissingFileIsAnIoError) {
   try {
-    TarSampleReader reader(open_file_stream("/nonexistent/conveyor/shard.tar", GetParam()), TarFormat{});
+    TarSampleReader reader(open_file_stream("/nonexistent/conveyor/shard.tar"), TarFormat{});
     FAIL() << "missing file";
   } catch (const ShardReadError& error) {
     EXPECT_EQ(error.kind(), "io");
@@ -207,10 +197,10 @@ TEST_P(TarSamples, AMissingFileIsAnIoError) {
   }
 }
 
-TEST_P(TarSamples, SkipPassesOverSamplesAndAtEndSeesTheLastOne) {
+TEST(TarSamples, SkipPassesOverSamplesAndAtEndSeesTheLastOne) {
   TempDir dir;
   testing::write_numbered_shards(dir.path(), {5});
-  TarSampleReader reader(open_file_stream((dir / "shard-000000.tar").string(), GetParam()), TarFormat{});
+  TarSampleReader reader(open_file_stream((dir / "shard-000000.tar").string()), TarFormat{});
   EXPECT_EQ(reader.skip(3), 3u);
   StreamedSample sample;
   ASSERT_TRUE(reader.next(sample));
@@ -224,51 +214,27 @@ TEST_P(TarSamples, SkipPassesOverSamplesAndAtEndSeesTheLastOne) {
   EXPECT_EQ(reader.samples(), 5u);
 }
 
-
-TEST_P(TarSamples, ImagesOfAMappedShardAreViewsThatOutliveTheReader) {
-  TempDir dir;
-  std::vector<StreamedSample> samples;
-  {
-    TarSampleReader reader = reader_for(dir, {{"a.jpg", std::vector<std::uint8_t>(3000, 7)},
-                                              text_member("a.cls", "1"),
-                                              {"b.jpg", bytes_of("JPEG-b")},
-                                              text_member("b.cls", "2")});
-    samples = read_all(reader);
-  }  // the reader and its stream are gone: a view's owner keeps the map
-  ASSERT_EQ(samples.size(), 2u);
-  EXPECT_EQ(image_of(samples[0]), std::vector<std::uint8_t>(3000, 7));
-  EXPECT_EQ(image_of(samples[1]), bytes_of("JPEG-b"));
-  for (const StreamedSample& sample : samples) {
-    EXPECT_EQ(sample.view_owner != nullptr, GetParam() == LocalReads::mapped) << sample.path;
-    if (sample.view_owner) {
-      EXPECT_TRUE(sample.bytes.empty()) << "a mapped image is not copied";
-    }
-  }
-}
-
-TEST_P(TarSamples, ACompressedShardIsDecompressedIntoCopies) {
+TEST(TarSamples, ACompressedShardIsDecompressedAsItIsRead) {
   TempDir dir;
   testing::write_file(dir / "shard.tar.gz", testing::tar_bytes({{"a.jpg", bytes_of("JPEG-a")},
                                                                 text_member("a.cls", "4"),
                                                                 {"b.jpg", std::vector<std::uint8_t>(70000, 3)},
                                                                 text_member("b.cls", "5")},
                                                                /*gzip=*/true));
-  TarSampleReader reader(open_file_stream((dir / "shard.tar.gz").string(), GetParam()), TarFormat{});
+  TarSampleReader reader(open_file_stream((dir / "shard.tar.gz").string()), TarFormat{});
   const std::vector<StreamedSample> samples = read_all(reader);
   ASSERT_EQ(samples.size(), 2u);
-  EXPECT_EQ(image_of(samples[0]), bytes_of("JPEG-a"));
+  EXPECT_EQ(samples[0].bytes, bytes_of("JPEG-a"));
   EXPECT_EQ(samples[0].label, 4);
-  EXPECT_EQ(image_of(samples[1]), std::vector<std::uint8_t>(70000, 3));
+  EXPECT_EQ(samples[1].bytes, std::vector<std::uint8_t>(70000, 3));
   EXPECT_EQ(samples[1].label, 5);
-  // The map holds compressed bytes: the images are libarchive's output, copied out of its buffer.
-  for (const StreamedSample& sample : samples) EXPECT_FALSE(sample.view_owner) << sample.path;
 }
 
-TEST_P(TarSamples, AFolderIsNoShard) {
+TEST(TarSamples, AFolderIsNoShard) {
   TempDir dir;
   std::filesystem::create_directories(dir / "folder.tar");
   try {
-    TarSampleReader reader(open_file_stream((dir / "folder.tar").string(), GetParam()), TarFormat{});
+    TarSampleReader reader(open_file_stream((dir / "folder.tar").string()), TarFormat{});
     FAIL() << "a folder";
   } catch (const ShardReadError& error) {
     EXPECT_EQ(error.kind(), "io");
@@ -277,11 +243,11 @@ TEST_P(TarSamples, AFolderIsNoShard) {
   }
 }
 
-TEST_P(TarSamples, AnEmptyFileIsNoTarArchive) {
+TEST(TarSamples, AnEmptyFileIsNoTarArchive) {
   TempDir dir;
   testing::write_file(dir / "empty.tar", {});
   try {
-    TarSampleReader reader(open_file_stream((dir / "empty.tar").string(), GetParam()), TarFormat{});
+    TarSampleReader reader(open_file_stream((dir / "empty.tar").string()), TarFormat{});
     StreamedSample sample;
     reader.next(sample);
     FAIL() << "an empty file";
@@ -291,40 +257,5 @@ TEST_P(TarSamples, AnEmptyFileIsNoTarArchive) {
   }
 }
 
-// Small windows, so that members straddle them: what lies inside one window is lent, what straddles two is
-// copied, and every view stays valid after its window is no longer the stream's.
-TEST(TarSamplesMapped, MembersAcrossWindowsAreCopiedAndTheRestLent) {
-  TempDir dir;
-  std::vector<TarMember> members;
-  for (int i = 0; i < 12; ++i) {
-    std::vector<std::uint8_t> image(1500 + 700 * i);
-    for (std::size_t b = 0; b < image.size(); ++b) image[b] = static_cast<std::uint8_t>(i * 31 + b);
-    members.push_back({"k" + std::to_string(i) + ".jpg", image});
-    members.push_back(text_member("k" + std::to_string(i) + ".cls", std::to_string(i)));
-  }
-  testing::write_tar(dir / "shard.tar", members);
-  // 10,000: windows that do not begin at a page boundary (the map begins at the one before).
-  for (const std::size_t window : {std::size_t{16384}, std::size_t{10000}}) {
-    std::vector<StreamedSample> samples;
-    {
-      TarSampleReader reader(open_mapped_file_stream((dir / "shard.tar").string(), window), TarFormat{});
-      samples = read_all(reader);
-    }
-    ASSERT_EQ(samples.size(), 12u);
-    std::size_t lent = 0;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      EXPECT_EQ(image_of(samples[i]), members[2 * i].bytes) << window << ": " << i;
-      EXPECT_EQ(samples[i].label, static_cast<std::int64_t>(i));
-      lent += samples[i].view_owner != nullptr;
-    }
-    EXPECT_GT(lent, 0u) << window << ": members inside a window are lent";
-    EXPECT_LT(lent, samples.size()) << window << ": members across two windows are copied";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Reads, TarSamples, ::testing::Values(LocalReads::read_calls, LocalReads::mapped),
-                         [](const ::testing::TestParamInfo<LocalReads>& info) {
-                           return info.param == LocalReads::mapped ? "Mapped" : "ReadCalls";
-                         });
 }  // namespace
 }  // namespace conveyor::detail

@@ -10,7 +10,6 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
@@ -358,31 +357,6 @@ TEST(TarShards, ATruncatedShardLosesItsRestAsCountedSkipsAndRanksStayEven) {
   EXPECT_EQ(batch_counts, (std::set<std::size_t>{2}));
   EXPECT_EQ(reasons["read: truncated"], 1u);
   EXPECT_EQ(reasons["read: shard_failed"], 2u);
-}
-
-TEST(TarShards, MappedAndReadShardsGiveTheSameSamplesAndSkips) {
-  TempDir dir;
-  const std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {9, 4, 11, 6});
-  // Cut shard 1 inside its third sample's image (each sample: 512 + 512 image, 512 + 512 label).
-  std::filesystem::resize_file(shards[1], 2 * 2048 + 700);
-  std::map<bool, std::vector<std::tuple<std::uint64_t, std::uint64_t, std::int64_t>>> seen;
-  std::map<bool, std::map<std::string, std::uint64_t>> reasons;
-  for (const bool mapped : {false, true}) {
-    TarShardOptions options;
-    options.seed = 17;
-    options.map_local_shards = mapped;
-    SampleIterator it = Dataset::tar_shards(shards, options)
-                            .repeat(2)
-                            .with_options({.threads = 3, .on_error = OnError::skip, .seed = 5})
-                            .begin();
-    while (std::optional<Sample> sample = it.next())
-      seen[mapped].emplace_back(sample->epoch * 1000 + sample->index, number_of(*sample), sample->label);
-    reasons[mapped] = it.stats().skip_reasons;
-  }
-  EXPECT_EQ(seen[true].size(), 2u * (30 - 2));
-  EXPECT_EQ(seen[true], seen[false]) << "the same samples, bytes and labels, in the same order";
-  EXPECT_EQ(reasons[true], reasons[false]);
-  EXPECT_EQ(reasons[true]["read: truncated"], 2u);
 }
 
 TEST(TarShards, AShardThatDisagreesWithItsIndexIsAnError) {
