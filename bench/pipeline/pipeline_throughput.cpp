@@ -86,7 +86,7 @@ struct Config {
   std::uint64_t limit = 0;
   std::size_t prefetch = 4;
   int repeat = 1;
-  std::size_t in_flight = 0;  // 0: the library's default
+  std::size_t in_flight = 0;       // 0: the library's default
   std::size_t shuffle_buffer = 0;  // 0: the data's own shuffle (whole-epoch for files, 1,000 for shards)
   int worker_nice = -1;            // PipelineOptions::worker_nice; -1: the library's default
   bool deterministic = true;
@@ -163,8 +163,9 @@ Config parse(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--in-flight", config.in_flight, "elements in flight (0: the library's default)")
       ->capture_default_str();
-  app.add_option("--shuffle-buffer", config.shuffle_buffer,
-                 "shuffle through a buffer of N samples, files too (0: whole-epoch for files, 1,000 for shards)")
+  app.add_option(
+         "--shuffle-buffer", config.shuffle_buffer,
+         "shuffle through a buffer of N samples, files too (0: whole-epoch for files, 1,000 for shards)")
       ->capture_default_str();
   app.add_option("--worker-nice", config.worker_nice,
                  "nice value of the pipeline's threads (PipelineOptions::worker_nice; -1: its default)")
@@ -362,13 +363,14 @@ conveyor::BatchedDataset make_batches(const Config& config, int threads,
                                 .shard(config.shards, config.shard);
   for (const conveyor::SampleOp& op : maps) chain = chain.map(op);
   return chain
-      .with_options({.threads = threads,
-                     .worker_nice = config.worker_nice >= 0 ? std::optional<int>(config.worker_nice) : std::nullopt,
-                     .deterministic = config.deterministic,
-                     .on_error = config.on_error,
-                     .seed = config.seed,
-                     .max_in_flight = config.in_flight,
-                     .trace = trace})
+      .with_options(
+          {.threads = threads,
+           .worker_nice = config.worker_nice >= 0 ? std::optional<int>(config.worker_nice) : std::nullopt,
+           .deterministic = config.deterministic,
+           .on_error = config.on_error,
+           .seed = config.seed,
+           .max_in_flight = config.in_flight,
+           .trace = trace})
       .batch(config.batch, conveyor::ImageShape{config.size, config.size, 3})
       .prefetch(config.prefetch);
 }

@@ -216,11 +216,12 @@ TEST(TarSamples, SkipPassesOverSamplesAndAtEndSeesTheLastOne) {
 
 TEST(TarSamples, ACompressedShardIsDecompressedAsItIsRead) {
   TempDir dir;
-  testing::write_file(dir / "shard.tar.gz", testing::tar_bytes({{"a.jpg", bytes_of("JPEG-a")},
-                                                                text_member("a.cls", "4"),
-                                                                {"b.jpg", std::vector<std::uint8_t>(70000, 3)},
-                                                                text_member("b.cls", "5")},
-                                                               /*gzip=*/true));
+  testing::write_file(dir / "shard.tar.gz",
+                      testing::tar_bytes({{"a.jpg", bytes_of("JPEG-a")},
+                                          text_member("a.cls", "4"),
+                                          {"b.jpg", std::vector<std::uint8_t>(70000, 3)},
+                                          text_member("b.cls", "5")},
+                                         /*gzip=*/true));
   TarSampleReader reader(open_file_stream((dir / "shard.tar.gz").string()), TarFormat{});
   const std::vector<StreamedSample> samples = read_all(reader);
   ASSERT_EQ(samples.size(), 2u);
