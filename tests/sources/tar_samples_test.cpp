@@ -172,29 +172,28 @@ TEST(TarSamples, ATruncatedMemberStopsTheShardNamingMemberAndOffset) {
   }
 }
 
-TEST(TarSamples, BytesThatAreNoTarAreRefused) {
-  TempDir dir;
-  testing::write_file(dir / "noise.tar", std::vector<std::uint8_t>(2000, 0x5A));
+// Reading the shard at `path` fails with a ShardReadError of `kind` whose message holds `fragment`.
+void expect_shard_fails(const std::string& path, const std::string& kind, const std::string& fragment) {
   try {
-    TarSampleReader reader(open_file_stream((dir / "noise.tar").string()), TarFormat{});
+    TarSampleReader reader(open_file_stream(path), TarFormat{});
     StreamedSample sample;
     reader.next(sample);
-    FAIL() << "not a tar";
+    ADD_FAILURE() << "'" << path << "' was read";
   } catch (const ShardReadError& error) {
-    EXPECT_EQ(error.kind(), "not_tar");
-    EXPECT_NE(std::string(error.what()).find("noise.tar"), std::string::npos) << error.what();
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
   }
 }
 
+TEST(TarSamples, BytesThatAreNoTarAreRefused) {
+  TempDir dir;
+  testing::write_file(dir / "noise.tar", std::vector<std::uint8_t>(2000, 0x5A));
+  expect_shard_fails((dir / "noise.tar").string(), "not_tar", "noise.tar");
+}
+
 TEST(TarSamples, AMissingFileIsAnIoError) {
-  try {
-    TarSampleReader reader(open_file_stream("/nonexistent/conveyor/shard.tar"), TarFormat{});
-    FAIL() << "missing file";
-  } catch (const ShardReadError& error) {
-    EXPECT_EQ(error.kind(), "io");
-    EXPECT_NE(std::string(error.what()).find("cannot open '/nonexistent/conveyor/shard.tar'"),
-              std::string::npos);
-  }
+  expect_shard_fails("/nonexistent/conveyor/shard.tar", "io",
+                     "cannot open '/nonexistent/conveyor/shard.tar'");
 }
 
 TEST(TarSamples, SkipPassesOverSamplesAndAtEndSeesTheLastOne) {
@@ -234,28 +233,13 @@ TEST(TarSamples, ACompressedShardIsDecompressedAsItIsRead) {
 TEST(TarSamples, AFolderIsNoShard) {
   TempDir dir;
   std::filesystem::create_directories(dir / "folder.tar");
-  try {
-    TarSampleReader reader(open_file_stream((dir / "folder.tar").string()), TarFormat{});
-    FAIL() << "a folder";
-  } catch (const ShardReadError& error) {
-    EXPECT_EQ(error.kind(), "io");
-    EXPECT_NE(std::string(error.what()).find("folder.tar' is not a regular file"), std::string::npos)
-        << error.what();
-  }
+  expect_shard_fails((dir / "folder.tar").string(), "io", "folder.tar' is not a regular file");
 }
 
 TEST(TarSamples, AnEmptyFileIsNoTarArchive) {
   TempDir dir;
   testing::write_file(dir / "empty.tar", {});
-  try {
-    TarSampleReader reader(open_file_stream((dir / "empty.tar").string()), TarFormat{});
-    StreamedSample sample;
-    reader.next(sample);
-    FAIL() << "an empty file";
-  } catch (const ShardReadError& error) {
-    EXPECT_EQ(error.kind(), "not_tar") << error.what();
-    EXPECT_NE(std::string(error.what()).find("empty.tar"), std::string::npos) << error.what();
-  }
+  expect_shard_fails((dir / "empty.tar").string(), "not_tar", "empty.tar");
 }
 
 }  // namespace
