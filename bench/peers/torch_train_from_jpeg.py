@@ -18,7 +18,11 @@ and then the same three with the model under torch.compile (--modes eager,compil
 The loop (the same for every feed): torchvision resnet18 (classes = the folder's class count),
 channels_last, bf16 autocast, SGD(lr 0.1, momentum 0.9, weight decay 5e-4, fused=True),
 zero_grad(set_to_none=True); the step takes a normalized bf16 channels_last batch. Nothing in the loop
-waits for the GPU: the CPU runs ahead as far as PyTorch lets it.
+waits for the GPU: the CPU runs ahead as far as PyTorch lets it. The loop runs on a CUDA stream of its own
+(--loop-stream side, the default, as the README's PyTorch section advises when conveyor decodes on the GPU);
+--loop-stream default runs it on PyTorch's default stream, the legacy stream. There the compiled loop fed
+by conveyor reached a median 81.8 % of its on-GPU rate, against 92.5 % on a side stream (six alternating
+pairs, bench/results/2026-11-27-h100-run15-loop-stream/ and -run16-loop-stream-passes/).
 
 Timing: each feed runs --warmup steps, then --steps timed steps. A CUDA event is recorded on the stream as
 each step starts and after the last one ends: consecutive events give each step's period on the GPU's
@@ -33,7 +37,8 @@ the built module); when the import fails, its variants are skipped with the reas
 
   torch_train_from_jpeg.py --data DIR [--conveyor-python DIR] [--modes eager,compile]
                            [--feeds dataloader,conveyor,gpu,conveyor-cpu] [--steps 200] [--warmup 60] [--batch 256]
-                           [--size 224] [--workers 16] [--threads 16] [--seed 42] [--json FILE]
+                           [--size 224] [--workers 16] [--threads 16] [--loop-stream side] [--seed 42]
+                           [--json FILE]
 """
 import argparse
 import random
@@ -88,6 +93,11 @@ def parse_args(argv=None):
                          "every run at a fixed share)")
     ap.add_argument("--mp-context", default=None, choices=["fork", "forkserver", "spawn"],
                     help="how the DataLoader starts its workers (default: the platform's, fork on Linux)")
+    ap.add_argument("--loop-stream", default="side", choices=["side", "default"],
+                    help="the CUDA stream every feed's loop runs on: side, a stream of its own (torch.cuda.Stream, "
+                         "made current with torch.cuda.set_stream); default, PyTorch's default stream (the legacy "
+                         "stream, which implicitly waits for and holds up work on every blocking stream of the "
+                         "process)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json")
@@ -315,6 +325,8 @@ def main():
         if conveyor_skip:
             print(f"conveyor-fed variants SKIPPED: {conveyor_skip}", flush=True)
     torch.backends.cudnn.benchmark = True
+    if args.loop_stream == "side":
+        torch.cuda.set_stream(torch.cuda.Stream())
     mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
     std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)
 
@@ -368,7 +380,7 @@ def main():
         "worker_nice": args.worker_nice,  # None: the library's default
         "conveyor_deterministic": bool(args.conveyor_deterministic),
         "warmup": args.warmup, "seed": args.seed, "conveyor_layout": args.conveyor_layout,
-        "gpu_share": args.gpu_share,
+        "gpu_share": args.gpu_share, "loop_stream": args.loop_stream,
         "loop": "torchvision resnet18, channels_last, bf16 autocast, SGD(lr, momentum 0.9, wd 5e-4, fused=True), "
                 "zero_grad(set_to_none=True)",
         "timing": "images_per_s: timed images over the GPU timeline from the first timed step's start to the last "

@@ -346,6 +346,13 @@ class TrainFromJpegPeer(unittest.TestCase):
         self.assertEqual(a.feeds, ["dataloader", "conveyor", "gpu"])
         self.assertEqual((a.workers, a.threads, a.batch, a.size, a.prefetch), (16, 16, 256, 224, 4))
         self.assertEqual(a.conveyor_layout, "NCHW")
+        self.assertEqual(a.loop_stream, "side")
+
+    def test_the_loop_can_run_on_pytorchs_default_stream(self):
+        self.assertEqual(torch_train_from_jpeg.parse_args(["--data", "d", "--loop-stream", "default"]).loop_stream,
+                         "default")
+        self.assertIn("--loop-stream", argparse_error(torch_train_from_jpeg.parse_args,
+                                                      ["--data", "d", "--loop-stream", "legacy"]))
 
     def test_fewer_than_two_timed_steps_are_refused(self):
         self.assertIn("--steps", argparse_error(torch_train_from_jpeg.parse_args, ["--data", "d", "--steps", "1"]))
