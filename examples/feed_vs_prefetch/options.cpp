@@ -93,6 +93,13 @@ Options parse_options(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_flag("--deterministic", options.deterministic,
                "deterministic convolution algorithms (same losses every run)");
+  CLI::Option* graph = app.add_flag("--graph", options.graph,
+                                    "on a GPU, replay the step as one CUDA graph in every mode (default: in "
+                                    "feed and parallel, and in prefetch unless nvJPEG decodes beside it)");
+  app.add_flag("--no-graph", options.no_graph,
+               "on a GPU, launch the step kernel by kernel in every mode (default: in prefetch when nvJPEG "
+               "decodes beside the step, whose work then interleaves with the step's kernels)")
+      ->excludes(graph);
   app.add_flag("--record-loss", options.record_loss,
                "every step's loss in the JSON (reading it synchronises after each step)");
   try {

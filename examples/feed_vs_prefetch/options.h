@@ -35,9 +35,12 @@ struct Options {
   // batches every run, at the share set.
   bool pipeline_deterministic = false;
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
-  int gpus = 1;                // prefetch: data-parallel over this many GPUs of this process (0..N-1)
-  bool deterministic = false;  // deterministic convolution algorithms (TrainerOptions::deterministic)
-  bool record_loss = false;    // prefetch: every step's loss in the JSON (synchronises after each step)
+  int gpus = 1;                      // prefetch: data-parallel over this many GPUs of this process (0..N-1)
+  bool deterministic = false;        // deterministic convolution algorithms (TrainerOptions::deterministic)
+  // On a GPU, the step replayed as one CUDA graph (--graph) or launched kernel by kernel (--no-graph).
+  // Neither: kernel by kernel in prefetch when nvJPEG decodes beside the step, a graph otherwise.
+  bool graph = false, no_graph = false;
+  bool record_loss = false;  // prefetch: every step's loss in the JSON (synchronises after each step)
   // prefetch: PipelineOptions::worker_nice, the library's default unless given
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
 };

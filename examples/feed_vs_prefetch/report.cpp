@@ -68,17 +68,28 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<ModeResult>& results) {
   using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
-  Json out = {
-      {"device", info.device},   {"model", info.model},           {"precision", info.precision},
-      {"data", info.data},       {"images_in_data", info.images}, {"date", info.date},
-      {"host", info.host},       {"threads", info.threads},       {"batch", info.batch},
-      {"size", info.size},       {"steps", info.steps},           {"world_size", info.world_size},
-      {"rank", info.rank},       {"gpus_in_process", info.gpus},  {"deterministic", info.deterministic},
-      {"gpu_share", info.gpu_share},
-      {"pipeline_deterministic", info.pipeline_deterministic},
-      {"hardware_pipelining", info.hardware_pipelining},
-      {"pipeline_nice", info.pipeline_nice},
-      {"results", Json::array()}};
+  Json out = {{"device", info.device},
+              {"model", info.model},
+              {"precision", info.precision},
+              {"data", info.data},
+              {"images_in_data", info.images},
+              {"date", info.date},
+              {"host", info.host},
+              {"threads", info.threads},
+              {"batch", info.batch},
+              {"size", info.size},
+              {"steps", info.steps},
+              {"world_size", info.world_size},
+              {"rank", info.rank},
+              {"gpus_in_process", info.gpus},
+              {"deterministic", info.deterministic},
+              {"gpu_share", info.gpu_share},
+              {"pipeline_deterministic", info.pipeline_deterministic},
+              {"hardware_pipelining", info.hardware_pipelining},
+              {"pipeline_nice", info.pipeline_nice},
+              {"cuda_graph", info.cuda_graph},
+              {"prefetch_cuda_graph", info.prefetch_cuda_graph},
+              {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},
                               {"images_per_s", r.images_per_s},

@@ -4,20 +4,31 @@
 
 namespace feed_vs_prefetch {
 
+namespace {
+
+conveyor::train::TrainerOptions prefetch_trainer(const Setup& setup) {
+  conveyor::train::TrainerOptions options = setup.trainer;
+  options.cuda_graph = setup.prefetch_graph;
+  return options;
+}
+
+}  // namespace
+
 Training::Training(const Setup& setup) {
+  const conveyor::train::TrainerOptions options = prefetch_trainer(setup);
   if (!setup.data_parallel()) {
-    single_ = std::make_unique<conveyor::train::Trainer>(setup.trainer);
+    single_ = std::make_unique<conveyor::train::Trainer>(options);
     return;
   }
   if (setup.ranks.world_size > 1) {
     // One process per GPU: rank 0 shares NCCL's id through MASTER_ADDR:MASTER_PORT.
     rendezvous_ = conveyor::train::connect_rendezvous(setup.ranks);
-    parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(setup.trainer, *rendezvous_);
+    parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, *rendezvous_);
     return;
   }
   std::vector<int> devices;
   for (const conveyor::Placement& placement : setup.placements) devices.push_back(placement.device);
-  parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(setup.trainer, devices);
+  parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, devices);
 }
 
 void Training::warmup() {
