@@ -31,8 +31,8 @@ struct Setup {
   bool record_loss = false;  // prefetch: every step's loss (reading it synchronises after each step)
   conveyor::train::TrainerOptions trainer;
   // prefetch: TrainerOptions::cuda_graph for its trainer (feed and parallel take trainer's). nvJPEG's
-  // hardware decoding waits for a replayed graph to end, but interleaves with kernels launched one by one
-  // (bench/results/2026-11-27-h100-run19-step-graph/).
+  // hardware decoding seems to wait for a replayed graph to end; kernels launched one by one left the GPU
+  // less idle (bench/results/2026-11-27-h100-run19-step-graph/).
   bool prefetch_graph = true;
   int threads = 1;             // feed and parallel
   int pipeline_threads = 0;    // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)

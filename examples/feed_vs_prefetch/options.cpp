@@ -98,7 +98,7 @@ Options parse_options(int argc, char** argv) {
                                     "feed and parallel, and in prefetch unless nvJPEG decodes beside it)");
   app.add_flag("--no-graph", options.no_graph,
                "on a GPU, launch the step kernel by kernel in every mode (default: in prefetch when nvJPEG "
-               "decodes beside the step, whose work then interleaves with the step's kernels)")
+               "decodes beside the step, which then leaves the GPU less idle)")
       ->excludes(graph);
   app.add_flag("--record-loss", options.record_loss,
                "every step's loss in the JSON (reading it synchronises after each step)");

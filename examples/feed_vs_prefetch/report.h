@@ -24,9 +24,8 @@ struct RunInfo {
   bool hardware_pipelining = false;
   // prefetch: PipelineOptions::worker_nice, the library's default unless given
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
-  // On a GPU: the step replayed as one CUDA graph in feed and parallel, and in prefetch.
-  bool cuda_graph = true;
-  bool prefetch_cuda_graph = true;
+  bool cuda_graph = true;           // on a GPU: feed and parallel replay the step as one CUDA graph
+  bool prefetch_cuda_graph = true;  // on a GPU: prefetch does (false: kernel by kernel, beside nvJPEG)
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

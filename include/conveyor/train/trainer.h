@@ -59,9 +59,10 @@ struct TrainerOptions {
   // with one launch, and so is evaluation's forward pass (for full batches). Staging a batch (wait, labels,
   // normalize) stays outside, since every batch sits in other memory. When capture fails, the trainer runs
   // eagerly and warmup_report() says why. false: always eager. Beside a DeviceFeeder whose nvJPEG decodes on
-  // the same GPU, false fed ResNet-18 faster: nvJPEG's hardware decoding waits for a replayed graph to end
-  // but interleaves with kernels launched one by one (the GPU idled 1.3-2.5 % instead of 4.1-5.5 %,
-  // bench/results/2026-11-27-h100-run19-step-graph/ and -run20-...). feed_vs_prefetch runs prefetch so.
+  // the same GPU, false fed ResNet-18 1.2 % faster (median of six pairs): nvJPEG's hardware decoding seems
+  // to wait for a replayed graph to end, and with kernels launched one by one the GPU idled 1.3-2.5 % of
+  // the time instead of 4.1-5.5 % (bench/results/2026-11-27-h100-run19-step-graph/ and -run20-...).
+  // feed_vs_prefetch runs prefetch so.
   bool cuda_graph = true;
   // GPU: convolution algorithms from cuDNN's heuristics, deterministic ones only, instead of the fastest
   // by timing (which can pick differently from one run to the next): the same options and batches give
