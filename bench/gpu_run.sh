@@ -36,7 +36,7 @@
 #             and 4 threads, alternating, three pairs each (20,000 images per run), the DataLoader at 16
 #             workers, one adaptive-split run per thread count (with a trace), then the ratios
 #   two-gpus-probe  (nvidia-h200-x2) NCCL over two GPUs in one process, then two processes for ten steps
-#   two-gpus  issue 17 (after data): one GPU against two data-parallel processes, alternating twice
+#   two-gpus  issue 17 (after data): one GPU against two data-parallel processes, three pairs, alternating
 #   two-gpus-losses  issue 17 (after data): 2 x 256 against 1 x 512, step by step, in fp32 and in bf16
 #   shards    issue 16: shards_vs_files.sh alone (files, local shards by index and by pattern, HTTP), 3 rounds
 #   shards-variants  issue 16 (after shards): files against shards at other read-ahead settings, one run each
@@ -363,19 +363,24 @@ PICK
           --recipe fast16 --epochs 15 --seeds 1 --json "$r/torch_fashion_fast16_e15.json" | grep -E 'final|median|FAILED' ;;
       two-gpus)
         # Issue 17, on nvidia-h200-x2 (after the data phase): ResNet-18 bf16, batch 256 per GPU, 16 pipeline
-        # threads per GPU, deterministic algorithms and every step's loss recorded. One GPU alone, then two
-        # GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink multicast off), alternating twice;
-        # then one GPU at batch 512 for the loss comparison (the 2-GPU run's first steps against it).
-        log "issue 17: one GPU, then two data-parallel processes, alternating; one GPU at batch 512"
+        # threads per GPU, at feed_vs_prefetch's defaults (the hybrid split adapting, the step kernel by kernel
+        # beside nvJPEG, the fastest convolution algorithms: what a user runs for speed). One GPU alone, then
+        # two GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink multicast off), 300 steps
+        # each, three pairs, the order alternating. The losses in deterministic mode: two-gpus-losses.
+        log "issue 17: one GPU and two data-parallel processes, alternating, three pairs"
         [ ! -f "$r/probe_failed" ] || continue
-        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --warmup 10
-             --deterministic --record-loss)
-        for i in 1 2; do
-          run 180 "${fvp[@]}" --steps 100 --batch 256 --json "$r/scale_1gpu_$i.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
-          run 180 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --steps 100 --batch 256 --json "$r/scale_2gpu_$i.json" 2>&1 \
+        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --warmup 10 --steps 300
+             --batch 256)
+        one_gpu() {
+          run 180 "${fvp[@]}" --json "$r/scale_1gpu_$1.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
+        }
+        two_gpus() {
+          run 180 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --json "$r/scale_2gpu_$1.json" 2>&1 \
             | grep -E '^prefetch|^mode|idle per GPU|data parallel|feed_vs_prefetch:|launch'
+        }
+        for i in 1 2 3; do
+          if [ "$i" = 2 ]; then two_gpus "$i"; one_gpu "$i"; else one_gpu "$i"; two_gpus "$i"; fi
         done
-        run 180 "${fvp[@]}" --batch 512 --steps 20 --json "$r/scale_1gpu_batch512.json" 2>&1 | grep -E '^prefetch|^mode'
         python3 "$root/bench/summarize_scale.py" "$r" | tee "$r/scale_summary.txt" ;;
       two-gpus-losses)
         # Issue 17's open question: 2 x 256 and 1 x 512 see the same images, yet their bf16 losses part at

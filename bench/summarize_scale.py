@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Issue 17's figures from bench/gpu_run.sh's two-gpus phase (one folder of its JSON):
-  scale_1gpu_{1,2}.json              feed_vs_prefetch prefetch on one GPU, batch 256
-  scale_2gpu_{1,2}.rank{0,1}.json    the same, data-parallel over two processes (scripts/launch.sh 2)
-  scale_1gpu_batch512.json           one GPU at batch 512, for the loss comparison
+  scale_1gpu_{1,2,3}.json            feed_vs_prefetch prefetch on one GPU, batch 256
+  scale_2gpu_{1,2,3}.rank{0,1}.json  the same, data-parallel over two processes (scripts/launch.sh 2)
+  scale_1gpu_batch512.json           one GPU at batch 512, for the loss comparison (2026-11-23's form)
   losses_{fp32,bf16}_{1gpu_batch512,2gpu.rank0}.json   the two-gpus-losses phase: the comparison per precision
 Prints images/s (two GPUs: the sum of both ranks), the scaling per alternating pair and its median, GPU idle
 per GPU, step p50/p95, and how far the two-GPU run's first losses are from the batch-512 run's."""
@@ -27,7 +27,7 @@ def prefetch(folder, name):
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "."
     ratios = []
-    for i in (1, 2):
+    for i in (1, 2, 3):
         one = prefetch(folder, f"scale_1gpu_{i}.json")
         ranks = [prefetch(folder, f"scale_2gpu_{i}.rank{r}.json") for r in (0, 1)]
         if not one or not all(ranks):
