@@ -27,6 +27,7 @@
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
 //                       [--checksum 1|0] [--shards N --shard I] [--state-out FILE] [--resume FILE ...]
 //                       [--batch-log FILE] [--sample-log FILE] [--parallel-shards N] [--shard-read-ahead N]
+//                       [--shard-random-access 0|1]
 //
 // Resume (issue 15): --state-out writes the iterator's state after every batch (atomically); --resume
 // starts from such a file (given once per shard of the run that wrote them, they are combined: the rest of
@@ -94,6 +95,7 @@ struct Config {
   std::size_t shards = 1, shard = 0;
   // Tar shards (TarShardOptions): shards read at once and samples read ahead per shard; 0: the defaults.
   std::size_t parallel_shards = 0, shard_read_ahead = 0;
+  bool shard_random_access = false;  // TarShardOptions::random_access: local shards read like loose files
   std::string state_out, batch_log, sample_log;
   std::vector<std::string> resume;
   // --device gpu: where the run ends and what runs there.
@@ -184,6 +186,10 @@ Config parse(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--shard-read-ahead", config.shard_read_ahead,
                  "tar shards: samples read ahead per shard being read (0: TarShardOptions' default)")
+      ->capture_default_str();
+  app.add_option("--shard-random-access", config.shard_random_access,
+                 "local tar shards: locate the samples once and read each with one pread(), shuffled over "
+                 "the whole epoch as files are (TarShardOptions::random_access)")
       ->capture_default_str();
   app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
   app.add_option("--resume", config.resume,
@@ -302,7 +308,8 @@ struct DataSource {
 // --data is a folder (ImageFolder), a list file, tar shards (a file or URL ending in .json is their
 // index; else a pattern such as DIR/shard-{000000..000099}.tar or DIR/*.tar, or http(s) URLs of shards).
 // Tar shards are shuffled per epoch (by --seed) and, as a stream has no random access, their samples by a
-// shuffle buffer, which holds the samples' bytes: 1,000. Files take the whole-epoch shuffle.
+// shuffle buffer, which holds the samples' bytes: 1,000. Files, and shards read at random
+// (--shard-random-access 1), take the whole-epoch shuffle.
 DataSource open_data(const Config& config) {
   const std::string& data = config.data;
   const bool url = data.starts_with("http://") || data.starts_with("https://");
@@ -311,10 +318,12 @@ DataSource open_data(const Config& config) {
   shards.seed = config.seed;
   if (config.parallel_shards > 0) shards.parallel_shards = config.parallel_shards;
   if (config.shard_read_ahead > 0) shards.queued_samples = config.shard_read_ahead;
-  if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), 1'000};
+  shards.random_access = config.shard_random_access;
+  const std::size_t buffer = shards.random_access ? 0 : 1'000;  // read at random: the whole-epoch shuffle
+  if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), buffer};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
-  if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), 1'000};
+  if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), buffer};
   return {conveyor::Dataset::list_file(data), 0};
 }
 
@@ -567,6 +576,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"checksum", config.checksum},
                    {"parallel_shards", config.parallel_shards},
                    {"shard_read_ahead", config.shard_read_ahead},
+                   {"shard_random_access", config.shard_random_access},
                    {"shuffle_buffer", config.shuffle_buffer},
                    {"worker_nice", config.worker_nice}};
   out["images_per_s"] = main.images_per_s;

@@ -71,6 +71,16 @@ struct TarShardOptions {
   std::vector<std::string> image_extensions{"jpg", "jpeg"};
   std::string label_extension = "cls";  // empty: no labels (every label is -1)
   HttpOptions http;
+  // Local, uncompressed shards only: locate every sample once, when the dataset is made (the members'
+  // headers and the labels' few bytes, one shard per task), then read each image with one pread() from its
+  // shard in the pipeline's parallel read stage, as loose files are read (wids' and DALI's indexed way).
+  // The dataset is then a table like image_folder's: shard after shard, each in stored order; shuffle()
+  // permutes the whole epoch, and ranks split it with shard(ranks) as files are split (so ranks must stay
+  // a single rank here); shuffle_shards, seed, parallel_shards and queued_samples do not apply. No reader
+  // threads and no read-ahead. Samples that break the format fail when read, with the stream's kinds; a
+  // shard that breaks off keeps its whole samples and adds one element that fails with the break's kind.
+  // InvalidArgument for a URL or a compressed shard.
+  bool random_access = false;
 };
 
 // The shard names a pattern stands for, in order:

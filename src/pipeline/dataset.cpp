@@ -5,6 +5,7 @@
 #include "src/pipeline/dataset_node.h"
 #include "src/pipeline/element_order.h"
 #include "src/pipeline/pipeline.h"
+#include "src/sources/shard_members.h"
 #include "src/sources/shard_set.h"
 
 namespace conveyor {
@@ -23,6 +24,13 @@ std::vector<std::int64_t> checked_labels(std::vector<std::int64_t> labels, std::
     throw InvalidArgument(std::string(what) + ": " + std::to_string(labels.size()) + " labels for " +
                           std::to_string(size) + " elements");
   return labels;
+}
+
+// Tar shards streamed, or located and read at random (TarShardOptions::random_access).
+std::shared_ptr<const detail::Source> shard_source(detail::ShardSet set) {
+  if (set.options.random_access)
+    return detail::Source::shard_members(std::make_shared<detail::ShardMembers>(set));
+  return detail::Source::shards(std::make_shared<const detail::ShardSet>(std::move(set)));
 }
 
 }  // namespace
@@ -106,8 +114,7 @@ Dataset Dataset::tar_shards(std::vector<std::string> shards, const TarShardOptio
   std::vector<detail::ShardInfo> infos;
   infos.reserve(shards.size());
   for (std::string& shard : shards) infos.push_back({std::move(shard), std::nullopt});
-  auto set = std::make_shared<detail::ShardSet>(detail::make_shard_set(std::move(infos), options));
-  return Dataset(source_node(detail::Source::shards(std::move(set))));
+  return Dataset(source_node(shard_source(detail::make_shard_set(std::move(infos), options))));
 }
 
 Dataset Dataset::tar_shards(std::vector<std::string> shards) {
@@ -123,9 +130,8 @@ Dataset Dataset::tar_shard_index(const std::string& index) {
 Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions& options) {
   constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;
   const std::string text = detail::read_small_file(index, options.http, kMaxIndexBytes);
-  auto set = std::make_shared<detail::ShardSet>(
-      detail::make_shard_set(detail::parse_shard_index(text, index), options));
-  return Dataset(source_node(detail::Source::shards(std::move(set))));
+  return Dataset(
+      source_node(shard_source(detail::make_shard_set(detail::parse_shard_index(text, index), options))));
 }
 
 // ---- chaining ----

@@ -9,24 +9,12 @@
 #include <system_error>
 
 #include "conveyor/error.h"
+#include "src/sources/file_descriptor.h"
 
 namespace conveyor {
 namespace {
 
-// Closes a POSIX file descriptor.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
+using detail::FileDescriptor;
 
 std::string io_failure(const char* what, const char* path, int error) {
   return std::string(what) + " '" + path + "': " + std::generic_category().message(error);

@@ -59,6 +59,10 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
     throw InvalidArgument("Dataset::tar_shards: parallel_shards and queued_samples must be at least 1");
   if (options.image_extensions.empty()) throw InvalidArgument("Dataset::tar_shards: no image extension");
   if (options.http.retries < 0) throw InvalidArgument("Dataset::tar_shards: http.retries must be >= 0");
+  if (options.random_access && ranks.world_size > 1)
+    throw InvalidArgument(
+        "Dataset::tar_shards: with random_access the samples are a table: leave ranks at "
+        "one rank and split them with shuffle().shard(ranks), as files are split");
 
   ShardSet set;
   set.options = options;
@@ -71,7 +75,8 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
   // share begins without reading the shards before it. Interleaving several shards (parallel_shards > 1,
   // shard_streamer.h) needs them too, so that a sample's index stays its position in the epoch's order:
   // local files are counted then (headers only), URLs without a count are read one after another.
-  const bool interleaved = options.parallel_shards > 1;
+  // Read at random, the shards are located whole when the source is made (shard_members.h): no counts.
+  const bool interleaved = options.parallel_shards > 1 && !options.random_access;
   if (ranks.world_size > 1 || interleaved) {
     for (ShardInfo& shard : set.shards) {
       if (shard.samples) continue;

@@ -4,6 +4,7 @@
 
 #include "conveyor/error.h"
 #include "conveyor/read_file.h"
+#include "src/sources/shard_members.h"
 #include "src/sources/shard_set.h"
 
 namespace conveyor::detail {
@@ -48,8 +49,19 @@ std::shared_ptr<const Source> Source::shards(std::shared_ptr<const ShardSet> sha
   return source;
 }
 
+std::shared_ptr<const Source> Source::shard_members(std::shared_ptr<ShardMembers> members) {
+  auto source = std::make_shared<Source>();
+  FileListing listing = members->take_listing();
+  source->paths_ = std::move(listing.paths);
+  source->labels_ = std::move(listing.labels);
+  source->members_ = std::move(members);
+  return source;
+}
+
 void Source::load(std::size_t i, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const {
-  if (buffers_.empty()) {
+  if (members_) {
+    members_->read(i, bytes, max_bytes);
+  } else if (buffers_.empty()) {
     read_file(paths_.c_str(i), bytes, max_bytes);
   } else {
     bytes.assign(buffers_[i].begin(), buffers_[i].end());

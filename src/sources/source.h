@@ -1,7 +1,7 @@
-// The elements a dataset starts from: file paths or in-memory encoded images, each with a label, read in
-// any order (random access); or tar shards, read front to back (a stream: see shard_set.h and
-// src/pipeline/stream_stage.h). A Source is immutable once made and shared by every iterator of the
-// datasets built on it.
+// The elements a dataset starts from: file paths, in-memory encoded images or the samples of local tar
+// shards located once (shard_members.h), each with a label, read in any order (random access); or tar
+// shards, read front to back (a stream: see shard_set.h and src/pipeline/stream_stage.h). A Source is
+// immutable once made and shared by every iterator of the datasets built on it.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,7 @@
 namespace conveyor::detail {
 
 struct ShardSet;
+class ShardMembers;
 
 // Many paths in one allocation: each path is stored NUL-terminated in a single buffer, so an ImageNet-size
 // list costs one string, not a million, and open() can use the stored bytes directly.
@@ -49,6 +50,7 @@ class Source {
   static std::shared_ptr<const Source> memory(std::vector<std::vector<std::uint8_t>> buffers,
                                               std::vector<std::int64_t> labels);
   static std::shared_ptr<const Source> shards(std::shared_ptr<const ShardSet> shards);
+  static std::shared_ptr<const Source> shard_members(std::shared_ptr<ShardMembers> members);
 
   // Tar shards: elements come with their bytes, in the streams' order; path(), label() and load() are
   // for random-access sources only.
@@ -71,6 +73,7 @@ class Source {
   std::vector<std::string> class_names_;
   std::vector<std::vector<std::uint8_t>> buffers_;  // empty for file sources
   std::shared_ptr<const ShardSet> shards_;          // tar shards only
+  std::shared_ptr<const ShardMembers> members_;     // tar shards read at random only
   std::size_t stream_size_ = 0;
 };
 

@@ -129,6 +129,9 @@ bool TarSampleReader::advance() {
     lower_in_place(pending_.extension);
     pending_.size = archive_entry_size(entry);
     pending_.offset = archive_read_header_position(archive_.get());
+    // The format has consumed the member's headers (a pax or GNU long-name header included) and nothing of
+    // its data: the first filter's count is where the data starts in the uncompressed archive.
+    pending_.data_offset = archive_filter_bytes(archive_.get(), 0);
     has_pending_ = true;
     return true;
   }
@@ -171,6 +174,10 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
                 where(member) + ": " + std::to_string(member.size) + " bytes, over the limit of " +
                     std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
       return skip_data(member);
+    }
+    if (located_ != nullptr) {
+      *located_ = {static_cast<std::uint64_t>(member.data_offset), static_cast<std::uint64_t>(member.size)};
+      return skip_data(member);  // a truncated shard fails here, as when the bytes are read
     }
     return read_data(member, out->bytes);
   }
@@ -255,6 +262,20 @@ bool TarSampleReader::group(StreamedSample* out) {
 }
 
 bool TarSampleReader::next(StreamedSample& out) { return group(&out); }
+
+bool TarSampleReader::locate_next(StreamedSample& out, MemberExtent& image) {
+  image = {};
+  located_ = &image;
+  struct Reset {
+    MemberExtent*& pointer;
+    ~Reset() { pointer = nullptr; }
+  } reset{located_};
+  return group(&out);
+}
+
+bool TarSampleReader::compressed() const {
+  return archive_filter_code(archive_.get(), 0) != ARCHIVE_FILTER_NONE;
+}
 
 void TarSampleReader::set_path(StreamedSample& out, const std::string& member) const {
   out.path.assign(location());

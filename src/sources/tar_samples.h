@@ -33,6 +33,12 @@ struct archive_entry;
 
 namespace conveyor::detail {
 
+// Where a member's data lies in an uncompressed archive.
+struct MemberExtent {
+  std::uint64_t offset = 0;  // of its first byte
+  std::uint64_t size = 0;
+};
+
 // What a shard's samples look like.
 struct TarFormat {
   std::vector<std::string> image_extensions{"jpg", "jpeg"};  // lower case
@@ -50,6 +56,11 @@ class TarSampleReader {
   // The next sample into `out` (bytes, label, path "<shard>#<image member>", or an error as listed above);
   // false at the end of the shard. Throws ShardReadError when the shard cannot go on.
   bool next(StreamedSample& out);
+  // Like next(), but the image member's bytes are passed over, not read: `image` gets where they lie in the
+  // archive (out.bytes stays empty). Byte offsets of the file only when the shard is not compressed.
+  bool locate_next(StreamedSample& out, MemberExtent& image);
+  // The shard's bytes go through a decompression filter (gzip, ...).
+  bool compressed() const;
   // Passes over up to `count` samples, reading headers only (a file stream seeks over the data); returns
   // how many there were. Throws like next().
   std::uint64_t skip(std::uint64_t count);
@@ -64,7 +75,8 @@ class TarSampleReader {
   struct Member {
     std::string name, key, extension;
     std::int64_t size = 0;
-    std::int64_t offset = 0;  // of its header in the (uncompressed) archive
+    std::int64_t offset = 0;       // of its header in the (uncompressed) archive
+    std::int64_t data_offset = 0;  // of its data
   };
   struct Callbacks;
 
@@ -92,6 +104,7 @@ class TarSampleReader {
   bool ended_ = false;
   std::exception_ptr deferred_;  // a failure met while finishing a complete sample: the next call's
   std::uint64_t samples_ = 0;
+  MemberExtent* located_ = nullptr;  // locate_next's: the image's extent goes here instead of its bytes
   std::unordered_map<std::string, std::int64_t> keys_;  // key -> header offset of its first member
 
   // The sample being grouped.
