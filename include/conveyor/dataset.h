@@ -266,6 +266,8 @@ class Dataset {
   // member, an oversized image) and a shard that breaks off (truncated, unreadable, an HTTP failure after
   // the retries; each sample it still owed) fail in the "read" stage with the shard, the member and the
   // byte offset, or are counted by kind under on_error = skip. Throws InvalidArgument for bad options.
+  // With options.random_access, local shards are not streamed but located once and read at random, and
+  // the dataset is a table like image_folder's (see TarShardOptions::random_access).
   static Dataset tar_shards(std::vector<std::string> shards, const TarShardOptions& options);
   static Dataset tar_shards(std::vector<std::string> shards);  // default TarShardOptions
   // The shards listed by a shard index (WebDataset's wids JSON, which make_shards writes: a "shardlist"

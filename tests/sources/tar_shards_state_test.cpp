@@ -1,7 +1,8 @@
 // Iterator states over tar shards: a stream has no random access, so its state is (epoch, samples
 // emitted) and a restore reads the epoch's shards again up to there. What is checked: the rest of a run
 // resumed anywhere is the uninterrupted run's, bit for bit (shuffled shards, a shuffle buffer, repeats,
-// ranks with padding); a state refuses other shards and another rank; the whole-epoch shuffle is refused.
+// ranks with padding; shards read at random, as a table); a state refuses other shards and another rank; the
+// whole-epoch shuffle of a stream is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,6 +82,13 @@ const Chain kChains[] = {
      [](const auto& s) { return Dataset::tar_shards(s, rank(1, 3)).shuffle(4).repeat(2); }},
     {"one rank, shard(2, 1) of its stream",
      [](const auto& s) { return Dataset::tar_shards(s, rank(0, 1)).repeat(2).shard(2, 1); }},
+    // Read at random the shards are a table: its state is a file table's (whole-epoch shuffle, ranks).
+    {"read at random, whole-epoch shuffle, rank 1 of 2",
+     [](const auto& s) {
+       TarShardOptions options;
+       options.random_access = true;
+       return Dataset::tar_shards(s, options).shuffle().shard(Ranks{.rank = 1, .world_size = 2}).repeat(2);
+     }},
 };
 
 void PrintTo(const Chain& chain, std::ostream* out) { *out << chain.name; }
