@@ -56,7 +56,8 @@ struct TarShardOptions {
   bool shuffle_shards = true;
   std::uint64_t seed = 0;
   // Shards read at once, ahead of the pipeline, each by a thread of its own (reading waits on disks and
-  // networks, so it does not take the arena's cores). Their samples are interleaved, one from each in
+  // networks, so it does not take the arena's cores), while as many threads open the shards that come
+  // next and read their first samples ahead. Their samples are interleaved, one from each in
   // turn (tf.data's deterministic interleave with this cycle length): the order depends on this number and
   // the shards, never on timing, and the readers work side by side. This needs every shard's count (an
   // index gives them; local files are counted, headers only, when the set is made): URLs read without an

@@ -27,7 +27,8 @@ ShardStreamer::ShardStreamer(std::shared_ptr<const ShardSet> shards, std::vector
                                       [](const Segment& segment) { return segment.index.has_value(); });
   next_in_rotation_ = std::min(interleave ? parallel_ : std::size_t{1}, segments_.size());
   for (std::size_t s = 0; s < next_in_rotation_; ++s) rotation_.push_back(s);
-  const std::size_t threads = std::min(parallel_, segments_.size());
+  // The rotation's readers, and as many reading the segments that join it next (see the header).
+  const std::size_t threads = std::min(2 * parallel_, segments_.size());
   threads_.reserve(threads);
   try {
     for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });

@@ -18,12 +18,15 @@
 // depends on the readers' timing, so one reader held up (a server slow to send, a thread not scheduled)
 // no longer holds up the others.
 //
-// Each of parallel_shards threads streams one segment at a time into that segment's queue (at most
+// 2 x parallel_shards threads each stream one segment at a time into that segment's queue (at most
 // queued_samples samples; the thread waits when it is full and goes on once next() has taken it down to
 // half, so that it reads several samples per wake-up), taking the next segment not yet started, at
-// most parallel_shards segments past those in the rotation: one thread can begin the next segment while
-// the one it finished is still being taken from. The read-ahead so holds at most
-// 2 x parallel_shards x queued_samples samples.
+// most parallel_shards segments past those in the rotation. So while the rotation's segments are read,
+// the next parallel_shards segments are opened and their queues filled: a segment that joins the rotation
+// has its first samples waiting. Without them the rotation's segments, taken from in turn and so ending
+// together, all opened their successors at once when they ended, and next() waited for those starts
+// (a new connection and its first bytes, over HTTP) every parallel_shards shards. The read-ahead holds at
+// most 2 x parallel_shards x queued_samples samples.
 //
 // A shard that cannot go on (unreadable, truncated, an HTTP failure after the retries) ends its segment:
 // the sample being read gets the error (its kind and message) and each sample the segment still owed gets
