@@ -50,9 +50,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 handler = functools.partial(Handler, directory=sys.argv[1])
+# socketserver listens with a backlog of 5: more connections at once than that (the shard readers open up
+# to 2 x parallel_shards) lose their SYNs, and each waits a second for the retransmission. A real server's
+# backlog is in the hundreds (nginx: 511).
 class ForkingHTTPServer(socketserver.ForkingMixIn, http.server.HTTPServer):
-    pass
-server = ForkingHTTPServer if sys.argv[3] == "processes" else http.server.ThreadingHTTPServer
+    request_queue_size = 128
+class ThreadingHTTPServer(http.server.ThreadingHTTPServer):
+    request_queue_size = 128
+server = ForkingHTTPServer if sys.argv[3] == "processes" else ThreadingHTTPServer
 server(("127.0.0.1", int(sys.argv[2])), handler).serve_forever()
 PYTHON
 server=$!
