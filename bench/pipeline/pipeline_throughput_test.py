@@ -42,6 +42,12 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops the SYNs of more connections at once (the shard readers open up to
+    # 2 x parallel_shards), and each then waits a second for the retransmission.
+    request_queue_size = 128
+
+
 def check_shards(common, train, tmp, make_shards):
     """--data as a list file, tar shards (index, brace pattern, glob) and shards over HTTP."""
     listed = run([a if a != train else os.path.join(os.path.dirname(train), "train.txt") for a in common])
@@ -66,8 +72,12 @@ def check_shards(common, train, tmp, make_shards):
     expect(checksum(os.path.join(shards, "shard-{000000.." + last + "}.tar"), "braces") == indexed,
            "a brace pattern of the shards gives other batches than their index")
     expect(checksum(os.path.join(shards, "shard-*.tar"), "glob") == indexed, "a glob gives other batches")
+    # Read at random, shards packed from the folder in its order are a table of the same samples: with the
+    # same whole-epoch shuffle, the folder's batches.
+    expect(checksum(os.path.join(shards, "shards.json"), "random", "--shard-random-access", "1") ==
+           checksum(train, "folder"), "shards read at random give other batches than the folder")
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=shards))
+    server = Server(("127.0.0.1", 0), functools.partial(QuietHandler, directory=shards))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
