@@ -1,10 +1,10 @@
 // TarShardOptions::random_access: local, uncompressed shards located once and read sample by sample with
 // pread(). The located bytes must be the members' bytes (long names included), the dataset must behave as a
-// table (the image folder's batches, shuffled or not), and broken samples and shards must fail or be counted
-// by kind without stopping the dataset from being made.
+// table (the image folder's batches, shuffled or not), and broken shards must fail or be counted by kind
+// without stopping the dataset from being made. The format's per-sample rules are checked in both modes by
+// tar_shards_test.cpp (TarShardsEitherWay).
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -30,12 +30,6 @@ TarShardOptions random_access() {
   TarShardOptions options;
   options.random_access = true;
   return options;
-}
-
-std::vector<std::uint8_t> bytes_of(std::uint64_t number) {
-  std::vector<std::uint8_t> bytes(sizeof number);
-  std::memcpy(bytes.data(), &number, sizeof number);
-  return bytes;
 }
 
 std::vector<std::uint8_t> file_bytes(const std::string& path) {
@@ -118,52 +112,6 @@ TEST(TarShardsRandomAccess, ShuffledOrNotItGivesTheImageFoldersBatches) {
   EXPECT_EQ(batches(shards.shuffle().shard(two)), batches(folder.shuffle().shard(two)));
 }
 
-TEST(TarShardsRandomAccess, UnderSkipBrokenSamplesAreCountedByKind) {
-  TempDir dir;
-  testing::write_tar(dir / "s.tar", {{"a.jpg", bytes_of(0)},
-                                     text_member("a.cls", "0"),
-                                     {"b.jpg", bytes_of(1)},
-                                     text_member("c.txt", "no image"),
-                                     {"d.jpg", bytes_of(3)},
-                                     text_member("d.cls", "three"),
-                                     {"a.jpg", bytes_of(4)},
-                                     text_member("a.cls", "4"),
-                                     {"e.jpg", bytes_of(5)},
-                                     text_member("e.cls", "5")});
-  SampleIterator it = Dataset::tar_shards({(dir / "s.tar").string()}, random_access())
-                          .with_options({.threads = 2, .on_error = OnError::skip})
-                          .begin();
-  std::vector<std::uint64_t> numbers;
-  while (std::optional<Sample> sample = it.next()) numbers.push_back(number_of(*sample));
-  EXPECT_EQ(numbers, (std::vector<std::uint64_t>{0, 5}));
-  const PipelineStats stats = it.stats();
-  EXPECT_EQ(stats.skipped, 4u);
-  EXPECT_EQ(stats.skip_reasons.at("read: no_label"), 1u);
-  EXPECT_EQ(stats.skip_reasons.at("read: no_image"), 1u);
-  EXPECT_EQ(stats.skip_reasons.at("read: bad_label"), 1u);
-  EXPECT_EQ(stats.skip_reasons.at("read: duplicate_key"), 1u);
-}
-
-TEST(TarShardsRandomAccess, ABrokenSampleFailsNamingShardMemberAndOffset) {
-  TempDir dir;
-  testing::write_tar(dir / "s.tar",
-                     {{"a.jpg", bytes_of(0)}, text_member("a.cls", "0"), {"b.jpg", bytes_of(1)}});
-  SampleIterator it =
-      Dataset::tar_shards({(dir / "s.tar").string()}, random_access()).with_options({.threads = 1}).begin();
-  ASSERT_TRUE(it.next().has_value());
-  try {
-    it.next();
-    FAIL() << "b has no label";
-  } catch (const PipelineError& error) {
-    EXPECT_EQ(error.stage(), "read");
-    EXPECT_EQ(error.path(), (dir / "s.tar").string() + "#b.jpg");
-    EXPECT_NE(
-        error.reason().find("s.tar': member 'b.jpg' at byte 2048: sample 'b' has no '.cls' label member"),
-        std::string::npos)
-        << error.reason();
-  }
-}
-
 TEST(TarShardsRandomAccess, ATruncatedOrMissingShardKeepsItsWholeSamplesAndCountsOneFailure) {
   TempDir dir;
   std::vector<std::string> shards = testing::write_numbered_shards(dir.path(), {6, 6, 2});
@@ -200,17 +148,6 @@ TEST(TarShardsRandomAccess, AShardCutAfterItWasLocatedFailsItsReadAsTruncated) {
   EXPECT_EQ(it.stats().skip_reasons.at("read: truncated"), 2u);
 }
 
-TEST(TarShardsRandomAccess, ImagesOverTheFileLimitAreRefused) {
-  TempDir dir;
-  testing::write_tar(dir / "s.tar",
-                     {{"big.jpg", std::vector<std::uint8_t>(10'000, 1)}, text_member("big.cls", "1")});
-  SampleIterator it = Dataset::tar_shards({(dir / "s.tar").string()}, random_access())
-                          .with_options({.threads = 2, .on_error = OnError::skip, .max_file_bytes = 4096})
-                          .begin();
-  EXPECT_FALSE(it.next().has_value());
-  EXPECT_EQ(it.stats().skip_reasons.at("read: too_large"), 1u);
-}
-
 TEST(TarShardsRandomAccess, UrlsCompressedShardsAndSeveralRanksAreRefused) {
   TempDir dir;
   const auto refused = [](const std::vector<std::string>& shards, const TarShardOptions& options,
@@ -223,7 +160,7 @@ TEST(TarShardsRandomAccess, UrlsCompressedShardsAndSeveralRanksAreRefused) {
     }
   };
   refused({"http://127.0.0.1:1/a.tar"}, random_access(), "is a URL");
-  const std::vector<std::uint8_t> gz = testing::tar_bytes({{"a.jpg", bytes_of(0)}}, /*gzip=*/true);
+  const std::vector<std::uint8_t> gz = testing::tar_bytes({text_member("a.jpg", "0")}, /*gzip=*/true);
   testing::write_file(dir / "a.tar.gz", gz);
   refused({(dir / "a.tar.gz").string()}, random_access(), "is compressed");
   TarShardOptions ranked = random_access();

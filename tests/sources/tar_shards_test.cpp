@@ -272,14 +272,27 @@ std::vector<std::uint8_t> bytes_of(std::uint64_t number) {
   return bytes;
 }
 
-TEST(TarShards, ABrokenSampleFailsAtItsPlaceNamingShardMemberAndOffset) {
+// The format's rules hold alike for a shard streamed and for one read at random.
+class TarShardsEitherWay : public ::testing::TestWithParam<bool> {
+ protected:
+  TarShardOptions options() const {
+    TarShardOptions options;
+    options.random_access = GetParam();
+    return options;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Access, TarShardsEitherWay, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "random" : "streamed"; });
+
+TEST_P(TarShardsEitherWay, ABrokenSampleFailsAtItsPlaceNamingShardMemberAndOffset) {
   TempDir dir;
   testing::write_tar(dir / "s.tar", {{"a.jpg", bytes_of(0)},
                                      text_member("a.cls", "0"),
                                      {"b.jpg", bytes_of(1)},
                                      {"c.jpg", bytes_of(2)},
                                      text_member("c.cls", "2")});
-  BatchIterator it = Dataset::tar_shards({(dir / "s.tar").string()})
+  BatchIterator it = Dataset::tar_shards({(dir / "s.tar").string()}, options())
                          .map(testing::fill_from_seed({2, 2, 1}))
                          .with_options({.threads = 2})
                          .batch(1)
@@ -298,7 +311,7 @@ TEST(TarShards, ABrokenSampleFailsAtItsPlaceNamingShardMemberAndOffset) {
   }
 }
 
-TEST(TarShards, UnderSkipBrokenSamplesAreCountedByKind) {
+TEST_P(TarShardsEitherWay, UnderSkipBrokenSamplesAreCountedByKind) {
   TempDir dir;
   testing::write_tar(dir / "s.tar", {{"a.jpg", bytes_of(0)},
                                      text_member("a.cls", "0"),
@@ -310,7 +323,7 @@ TEST(TarShards, UnderSkipBrokenSamplesAreCountedByKind) {
                                      text_member("a.cls", "4"),
                                      {"e.jpg", bytes_of(5)},
                                      text_member("e.cls", "5")});
-  SampleIterator it = Dataset::tar_shards({(dir / "s.tar").string()})
+  SampleIterator it = Dataset::tar_shards({(dir / "s.tar").string()}, options())
                           .with_options({.threads = 2, .on_error = OnError::skip})
                           .begin();
   std::vector<std::uint64_t> numbers;
@@ -403,11 +416,11 @@ TEST(TarShards, AMissingShardFailsOrIsSkippedSampleBySample) {
   }
 }
 
-TEST(TarShards, ImageMembersOverTheFileLimitAreRefused) {
+TEST_P(TarShardsEitherWay, ImageMembersOverTheFileLimitAreRefused) {
   TempDir dir;
   testing::write_tar(dir / "s.tar",
                      {{"big.jpg", std::vector<std::uint8_t>(10'000, 1)}, text_member("big.cls", "1")});
-  SampleIterator it = Dataset::tar_shards({(dir / "s.tar").string()})
+  SampleIterator it = Dataset::tar_shards({(dir / "s.tar").string()}, options())
                           .with_options({.threads = 2, .on_error = OnError::skip, .max_file_bytes = 4096})
                           .begin();
   EXPECT_FALSE(it.next().has_value());
