@@ -33,7 +33,6 @@ class ShardMembers {
   // The samples, shard after shard, each shard's in stored order: "<shard>#<image member>" and labels.
   // Moved out once, into the Source's tables.
   FileListing take_listing() { return std::move(listing_); }
-  std::size_t size() const noexcept { return members_.size(); }
 
   // Sample i's image bytes into `bytes`. Throws ShardReadError: the sample's own error, "too_large" for
   // an image over max_bytes (0: no limit), or "io".
