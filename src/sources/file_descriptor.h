@@ -1,11 +1,19 @@
-// A POSIX file descriptor, closed when its owner goes.
+// A POSIX file descriptor, closed when its owner goes; and the message for a call on a file that failed.
 #pragma once
 
 #include <unistd.h>
 
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace conveyor::detail {
+
+// "cannot open 'PATH': No such file or directory" (`what`, the path, errno's text).
+inline std::string io_failure(const char* what, std::string_view path, int error) {
+  return std::string(what) + " '" + std::string(path) + "': " + std::generic_category().message(error);
+}
 
 class FileDescriptor {
  public:

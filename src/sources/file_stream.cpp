@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/sources/byte_stream.h"
+#include "src/sources/file_descriptor.h"
 #include "src/sources/shard_read_error.h"
 
 namespace conveyor::detail {
@@ -16,21 +17,17 @@ namespace {
 
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 
-std::string failure(const char* what, const std::string& path, int error) {
-  return std::string(what) + " '" + path + "': " + std::generic_category().message(error);
-}
-
 class FileStream final : public ByteStream {
  public:
   explicit FileStream(std::string path) : path_(std::move(path)) {
     // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; the fstat below refuses it.
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd_ < 0) throw ShardReadError("io", failure("cannot open", path_, errno));
+    if (fd_ < 0) throw ShardReadError("io", io_failure("cannot open", path_, errno));
     struct stat info {};
     if (::fstat(fd_, &info) != 0) {
       const int error = errno;
       ::close(fd_);
-      throw ShardReadError("io", failure("cannot stat", path_, error));
+      throw ShardReadError("io", io_failure("cannot stat", path_, error));
     }
     if (!S_ISREG(info.st_mode)) {
       ::close(fd_);
@@ -52,8 +49,8 @@ class FileStream final : public ByteStream {
         return {buffer_.data(), static_cast<std::size_t>(n)};
       }
       if (errno != EINTR)
-        throw ShardReadError("io",
-                             failure("cannot read", path_, errno) + " at byte " + std::to_string(position_));
+        throw ShardReadError(
+            "io", io_failure("cannot read", path_, errno) + " at byte " + std::to_string(position_));
     }
   }
 

@@ -12,17 +12,10 @@
 #include "src/sources/file_descriptor.h"
 
 namespace conveyor {
-namespace {
-
-using detail::FileDescriptor;
-
-std::string io_failure(const char* what, const char* path, int error) {
-  return std::string(what) + " '" + path + "': " + std::generic_category().message(error);
-}
-
-}  // namespace
 
 void read_file(const char* path, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) {
+  using detail::FileDescriptor;
+  using detail::io_failure;
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (and a pipeline
   // iterator's destructor with it); the fstat below then refuses it. Regular files ignore the flag.
   FileDescriptor fd(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));

@@ -16,10 +16,6 @@
 namespace conveyor::detail {
 namespace {
 
-std::string failure(const char* what, const std::string& path, int error) {
-  return std::string(what) + " '" + path + "': " + std::generic_category().message(error);
-}
-
 // Shards kept open at most: a quarter of the process's descriptor limit, so that the pipeline's own files
 // and the user's still fit. A larger set opens its shard on every read, as loose files are opened.
 std::size_t open_shards_limit() {
@@ -118,7 +114,7 @@ void ShardMembers::read(std::size_t i, std::vector<std::uint8_t>& bytes, std::si
   int fd = open_.empty() ? -1 : open_[member.shard].get();
   if (fd < 0) {
     opened = FileDescriptor(::open(location.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (opened.get() < 0) throw ShardReadError("io", failure("cannot open", location, errno));
+    if (opened.get() < 0) throw ShardReadError("io", io_failure("cannot open", location, errno));
     fd = opened.get();
   }
   bytes.resize(static_cast<std::size_t>(member.image.size));
@@ -128,7 +124,7 @@ void ShardMembers::read(std::size_t i, std::vector<std::uint8_t>& bytes, std::si
         ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(member.image.offset + got));
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw ShardReadError("io", failure("cannot read", location, errno) + " at byte " +
+      throw ShardReadError("io", io_failure("cannot read", location, errno) + " at byte " +
                                      std::to_string(member.image.offset + got));
     }
     if (n == 0)  // the shard was cut after it was indexed
