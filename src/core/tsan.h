@@ -3,7 +3,7 @@
 // would be reported as a race. The pipeline marks each hand-off of an element explicitly (release when a
 // stage is done with it, acquire when the next stage starts), which is exactly the ordering
 // parallel_pipeline guarantees; the CPU layers' parallel loops mark their fork and join the same way
-// (src/train/layers/cpu_parallel.h). Without TSan these compile to nothing.
+// (ForkJoin below). Without TSan these compile to nothing.
 #pragma once
 
 #if defined(__SANITIZE_THREAD__)
@@ -24,3 +24,28 @@
 #define CONVEYOR_TSAN_ACQUIRE(address) static_cast<void>(address)
 #define CONVEYOR_TSAN_RELEASE(address) static_cast<void>(address)
 #endif
+
+namespace conveyor::detail {
+
+// A parallel loop's fork and join, as ThreadSanitizer must see them: what the caller did before fork()
+// happens before every iteration, and every iteration before what the caller does after the ForkJoin dies.
+// The iterations are not ordered among themselves, so a race between two of them is still reported. Call
+// fork() after making the loop's body, just before the loop; the body must reach the ForkJoin without
+// reading the caller's memory first (tbb::parallel_for over a blocked_range copies the body into its task,
+// which the suppressions in tests/tsan.supp cover; the index form would read the caller's), and every
+// iteration must reach end_iteration() (an iteration that throws does not: catch inside it).
+class ForkJoin {
+ public:
+  ForkJoin() = default;
+  ~ForkJoin() { CONVEYOR_TSAN_ACQUIRE(&join_); }
+  ForkJoin(const ForkJoin&) = delete;
+  ForkJoin& operator=(const ForkJoin&) = delete;
+  void fork() const noexcept { CONVEYOR_TSAN_RELEASE(&fork_); }
+  void begin_iteration() const noexcept { CONVEYOR_TSAN_ACQUIRE(&fork_); }
+  void end_iteration() const noexcept { CONVEYOR_TSAN_RELEASE(&join_); }
+
+ private:
+  char fork_ = 0, join_ = 0;  // only their addresses are used
+};
+
+}  // namespace conveyor::detail

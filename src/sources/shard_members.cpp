@@ -2,13 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
 #include <system_error>
 
 #include "conveyor/error.h"
+#include "src/core/tsan.h"
 #include "src/sources/byte_stream.h"
 #include "src/sources/shard_read_error.h"
 #include "src/sources/tar_samples.h"
@@ -31,6 +34,7 @@ struct ShardMembers::ShardIndex {
   std::vector<std::string> paths;
   std::vector<std::int64_t> labels;
   std::vector<std::pair<std::size_t, Failure>> failures;  // by place in this shard
+  std::exception_ptr refused;                             // the shard cannot be read at random at all
 
   void add(std::uint32_t shard, MemberExtent image, std::string path, std::int64_t label) {
     members.push_back({shard, image});
@@ -50,7 +54,7 @@ ShardMembers::ShardMembers(const ShardSet& set) {
     locations_.push_back(shard.location);
   }
   std::vector<ShardIndex> shards(locations_.size());
-  tbb::parallel_for(std::size_t{0}, locations_.size(), [&](std::size_t s) {
+  const auto index_shard = [&](std::size_t s) {
     ShardIndex& index = shards[s];
     const auto shard = static_cast<std::uint32_t>(s);
     StreamedSample sample;
@@ -68,8 +72,22 @@ ShardMembers::ShardMembers(const ShardSet& set) {
       // The shard broke off (or never began): what came before stays, and one element says why.
       index.add(shard, {}, locations_[s], -1);
       index.fail_last(error.kind(), error.what());
+    } catch (...) {
+      index.refused = std::current_exception();  // thrown below, the first shard's first
     }
-  });
+  };
+  {
+    const ForkJoin fork_join;
+    const auto shard_range = [&](const tbb::blocked_range<std::size_t>& range) {
+      fork_join.begin_iteration();
+      for (std::size_t s = range.begin(); s != range.end(); ++s) index_shard(s);
+      fork_join.end_iteration();
+    };
+    fork_join.fork();
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, locations_.size(), 1), shard_range);
+  }
+  for (const ShardIndex& index : shards)
+    if (index.refused) std::rethrow_exception(index.refused);
 
   std::size_t total = 0, bytes = 0;
   for (const ShardIndex& index : shards) {

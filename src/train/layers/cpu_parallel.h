@@ -14,25 +14,7 @@
 
 namespace conveyor::nn::cpu {
 
-// A parallel loop's fork and join, as ThreadSanitizer must see them (src/core/tsan.h): what the caller did
-// before fork() happens before every iteration, and every iteration before what the caller does after the
-// ForkJoin dies. The iterations are not ordered among themselves, so a race between two of them is still
-// reported. Call fork() after making the loop's body, just before the loop; the body must reach the
-// ForkJoin without reading the caller's memory first (tbb::parallel_for over a blocked_range copies the body
-// into its task, which the suppressions in tests/tsan.supp cover; the index form would read the caller's).
-class ForkJoin {
- public:
-  ForkJoin() = default;
-  ~ForkJoin() { CONVEYOR_TSAN_ACQUIRE(&join_); }
-  ForkJoin(const ForkJoin&) = delete;
-  ForkJoin& operator=(const ForkJoin&) = delete;
-  void fork() const noexcept { CONVEYOR_TSAN_RELEASE(&fork_); }
-  void begin_iteration() const noexcept { CONVEYOR_TSAN_ACQUIRE(&fork_); }
-  void end_iteration() const noexcept { CONVEYOR_TSAN_RELEASE(&join_); }
-
- private:
-  char fork_ = 0, join_ = 0;  // only their addresses are used
-};
+using detail::ForkJoin;  // the loops' fork and join as ThreadSanitizer must see them
 
 // Calls body(begin, end) on disjoint ranges covering [0, count), in parallel.
 template <class Body>
