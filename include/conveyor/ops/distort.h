@@ -24,8 +24,9 @@
 
 namespace conveyor::ops {
 
-// How far each adjustment may go: factors are drawn from [max(0, 1 - b), 1 + b] for brightness, contrast
-// and saturation, and the hue shift from [-hue, hue] turns (hue <= 0.5). 0 leaves an adjustment out.
+// How far each adjustment may go: factors are drawn uniformly from [max(0, 1 - b), 1 + b] for brightness,
+// contrast and saturation, and the hue shift uniformly from [-hue, hue] turns (hue <= 0.5), as torchvision's
+// ColorJitter draws them. 0 leaves an adjustment out.
 struct DistortOptions {
   double brightness = 0;
   double contrast = 0;
