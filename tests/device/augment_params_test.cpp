@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -16,6 +17,7 @@
 #include "conveyor/random.h"
 #include "src/core/float16.h"
 #include "src/device/augment/color_math.h"
+#include "support/distribution_checks.h"
 
 namespace conveyor::cuda {
 namespace {
@@ -168,6 +170,49 @@ TEST(AugmentParams, BadArgumentsAreRefused) {
   EXPECT_THROW(draw_augment_params(seeds, 4, default_draws(), four), InvalidArgument);
   EXPECT_THROW(draw_augment_params(seeds, 3, default_draws(kJitter, 1.5), four), InvalidArgument);
   EXPECT_THROW(draw_augment_params(seeds, 3, default_draws({.hue = 0.7}), four), InvalidArgument);
+}
+
+// The parameters the GPU gets follow the ops' documented distributions over the pipeline's seeds: flip rate
+// p, every factor uniform over [max(0, 1 - s), 1 + s] with both ends reached (contrast's spread above 1
+// starts its interval at 0). The hue is the CPU draw's (ColorPlanIsTheDistortOpsDraw), tested with it in
+// tests/ops/random_distributions_test.cpp.
+TEST(AugmentParams, DrawnParametersFollowTheDocumentedDistributions) {
+  constexpr ops::DistortOptions kSpreads{.brightness = 0.4, .contrast = 1.5, .saturation = 0.7, .hue = 0.1};
+  const auto seeds = testing::sample_seeds(20000, 22);
+  const auto params = draw(seeds, 3, default_draws(kSpreads));
+  std::size_t flipped = 0;
+  std::vector<double> factors[3];  // brightness, contrast, saturation
+  for (const SampleAugment& p : params) {
+    flipped += p.flip;
+    double found[3] = {1, 1, 1};  // a factor of exactly 1 leaves no step
+    for (const ops::detail::ColorPass& pass : p.color.passes)
+      for (int s = 0; s < pass.count; ++s)
+        if (pass.steps[s].what != ops::ColorAdjustment::hue)
+          found[static_cast<int>(pass.steps[s].what)] = pass.steps[s].factor;
+    for (int k = 0; k < 3; ++k) factors[k].push_back(found[k]);
+  }
+  EXPECT_TRUE(testing::succeeds_with_probability(flipped, seeds.size(), 0.5));
+  const double spreads[3] = {kSpreads.brightness, kSpreads.contrast, kSpreads.saturation};
+  for (int k = 0; k < 3; ++k) {
+    const double lo = std::max(0.0, 1 - spreads[k]), hi = 1 + spreads[k];
+    constexpr double kFloat = 1e-6;  // the plan holds factors as float
+    EXPECT_TRUE(testing::uniform_on(factors[k], lo, hi, kFloat)) << "factor " << k;
+    EXPECT_TRUE(testing::reaches_both_ends(factors[k], lo, hi, kFloat)) << "factor " << k;
+  }
+}
+
+// The CPU chain (the flip_horizontal and distort SampleOps), seen in what it writes: the probes that the GPU
+// stage's test (FusedAugmentGpu.ProbesShowTheDocumentedFlipRateAndBrightnessRange) reads the same way.
+TEST(AugmentParams, TheCpuChainsProbesShowTheDocumentedFlipRateAndBrightnessRange) {
+  const auto probes = testing::make_probes(testing::kProbeCount);
+  const auto seeds = testing::sample_seeds(testing::kProbeCount, 23);
+  ops::NormalizeParams levels;
+  levels.layout = ops::TensorLayout::hwc;
+  const CpuAugmentChain chain{
+      .flip_p = 0.5, .distort = ops::DistortOptions{.brightness = 0.4}, .normalize = levels};
+  testing::expect_probes_follow(
+      testing::cpu_augment(probes.data(), seeds.size(), testing::kProbeShape, seeds, chain), seeds.size(),
+      0.5, 0.4);
 }
 
 struct HostCase {

@@ -1,12 +1,16 @@
 #include "augment_reference.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/random.h"
 #include "conveyor/sample.h"
+#include "support/distribution_checks.h"
 #include "support/test_images.h"
 
 namespace conveyor::testing {
@@ -68,6 +72,45 @@ std::vector<std::uint64_t> sample_seeds(std::size_t count, std::uint64_t dataset
   std::vector<std::uint64_t> seeds(count);
   for (std::size_t i = 0; i < count; ++i) seeds[i] = sample_seed(dataset_seed, 0, i);
   return seeds;
+}
+
+std::vector<std::uint8_t> make_probes(std::size_t count) {
+  std::vector<std::uint8_t> pixels(count * kProbeShape.bytes(), 0);
+  for (std::size_t i = 0; i < count; ++i) std::fill_n(pixels.data() + i * kProbeShape.bytes(), 3, 100);
+  return pixels;
+}
+
+void expect_probes_follow(const std::vector<std::uint8_t>& normalized, std::size_t count, double flip_p,
+                          double brightness) {
+  ASSERT_LT(brightness, 1) << "a factor near 0 would leave the lit pixel black: mirrored or not, unknown";
+  ASSERT_EQ(normalized.size(), count * kProbeShape.bytes() * sizeof(float));
+  std::vector<float> levels(count * kProbeShape.bytes());
+  std::memcpy(levels.data(), normalized.data(), normalized.size());
+  std::size_t flipped = 0;
+  std::vector<int> factor_levels;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float* probe = levels.data() + i * kProbeShape.bytes();
+    const bool mirrored = probe[0] == 0.f;
+    const float* lit = mirrored ? probe + 3 : probe;
+    const float* dark = mirrored ? probe : probe + 3;
+    ASSERT_TRUE(lit[0] == lit[1] && lit[1] == lit[2] && dark[0] == 0.f && dark[1] == 0.f && dark[2] == 0.f)
+        << "probe " << i << " is not a lit and a black pixel: " << probe[0] << " " << probe[3];
+    flipped += mirrored;
+    factor_levels.push_back(static_cast<int>(lit[0]));
+  }
+  EXPECT_TRUE(succeeds_with_probability(flipped, count, flip_p)) << "flip rate";
+  // Level k comes out when 100 f < k + 1 (factors that land on a level's edge, where float rounding could
+  // go either way, weigh less than 1e-4 together).
+  const double lo = std::max(0.0, 1 - brightness), hi = 1 + brightness;
+  const int lowest = static_cast<int>(std::floor(100 * lo + 1e-9));
+  const int highest = static_cast<int>(std::ceil(100 * hi - 1e-9)) - 1;
+  EXPECT_TRUE(follows_integer_cdf(
+      factor_levels, lowest, highest,
+      [lo, hi](int k) { return std::clamp(((k + 1) / 100.0 - lo) / (hi - lo), 0.0, 1.0); }, 1e-4))
+      << "brightness levels";
+  const auto [min, max] = std::minmax_element(factor_levels.begin(), factor_levels.end());
+  EXPECT_EQ(*min, lowest) << "the lower end of the brightness factor's interval";
+  EXPECT_EQ(*max, highest) << "the upper end of the brightness factor's interval";
 }
 
 }  // namespace conveyor::testing

@@ -225,6 +225,26 @@ TEST_F(FusedAugmentGpu, WithoutAugmentationItIsNormalize) {
               testing::download(plain.data(), bytes, stream_->get()));
 }
 
+// The GPU's draws, seen in what it writes (the probes of augment_reference.h, read as the CPU chain's are in
+// AugmentParams.TheCpuChainsProbesShowTheDocumentedFlipRateAndBrightnessRange): mirrored at the flip's
+// rate, brightened by factors uniform over [0.6, 1.4], both ends reached.
+TEST_F(FusedAugmentGpu, ProbesShowTheDocumentedFlipRateAndBrightnessRange) {
+  const testing::Watchdog watchdog(60s, "ProbesShowTheDocumentedFlipRateAndBrightnessRange");
+  const auto probes = testing::make_probes(testing::kProbeCount);
+  const auto seeds = testing::sample_seeds(testing::kProbeCount, 24);
+  ops::NormalizeParams levels;
+  levels.layout = ops::TensorLayout::hwc;
+  const CpuAugmentChain chain{
+      .flip_p = 0.5, .distort = ops::DistortOptions{.brightness = 0.4}, .normalize = levels};
+  GpuAugmenter augmenter(0, *pool_, gpu_options(chain));
+  const DeviceBuffer in = testing::upload(*pool_, probes, stream_->get());
+  const std::size_t bytes = probes.size() * sizeof(float);
+  DeviceBuffer out = pool_->allocate(bytes, stream_->get(), "test output");
+  augmenter.run({in.as<std::uint8_t>(), seeds.size(), testing::kProbeShape, testing::kProbeShape.bytes()},
+                seeds, out.data(), stream_->get());
+  testing::expect_probes_follow(testing::download(out.data(), bytes, stream_->get()), seeds.size(), 0.5, 0.4);
+}
+
 TEST_F(FusedAugmentGpu, BadArgumentsAreRefused) {
   const ImageShape shape{8, 8, 3};
   const DeviceBuffer in =
