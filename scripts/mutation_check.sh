@@ -143,6 +143,18 @@ mutation shards-never-as-ready src/sources/shard_streamer.cpp \
   'if (!in_order_) turn_ = ready_turn();' \
   'if (false) turn_ = ready_turn();' \
   'conveyor_sources_tests HttpShards.OutOfOrder*'
+mutation distort-factors-upper-half ops/image/distort.cpp \
+  'return rng.uniform(std::max(0.0, 1.0 - spread), 1.0 + spread); };' \
+  'return rng.uniform(std::max(0.0, 1.0 - spread), 1.0 + spread / 2); };' \
+  'conveyor_ops_tests ColorJitterDraws.*'
+mutation rrc-ratio-not-log-uniform ops/image/random_resized_crop.cpp \
+  'const double ratio = std::exp(rng.uniform(log_ratio_min, log_ratio_max));' \
+  'const double ratio = rng.uniform(options.ratio_min, options.ratio_max);' \
+  'conveyor_ops_tests RandomResizedCropDraws.*'
+mutation flip-rate-0.6 ops/image/flip.cpp \
+  'return rng.bernoulli(p);' \
+  'return rng.bernoulli(p + 0.1);' \
+  'conveyor_ops_tests FlipDraws.*'
 
 # ---- which ones ------------------------------------------------------------------------------------------
 count=${#names[@]}
