@@ -3,8 +3,9 @@
 // jitter's factors over the whole of [max(0, 1 - s), 1 + s], its hue over [-h, h], its orders; random resized
 // crop's area and log-ratio ranges and its redraws (torchvision's RandomResizedCrop.get_params) and where it
 // places the window; random crop's positions. Each check fails by chance with probability at most 1e-6
-// (support/distribution_checks.h) and catches far smaller defects than a narrowed interval or a misplaced
-// rate; scripts/mutation_check.sh keeps some of those defects in view.
+// (support/distribution_checks.h); the defects it is there for (an interval cut short, shifted or not
+// clipped at 0, a uniform draw where a log-uniform one belongs, a rate of 0.6 for 0.5) fail it by far.
+// scripts/mutation_check.sh keeps three of them in view.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,8 +28,8 @@
 namespace conveyor::ops {
 namespace {
 
-// Enough draws that an interval narrowed or shifted by 3 % of its width, or a rate off by 0.02, fails; a
-// test's draws take a few milliseconds.
+// Enough draws that a CDF 3 % off (an interval shifted by 3 % of its width, say), a rate 0.03 off, or an
+// interval's end missed by 0.07 % of its width fails; a test's draws take a few milliseconds.
 constexpr std::size_t kDraws = 20000;
 
 // The seed of sample i of an epoch, as the pipeline makes it.
