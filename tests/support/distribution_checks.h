@@ -1,7 +1,8 @@
-// Statistical checks for random ops: whether draws follow the distribution an op documents. Each check's
-// threshold comes from an inequality that holds at every sample size, for any distribution (no asymptotics),
-// so its false-alarm rate is known: at most kFalseAlarm per check. With the tests' fixed seeds a check is
-// deterministic; the bound says that another seed set would not start failing by chance either.
+// Statistical checks for random ops: whether draws follow the distribution an op documents. The thresholds
+// come from inequalities that hold at every sample size, for any distribution (no asymptotics), so a
+// check's false-alarm rate is known: at most kFalseAlarm (the chi-square's, from a close approximation,
+// about that). With the tests' fixed seeds a check is deterministic; the bound says that another seed set
+// would not start failing by chance either.
 #pragma once
 
 #include <gtest/gtest.h>
