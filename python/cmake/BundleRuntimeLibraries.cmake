@@ -9,6 +9,7 @@ file(GET_RUNTIME_DEPENDENCIES
   LIBRARIES "${CONVEYOR_MODULE}"
   RESOLVED_DEPENDENCIES_VAR resolved
   UNRESOLVED_DEPENDENCIES_VAR unresolved
+  CONFLICTING_DEPENDENCIES_PREFIX conflicting
   PRE_EXCLUDE_REGEXES
     "^(linux-vdso|ld-linux)"
     "^lib(c|m|dl|rt|pthread|util|resolv|anl|nsl)\\.so"
@@ -18,6 +19,22 @@ file(GET_RUNTIME_DEPENDENCIES
 if(unresolved)
   message(FATAL_ERROR "conveyor: the Python module needs libraries that were not found: ${unresolved}")
 endif()
+# A library found both in CONVEYOR_LIBRARY_DIRS and in the system's folders (OpenCV's BLAS, say): the copy
+# in CONVEYOR_LIBRARY_DIRS, which the module's DT_RPATH makes the loader take first.
+foreach(name ${conflicting_FILENAMES})
+  set(chosen "")
+  foreach(candidate ${conflicting_${name}})
+    get_filename_component(folder "${candidate}" DIRECTORY)
+    list(FIND CONVEYOR_LIBRARY_DIRS "${folder}" at)  # not IN_LIST: an install script runs at old policies
+    if(NOT chosen AND at GREATER -1)
+      set(chosen "${candidate}")
+    endif()
+  endforeach()
+  if(NOT chosen)
+    list(GET conflicting_${name} 0 chosen)
+  endif()
+  list(APPEND resolved "${chosen}")
+endforeach()
 set(destination "${CMAKE_INSTALL_PREFIX}/conveyor/_libs")
 file(MAKE_DIRECTORY "${destination}")
 foreach(library ${resolved})
