@@ -85,8 +85,9 @@ def table(entries):
     when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     lines.append("")
     lines.append(f"Measured on {machines}, {when}; each row's folder holds its command, commit and the "
-                 "programs' JSON. Every ratio is taken within one run, as the median of alternating rounds. "
-                 "How each row was counted, and what was tried on the way: [docs/benchmarks.md](docs/benchmarks.md).")
+                 "programs' JSON. Every ratio is taken within one run, from the median of its rounds (`how` in "
+                 "headline.json). How each row was counted, and what was tried on the way: "
+                 "[docs/benchmarks.md](docs/benchmarks.md).")
     lines.append(END)
     return lines
 
