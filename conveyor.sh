@@ -20,6 +20,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev
+  python3-venv python3-pip python3-setuptools python3-wheel
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
 )
 
@@ -103,13 +104,20 @@ case "$cmd" in
     [ "$dir" != build-tsan ] || counts+=(--label concurrency)
     [ "$dir" != build ] || [ "${CONVEYOR_REQUIRE_CUDA:-0}" = 0 ] || counts+=(--require cuda)
     python3 "$root/scripts/check_test_counts.py" "${counts[@]}"
-    # --no-tests=error: a label that matches nothing must fail, not pass quietly.
-    if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error "${filter[@]}"; then
+    # --no-tests=error: a label that matches nothing must fail, not pass quietly. The closing line counts
+    # the skipped tests (GPU tests without a GPU) apart from the passed ones (scripts/ctest_summary.py);
+    # .ci/run adds up each run's test-summary.txt.
+    junit=$root/$dir/ctest-junit.xml summary=$root/$dir/test-summary.txt
+    rm -f "$junit" "$summary"
+    if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 600 --no-tests=error \
+         --output-junit "$junit" "${filter[@]}"; then
       # The failures' own output again, last, where a log that keeps only its end still shows it.
       say "failed tests, run again one at a time:"
       ctest --test-dir "$dir" --rerun-failed --output-on-failure -j 1 --timeout 600 2>&1 | tail -80 || true
+      [ ! -f "$junit" ] || python3 "$root/scripts/ctest_summary.py" "$junit" --write "$summary"
       exit 8
-    fi ;;
+    fi
+    python3 "$root/scripts/ctest_summary.py" "$junit" --write "$summary" ;;
   fuzz) deps; exec "$root/scripts/fuzz.sh" "$@" ;;
   *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; [ "$cmd" = help ] || exit 2 ;;
 esac

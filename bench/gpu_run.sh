@@ -56,6 +56,15 @@
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each. shard_mb: the
 #             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ...";
 #             shard_kinds: shards_vs_files.sh's KINDS (default "files shards http")
+#   headline  (after data) every row of bench/results/headline.json that this machine measures, counted
+#             from the first batch, three alternating rounds (round 2 reversed): pipeline_throughput CPU-only
+#             and hybrid (--device gpu), 16 threads, split adapting; the DataLoader (16 workers, antialias on
+#             and off); torchvision's GPU decode (jitter per image and per batch); feed_vs_prefetch prefetch
+#             (ResNet-18 bf16, batch 256, 300 steps) and train_step_bench (200 steps); then
+#             bench/summarize_headline.py writes headline/entries.json (headline.json's entries)
+#   pip       (after data) scripts/pip_install_on_gpu_machine.sh: the package pip-installed into this
+#             machine's Python from the bundle (made with --python), imported elsewhere, and the README's
+#             PyTorch example run on the data phase's images
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -259,7 +268,7 @@ gpu_tests() {
       python-overhead)
         log "python overhead: the same pipeline iterated from C++ and from Python"
         # The module from the python phase, or built here (without its tests) when that phase did not run.
-        ls "$root"/build-python/conveyor*.so >/dev/null 2>&1 ||
+        ls "$root"/build-python/conveyor/_conveyor*.so >/dev/null 2>&1 ||
           run 580 "$root/scripts/build_python_on_gpu_machine.sh" /tmp/bundle "$root/build-python" | tail -3
         # overhead_epochs, overhead_pairs: longer runs and more pairs than the defaults (4 epochs, 3 pairs).
         run 580 python3 "$root/bench/pipeline/python_overhead.py" --cpp "$bin/pipeline_throughput" \
@@ -543,6 +552,40 @@ PICK
         run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50 \
           --warmup 5 --gpu-decode 0 --json "$r/fvp_device_cpu_decode.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
         python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
+      headline)
+        log "headline rows, from the first batch: three alternating rounds"
+        h=$r/headline && mkdir -p "$h"
+        common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7)
+        headline_side() {
+          local side=$1 i=$2
+          case "$side" in
+            cpu) run 120 "$bin/pipeline_throughput" "${common[@]}" --threads 16 --deterministic 0 \
+                   --json "$h/cpu_$i.json" 2>&1 | grep -E '^threads 16:' ;;
+            gpu) run 120 "$bin/pipeline_throughput" "${common[@]}" --threads 16 --deterministic 0 --device gpu \
+                   --json "$h/gpu_$i.json" 2>&1 | grep -E '^threads 16:|^device:' ;;
+            torch) run 240 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers 16 \
+                     --antialias both --json "$h/torch_$i.json" | grep -E '^torch DataLoader' ;;
+            tvgpu) run 240 python3 "$root/bench/peers/torchvision_gpu_decode.py" --data "$imagenet" --batch 256 \
+                     --size 224 --epochs 2 --seed 7 --json "$h/tvgpu_$i.json" | grep -E '^torchvision|^strongest' ;;
+            step) run 120 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps 200 \
+                    --warmup 5 --json "$h/step_$i.json" 2>&1 | grep -E '^first step|^steady' ;;
+            fvp) run 240 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 \
+                   --steps 300 --warmup 3 --progress 0 --json "$h/fvp_$i.json" 2>&1 | grep -E '^ *prefetch ' ;;
+          esac
+        }
+        sides=(cpu gpu torch tvgpu step fvp)
+        for i in 1 2 3; do
+          order=("${sides[@]}")
+          [ "$i" = 2 ] && order=(fvp step tvgpu torch gpu cpu)
+          for side in "${order[@]}"; do echo "--- round $i: $side"; headline_side "$side" "$i"; done
+        done
+        nvidia-smi --query-gpu=name --format=csv,noheader | head -1 >"$h/gpu.txt"
+        python3 "$root/bench/summarize_headline.py" "$h" --machine "$(cat "$h/gpu.txt"), $(nproc) cores" \
+          --commit "${CONVEYOR_COMMIT:-unknown}" --out "$h/entries.json" | tee "$h/summary.txt" ;;
+      pip)
+        log "pip install into this machine's Python, import elsewhere, the README's PyTorch example"
+        # Without device-env's library path: the package must find its libraries through its RPATH.
+        run 580 env -u LD_LIBRARY_PATH "$root/scripts/pip_install_on_gpu_machine.sh" /tmp/bundle "$imagenet" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

@@ -68,7 +68,10 @@ def pipeline_figures(run):
     peer_sweep = load(run, "torch_dataloader_sweep.json")
     out = {
         "what": "image_folder -> shuffle -> decode_random_resized_crop(224) -> flip -> distort -> batch(256), 16 threads",
-        "timing": "images after the first W batches over the time from batch W to the last (W = threads or workers)",
+        # JSON written before 2026-11-27 has no timing_rule: its images_per_s was counted after W batches.
+        "timing": ("images after the first batch over the time from its arrival to the last"
+                   if ours.get("timing_rule") == "from_first_batch" else
+                   "images after the first W batches over the time from batch W to the last (W = threads or workers)"),
         "conveyor_images_per_s": ours["images_per_s"],
         "peer": "PyTorch DataLoader, 16 workers, pin_memory, decode_jpeg + v2 RandomResizedCrop + flip + ColorJitter"
                 + f", antialias={peer.get('antialias', True)}",
@@ -84,7 +87,7 @@ def pipeline_figures(run):
                   for t, p in sorted(sweep.items())],
         "peer_sweep": (peer_sweep or peer).get("sweep"),
     }
-    for rule in ("images_per_s_after_first_batch", "images_per_s_overall"):
+    for rule in ("images_per_s_after_first_batch", "images_per_s_after_warmup_batches", "images_per_s_overall"):
         if ours.get(rule) and peer.get(rule):
             out[f"ratio_{rule.removeprefix('images_per_s_')}"] = {
                 "conveyor": ours[rule], "peer": peer[rule], "ratio": ours[rule] / peer[rule]}

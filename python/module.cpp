@@ -1,4 +1,5 @@
-// The Python module `conveyor`: conveyor's C++ API with the same names (python/bindings.h).
+// The extension module conveyor._conveyor: conveyor's C++ API with the same names (python/bindings.h), which
+// the package `conveyor` (python/conveyor/__init__.py) re-exports.
 //
 //   import conveyor, torch
 //   ds = (conveyor.Dataset.image_folder("photos/train")
@@ -15,7 +16,7 @@
 #include "conveyor/version.h"
 #include "python/bindings.h"
 
-PYBIND11_MODULE(conveyor, module) {
+PYBIND11_MODULE(_conveyor, module) {
   namespace py = pybind11;
   using namespace conveyor::python;
   module.doc() =

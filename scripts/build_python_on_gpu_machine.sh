@@ -32,7 +32,7 @@ cmake -S python -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPytho
 grep -E '^-- (conveyor|Found)' "$build.configure.log" || true
 cmake --build "$build" -j "$(nproc)"
 
-module=$(find "$build" -maxdepth 1 -name 'conveyor*.so' | head -1)
+module=$(find "$build/conveyor" -maxdepth 1 -name '_conveyor*.so' | head -1)
 if ldd "$module" | grep 'not found'; then
   say "the module misses the shared libraries above"
   exit 1

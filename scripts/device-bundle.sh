@@ -4,9 +4,12 @@
 # lacks and the device helper scripts, as one compressed archive; optionally the photos the ImageNet-like
 # set is made from (--photos, 15 MB) and Fashion-MNIST's IDX files (--fashion, 30 MB), which are
 # already compressed. --python adds what building the Python module there needs (the GPU machine has
-# Python 3.12 and pybind11 but not conveyor's dependencies' headers): conveyor installed from BUILD_DIR
+# Python 3.12 but not conveyor's dependencies' headers): conveyor installed from BUILD_DIR
 # (headers, static libraries, CMake package) as bundle/prefix with dlpack's header, the shared libraries
-# the module links into bundle/lib, and make_test_jpegs for its tests (scripts/build_python_on_gpu_machine.sh).
+# the module links into bundle/lib, make_test_jpegs for its tests (scripts/build_python_on_gpu_machine.sh),
+# and for a pip install there (scripts/pip_install_on_gpu_machine.sh) Debian's pybind11 (bundle/pybind11,
+# used where the machine's Python has none), setuptools wheel and wheel package (bundle/python, used where
+# its environment lacks them).
 #   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] [--python] [--symbols] BINARY_NAME...
 # (--symbols keeps the binaries' symbol tables, so that bench/gpu_run.sh's stacks of a hang name functions)
 # On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
@@ -35,7 +38,7 @@ for name in "$@"; do
 done
 needs=("$stage"/bundle/bin/*)  # the binaries whose shared libraries device-libs copies
 if [ $python -eq 1 ]; then
-  module=$(find "$build/python" -maxdepth 1 -name 'conveyor*.so' | head -1)
+  module=$(find "$build/python/conveyor" -maxdepth 1 -name '_conveyor*.so' | head -1)
   [ -n "$module" ] || { echo "device-bundle: no Python module in $build/python (build it first)" >&2; exit 1; }
   strip -o "$stage/bundle/bin/make_test_jpegs" "$build/tests/python/make_test_jpegs"
   cmake --install "$build" --prefix "$stage/bundle/prefix" >/dev/null
@@ -43,6 +46,14 @@ if [ $python -eq 1 ]; then
   dlpack=$(printf '#include <dlpack/dlpack.h>\n' | g++ -M -x c++ - | tr ' ' '\n' | grep 'dlpack/dlpack.h$')
   mkdir -p "$stage/bundle/prefix/include/dlpack" && cp "$dlpack" "$stage/bundle/prefix/include/dlpack/"
   needs+=("$module" "$stage/bundle/bin/make_test_jpegs")
+  # pybind11's headers and CMake package keep their relative layout (its config finds ../../../include).
+  mkdir -p "$stage/bundle/pybind11/include" "$stage/bundle/pybind11/lib/cmake"
+  cp -r /usr/include/pybind11 "$stage/bundle/pybind11/include/"
+  cp -r /usr/lib/cmake/pybind11 "$stage/bundle/pybind11/lib/cmake/"
+  mkdir -p "$stage/bundle/python"
+  cp /usr/share/python-wheels/setuptools-*.whl "$stage/bundle/python/"
+  cp -r "$(python3 -c 'import os, wheel; print(os.path.dirname(wheel.__file__))' 2>/dev/null ||
+           echo /usr/lib/python3/dist-packages/wheel)" "$stage/bundle/python/"
 fi
 "$tools/device-libs" "$stage/bundle/lib" "${needs[@]}" >/dev/null
 # oneTBB's scalable allocator, for the benchmark variant that preloads it.

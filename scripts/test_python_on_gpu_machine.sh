@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bundle=${1:-/tmp/bundle}
 build=${2:-build-python}
 python=$(command -v "${PYTHON:-python3}")
-if ! ls "$build"/conveyor*.so >/dev/null 2>&1; then
+if ! ls "$build"/conveyor/_conveyor*.so >/dev/null 2>&1; then
   scripts/build_python_on_gpu_machine.sh "$bundle" "$build" || exit 1
 fi
 export PYTHONPATH="$(cd "$build" && pwd)" CONVEYOR_MAKE_TEST_JPEGS="$bundle/bin/make_test_jpegs" PYTHONDONTWRITEBYTECODE=1

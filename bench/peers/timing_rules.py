@@ -56,15 +56,53 @@ def periods(marks_ms):
 
 
 def steady_rate(arrivals, end, warmup):
-    """The DataLoader peers' rule (bench/peers/torch_dataloader.py): images of the batches after the first
-    `warmup` ones, over the time from batch `warmup`'s arrival to `end`. arrivals: (time_s, images) per
-    batch in arrival order. 0.0 when no batch follows the warm-up ones or no time passed."""
+    """Images of the batches after the first `warmup` ones, over the time from batch `warmup`'s arrival to
+    `end`. arrivals: (time_s, images) per batch in arrival order. 0.0 when no batch follows the warm-up
+    ones or no time passed. warmup=1 is the headline rule (pipeline_rates)."""
     if warmup < 1:
         raise ValueError(f"warm-up of {warmup} batches: at least one batch must start the clock")
     if len(arrivals) <= warmup:
         return 0.0
     seconds = end - arrivals[warmup - 1][0]
     return sum(n for _, n in arrivals[warmup:]) / seconds if seconds > 0 else 0.0
+
+
+TIMING_RULE = "from_first_batch"
+
+
+def pipeline_rates(arrivals, start, end, workers):
+    """The figures every pipeline benchmark writes (pipeline_throughput's C++ rule, the peers alike), from
+    (time_s, images) per batch in arrival order, the time the loader was started and the last batch's end:
+    - images_per_s: the headline, counted from the first batch (images after it, over the time from its
+      arrival to `end`); images_per_s_after_first_batch: the same figure under its older name;
+    - time_to_first_batch_s: start-up, reported apart;
+    - images_per_s_after_warmup_batches: after W = warmup_batches(workers, ...) batches, named as such
+      (the headline rule before 2026-11-27, which flatters a pipeline that starts slowly);
+    - images_per_s_overall: counting start-up."""
+    if not arrivals:
+        raise ValueError("no batch arrived")
+    warmup = warmup_batches(workers, len(arrivals))
+    images = sum(n for _, n in arrivals)
+    first = steady_rate(arrivals, end, 1)
+    return {
+        "timing_rule": TIMING_RULE,
+        "images_per_s": first,
+        "images_per_s_after_first_batch": first,
+        "images_per_s_after_warmup_batches": steady_rate(arrivals, end, warmup),
+        "images_per_s_overall": images / (end - start) if end > start else 0.0,
+        "images": images,
+        "warmup_batches": warmup,
+        "time_to_first_batch_s": arrivals[0][0] - start,
+        "steady_s": end - arrivals[warmup - 1][0],
+    }
+
+
+def describe_rates(figures):
+    """One line for a console: the headline rate and what stands beside it."""
+    return (f"{figures['images_per_s']:.1f} images/s from the first batch "
+            f"({figures['images_per_s_after_warmup_batches']:.1f} after {figures['warmup_batches']} batches, "
+            f"{figures['images_per_s_overall']:.1f} counting start-up; {figures['images']} images, first batch "
+            f"after {figures['time_to_first_batch_s']:.3f} s)")
 
 
 def warmup_batches(workers, batches):
@@ -127,7 +165,7 @@ def conveyor_ratios(conveyor, peer):
         "conveyor_threads": conveyor.get("threads"),
         "ratio_conveyor_to_torch": ratio(conveyor["images_per_s"], peer["images_per_s"]) or 0.0,
     }
-    for rule in ("images_per_s_after_first_batch", "images_per_s_overall"):
+    for rule in ("images_per_s_after_warmup_batches", "images_per_s_overall"):
         value = ratio(conveyor.get(rule), peer.get(rule))
         if value:
             out[f"ratio_conveyor_to_torch_{rule.removeprefix('images_per_s_')}"] = value

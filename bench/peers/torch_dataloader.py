@@ -11,12 +11,13 @@ the first N).
 repeat(E) does: a DataLoader drains and restarts its workers at each epoch's end, a cost that a small
 test folder would show every 20 batches but an ImageNet epoch (5,000 batches) hardly ever.
 
-Timing, the same rule as pipeline_throughput: images_per_s counts the images of the batches after the
-first W (W = the worker count, at least 1) over the time from batch W's arrival to the last batch's.
-Each worker makes whole batches and all start together, so the first W batches arrive at about the same
-moment; a clock started at the first batch would credit the loader with the work of the other W - 1
-batches, done before the clock started. Also reported: the rate after the
-first batch only (images_per_s_after_first_batch) and over the whole run (images_per_s_overall).
+Timing, the same rule as pipeline_throughput (timing_rules.pipeline_rates): images_per_s is counted from
+the first batch (the images after it over the time from its arrival to the last batch's), the time to the
+first batch reported apart as start-up. Beside it, named: the rate after W batches
+(images_per_s_after_warmup_batches, W = the worker count: each worker makes whole batches and all start
+together, so the first W batches arrive at about the same moment and the headline rule credits the loader
+with the work of the other W - 1, done before its clock started) and over the whole run
+(images_per_s_overall).
 
   torch_dataloader.py --data DIR [--workers 16] [--batch 256] [--size 224] [--epochs 1] [--seed 0]
                       [--limit N] [--sweep 1,2,4,8,16] [--antialias true|false|both] [--json FILE]
@@ -51,8 +52,7 @@ from torch_datasets import JpegFolder  # noqa: E402  (after the check above, whi
 
 
 def run(samples, args, workers, antialias):
-    """One timed pass: {"workers", "antialias", "images_per_s", "images_per_s_after_first_batch",
-    "images_per_s_overall", "images", "warmup_batches", "time_to_first_batch_s", "steady_s"}."""
+    """One timed pass: {"workers", "antialias"} and timing_rules.pipeline_rates' figures."""
     torch.manual_seed(args.seed)
     dataset = JpegFolder(samples * args.epochs, args.size, antialias)
     loader = torch.utils.data.DataLoader(
@@ -71,20 +71,7 @@ def run(samples, args, workers, antialias):
 
     if not arrivals:
         sys.exit(f"torch_dataloader: the DataLoader gave no batch ({len(dataset)} images, batch {args.batch})")
-    # W warm-up batches, fewer when the run is too short to leave half of it after them.
-    warmup = timing_rules.warmup_batches(workers, len(arrivals))
-    images = sum(n for _, n in arrivals)
-    return {
-        "workers": workers,
-        "antialias": antialias,
-        "images_per_s": timing_rules.steady_rate(arrivals, end, warmup),
-        "images_per_s_after_first_batch": timing_rules.steady_rate(arrivals, end, 1),
-        "images_per_s_overall": images / (end - start),
-        "images": images,
-        "warmup_batches": warmup,
-        "time_to_first_batch_s": arrivals[0][0] - start,
-        "steady_s": end - arrivals[warmup - 1][0],
-    }
+    return {"workers": workers, "antialias": antialias, **timing_rules.pipeline_rates(arrivals, start, end, workers)}
 
 
 ANTIALIAS = {"true": [True], "false": [False], "both": [True, False]}
@@ -107,16 +94,10 @@ def measure(samples, args, antialias):
         main_point = points[-1]
     else:
         main_point = run(samples, args, args.workers, antialias)
-    figures = {key: main_point[key] for key in (
-        "images_per_s", "images_per_s_after_first_batch", "images_per_s_overall", "warmup_batches", "workers",
-        "images", "time_to_first_batch_s", "steady_s")}
-    figures["antialias"] = antialias
+    figures = dict(main_point)
     figures["sweep"] = points
-    print(f"torch DataLoader, {figures['workers']} workers, antialias={antialias}: {figures['images_per_s']:.1f} "
-          f"images/s steady after {figures['warmup_batches']} warm-up batches "
-          f"({figures['images_per_s_after_first_batch']:.1f} after the first batch, "
-          f"{figures['images_per_s_overall']:.1f} overall; {figures['images']} images, first batch after "
-          f"{figures['time_to_first_batch_s']:.3f} s)", flush=True)
+    print(f"torch DataLoader, {figures['workers']} workers, antialias={antialias}: "
+          f"{timing_rules.describe_rates(figures)}", flush=True)
     return figures
 
 

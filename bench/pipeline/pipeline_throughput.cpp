@@ -2,12 +2,13 @@
 // file, tar shards, shards over HTTP: see open_data),
 //   image_folder -> shuffle -> decode_random_resized_crop(S) -> flip_horizontal(0.5)
 //   -> distort(.4, .4, .4) -> batch(B) (pinned when a GPU is present) -> prefetch
-// at one thread count or a sweep of them. Warm-up is timed apart: images_per_s counts the images of the
-// batches after the first W (W = the thread count, at least 1) over the time from batch W's arrival to
-// the last batch's. bench/peers/torch_dataloader.py applies the same rule with W = its worker count:
-// there each worker makes whole batches, so its first W batches arrive together and a clock started at
-// the first batch would credit it with work done before the clock started. Also written: the rate after
-// the first batch only (images_per_s_after_first_batch) and over the whole run including start-up
+// at one thread count or a sweep of them. The headline rate, images_per_s, is counted from the first
+// batch: the images of every batch after the first over the time from the first batch's arrival to the
+// last batch's; the time to the first batch is reported apart, as start-up (time_to_first_batch_s).
+// bench/peers/ (timing_rules.py) applies the same rule to the peers. Written beside it, named: the rate
+// after W batches (images_per_s_after_warmup_batches, W = warmup_batches = the thread count, at least 1,
+// the headline rule before 2026-11-27: it flatters a pipeline that starts slowly, and a DataLoader whose
+// W workers deliver their first W batches together), and over the whole run including start-up
 // (images_per_s_overall). A checksum over every batch's bytes and labels, in order (BatchChecksum),
 // shows that the result does not depend on the thread count; --checksum 0 leaves it out, so that the
 // consumer does no work at all, as bench/pipeline/pipeline_throughput.py (the same run from Python) does.
@@ -268,8 +269,8 @@ void save_state(const std::string& path, const conveyor::BatchIterator& it) {
 
 struct Result {
   int threads = 0;
-  double images_per_s = 0;  // after the warm-up batches (see the file comment)
-  double images_per_s_after_first_batch = 0;
+  double images_per_s = 0;  // from the first batch (see the file comment)
+  double images_per_s_after_warmup_batches = 0;
   double images_per_s_overall = 0;
   std::uint64_t images = 0;
   std::uint64_t warmup_batches = 0;
@@ -343,8 +344,8 @@ void set_rates(Result& result, const std::vector<std::pair<Clock::time_point, st
   if (!arrivals.empty()) {
     result.first_batch_s = std::chrono::duration<double>(arrivals.front().first - start).count();
     result.steady_s = std::chrono::duration<double>(end - arrivals[result.warmup_batches - 1].first).count();
-    result.images_per_s = rate_after(result.warmup_batches);
-    result.images_per_s_after_first_batch = rate_after(1);
+    result.images_per_s = rate_after(1);
+    result.images_per_s_after_warmup_batches = rate_after(result.warmup_batches);
     result.images_per_s_overall =
         static_cast<double>(result.images) / std::chrono::duration<double>(end - start).count();
   }
@@ -515,8 +516,10 @@ using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order w
 
 Json point_json(const Result& r, double efficiency) {
   return {{"threads", r.threads},
+          {"timing_rule", "from_first_batch"},
           {"images_per_s", r.images_per_s},
-          {"images_per_s_after_first_batch", r.images_per_s_after_first_batch},
+          {"images_per_s_after_first_batch", r.images_per_s},  // the same figure, its name before 2026-11-27
+          {"images_per_s_after_warmup_batches", r.images_per_s_after_warmup_batches},
           {"images_per_s_overall", r.images_per_s_overall},
           {"images", r.images},
           {"warmup_batches", r.warmup_batches},
@@ -579,8 +582,10 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"shard_random_access", config.shard_random_access},
                    {"shuffle_buffer", config.shuffle_buffer},
                    {"worker_nice", config.worker_nice}};
+  out["timing_rule"] = "from_first_batch";  // images_per_s: see the file comment
   out["images_per_s"] = main.images_per_s;
-  out["images_per_s_after_first_batch"] = main.images_per_s_after_first_batch;
+  out["images_per_s_after_first_batch"] = main.images_per_s;  // the same figure, its name before 2026-11-27
+  out["images_per_s_after_warmup_batches"] = main.images_per_s_after_warmup_batches;
   out["images_per_s_overall"] = main.images_per_s_overall;
   out["warmup_batches"] = main.warmup_batches;
   out["threads"] = main.threads;
@@ -669,10 +674,10 @@ int main(int argc, char** argv) {
       main_run = sweep.back();
     }
     std::printf(
-        "threads %d: %.1f images/s steady after %llu warm-up batches (%.1f after the first batch, %.1f "
-        "overall; %llu images, first batch after %.3f s), skipped %llu, checksum %s, peak RSS %.1f MB\n",
-        main_run.threads, main_run.images_per_s, static_cast<unsigned long long>(main_run.warmup_batches),
-        main_run.images_per_s_after_first_batch, main_run.images_per_s_overall,
+        "threads %d: %.1f images/s from the first batch (%.1f after %llu batches, %.1f counting start-up; "
+        "%llu images, first batch after %.3f s), skipped %llu, checksum %s, peak RSS %.1f MB\n",
+        main_run.threads, main_run.images_per_s, main_run.images_per_s_after_warmup_batches,
+        static_cast<unsigned long long>(main_run.warmup_batches), main_run.images_per_s_overall,
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
         static_cast<unsigned long long>(main_run.stats.skipped), main_run.checksum.c_str(), peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());

@@ -8,9 +8,10 @@ what iterating from Python costs (issue 14: at most 2 %).
 
 Each batch is handed on as a user would: numpy.from_dlpack of its images and labels (no copy, no pixel
 touched); the C++ program does the same amount of consumer work with --checksum 0. Timing, as the C++
-program: the clock starts before the dataset is made; images_per_s counts the images of the batches after
-the first W (W = threads, fewer on a short run) over the time from batch W's arrival to the last one's;
-with --repeat R, the median run by images_per_s. The JSON has the C++ program's field names.
+program: the clock starts before the dataset is made; images_per_s is counted from the first batch (its
+images over the time from its arrival to the last one's), the time to it reported apart, and the rate
+after W batches stands beside it (timing_rules.pipeline_rates); with --repeat R, the median run by
+images_per_s. The JSON has the C++ program's field names.
 
   pipeline_throughput.py --data DIR [--conveyor-python DIR] [--threads N] [--batch 256] [--size 224]
                          [--epochs 1] [--seed 0] [--on-error fail|skip] [--prefetch 4] [--repeat 1]
@@ -63,17 +64,7 @@ def figures(arrivals, start, end, threads):
     """The C++ program's figures from (arrival time, images) per batch, the start and the end."""
     if not arrivals:
         return {"images_per_s": 0.0, "images": 0, "warmup_batches": 0}
-    warmup = timing_rules.warmup_batches(threads, len(arrivals))
-    images = sum(n for _, n in arrivals)
-    return {
-        "images_per_s": timing_rules.steady_rate(arrivals, end, warmup),
-        "images_per_s_after_first_batch": timing_rules.steady_rate(arrivals, end, 1),
-        "images_per_s_overall": images / (end - start) if end > start else 0.0,
-        "images": images,
-        "warmup_batches": warmup,
-        "time_to_first_batch_s": arrivals[0][0] - start,
-        "steady_s": end - arrivals[warmup - 1][0],
-    }
+    return timing_rules.pipeline_rates(arrivals, start, end, threads)
 
 
 def run_once(conveyor, numpy, args):
@@ -118,10 +109,8 @@ def main():
         "runs": [r["images_per_s"] for r in runs],
     })
     result.update(main_run)
-    print(f"threads {args.threads}: {main_run['images_per_s']:.1f} images/s steady after {main_run['warmup_batches']} "
-          f"warm-up batches ({main_run.get('images_per_s_after_first_batch', 0):.1f} after the first batch, "
-          f"{main_run.get('images_per_s_overall', 0):.1f} overall; {main_run['images']} images, first batch after "
-          f"{main_run.get('time_to_first_batch_s', 0):.3f} s), skipped {main_run['skipped']}, "
+    rates = timing_rules.describe_rates(main_run) if main_run["images"] else "no batch"
+    print(f"threads {args.threads}: {rates}, skipped {main_run['skipped']}, "
           f"peak RSS {result['peak_rss_mb']:.1f} MB (Python)", flush=True)
     if args.json:
         run_record.write_json(args.json, result)

@@ -3,7 +3,10 @@
 // SGD (replayed as one CUDA graph unless --no-graph). Warm-up (context, algorithm choice, first-call
 // costs, graph capture; its parts and what the cuDNN algorithm cache gave are printed) and the first real
 // step are reported apart from the steady state; steady-state step times are CUDA events around each step
-// (median, p95), and images/s is also given from the wall clock over all timed steps.
+// (median, p95), and images/s is also given from the wall clock over all timed steps. For a training loop's
+// rate counted from its first batch (feed_vs_prefetch's images_per_s), the same step's figure is
+// images_per_s_from_first_step: every step from the first one on, over the time from its start to the
+// last one's end (the warm-up before it reported apart).
 //
 //   train_step_bench --model resnet18 --batch 256 --precision bf16 --steps 50 --warmup 10 [--unfused-bn]
 //                    [--no-graph] [--device 0|cpu] [--size 224] [--json FILE]     (--help says more)
@@ -130,6 +133,7 @@ int main(int argc, char** argv) try {
   trainer.warmup();
   const double warmup_s = std::chrono::duration<double>(Clock::now() - start).count();
   start = Clock::now();
+  const auto first_step_start = start;
   trainer.step(batch);
   trainer.synchronize();
   const double first_step_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -139,7 +143,10 @@ int main(int argc, char** argv) try {
   start = Clock::now();
   for (int i = 0; i < args.steps; ++i) trainer.step(batch);
   trainer.synchronize();
-  const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const auto end = Clock::now();
+  const double wall_s = std::chrono::duration<double>(end - start).count();
+  const double images_per_s_from_first_step = static_cast<double>(args.batch) * (1 + args.warmup + args.steps) /
+                                              std::chrono::duration<double>(end - first_step_start).count();
   const std::vector<double> all = trainer.step_times_ms();
   const std::vector<double> timed(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
   const double median = percentile(timed, 0.5), p95 = percentile(timed, 0.95);
@@ -168,7 +175,8 @@ int main(int argc, char** argv) try {
                 cache.reused, cache.searched, cache.rejected, cache.warnings, cache.file.c_str());
   for (const std::string& m : cache.messages) std::printf("                 %s\n", m.c_str());
   if (!w.graph_fallback.empty()) std::printf("graph fallback   %s\n", w.graph_fallback.c_str());
-  std::printf("first step       %.2f ms\n", first_step_ms);
+  std::printf("first step       %.2f ms; from it on, every step: %.0f images/s\n", first_step_ms,
+              images_per_s_from_first_step);
   std::printf(
       "steady state     median %.3f ms, p95 %.3f ms over %zu steps -> %.0f images/s (wall clock: %.0f "
       "images/s)\n",
@@ -202,6 +210,7 @@ int main(int argc, char** argv) try {
         {"step_ms_p95", p95},
         {"images_per_s", images_per_s},
         {"images_per_s_wall", images_per_s_wall},
+        {"images_per_s_from_first_step", images_per_s_from_first_step},
         {"last_loss", last.loss}};  // NaN (a diverged step) is written as null
     std::ofstream file(args.json, std::ios::binary | std::ios::trunc);
     file << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';

@@ -22,6 +22,7 @@
 #include "modes.h"
 #include "options.h"
 #include "plot_script.h"
+#include "progress_bar.h"
 #include "report.h"
 
 namespace fvp = feed_vs_prefetch;
@@ -163,12 +164,17 @@ int main(int argc, char** argv) try {
 
   if (!options.trace_dir.empty()) std::filesystem::create_directories(options.trace_dir);
   std::vector<fvp::ModeResult> results;
+  const bool progress = options.progress < 0 ? example_support::ProgressBar::wanted() && ranks.is_main()
+                                             : options.progress == 1;
   for (const auto& mode : options.modes) {
     std::printf("running %s ...\n", mode.c_str());
     std::fflush(stdout);
     std::shared_ptr<conveyor::TraceRecorder> trace;
     if (!options.trace_dir.empty()) trace = std::make_shared<conveyor::TraceRecorder>();
+    example_support::ProgressBar bar(mode, setup.warmup_steps + setup.steps, progress);
+    setup.on_step = [&bar] { bar.advance(); };
     results.push_back(fvp::run_mode(mode, setup, trace));
+    setup.on_step = nullptr;
     if (trace) trace->write_json(std::filesystem::path(options.trace_dir) / (mode + ".trace.json"));
   }
 

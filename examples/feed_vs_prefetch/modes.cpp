@@ -73,8 +73,9 @@ class Recorder {
   }
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
-  // replicas: batches per step (one per GPU this process drives).
-  ModeResult finish(double wall_ms, double compute_busy_ms, double data_ms_total,
+  // replicas: batches per step (one per GPU this process drives). wall_ms: the timed steps';
+  // from_first_batch_ms: from the first batch's arrival to the end of the last step.
+  ModeResult finish(double wall_ms, double from_first_batch_ms, double compute_busy_ms, double data_ms_total,
                     std::vector<double> step_times_ms, int replicas = 1) {
     auto quantile = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
@@ -90,8 +91,11 @@ class Recorder {
     if (step_times_ms.size() > steps_.size())
       step_times_ms.erase(step_times_ms.begin(),
                           step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
-    result_.images_per_s =
-        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * setup_.batch * replicas / wall_ms : 0;
+    const double batch_images = static_cast<double>(setup_.batch) * replicas;
+    result_.images_per_s_after_warmup_steps =
+        wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * batch_images / wall_ms : 0;
+    const int all_steps = setup_.warmup_steps + setup_.steps;
+    result_.images_per_s = from_first_batch_ms > 0 ? 1000.0 * all_steps * batch_images / from_first_batch_ms : 0;
     result_.step_ms_median = quantile(wall, 0.5);
     result_.step_ms_p95 = quantile(wall, 0.95);
     result_.data_wait_ms = quantile(data, 0.5);
@@ -128,7 +132,7 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
   const int track = trace ? trace->track("training thread") : -1;
 
   const auto mode_start = Clock::now();
-  Clock::time_point timed_start{};
+  Clock::time_point timed_start{}, first_batch_at{};
   double busy_at_timed_start = 0, data_total = 0;
   for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
     const bool timed = step >= setup.warmup_steps;
@@ -162,6 +166,7 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
     trainer.synchronize();
     const auto d = Clock::now();
     if (step == 0) {
+      first_batch_at = b;
       recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
       recorder.result().first_step_s = ms_between(a, d) / 1000;
     }
@@ -172,12 +177,13 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
     }
     if (timed) data_total += ms_between(a, b);
     recorder.add({ms_between(a, d), ms_between(a, b), ms_between(b, c)}, timed);
+    if (setup.on_step) setup.on_step();
   }
-  const double wall = ms_between(timed_start, Clock::now());
+  const auto end = Clock::now();
   recorder.result().loss_last = trainer.last_step().loss;
   trainer.synchronize();
-  return recorder.finish(wall, trainer.gpu_busy_ms() - busy_at_timed_start, data_total,
-                         trainer.step_times_ms());
+  return recorder.finish(ms_between(timed_start, end), ms_between(first_batch_at, end),
+                         trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
 }
 
 // A replica's feeder: on a GPU, the per-pixel ops run there, fused with the normalize that makes the model's
@@ -271,7 +277,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     for (std::size_t i = 0; i < local; ++i) busy.push_back(training.replica(i).gpu_busy_ms());
     return busy;
   };
-  Clock::time_point timed_start{};
+  Clock::time_point timed_start{}, first_batch_at{};
   std::vector<double> busy_at_timed_start;
   double copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
@@ -296,6 +302,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     const auto c = Clock::now();
     if (step == 0) {
       training.synchronize();
+      first_batch_at = b;
       recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
       recorder.result().first_step_s = ms_between(a, Clock::now()) / 1000;
     }
@@ -310,18 +317,20 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     if (timed) data_total += ms_between(a, b);
     recorder.add({ms_between(previous, now), ms_between(a, b), 0}, timed);
     previous = now;
+    if (setup.on_step) setup.on_step();
   }
   staged.clear();
   training.synchronize();
-  const double wall = ms_between(timed_start, Clock::now());
+  const auto end = Clock::now();
+  const double wall = ms_between(timed_start, end);
   recorder.result().loss_last = training.last_step().loss;
   for (auto& feeder : feeders) feeder->synchronize();
   const std::vector<double> busy = busy_ms();
   for (std::size_t i = 0; i < local; ++i)
     recorder.result().idle_per_gpu.push_back(
         wall > 0 ? std::clamp(1.0 - (busy[i] - busy_at_timed_start[i]) / wall, 0.0, 1.0) : 0);
-  ModeResult result = recorder.finish(wall, busy[0] - busy_at_timed_start[0], data_total,
-                                      training.replica(0).step_times_ms(), static_cast<int>(local));
+  ModeResult result = recorder.finish(wall, ms_between(first_batch_at, end), busy[0] - busy_at_timed_start[0],
+                                      data_total, training.replica(0).step_times_ms(), static_cast<int>(local));
   // The busiest GPU's idle share is the figure (the others wait for it at each all-reduce).
   result.idle_fraction = *std::max_element(result.idle_per_gpu.begin(), result.idle_per_gpu.end());
   // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.

@@ -1,6 +1,7 @@
 // The three ways of feeding the same training step that feed_vs_prefetch compares.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,15 +50,21 @@ struct Setup {
   // prefetch: PipelineOptions::worker_nice, the library's default unless given
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
 
+  // Called after each step (warm-up steps included), for a progress bar; may be empty.
+  std::function<void()> on_step;
+
   // Replicas in the whole job, and whether there is more than one.
   int world_replicas() const { return static_cast<int>(placements.size()) * ranks.world_size; }
   bool data_parallel() const { return world_replicas() > 1; }
 };
 
-// What one mode measured over its timed steps (warm-up excluded and reported on its own).
+// What one mode measured. images_per_s, the headline, is counted from the first batch: every step's images
+// over the time from the first batch's arrival to the last step's end (the time to the first batch and the
+// trainer's warm-up reported apart); the other figures are over the timed steps, after the warm-up steps.
 struct ModeResult {
   std::string mode;
   double images_per_s = 0;
+  double images_per_s_after_warmup_steps = 0;  // over the timed steps only (the headline before 2026-11-27)
   double step_ms_median = 0, step_ms_p95 = 0;
   // Median split of one step into waiting for (or making) the batch, copying it, and computing.
   double data_wait_ms = 0, copy_ms = 0, compute_ms = 0;

@@ -48,6 +48,9 @@ Options parse_options(int argc, char** argv) {
       "With no arguments it uses the demo data of ./conveyor.sh demo and the GPU when there is one.");
   app.add_option("--data", options.data, "ImageFolder root: one folder of JPEGs per class")
       ->capture_default_str();
+  app.add_option("--progress", options.progress,
+                 "a progress bar per mode on stderr: 1 on, 0 off (default: when stderr is a terminal)")
+      ->check(CLI::IsMember({-1, 0, 1}));
   app.add_option("--modes", options.modes, "the modes to run, in this order")
       ->delimiter(',')
       ->capture_default_str()

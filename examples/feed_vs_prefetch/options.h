@@ -25,6 +25,7 @@ struct Options {
   std::string trace_dir;
   std::string plot;
   std::string json;
+  int progress = -1;  // a bar per mode on stderr: 1 on, 0 off, -1 when stderr is a terminal
   std::uint64_t seed = 42;
   // prefetch on a GPU: where the work after the pipeline runs.
   bool device_augment = true;  // flip and distort on the GPU, fused with the normalize that makes the input

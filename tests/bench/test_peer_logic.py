@@ -105,14 +105,25 @@ class DataLoaderTimingRule(unittest.TestCase):
         self.assertEqual(timing_rules.warmup_batches(4, 1), 1)
 
     def test_conveyor_ratios_under_each_rule(self):
-        conveyor = {"images_per_s": 15000.0, "threads": 16, "images_per_s_after_first_batch": 14000.0,
+        conveyor = {"images_per_s": 15000.0, "threads": 16, "images_per_s_after_warmup_batches": 14000.0,
                     "images_per_s_overall": 12000.0}
-        peer = {"images_per_s": 5000.0, "images_per_s_after_first_batch": 7000.0, "images_per_s_overall": 0.0}
+        peer = {"images_per_s": 5000.0, "images_per_s_after_warmup_batches": 7000.0, "images_per_s_overall": 0.0}
         r = timing_rules.conveyor_ratios(conveyor, peer)
         self.assertEqual(r["conveyor_threads"], 16)
         self.assertAlmostEqual(r["ratio_conveyor_to_torch"], 3.0)
-        self.assertAlmostEqual(r["ratio_conveyor_to_torch_after_first_batch"], 2.0)
+        self.assertAlmostEqual(r["ratio_conveyor_to_torch_after_warmup_batches"], 2.0)
         self.assertNotIn("ratio_conveyor_to_torch_overall", r)  # the peer's 0 gives no ratio
+
+    def test_pipeline_rates_count_the_headline_from_the_first_batch(self):
+        arrivals = [(2.0, 8), (2.1, 8), (3.0, 8), (4.0, 8), (6.0, 8)]
+        f = timing_rules.pipeline_rates(arrivals, start=0.0, end=6.0, workers=2)
+        self.assertAlmostEqual(f["time_to_first_batch_s"], 2.0)          # start-up, apart
+        self.assertAlmostEqual(f["images_per_s"], 32 / 4.0)               # batches 2-5 over 2.0 .. 6.0
+        self.assertAlmostEqual(f["images_per_s_after_warmup_batches"], 24 / 3.9)  # batches 3-5 over 2.1 .. 6.0
+        self.assertAlmostEqual(f["images_per_s_overall"], 40 / 6.0)
+        self.assertIn("from the first batch", timing_rules.describe_rates(f))
+        with self.assertRaises(ValueError):
+            timing_rules.pipeline_rates([], 0.0, 1.0, 2)
 
     def test_passes_over_the_folder_cover_the_steps(self):
         self.assertEqual(timing_rules.steps_needed_epochs(5000, 256, 261), 14)  # 13.4 passes -> 14

@@ -51,12 +51,14 @@ class CommandLines(unittest.TestCase):
 
 
 class TimingRule(unittest.TestCase):
-    def test_the_clock_starts_at_batch_w_as_in_the_cpp_program(self):
+    def test_the_headline_clock_starts_at_the_first_batch_as_in_the_cpp_program(self):
         arrivals = [(1.0, 10), (1.5, 10), (2.0, 10), (3.0, 10)]
         f = pipeline_throughput.figures(arrivals, start=0.0, end=4.0, threads=2)
+        self.assertEqual(f["timing_rule"], "from_first_batch")
+        self.assertAlmostEqual(f["images_per_s"], 30 / (4.0 - 1.0))
+        self.assertAlmostEqual(f["images_per_s_after_first_batch"], f["images_per_s"])
         self.assertEqual(f["warmup_batches"], 2)
-        self.assertAlmostEqual(f["images_per_s"], 20 / (4.0 - 1.5))
-        self.assertAlmostEqual(f["images_per_s_after_first_batch"], 30 / 3.0)
+        self.assertAlmostEqual(f["images_per_s_after_warmup_batches"], 20 / (4.0 - 1.5))
         self.assertAlmostEqual(f["images_per_s_overall"], 40 / 4.0)
         self.assertEqual((f["images"], f["time_to_first_batch_s"], f["steady_s"]), (40, 1.0, 2.5))
 

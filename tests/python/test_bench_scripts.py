@@ -13,7 +13,7 @@ import pytest
 from support import REPO, conveyor
 
 PIPELINE = REPO / "bench" / "pipeline"
-MODULE_DIR = str(pathlib.Path(conveyor.__file__).parent)
+MODULE_DIR = str(pathlib.Path(conveyor.__file__).parents[1])  # the folder that holds the package
 SETTINGS = ["--threads", "2", "--batch", "8", "--size", "32", "--epochs", "2", "--seed", "3"]
 
 
