@@ -29,17 +29,15 @@ using conveyor::train::NetworkDescription;
 // given here become the parameters' names (the others are indices, as in PyTorch's nn.Sequential).
 NetworkDescription fashion_network() {
   using namespace conveyor::train::layers;
-  return {
-      conv(16, 3).named("stem"), batch_norm().named("stem_bn"), relu(),  // 28x28x16
-      max_pool(2, 2),                                                    // 14x14
-      residual({conv(16, 3), batch_norm(), relu(), conv(16, 3), batch_norm()}).named("block1"),
-      // 7x7x32; the shortcut averages 2x2 windows before its 1x1 convolution (ResNet-D's downsampling)
-      residual({conv(32, 3, 2), batch_norm(), relu(), conv(32, 3), batch_norm()},
-               {avg_pool(2, 2), conv(32, 1, 1, 0), batch_norm()})
-          .named("block2"),
-      conv(64, 3, 2), batch_norm(), relu(),  // 4x4x64
-      global_avg_pool(),
-      dense(10).named("classifier")};
+  return {conv(16, 3).named("stem"), batch_norm().named("stem_bn"), relu(),  // 28x28x16
+          max_pool(2, 2),                                                    // 14x14
+          residual({conv(16, 3), batch_norm(), relu(), conv(16, 3), batch_norm()}).named("block1"),
+          // 7x7x32; the shortcut averages 2x2 windows before its 1x1 convolution (ResNet-D's downsampling)
+          residual({conv(32, 3, 2), batch_norm(), relu(), conv(32, 3), batch_norm()},
+                   {avg_pool(2, 2), conv(32, 1, 1, 0), batch_norm()})
+              .named("block2"),
+          conv(64, 3, 2), batch_norm(), relu(),  // 4x4x64
+          global_avg_pool(), dense(10).named("classifier")};
 }
 
 struct Options {
@@ -52,20 +50,25 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  CLI::App app("custom_network: trains a network defined in this program on the Fashion-MNIST JPEGs and\n"
-               "prints the loss of every step, then \"final loss A -> B\" (the mean of the first and of the\n"
-               "last ten steps).");
-  app.add_option("--data", o.data, "folder with train.txt (\"path label\" lines), as ./conveyor.sh data makes it")
+  CLI::App app(
+      "custom_network: trains a network defined in this program on the Fashion-MNIST JPEGs and\n"
+      "prints the loss of every step, then \"final loss A -> B\" (the mean of the first and of the\n"
+      "last ten steps).");
+  app.add_option("--data", o.data,
+                 "folder with train.txt (\"path label\" lines), as ./conveyor.sh data makes it")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "training steps")->capture_default_str()->check(CLI::Range(1, 1000000));
   app.add_option("--device", o.device, "where the network trains")
       ->capture_default_str()
       ->check(example_support::device_spec());
   app.add_option("--batch", o.batch, "images per step")->capture_default_str()->check(CLI::Range(1, 65536));
-  app.add_option("--lr", o.lr, "SGD learning rate (momentum 0.9)")->capture_default_str()->check(CLI::Range(1e-9, 100.0));
+  app.add_option("--lr", o.lr, "SGD learning rate (momentum 0.9)")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-9, 100.0));
   app.add_option("--seed", o.seed, "weights and data order")->capture_default_str();
   app.add_option("--threads", o.threads, "pipeline threads (0: all cores)")->check(CLI::Range(0, 4096));
-  app.add_option("--checkpoint", o.checkpoint, "save the trained network to FILE (and its safetensors beside)");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "save the trained network to FILE (and its safetensors beside)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -136,9 +139,7 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  return run(parse(argc, argv));
-} catch (const std::exception& e) {
+int main(int argc, char** argv) try { return run(parse(argc, argv)); } catch (const std::exception& e) {
   std::fprintf(stderr, "custom_network: %s\n", e.what());
   return 1;
 }

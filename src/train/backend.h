@@ -15,8 +15,8 @@
 namespace conveyor::train {
 
 struct BackendOptions {
-  int device = -1;  // CUDA device index; -1: the CPU reference
-  nn::DType dtype = nn::DType::bf16;  // GPU: activations and filters (the CPU reference computes in fp32)
+  int device = -1;                     // CUDA device index; -1: the CPU reference
+  nn::DType dtype = nn::DType::bf16;   // GPU: activations and filters (the CPU reference computes in fp32)
   std::size_t memory_limit_bytes = 0;  // GPU: device memory cap (0: none, or memory_fraction)
   double memory_fraction = 0;          // GPU: the cap as a fraction of the card, when the bytes are 0
   bool deterministic = false;          // GPU: convolution algorithms by cuDNN's deterministic heuristics

@@ -38,7 +38,8 @@ json network_json(const std::vector<Layer>& layers) {
       case Layer::Kind::convolution:
       case Layer::Kind::max_pool:
       case Layer::Kind::average_pool:
-        layer["outputs"] = l.outputs, layer["size"] = l.size, layer["stride"] = l.stride, layer["pad"] = l.pad;
+        layer["outputs"] = l.outputs, layer["size"] = l.size, layer["stride"] = l.stride,
+        layer["pad"] = l.pad;
         break;
       case Layer::Kind::dense:
         layer["outputs"] = l.outputs;
@@ -252,7 +253,9 @@ void save_checkpoint(const std::filesystem::path& file, const TrainerOptions& op
                        {reinterpret_cast<const std::uint8_t*>(&tracked[i]), sizeof(std::int64_t)}});
 
   const std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {"producer", "conveyor"}, {"model", options.network.empty() ? to_string(options.model) : "custom"}};
+      {"format", "pt"},
+      {"producer", "conveyor"},
+      {"model", options.network.empty() ? to_string(options.model) : "custom"}};
   json files;
   files["weights"] = write_tensors(tensor_path(file, progress.steps, ".safetensors"), weights, metadata);
   files["optimizer"] = write_tensors(

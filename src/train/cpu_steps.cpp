@@ -26,7 +26,8 @@ void CpuSteps::stage(const DeviceBatch& batch, std::size_t count, const ops::Nor
 }
 
 void CpuSteps::end_step(std::vector<double>& times_ms) {
-  times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
+  times_ms.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
 }
 
 void CpuSteps::add_rows(int rows, const float* row_loss, const int* row_correct) {

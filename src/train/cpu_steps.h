@@ -11,9 +11,11 @@ namespace conveyor::train {
 class CpuSteps final : public StepBackend {
  public:
   void prepare(ImageShape, int) override {}
-  void stage(const DeviceBatch& batch, std::size_t count, const ops::NormalizeParams& params, bool take_images,
-             const nn::Tensor& input, std::int64_t* labels) override;
-  void begin_step(const DeviceBatch&, std::vector<double>&) override { start_ = std::chrono::steady_clock::now(); }
+  void stage(const DeviceBatch& batch, std::size_t count, const ops::NormalizeParams& params,
+             bool take_images, const nn::Tensor& input, std::int64_t* labels) override;
+  void begin_step(const DeviceBatch&, std::vector<double>&) override {
+    start_ = std::chrono::steady_clock::now();
+  }
   void end_step(std::vector<double>& times_ms) override;
   void collect_times(std::vector<double>&) override {}
   bool records_graphs() const noexcept override { return false; }

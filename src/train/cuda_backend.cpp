@@ -20,12 +20,14 @@ Backend make_cuda_backend(const BackendOptions& options) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || options.device >= count)
     throw InvalidArgument("trainer: GPU " + std::to_string(options.device) + " requested, " +
-                          (status == cudaSuccess ? std::to_string(count) + " visible"
-                                                 : std::string("none usable: ") + cudaGetErrorString(status)));
+                          (status == cudaSuccess
+                               ? std::to_string(count) + " visible"
+                               : std::string("none usable: ") + cudaGetErrorString(status)));
   std::size_t limit = options.memory_limit_bytes;
   if (!limit && options.memory_fraction > 0)
     limit = cuda::DeviceMemoryPool::limit_from_fraction(options.device, options.memory_fraction);
-  auto context = std::make_unique<nn::CudaContext>(options.device, options.dtype, limit, options.deterministic);
+  auto context =
+      std::make_unique<nn::CudaContext>(options.device, options.dtype, limit, options.deterministic);
   auto steps = std::make_unique<GpuSteps>(*context);
   return {std::move(context), std::move(steps)};
 }

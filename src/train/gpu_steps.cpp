@@ -9,7 +9,8 @@
 namespace conveyor::train {
 
 void GpuSteps::prepare(ImageShape shape, int batch) {
-  staging_ = cuda_.allocate(shape.bytes() * static_cast<std::size_t>(batch), "staging for batches in host memory");
+  staging_ =
+      cuda_.allocate(shape.bytes() * static_cast<std::size_t>(batch), "staging for batches in host memory");
   sums_ = cuda_.allocate(sizeof(nn::kernels::RowSums), "evaluation sums");
   ring_ = std::vector<Timing>(64);
 }
@@ -123,8 +124,8 @@ std::pair<const float*, const int*> GpuSteps::rows_on_host(const float* row_loss
   CONVEYOR_CUDA(cudaMemcpyAsync(host_loss_.data(), row_loss, count * sizeof(float), cudaMemcpyDeviceToHost,
                                 cuda_.stream()),
                 "trainer (reading the loss)");
-  CONVEYOR_CUDA(cudaMemcpyAsync(host_correct_.data(), row_correct, count * sizeof(int), cudaMemcpyDeviceToHost,
-                                cuda_.stream()),
+  CONVEYOR_CUDA(cudaMemcpyAsync(host_correct_.data(), row_correct, count * sizeof(int),
+                                cudaMemcpyDeviceToHost, cuda_.stream()),
                 "trainer (reading the loss)");
   cuda_.synchronize();
   return {host_loss_.data(), host_correct_.data()};

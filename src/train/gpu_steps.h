@@ -31,8 +31,8 @@ class GpuSteps final : public StepBackend {
   // into the step's own buffers and normalizes the pixels into `input`, or, with `take_images`, copies the
   // batch's images() (already normalized as `params`) there. The batch's memory is not reused before the
   // stream has passed the point where the batch is released.
-  void stage(const DeviceBatch& batch, std::size_t count, const ops::NormalizeParams& params, bool take_images,
-             const nn::Tensor& input, std::int64_t* labels) override;
+  void stage(const DeviceBatch& batch, std::size_t count, const ops::NormalizeParams& params,
+             bool take_images, const nn::Tensor& input, std::int64_t* labels) override;
 
   // The stream becomes a reader of the batch, then a timing event (a ring: when it is full the oldest step
   // is waited for and its time appended to times_ms).

@@ -29,9 +29,11 @@ void Network::prepare(nn::Context& ctx, ParameterStore& p) {
   CompiledNetwork& net = *net_;
   net.input.allocate(ctx);
   for (auto& node : net.nodes) node->allocate(ctx);
-  const auto rows = static_cast<std::size_t>(shape_.batch), classes = static_cast<std::size_t>(shape_.classes);
+  const auto rows = static_cast<std::size_t>(shape_.batch),
+             classes = static_cast<std::size_t>(shape_.classes);
   net.logits = ctx.allocate(rows * classes * sizeof(float), net.classifier + " output (logits)");
-  net.first_logits = ctx.allocate(rows * classes * sizeof(float), "logits of the unmirrored pass (evaluation)");
+  net.first_logits =
+      ctx.allocate(rows * classes * sizeof(float), "logits of the unmirrored pass (evaluation)");
   net.dlogits = ctx.allocate(rows * classes * nn::element_size(ctx.dtype()), "logits gradient");
   net.row_loss = ctx.allocate(rows * sizeof(float), "per-image loss");
   net.row_correct = ctx.allocate(rows * sizeof(int), "per-image correctness");

@@ -14,8 +14,8 @@ using namespace layers;
 // A stem, stages of BasicBlocks (conv-BN-ReLU, conv-BN, + shortcut, ReLU; a 1x1 convolution + BN on the
 // shortcut where the shape changes; each stage after the first starts with stride 2), global average
 // pooling and the classifier.
-NetworkDescription resnet(std::vector<Layer> stem, int stem_channels, const std::vector<int>& widths, int blocks,
-                          int classes) {
+NetworkDescription resnet(std::vector<Layer> stem, int stem_channels, const std::vector<int>& widths,
+                          int blocks, int classes) {
   NetworkDescription net(std::move(stem));
   int channels = stem_channels;
   for (std::size_t stage = 0; stage < widths.size(); ++stage)
@@ -23,8 +23,8 @@ NetworkDescription resnet(std::vector<Layer> stem, int stem_channels, const std:
       const int stride = stage > 0 && b == 0 ? 2 : 1, out = widths[stage];
       std::vector<Layer> shortcut;
       if (stride != 1 || channels != out) shortcut = {conv(out, 1, stride, 0), batch_norm()};
-      net.layers.push_back(residual({conv(out, 3, stride, 1).named("conv1"), batch_norm().named("bn1"), relu(),
-                                     conv(out, 3, 1, 1).named("conv2"), batch_norm().named("bn2")},
+      net.layers.push_back(residual({conv(out, 3, stride, 1).named("conv1"), batch_norm().named("bn1"),
+                                     relu(), conv(out, 3, 1, 1).named("conv2"), batch_norm().named("bn2")},
                                     std::move(shortcut))
                                .named("layer" + std::to_string(stage + 1) + "." + std::to_string(b))
                                .shortcut_named("downsample"));

@@ -31,6 +31,10 @@ class Compiler {
       const Layer& layer = layers[i];
       const std::string name = claim(prefix, layer, i);
       const bool next_is_relu = i + 1 < layers.size() && layers[i + 1].kind == Kind::relu;
+      // Every layer but a convolution writes its input's gradient, so the network's input (which goes
+      // without one otherwise) needs one then. A residual block and the classifier decide for themselves.
+      if (layer.kind != Kind::convolution && layer.kind != Kind::residual && layer.kind != Kind::dense)
+        current->with_grad = true;
       switch (layer.kind) {
         case Kind::convolution: {
           const nn::ConvGeometry g{current->shape, layer.outputs, layer.size, layer.stride,
@@ -45,26 +49,23 @@ class Compiler {
           options.relu = ends_block || next_is_relu;
           options.residual = ends_block;
           nn::check_batch_norm(where(layer, name), current->shape, options);
-          current->with_grad = true;
           nodes.push_back(std::make_unique<BatchNormNode>(name, options, *current, layout_));
           if (next_is_relu) ++i;  // folded into the batch norm
           break;
         }
         case Kind::relu:
-          current->with_grad = true;
           nodes.push_back(std::make_unique<ReluNode>(name, *current));
           break;
         case Kind::max_pool:
         case Kind::average_pool: {
           const nn::PoolGeometry g{current->shape, layer.size, layer.stride, layer.pad};
           nn::check_geometry(where(layer, name), g);
-          current->with_grad = true;
           nodes.push_back(std::make_unique<PoolNode>(
-              name, g, layer.kind == Kind::max_pool ? nn::PoolMode::max : nn::PoolMode::average, false, *current));
+              name, g, layer.kind == Kind::max_pool ? nn::PoolMode::max : nn::PoolMode::average, false,
+              *current));
           break;
         }
         case Kind::global_average_pool:
-          current->with_grad = true;
           nodes.push_back(std::make_unique<PoolNode>(name, nn::PoolGeometry{current->shape, 1, 1, 0},
                                                      nn::PoolMode::average, true, *current));
           break;
@@ -82,8 +83,8 @@ class Compiler {
       if (layers.empty()) throw InvalidArgument("network: the description has no layers");
       const Layer& last = layers.back();
       throw InvalidArgument("network: the last layer must be a dense layer (the classifier, " +
-                            std::to_string(shape_.classes) + " outputs); it is " + to_string(last.kind) + " '" +
-                            (last.name.empty() ? std::to_string(layers.size() - 1) : last.name) + "'");
+                            std::to_string(shape_.classes) + " outputs); it is " + to_string(last.kind) +
+                            " '" + (last.name.empty() ? std::to_string(layers.size() - 1) : last.name) + "'");
     }
     return nodes;
   }
@@ -121,9 +122,10 @@ class Compiler {
     input.with_grad = true;
     net_.features = &input;
     net_.classifier = name;
-    net_.classifier_weight = layout_.add(name + ".weight", ParamGroup::weights,
-                                         static_cast<std::size_t>(in) * static_cast<std::size_t>(layer.outputs),
-                                         ParamInit::uniform_fan_in, in, {layer.outputs, in});
+    net_.classifier_weight =
+        layout_.add(name + ".weight", ParamGroup::weights,
+                    static_cast<std::size_t>(in) * static_cast<std::size_t>(layer.outputs),
+                    ParamInit::uniform_fan_in, in, {layer.outputs, in});
     net_.classifier_bias =
         layout_.add(name + ".bias", ParamGroup::vectors, static_cast<std::size_t>(layer.outputs),
                     ParamInit::uniform_fan_in, in);
@@ -149,14 +151,15 @@ class Compiler {
     Activation& sum = shortcut.empty() ? input : shortcut.back()->output();
     const nn::Shape4 out = main.back()->output().shape;
     if (out != sum.shape)
-      refuse(block, name,
-             "its main branch gives " + dims(out) + ", its shortcut " +
-                 (shortcut.empty() ? "(the identity) " : "") + "gives " + dims(sum.shape) +
-                 (shortcut.empty() ? ": give it a shortcut that changes the shape (a 1x1 conv with the stride, "
-                                     "and a batch_norm)"
-                                   : ""));
+      refuse(
+          block, name,
+          "its main branch gives " + dims(out) + ", its shortcut " +
+              (shortcut.empty() ? "(the identity) " : "") + "gives " + dims(sum.shape) +
+              (shortcut.empty() ? ": give it a shortcut that changes the shape (a 1x1 conv with the stride, "
+                                  "and a batch_norm)"
+                                : ""));
     static_cast<BatchNormNode&>(*main.back()).add_before_relu(sum);
-    return std::make_unique<ResidualNode>(name, input, std::move(main), std::move(shortcut));
+    return std::make_unique<ResidualNode>(name, std::move(main), std::move(shortcut));
   }
 
   const NetworkShape& shape_;
@@ -167,8 +170,8 @@ class Compiler {
 
 }  // namespace
 
-std::unique_ptr<CompiledNetwork> compile_network(const NetworkDescription& description, const NetworkShape& shape,
-                                                 ParameterLayout& layout) {
+std::unique_ptr<CompiledNetwork> compile_network(const NetworkDescription& description,
+                                                 const NetworkShape& shape, ParameterLayout& layout) {
   if (shape.batch < 1 || shape.input.empty() || shape.classes < 2)
     throw InvalidArgument("network: batch, input shape and classes (at least 2) must be positive");
   auto net = std::make_unique<CompiledNetwork>();

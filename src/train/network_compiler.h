@@ -39,7 +39,7 @@ struct CompiledNetwork {
 
 // Declares the parameters in `layout` in the description's order (each layer's in PyTorch's order) and
 // builds the nodes; allocates nothing.
-std::unique_ptr<CompiledNetwork> compile_network(const NetworkDescription& description, const NetworkShape& shape,
-                                                 ParameterLayout& layout);
+std::unique_ptr<CompiledNetwork> compile_network(const NetworkDescription& description,
+                                                 const NetworkShape& shape, ParameterLayout& layout);
 
 }  // namespace conveyor::train

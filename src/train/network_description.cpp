@@ -10,7 +10,8 @@ namespace {
 
 // Letters, digits, '_' and '-' in dot-separated parts: what a PyTorch state_dict key is made of.
 void check_name(const std::string& name, const char* what) {
-  bool ok = !name.empty() && name.front() != '.' && name.back() != '.' && name.find("..") == std::string::npos;
+  bool ok =
+      !name.empty() && name.front() != '.' && name.back() != '.' && name.find("..") == std::string::npos;
   for (const char c : name)
     ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                 c == '-' || c == '.');
@@ -38,8 +39,9 @@ void describe_into(const std::vector<Layer>& layers, const std::string& indent, 
     switch (l.kind) {
       case Layer::Kind::convolution:
         out += indent + "conv " + std::to_string(l.size) + "x" + std::to_string(l.size) + "/" +
-               std::to_string(l.stride) + " pad " + (l.pad < 0 ? std::to_string(l.size / 2) : std::to_string(l.pad)) +
-               " -> " + std::to_string(l.outputs) + name + "\n";
+               std::to_string(l.stride) + " pad " +
+               (l.pad < 0 ? std::to_string(l.size / 2) : std::to_string(l.pad)) + " -> " +
+               std::to_string(l.outputs) + name + "\n";
         break;
       case Layer::Kind::batch_norm:
         out += indent + "batch_norm" + name + "\n";
@@ -101,7 +103,9 @@ Layer Layer::named(std::string new_name) && {
   return std::move(*this);
 }
 
-Layer Layer::shortcut_named(std::string new_name) const& { return Layer(*this).shortcut_named(std::move(new_name)); }
+Layer Layer::shortcut_named(std::string new_name) const& {
+  return Layer(*this).shortcut_named(std::move(new_name));
+}
 
 Layer Layer::shortcut_named(std::string new_name) && {
   if (kind != Kind::residual) throw InvalidArgument("network: only a residual block has a shortcut to name");
@@ -123,8 +127,12 @@ Layer conv(int out_channels, int size, int stride, int pad) {
 }
 Layer batch_norm() { return make(Layer::Kind::batch_norm); }
 Layer relu() { return make(Layer::Kind::relu); }
-Layer max_pool(int window, int stride, int pad) { return make(Layer::Kind::max_pool, 0, window, stride, pad); }
-Layer avg_pool(int window, int stride, int pad) { return make(Layer::Kind::average_pool, 0, window, stride, pad); }
+Layer max_pool(int window, int stride, int pad) {
+  return make(Layer::Kind::max_pool, 0, window, stride, pad);
+}
+Layer avg_pool(int window, int stride, int pad) {
+  return make(Layer::Kind::average_pool, 0, window, stride, pad);
+}
 Layer global_avg_pool() { return make(Layer::Kind::global_average_pool); }
 Layer dense(int outputs) { return make(Layer::Kind::dense, outputs); }
 

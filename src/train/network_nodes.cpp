@@ -6,8 +6,8 @@ namespace conveyor::train {
 
 void Activation::allocate(nn::Context& ctx) {
   const std::size_t bytes = shape.count() * nn::element_size(ctx.dtype());
-  const std::string dims = std::string(" (") + nn::to_string(ctx.dtype()) + " " + std::to_string(shape.n) + "x" +
-                           std::to_string(shape.h) + "x" + std::to_string(shape.w) + "x" +
+  const std::string dims = std::string(" (") + nn::to_string(ctx.dtype()) + " " + std::to_string(shape.n) +
+                           "x" + std::to_string(shape.h) + "x" + std::to_string(shape.w) + "x" +
                            std::to_string(shape.c) + ")";
   value = ctx.allocate(bytes, name + dims);
   x = value.tensor(shape, ctx.dtype());
@@ -19,7 +19,8 @@ void Activation::allocate(nn::Context& ctx) {
 
 // ---- convolution -----------------------------------------------------------------------------------
 
-ConvNode::ConvNode(std::string name, const nn::ConvGeometry& geometry, Activation& input, ParameterLayout& layout)
+ConvNode::ConvNode(std::string name, const nn::ConvGeometry& geometry, Activation& input,
+                   ParameterLayout& layout)
     : Node(std::move(name)), geometry_(geometry), input_(input) {
   const int channels = geometry.out_channels;
   weight_ = layout.add(this->name() + ".weight", ParamGroup::weights, geometry.weight_count(),
@@ -34,7 +35,9 @@ void ConvNode::prepare(nn::Context& ctx, const ParameterStore& p) {
   layer_->prepare(input_.x, p.weight(weight_), output_.x, input_.dx, p.weight_grad(weight_));
 }
 
-void ConvNode::forward(const ParameterStore& p, bool) { layer_->forward(input_.x, p.weight(weight_), output_.x); }
+void ConvNode::forward(const ParameterStore& p, bool) {
+  layer_->forward(input_.x, p.weight(weight_), output_.x);
+}
 
 void ConvNode::backward(const ParameterStore& p, const GradientReady& ready) {
   layer_->backward_filter(input_.x, output_.dx, p.weight_grad(weight_));
@@ -59,7 +62,8 @@ BatchNormNode::BatchNormNode(std::string name, nn::BatchNormOptions options, Act
   const int channels = input.shape.c;
   gamma_ = layout.add(this->name() + ".weight", ParamGroup::vectors, channels, ParamInit::ones);
   beta_ = layout.add(this->name() + ".bias", ParamGroup::vectors, channels, ParamInit::zeros);
-  running_mean_ = layout.add(this->name() + ".running_mean", ParamGroup::statistics, channels, ParamInit::zeros);
+  running_mean_ =
+      layout.add(this->name() + ".running_mean", ParamGroup::statistics, channels, ParamInit::zeros);
   running_var_ = layout.add(this->name() + ".running_var", ParamGroup::statistics, channels, ParamInit::ones);
   output_.shape = input.shape;
   output_.name = this->name() + " output";
@@ -95,7 +99,8 @@ void BatchNormNode::backward(const ParameterStore& p, const GradientReady& ready
 
 void BatchNormNode::describe(std::string& out) const {
   out += layer_ ? layer_->describe()
-                : name() + " batch norm" + (options_.residual ? " + add" : "") + (options_.relu ? " + ReLU" : "");
+                : name() + " batch norm" + (options_.residual ? " + add" : "") +
+                      (options_.relu ? " + ReLU" : "");
   out += "\n";
 }
 
@@ -113,7 +118,8 @@ PoolNode::PoolNode(std::string name, const nn::PoolGeometry& geometry, nn::PoolM
 }
 
 void PoolNode::prepare(nn::Context& ctx, const ParameterStore&) {
-  layer_ = global_ ? ctx.make_global_average_pool(name(), input_.shape) : ctx.make_pool2d(name(), geometry_, mode_);
+  layer_ = global_ ? ctx.make_global_average_pool(name(), input_.shape)
+                   : ctx.make_pool2d(name(), geometry_, mode_);
 }
 
 void PoolNode::forward(const ParameterStore&, bool) { layer_->forward(input_.x, output_.x); }
@@ -124,9 +130,10 @@ void PoolNode::backward(const ParameterStore&, const GradientReady&) {
 
 void PoolNode::describe(std::string& out) const {
   const std::string window = std::to_string(geometry_.window);
-  out += global_ ? name() + " global average pool"
-                 : name() + (mode_ == nn::PoolMode::max ? " max pool " : " average pool ") + window + "x" + window +
-                       "/" + std::to_string(geometry_.stride) + " pad " + std::to_string(geometry_.pad);
+  out += global_
+             ? name() + " global average pool"
+             : name() + (mode_ == nn::PoolMode::max ? " max pool " : " average pool ") + window + "x" +
+                   window + "/" + std::to_string(geometry_.stride) + " pad " + std::to_string(geometry_.pad);
   out += " on " + std::to_string(input_.shape.h) + "x" + std::to_string(input_.shape.w) + "\n";
 }
 
@@ -149,7 +156,7 @@ void ReluNode::describe(std::string& out) const { out += name() + " ReLU\n"; }
 
 // ---- residual block --------------------------------------------------------------------------------
 
-ResidualNode::ResidualNode(std::string name, Activation&, std::vector<std::unique_ptr<Node>> main,
+ResidualNode::ResidualNode(std::string name, std::vector<std::unique_ptr<Node>> main,
                            std::vector<std::unique_ptr<Node>> shortcut)
     : Node(std::move(name)), main_(std::move(main)), shortcut_(std::move(shortcut)) {
   // The network's compiler checked the form: a convolution first, a batch norm with the add last.

@@ -31,6 +31,8 @@ struct Activation {
   void allocate(nn::Context& ctx);
 };
 
+class ConvNode;
+
 class Node {
  public:
   virtual ~Node() = default;
@@ -50,7 +52,7 @@ class Node {
   virtual void backward(const ParameterStore& params, const GradientReady& ready) = 0;
 
   // The convolutions the node holds, for the warm-up's choice of what runs beside what.
-  virtual void convolutions(std::vector<const class ConvNode*>& out) const { (void)out; }
+  virtual void convolutions(std::vector<const ConvNode*>& out) const { (void)out; }
   // One line per layer: its shape and, once prepared, what its backend chose.
   virtual void describe(std::string& out) const = 0;
   // Counts the batch-norm layers per path ("cuDNN fused (...)": 20).
@@ -117,7 +119,8 @@ class BatchNormNode final : public Node {
 class PoolNode final : public Node {
  public:
   // global: the mean over the whole image (geometry's window ignored).
-  PoolNode(std::string name, const nn::PoolGeometry& geometry, nn::PoolMode mode, bool global, Activation& input);
+  PoolNode(std::string name, const nn::PoolGeometry& geometry, nn::PoolMode mode, bool global,
+           Activation& input);
   Activation& output() noexcept override { return output_; }
 
   void allocate(nn::Context& ctx) override { output_.allocate(ctx); }
@@ -161,7 +164,7 @@ class ReluNode final : public Node {
 // convolution, the shortcut, and last the first convolution's input gradient, added to the shortcut's.
 class ResidualNode final : public Node {
  public:
-  ResidualNode(std::string name, Activation& input, std::vector<std::unique_ptr<Node>> main,
+  ResidualNode(std::string name, std::vector<std::unique_ptr<Node>> main,
                std::vector<std::unique_ptr<Node>> shortcut);
   Activation& output() noexcept override { return main_.back()->output(); }
 
@@ -175,8 +178,8 @@ class ResidualNode final : public Node {
 
  private:
   std::vector<std::unique_ptr<Node>> main_, shortcut_;
-  ConvNode* first_;          // main_[0]
-  std::size_t last_conv_;    // where the shortcut runs: before main_[last_conv_]
+  ConvNode* first_;        // main_[0]
+  std::size_t last_conv_;  // where the shortcut runs: before main_[last_conv_]
 };
 
 }  // namespace conveyor::train

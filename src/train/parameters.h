@@ -7,10 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include <memory>
 
 #include "conveyor/train/nn/reference.h"
 #include "src/train/layers/context.h"
@@ -28,7 +27,7 @@ struct ParamRef {
 };
 
 struct ParamEntry {
-  std::string name;  // torchvision's state_dict names: "layer1.0.conv1.weight", "bn1.running_mean", ...
+  std::string name;  // PyTorch's state_dict key: "layer1.0.conv1.weight", "bn1.running_mean", ...
   ParamRef ref;
   ParamInit init = ParamInit::zeros;
   int fan = 0;  // fan-out of a convolution, fan-in of a linear layer

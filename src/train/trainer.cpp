@@ -46,7 +46,10 @@ double elapsed_ms(Clock::time_point since) {
 }  // namespace
 
 Trainer::Impl::Impl(TrainerOptions o)
-    : options(o), description(description_of(o)), network(description, shape_of(o), layout), params(layout, o.seed) {
+    : options(o),
+      description(description_of(o)),
+      network(description, shape_of(o), layout),
+      params(layout, o.seed) {
   if (o.input.channels < 1 || o.input.channels > 3)
     throw InvalidArgument("trainer: input images must have 1 to 3 channels");
 }

@@ -50,7 +50,7 @@ class Trainer::Impl {
   // The context is declared before everything that holds its memory, so that it is destroyed after.
   std::unique_ptr<nn::Context> ctx;
   std::unique_ptr<StepBackend> step_backend;  // made with the context
-  Network network;  // fills `layout`, so it comes before `params`
+  Network network;                            // fills `layout`, so it comes before `params`
   ParameterStore params;
   WarmupReport warmup_report;
   float loss_scale = 1;

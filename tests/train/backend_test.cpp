@@ -19,7 +19,8 @@ TEST(BackendFactory, DeviceMinusOneIsTheCpuReferenceInFloat32) {
   const Backend backend = make_backend({.device = -1, .dtype = nn::DType::bf16});
   ASSERT_TRUE(backend.context && backend.steps);
   EXPECT_EQ(backend.context->device(), -1);
-  EXPECT_EQ(backend.context->dtype(), nn::DType::f32) << "the CPU reference computes in fp32 whatever was asked";
+  EXPECT_EQ(backend.context->dtype(), nn::DType::f32)
+      << "the CPU reference computes in fp32 whatever was asked";
   EXPECT_NE(backend.context->describe().find("CPU reference"), std::string::npos);
   EXPECT_FALSE(backend.context->has_first_call_costs());
   EXPECT_FALSE(backend.steps->records_graphs());

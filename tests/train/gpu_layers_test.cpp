@@ -222,7 +222,10 @@ TEST_P(GpuLayers, AveragePools) {
   };
   const Shape4 a{4, 12, 12, 16}, b{8, 7, 7, 64};
   check(
-      "average pool 2x2/2", [&](Context& ctx) { return ctx.make_pool2d("avgpool", {a, 2, 2, 0}, PoolMode::average); },
+      "average pool 2x2/2",
+      [&](Context& ctx) {
+        return ctx.make_pool2d("avgpool", {a, 2, 2, 0}, PoolMode::average);
+      },
       a);
   check(
       "global average pool", [&](Context& ctx) { return ctx.make_global_average_pool("gap", b); }, b);

@@ -24,10 +24,16 @@ using namespace layers;
 constexpr ImageShape kShape{16, 16, 1};
 
 NetworkDescription user_network() {
-  return {conv(8, 3), batch_norm(), relu(), max_pool(2, 2), conv(8, 3), relu(),
+  return {conv(8, 3),
+          batch_norm(),
+          relu(),
+          max_pool(2, 2),
+          conv(8, 3),
+          relu(),
           residual({conv(8, 3), batch_norm(), relu(), conv(8, 3), batch_norm()}),
           residual({conv(16, 3, 2), batch_norm()}, {avg_pool(2, 2), conv(16, 1, 1, 0), batch_norm()}),
-          global_avg_pool(), dense(4)};
+          global_avg_pool(),
+          dense(4)};
 }
 
 TrainerOptions options(int device, Precision precision = Precision::fp32) {
@@ -65,7 +71,8 @@ TEST(BackendFactory, MakesTheCudnnBackendForAGpu) {
   // Its convolution chooses an algorithm (timed, on these buffers) and says which.
   const nn::ConvGeometry g{{4, 8, 8, 8}, 8, 3, 1, 1};
   const nn::Buffer x = ctx.allocate(g.input.count() * 2, "x"), w = ctx.allocate(g.weight_count() * 2, "w"),
-                   y = ctx.allocate(g.output().count() * 2, "y"), dx = ctx.allocate(g.input.count() * 2, "dx"),
+                   y = ctx.allocate(g.output().count() * 2, "y"),
+                   dx = ctx.allocate(g.input.count() * 2, "dx"),
                    dw = ctx.allocate(g.weight_count() * 2, "dw");
   EXPECT_FALSE(ctx.chooses_without_timing(g, true));
   const auto conv_layer = ctx.make_conv2d("conv", g, true);

@@ -28,9 +28,9 @@ std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t hash = 146959
 std::uint64_t layout_hash(const ParameterLayout& layout) {
   std::string text;
   for (const ParamEntry& e : layout.entries()) {
-    text += e.name + "|" + std::to_string(static_cast<int>(e.ref.group)) + "|" + std::to_string(e.ref.offset) +
-            "|" + std::to_string(e.ref.count) + "|" + std::to_string(static_cast<int>(e.init)) + "|" +
-            std::to_string(e.fan) + "|";
+    text += e.name + "|" + std::to_string(static_cast<int>(e.ref.group)) + "|" +
+            std::to_string(e.ref.offset) + "|" + std::to_string(e.ref.count) + "|" +
+            std::to_string(static_cast<int>(e.init)) + "|" + std::to_string(e.fan) + "|";
     for (const std::int64_t d : e.shape) text += std::to_string(d) + ",";
     text += e.krsc ? "|k\n" : "|\n";
   }
@@ -68,14 +68,38 @@ class BuiltInNetworks : public ::testing::TestWithParam<int> {
   static Golden golden(int i) {
     switch (i) {
       case 0:
-        return {"resnet18",  resnet18(1000), shape_of(2, {224, 224, 3}, 1000), 102, 11678912, 10624, 9600,
-                0x272047259c80a779ull, 0x0a449279ae93e239ull, 0x3baafe1135877e58ull};
+        return {"resnet18",
+                resnet18(1000),
+                shape_of(2, {224, 224, 3}, 1000),
+                102,
+                11678912,
+                10624,
+                9600,
+                0x272047259c80a779ull,
+                0x0a449279ae93e239ull,
+                0x3baafe1135877e58ull};
       case 1:
-        return {"small_resnet", small_resnet(32, 2, 10), shape_of(256, {28, 28, 1}, 10), 77, 693824, 2624, 2560,
-                0xafcf96ddb8002a02ull, 0x821047369d59f4b3ull, 0x4d62171a36923cc7ull};
+        return {"small_resnet",
+                small_resnet(32, 2, 10),
+                shape_of(256, {28, 28, 1}, 10),
+                77,
+                693824,
+                2624,
+                2560,
+                0xafcf96ddb8002a02ull,
+                0x821047369d59f4b3ull,
+                0x4d62171a36923cc7ull};
       default:
-        return {"small_resnet width 4, 1 block", small_resnet(4, 1, 4), shape_of(16, {8, 8, 1}, 4), 47, 5056,
-                1216, 1152, 0x3c44dc9c3e8d38b6ull, 0x243a0c0b11cdf762ull, 0x6965ea2ca96cdc3cull};
+        return {"small_resnet width 4, 1 block",
+                small_resnet(4, 1, 4),
+                shape_of(16, {8, 8, 1}, 4),
+                47,
+                5056,
+                1216,
+                1152,
+                0x3c44dc9c3e8d38b6ull,
+                0x243a0c0b11cdf762ull,
+                0x6965ea2ca96cdc3cull};
     }
   }
 };
@@ -88,7 +112,8 @@ TEST_P(BuiltInNetworks, DeclareTheHandWrittenNetworksParametersInTheirOrder) {
   EXPECT_EQ(layout.size(ParamGroup::weights), g.weights) << g.what;
   EXPECT_EQ(layout.size(ParamGroup::vectors), g.vectors) << g.what;
   EXPECT_EQ(layout.size(ParamGroup::statistics), g.statistics) << g.what;
-  EXPECT_EQ(layout_hash(layout), g.layout) << g.what << ": names, order, offsets, shapes or initialisers differ";
+  EXPECT_EQ(layout_hash(layout), g.layout)
+      << g.what << ": names, order, offsets, shapes or initialisers differ";
 }
 
 TEST_P(BuiltInNetworks, GiveTheHandWrittenNetworksWeightsForTheSameSeed) {

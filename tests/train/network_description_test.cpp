@@ -25,10 +25,17 @@ constexpr ImageShape kShape{8, 8, 1};
 
 // Every kind of layer: a ReLU and pools of their own, an identity block, a block with a shortcut.
 NetworkDescription user_network() {
-  return {conv(8, 3).named("stem"), batch_norm(), relu(), max_pool(2, 2), conv(8, 3), relu(),
+  return {conv(8, 3).named("stem"),
+          batch_norm(),
+          relu(),
+          max_pool(2, 2),
+          conv(8, 3),
+          relu(),
           residual({conv(8, 3), batch_norm(), relu(), conv(8, 3), batch_norm()}),
-          residual({conv(16, 3, 2), batch_norm()}, {avg_pool(2, 2), conv(16, 1, 1, 0), batch_norm()}).named("down"),
-          global_avg_pool(), dense(4).named("classifier")};
+          residual({conv(16, 3, 2), batch_norm()}, {avg_pool(2, 2), conv(16, 1, 1, 0), batch_norm()})
+              .named("down"),
+          global_avg_pool(),
+          dense(4).named("classifier")};
 }
 
 TrainerOptions options_for(NetworkDescription network, std::uint64_t seed = 1) {
@@ -61,7 +68,9 @@ std::string refusal(NetworkDescription network, int classes = 4) {
   return "";
 }
 
-bool says(const std::string& message, const std::string& part) { return message.find(part) != std::string::npos; }
+bool says(const std::string& message, const std::string& part) {
+  return message.find(part) != std::string::npos;
+}
 
 TEST(UserNetwork, TrainsOnTheCpuWellBelowChanceLoss) {
   testing::Watchdog watchdog(60s, "UserNetwork.Trains");
@@ -70,31 +79,52 @@ TEST(UserNetwork, TrainsOnTheCpuWellBelowChanceLoss) {
     trainer.step(testing::quadrant_batch(16, kShape, 100 + static_cast<std::uint64_t>(step)).staged());
   EXPECT_LT(trainer.last_step().loss, 0.25 * std::log(4.0));
   EXPECT_GE(trainer.evaluate(testing::quadrant_batch(16, kShape, 999).staged()).accuracy(), 0.9);
-  EXPECT_NE(trainer.describe_layers().find("stem 3x3/1 1->8 on 8x8"), std::string::npos) << trainer.describe_layers();
+  EXPECT_NE(trainer.describe_layers().find("stem 3x3/1 1->8 on 8x8"), std::string::npos)
+      << trainer.describe_layers();
 }
 
 TEST(UserNetwork, ParametersAreNamedAsPyTorchNamesTheEquivalentModule) {
   const Trainer trainer(options_for(user_network()));
   const std::vector<std::string> expected = {
       "stem.weight",  // named
-      "1.weight", "1.bias", "1.running_mean", "1.running_var",  // nn.Sequential's index
+      "1.weight",
+      "1.bias",
+      "1.running_mean",
+      "1.running_var",  // nn.Sequential's index
       "4.weight",
-      "6.0.weight", "6.1.weight", "6.1.bias", "6.1.running_mean", "6.1.running_var",  // a block's main branch
-      "6.3.weight", "6.4.weight", "6.4.bias", "6.4.running_mean", "6.4.running_var",
-      "down.0.weight", "down.1.weight", "down.1.bias", "down.1.running_mean", "down.1.running_var",
+      "6.0.weight",
+      "6.1.weight",
+      "6.1.bias",
+      "6.1.running_mean",
+      "6.1.running_var",  // a block's main branch
+      "6.3.weight",
+      "6.4.weight",
+      "6.4.bias",
+      "6.4.running_mean",
+      "6.4.running_var",
+      "down.0.weight",
+      "down.1.weight",
+      "down.1.bias",
+      "down.1.running_mean",
+      "down.1.running_var",
       "down.shortcut.1.weight",  // the shortcut's layers, under "shortcut"
-      "down.shortcut.2.weight", "down.shortcut.2.bias", "down.shortcut.2.running_mean",
-      "down.shortcut.2.running_var", "classifier.weight", "classifier.bias"};
+      "down.shortcut.2.weight",
+      "down.shortcut.2.bias",
+      "down.shortcut.2.running_mean",
+      "down.shortcut.2.running_var",
+      "classifier.weight",
+      "classifier.bias"};
   EXPECT_EQ(names_of(trainer), expected);
   const std::vector<ParameterInfo> list = trainer.parameters();
-  EXPECT_EQ(list.front().shape, (std::vector<std::int64_t>{8, 1, 3, 3}));   // PyTorch's (out, in, k, k)
+  EXPECT_EQ(list.front().shape, (std::vector<std::int64_t>{8, 1, 3, 3}));  // PyTorch's (out, in, k, k)
   EXPECT_EQ(list.back().shape, (std::vector<std::int64_t>{4}));
   EXPECT_EQ(list[list.size() - 2].shape, (std::vector<std::int64_t>{4, 16}));
 }
 
 TEST(UserNetwork, AShortcutCanBeRenamed) {
   const Trainer trainer(options_for(
-      {conv(4, 3), residual({conv(8, 3, 2), batch_norm()}, {conv(8, 1, 2, 0)}).named("block").shortcut_named("proj"),
+      {conv(4, 3),
+       residual({conv(8, 3, 2), batch_norm()}, {conv(8, 1, 2, 0)}).named("block").shortcut_named("proj"),
        global_avg_pool(), dense(4)}));
   const std::vector<std::string> names = names_of(trainer);
   EXPECT_NE(std::find(names.begin(), names.end(), "block.proj.0.weight"), names.end());
@@ -178,24 +208,25 @@ TEST(InvalidNetwork, APoolingWindowWithPaddingAsLargeAsItselfIsRefused) {
 }
 
 TEST(InvalidNetwork, AResidualMainBranchStartsWithAConvolutionAndEndsWithBatchNorm) {
-  const std::string start = refusal({conv(4, 3), residual({batch_norm(), conv(4, 3), batch_norm()}),
-                                     global_avg_pool(), dense(4)});
+  const std::string start =
+      refusal({conv(4, 3), residual({batch_norm(), conv(4, 3), batch_norm()}), global_avg_pool(), dense(4)});
   EXPECT_TRUE(says(start, "residual '1'") && says(start, "must start with a conv")) << start;
-  const std::string end = refusal({conv(4, 3), residual({conv(4, 3), batch_norm(), relu()}), global_avg_pool(),
-                                   dense(4)});
+  const std::string end =
+      refusal({conv(4, 3), residual({conv(4, 3), batch_norm(), relu()}), global_avg_pool(), dense(4)});
   EXPECT_TRUE(says(end, "must end with a batch_norm") && says(end, "ends with relu")) << end;
 }
 
 TEST(InvalidNetwork, AnIdentityShortcutMustKeepTheShape) {
   const std::string message =
       refusal({conv(4, 3), residual({conv(8, 3, 2), batch_norm()}), global_avg_pool(), dense(4)});
-  EXPECT_TRUE(says(message, "main branch gives 4x4x8") && says(message, "(the identity) gives 8x8x4")) << message;
+  EXPECT_TRUE(says(message, "main branch gives 4x4x8") && says(message, "(the identity) gives 8x8x4"))
+      << message;
 }
 
 TEST(InvalidNetwork, ResidualBlocksDoNotNest) {
-  const std::string message = refusal(
-      {conv(4, 3), residual({conv(4, 3), residual({conv(4, 3), batch_norm()}), batch_norm()}), global_avg_pool(),
-       dense(4)});
+  const std::string message =
+      refusal({conv(4, 3), residual({conv(4, 3), residual({conv(4, 3), batch_norm()}), batch_norm()}),
+               global_avg_pool(), dense(4)});
   EXPECT_TRUE(says(message, "residual blocks do not nest")) << message;
 }
 

@@ -97,14 +97,20 @@ TEST(NetworkGradient, EveryTensorsGradientIsTheDirectionalDerivativeOfTheLoss) {
 }
 
 TEST(NetworkGradient, HoldsForEveryKindOfLayerAUserCanDescribe) {
-  // A ReLU and pools of their own, a batch norm after a pool (which reads the input of the whole network:
-  // its gradient is made too), an identity block and a block whose shortcut starts with a pool.
+  // A batch norm first (it reads the network's input, whose gradient is then made too), a ReLU and pools
+  // of their own, a batch norm after a pool, an identity block and a block whose shortcut starts with a pool.
   using namespace layers;
   const NetworkDescription net{
-      batch_norm(), conv(4, 3), relu(), max_pool(2, 2), batch_norm(), relu(),
+      batch_norm(),
+      conv(4, 3),
+      relu(),
+      max_pool(2, 2),
+      batch_norm(),
+      relu(),
       residual({conv(4, 3), batch_norm(), relu(), conv(4, 3), batch_norm()}),
       residual({conv(6, 3, 2), batch_norm()}, {avg_pool(2, 2), conv(6, 1, 1, 0), batch_norm()}),
-      global_avg_pool(), dense(3)};
+      global_avg_pool(),
+      dense(3)};
   NetworkShape shape;
   shape.batch = 4;
   shape.input = {8, 8, 2};

@@ -13,17 +13,19 @@
 //   conveyor::train::Trainer trainer({.network = net, .num_classes = 10, .input = {28, 28, 1}});
 //
 // What the layers compute (activations NHWC, as the backends store them):
-//   conv(k, size, stride, pad)  a square cross-correlation to k channels, without bias (batch norm after it
-//                               has one); pad -1 = size / 2
-//   batch_norm()                per channel, with running statistics (TrainerOptions::bn_momentum, bn_epsilon)
-//   relu()                      max(x, 0); right after a batch_norm it is folded into it (one fused kernel)
-//   max_pool / avg_pool(window, stride, pad)   average pooling counts the padding, as PyTorch's default
-//   global_avg_pool()           the mean over each image's height and width
-//   dense(n)                    the classifier: n = TrainerOptions::num_classes outputs (with bias), fed with
-//                               one feature vector per image; softmax cross-entropy follows it
-//   residual(main, shortcut)    relu(main(x) + shortcut(x)), shortcut empty: the identity. The main branch
-//                               starts with a conv and ends with a batch_norm, into which the add and the
-//                               ReLU are fused (ResNet's BasicBlock and Bottleneck have this form).
+//   conv(k, size, stride, pad)   a square cross-correlation to k channels, without bias (the batch norm
+//                                after it has one); pad -1 = size / 2
+//   batch_norm()                 per channel, with running statistics (TrainerOptions::bn_momentum,
+//                                bn_epsilon)
+//   relu()                       max(x, 0); right after a batch_norm it is folded into it (one fused kernel)
+//   max_pool / avg_pool(window, stride, pad)
+//                                average pooling counts the padding, as PyTorch's default
+//   global_avg_pool()            the mean over each image's height and width
+//   dense(n)                     the classifier: n = TrainerOptions::num_classes outputs (with bias), fed
+//                                with one feature vector per image; softmax cross-entropy follows it
+//   residual(main, shortcut)     relu(main(x) + shortcut(x)), shortcut empty: the identity. The main
+//                                branch starts with a conv and ends with a batch_norm, into which the add
+//                                and the ReLU are fused (ResNet's BasicBlock and Bottleneck have this form).
 // A network ends with its one dense layer, whose input is 1x1 (global_avg_pool before it). Residual blocks do
 // not nest. A description that breaks a rule is refused by Trainer's constructor with InvalidArgument naming
 // the layer and the rule.
@@ -31,33 +33,44 @@
 // Parameter names (checkpoints, Trainer::parameters()) are PyTorch's state_dict keys of the equivalent
 // module: a layer is named by its index in its sequence, as nn.Sequential names its children ("0.weight",
 // "1.running_mean"), or by the name given with .named(); a residual block's main-branch layers sit directly
-// under the block and its shortcut's under "<block>.shortcut" (.shortcut_named() renames that part). A PyTorch
-// twin that loads the weights:
+// under the block and its shortcut's under "<block>.shortcut" (.shortcut_named() renames that part). A
+// PyTorch twin that loads the weights:
 //   class Residual(nn.Sequential):            # the main branch's layers are its children 0, 1, ...
 //       def __init__(self, *main, shortcut=()):
 //           super().__init__(*main); self.shortcut = nn.Sequential(*shortcut)
 //       def forward(self, x): return torch.relu(super().forward(x) + self.shortcut(x))
-// with nn.Conv2d(..., bias=False), nn.BatchNorm2d, nn.ReLU, nn.MaxPool2d, nn.AvgPool2d,
-// nn.AdaptiveAvgPool2d(1) + nn.Flatten(), nn.Linear. Convolution filters are stored in PyTorch's layout.
+// with one module per layer: nn.Conv2d(..., bias=False), nn.BatchNorm2d, nn.ReLU, nn.MaxPool2d, nn.AvgPool2d,
+// nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten()) and nn.Linear. Convolution filters are stored in
+// PyTorch's layout (out, in, k, k).
 #pragma once
 
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace conveyor::train {
 
 // One layer of a network description (made by the functions of conveyor::train::layers).
 struct Layer {
-  enum class Kind { convolution, batch_norm, relu, max_pool, average_pool, global_average_pool, dense, residual };
+  enum class Kind {
+    convolution,
+    batch_norm,
+    relu,
+    max_pool,
+    average_pool,
+    global_average_pool,
+    dense,
+    residual
+  };
   Kind kind = Kind::relu;
   std::string name;  // the layer's part of its parameters' names; empty: its index in its sequence
   int outputs = 0;   // convolution: output channels; dense: outputs
   int size = 0;      // convolution: kernel size; max/avg pool: window size
   int stride = 1;
   int pad = 0;
-  std::vector<Layer> main, shortcut;          // residual: the two branches (shortcut empty: identity)
-  std::string shortcut_name = "shortcut";     // residual: the shortcut's part of its parameters' names
+  std::vector<Layer> main, shortcut;       // residual: the two branches (shortcut empty: identity)
+  std::string shortcut_name = "shortcut";  // residual: the shortcut's part of its parameters' names
 
   // This layer named `name` (letters, digits, '_', '-' and '.' between parts): "conv1", or "layer1.0" for a
   // residual block.

@@ -26,7 +26,8 @@ class GradientReducer {
  public:
   // For the replica whose context and parameters these are (bound: their arrays exist); `comm` is its
   // communicator. Makes the streams and events and a small buffer; enqueues nothing.
-  GradientReducer(nn::CudaContext& ctx, ParameterStore& params, NcclCommunicator& comm, std::size_t bucket_bytes);
+  GradientReducer(nn::CudaContext& ctx, ParameterStore& params, NcclCommunicator& comm,
+                  std::size_t bucket_bytes);
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 

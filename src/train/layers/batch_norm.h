@@ -58,8 +58,8 @@ class BatchNorm {
                                  const BatchNormParams& params) const = 0;
   // From dy (gradient of y) to dx, dz (= the gradient reaching z, when residual) and dgamma, dbeta.
   // y is the forward output (its sign gives the ReLU's mask). dy is not modified.
-  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Tensor* dz,
-                        const BatchNormParams& params) = 0;
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                        const Tensor* dz, const BatchNormParams& params) = 0;
 
   // "bn1 batch norm + ReLU: cuDNN fused (...)".
   std::string describe() const;

@@ -133,8 +133,8 @@ void BatchNormCpu::forward_training(const Tensor& x, const Tensor* z, const Tens
   if (!saved_mean_.data()) throw InvalidArgument(name() + ": prepare() the layer before running it");
   float* out = y.as<float>();
   cpu::batch_norm_forward_training(shape(), x.as<const float>(), p.gamma, p.beta, options().momentum,
-                                   options().epsilon, out, saved_mean_.as<float>(), saved_inv_std_.as<float>(),
-                                   p.running_mean, p.running_var);
+                                   options().epsilon, out, saved_mean_.as<float>(),
+                                   saved_inv_std_.as<float>(), p.running_mean, p.running_var);
   if (options().residual)
     cpu::add_relu_forward(shape().count(), out, z->as<const float>(), out);
   else if (options().relu)

@@ -16,7 +16,8 @@ class BatchNormCpu final : public BatchNorm {
 
   void prepare(const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy, const Tensor& dx,
                const Tensor* dz, const BatchNormParams& params) override;
-  void forward_training(const Tensor& x, const Tensor* z, const Tensor& y, const BatchNormParams& params) override;
+  void forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
+                        const BatchNormParams& params) override;
   void forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
                          const BatchNormParams& params) const override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Tensor* dz,

@@ -34,7 +34,7 @@ bool BatchNormCudnn::allocate_fused() {
   cudnnHandle_t h = cuda_.cudnn();
   const auto ops = options().residual ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION
                    : options().relu   ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION
-                                     : CUDNN_BATCHNORM_OPS_BN;
+                                      : CUDNN_BATCHNORM_OPS_BN;
   const auto mode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   cudnnActivationDescriptor_t act = options().relu ? relu_.get() : nullptr;
   cudnnTensorDescriptor_t z = options().residual ? x_desc_.get() : nullptr;
@@ -96,7 +96,7 @@ BatchNormCudnn::Status BatchNormCudnn::run_forward_training(const Tensor& x, con
     case Path::fused: {
       const auto ops = options().residual ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION
                        : options().relu   ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION
-                                         : CUDNN_BATCHNORM_OPS_BN;
+                                          : CUDNN_BATCHNORM_OPS_BN;
       return {
           cudnnBatchNormalizationForwardTrainingEx(
               cuda_.cudnn(), CUDNN_BATCHNORM_SPATIAL_PERSISTENT, ops, &kOne, &kZero, x_desc_.get(), x.data,
@@ -134,7 +134,8 @@ BatchNormCudnn::Status BatchNormCudnn::run_forward_training(const Tensor& x, con
   return {};
 }
 
-BatchNormCudnn::Status BatchNormCudnn::run_forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
+BatchNormCudnn::Status BatchNormCudnn::run_forward_inference(const Tensor& x, const Tensor* z,
+                                                             const Tensor& y,
                                                              const BatchNormParams& p) const {
   if (path_ == Path::own) {
     kernels::batch_norm_inference(dtype_, x.data, shape().rows(), shape().c, p.gamma, p.beta, p.running_mean,
@@ -142,8 +143,8 @@ BatchNormCudnn::Status BatchNormCudnn::run_forward_inference(const Tensor& x, co
                                   options().relu, y.data, cuda_.stream(), name());
     return {};
   }
-  const Status s{cudnnBatchNormalizationForwardInference(cuda_.cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero,
-                                                         x_desc_.get(), x.data, x_desc_.get(), y.data,
+  const Status s{cudnnBatchNormalizationForwardInference(cuda_.cudnn(), CUDNN_BATCHNORM_SPATIAL, &kOne,
+                                                         &kZero, x_desc_.get(), x.data, x_desc_.get(), y.data,
                                                          param_desc_.get(), p.gamma, p.beta, p.running_mean,
                                                          p.running_var, options().epsilon),
                  "cudnnBatchNormalizationForwardInference"};
@@ -163,7 +164,7 @@ BatchNormCudnn::Status BatchNormCudnn::run_backward(const Tensor& x, const Tenso
   if (path_ == Path::fused) {
     const auto ops = options().residual ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION
                      : options().relu   ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION
-                                       : CUDNN_BATCHNORM_OPS_BN;
+                                        : CUDNN_BATCHNORM_OPS_BN;
     return {cudnnBatchNormalizationBackwardEx(
                 cuda_.cudnn(), CUDNN_BATCHNORM_SPATIAL_PERSISTENT, ops, &kOne, &kZero, &kOne, &kZero,
                 x_desc_.get(), x.data, x_desc_.get(), y.data, x_desc_.get(), dy.data,
@@ -223,7 +224,7 @@ std::string BatchNormCudnn::path() const {
       break;
   }
   return options().fused ? "our batch-norm kernels (cuDNN declined: " + declined_ + ")"
-                        : "unfused: separate mean, variance, normalize and ReLU kernels";
+                         : "unfused: separate mean, variance, normalize and ReLU kernels";
 }
 
 }  // namespace conveyor::nn

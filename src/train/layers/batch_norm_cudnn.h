@@ -22,7 +22,8 @@ class BatchNormCudnn final : public BatchNorm {
 
   void prepare(const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy, const Tensor& dx,
                const Tensor* dz, const BatchNormParams& params) override;
-  void forward_training(const Tensor& x, const Tensor* z, const Tensor& y, const BatchNormParams& params) override;
+  void forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
+                        const BatchNormParams& params) override;
   void forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
                          const BatchNormParams& params) const override;
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Tensor* dz,
@@ -38,7 +39,8 @@ class BatchNormCudnn final : public BatchNorm {
     cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
     const char* call = "";
   };
-  Status run_forward_training(const Tensor& x, const Tensor* z, const Tensor& y, const BatchNormParams& params);
+  Status run_forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
+                              const BatchNormParams& params);
   Status run_forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
                                const BatchNormParams& params) const;
   Status run_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Tensor* dz,

@@ -75,7 +75,8 @@ class Context {
   virtual std::unique_ptr<Pool2d> make_pool2d(std::string name, PoolGeometry geometry, PoolMode mode) = 0;
   // Average over all of h x w: n x h x w x c to n x 1 x 1 x c.
   virtual std::unique_ptr<Pool2d> make_global_average_pool(std::string name, Shape4 input) = 0;
-  virtual std::unique_ptr<Dense> make_dense(std::string name, int batch, int in_features, int out_features) = 0;
+  virtual std::unique_ptr<Dense> make_dense(std::string name, int batch, int in_features,
+                                            int out_features) = 0;
   virtual std::unique_ptr<SoftmaxCrossEntropy> make_loss(std::string name, int batch, int classes) = 0;
   virtual std::unique_ptr<Sgd> make_sgd() = 0;
   virtual const Elementwise& elementwise() const noexcept = 0;

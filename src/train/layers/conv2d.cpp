@@ -29,9 +29,9 @@ void Conv2d::backward_data(const Tensor& dy, const void* w, const Tensor& dx, bo
 }
 
 std::string describe_geometry(const std::string& name, const ConvGeometry& g) {
-  return name + " " + std::to_string(g.kernel) + "x" + std::to_string(g.kernel) + "/" + std::to_string(g.stride) +
-         " " + std::to_string(g.input.c) + "->" + std::to_string(g.out_channels) + " on " +
-         std::to_string(g.input.h) + "x" + std::to_string(g.input.w);
+  return name + " " + std::to_string(g.kernel) + "x" + std::to_string(g.kernel) + "/" +
+         std::to_string(g.stride) + " " + std::to_string(g.input.c) + "->" + std::to_string(g.out_channels) +
+         " on " + std::to_string(g.input.h) + "x" + std::to_string(g.input.w);
 }
 
 std::string Conv2d::describe() const {

@@ -48,7 +48,8 @@ class Conv2d {
   Conv2d(std::string name, ConvGeometry geometry, bool needs_input_grad);
 
  private:
-  virtual void run_backward_data(const Tensor& dy, const void* w, const Tensor& dx, bool accumulate) const = 0;
+  virtual void run_backward_data(const Tensor& dy, const void* w, const Tensor& dx,
+                                 bool accumulate) const = 0;
   // What describe() adds after the shape: empty on the CPU.
   virtual std::string algorithms() const { return {}; }
 

@@ -115,7 +115,7 @@ void Conv2dCudnn::prepare(const Tensor& x, const void* w, const Tensor& y, const
                      name());
   }
   cuda_.require_workspace(std::max({algorithms_.forward_bytes, algorithms_.backward_filter_bytes,
-                                   needs_input_grad() ? algorithms_.backward_data_bytes : std::size_t{0}}));
+                                    needs_input_grad() ? algorithms_.backward_data_bytes : std::size_t{0}}));
   ready_ = true;
 }
 
@@ -208,7 +208,8 @@ std::optional<ConvAlgorithms> Conv2dCudnn::accept_cached(const ConvolutionChoice
   return a;
 }
 
-ConvAlgorithms Conv2dCudnn::search(const Tensor& x, const void* w, const Tensor& y, const Tensor& dx, void* dw) {
+ConvAlgorithms Conv2dCudnn::search(const Tensor& x, const void* w, const Tensor& y, const Tensor& dx,
+                                   void* dw) {
   const auto [scratch, budget] = cuda_.search_workspace();
   // Deterministic: cuDNN's heuristic order, which depends only on the shape and the card, so every run
   // takes the same algorithms. Otherwise: timed on these tensors, the fastest that fits.
@@ -258,14 +259,14 @@ ConvAlgorithms Conv2dCudnn::search(const Tensor& x, const void* w, const Tensor&
     int count = 0;
     if (heuristic) {
       CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                         cuda_.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(), x_desc_.get(),
-                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                         cuda_.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(),
+                         x_desc_.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
                      name() + " (algorithm heuristics, backward data)");
     } else {
       CONVEYOR_CUDNN(
           cudnnFindConvolutionBackwardDataAlgorithmEx(
-              cuda_.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(), x_desc_.get(),
-              dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
+              cuda_.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(),
+              x_desc_.get(), dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
           name() + " (algorithm search, backward data)");
     }
     const auto& best = first_usable(perf, count, budget, heuristic, name(), "backward-data");
@@ -289,7 +290,8 @@ void Conv2dCudnn::forward(const Tensor& x, const void* w, const Tensor& y) const
                  name() + " (forward)");
 }
 
-void Conv2dCudnn::run_backward_data(const Tensor& dy, const void* w, const Tensor& dx, bool accumulate) const {
+void Conv2dCudnn::run_backward_data(const Tensor& dy, const void* w, const Tensor& dx,
+                                    bool accumulate) const {
   require_ready();
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
   CONVEYOR_CUDNN(

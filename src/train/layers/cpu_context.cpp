@@ -47,7 +47,8 @@ std::unique_ptr<Conv2d> CpuContext::make_conv2d(std::string name, const ConvGeom
   return std::make_unique<Conv2dCpu>(std::move(name), geometry, needs_input_grad);
 }
 
-std::unique_ptr<BatchNorm> CpuContext::make_batch_norm(std::string name, Shape4 shape, BatchNormOptions options) {
+std::unique_ptr<BatchNorm> CpuContext::make_batch_norm(std::string name, Shape4 shape,
+                                                       BatchNormOptions options) {
   return std::make_unique<BatchNormCpu>(*this, std::move(name), shape, options);
 }
 
@@ -59,7 +60,8 @@ std::unique_ptr<Pool2d> CpuContext::make_global_average_pool(std::string name, S
   return std::make_unique<Pool2dCpu>(std::move(name), PoolGeometry{input, 1, 1, 0}, PoolMode::average, true);
 }
 
-std::unique_ptr<Dense> CpuContext::make_dense(std::string name, int batch, int in_features, int out_features) {
+std::unique_ptr<Dense> CpuContext::make_dense(std::string name, int batch, int in_features,
+                                              int out_features) {
   return std::make_unique<DenseCpu>(std::move(name), batch, in_features, out_features);
 }
 

@@ -25,7 +25,8 @@ class CpuContext final : public Context {
 
   std::unique_ptr<Conv2d> make_conv2d(std::string name, const ConvGeometry& geometry,
                                       bool needs_input_grad) override;
-  std::unique_ptr<BatchNorm> make_batch_norm(std::string name, Shape4 shape, BatchNormOptions options) override;
+  std::unique_ptr<BatchNorm> make_batch_norm(std::string name, Shape4 shape,
+                                             BatchNormOptions options) override;
   std::unique_ptr<Pool2d> make_pool2d(std::string name, PoolGeometry geometry, PoolMode mode) override;
   std::unique_ptr<Pool2d> make_global_average_pool(std::string name, Shape4 input) override;
   std::unique_ptr<Dense> make_dense(std::string name, int batch, int in_features, int out_features) override;

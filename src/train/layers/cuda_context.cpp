@@ -111,7 +111,8 @@ void CudaContext::copy_in(void* to, const void* host, std::size_t bytes, std::st
 
 void CudaContext::copy_out(void* host, const void* from, std::size_t bytes, std::string_view what) {
   if (bytes)
-    CONVEYOR_CUDA(cudaMemcpyAsync(host, from, bytes, cudaMemcpyDeviceToHost, stream_.get()), std::string(what));
+    CONVEYOR_CUDA(cudaMemcpyAsync(host, from, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                  std::string(what));
 }
 
 void CudaContext::synchronize() const {
@@ -119,7 +120,8 @@ void CudaContext::synchronize() const {
 }
 
 std::string CudaContext::describe() const {
-  return "cuDNN on GPU " + std::to_string(device()) + " (" + device_name_ + "), " + to_string(dtype()) + " NHWC";
+  return "cuDNN on GPU " + std::to_string(device()) + " (" + device_name_ + "), " + to_string(dtype()) +
+         " NHWC";
 }
 
 bool CudaContext::chooses_without_timing(const ConvGeometry& geometry, bool needs_input_grad) const {
@@ -133,7 +135,8 @@ std::unique_ptr<Conv2d> CudaContext::make_conv2d(std::string name, const ConvGeo
   return std::make_unique<Conv2dCudnn>(*this, std::move(name), geometry, needs_input_grad);
 }
 
-std::unique_ptr<BatchNorm> CudaContext::make_batch_norm(std::string name, Shape4 shape, BatchNormOptions options) {
+std::unique_ptr<BatchNorm> CudaContext::make_batch_norm(std::string name, Shape4 shape,
+                                                        BatchNormOptions options) {
   return std::make_unique<BatchNormCudnn>(*this, std::move(name), shape, options);
 }
 
@@ -142,11 +145,12 @@ std::unique_ptr<Pool2d> CudaContext::make_pool2d(std::string name, PoolGeometry 
 }
 
 std::unique_ptr<Pool2d> CudaContext::make_global_average_pool(std::string name, Shape4 input) {
-  return std::make_unique<Pool2dCudnn>(*this, std::move(name), PoolGeometry{input, 1, 1, 0}, PoolMode::average,
-                                       true);
+  return std::make_unique<Pool2dCudnn>(*this, std::move(name), PoolGeometry{input, 1, 1, 0},
+                                       PoolMode::average, true);
 }
 
-std::unique_ptr<Dense> CudaContext::make_dense(std::string name, int batch, int in_features, int out_features) {
+std::unique_ptr<Dense> CudaContext::make_dense(std::string name, int batch, int in_features,
+                                               int out_features) {
   return std::make_unique<DenseCublas>(*this, std::move(name), batch, in_features, out_features);
 }
 

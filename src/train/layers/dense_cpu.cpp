@@ -55,9 +55,9 @@ void linear_backward_weights(int n, int in, int out, const T* x, const T* dy, T*
   });
 }
 
-#define CONVEYOR_INSTANTIATE(T)                                                        \
-  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*);    \
-  template void linear_backward_data<T>(int, int, int, const T*, const T*, T*);        \
+#define CONVEYOR_INSTANTIATE(T)                                                     \
+  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*); \
+  template void linear_backward_data<T>(int, int, int, const T*, const T*, T*);     \
   template void linear_backward_weights<T>(int, int, int, const T*, const T*, T*, T*);
 CONVEYOR_INSTANTIATE(float)
 CONVEYOR_INSTANTIATE(double)
@@ -68,8 +68,8 @@ CONVEYOR_INSTANTIATE(double)
 namespace conveyor::nn {
 
 void DenseCpu::forward(const Tensor& x, const void* w, const float* bias, float* logits) const {
-  cpu::linear_forward(batch(), in_features(), out_features(), x.as<const float>(), static_cast<const float*>(w),
-                      bias, logits);
+  cpu::linear_forward(batch(), in_features(), out_features(), x.as<const float>(),
+                      static_cast<const float*>(w), bias, logits);
 }
 
 void DenseCpu::backward_data(const void* dy, const void* w, const Tensor& dx) const {

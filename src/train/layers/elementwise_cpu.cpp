@@ -34,9 +34,9 @@ void add_relu_forward(std::size_t count, const T* a, const T* b, T* y) {
   });
 }
 
-#define CONVEYOR_INSTANTIATE(T)                                           \
-  template void relu_forward<T>(std::size_t, const T*, T*);               \
-  template void relu_backward<T>(std::size_t, const T*, const T*, T*);    \
+#define CONVEYOR_INSTANTIATE(T)                                        \
+  template void relu_forward<T>(std::size_t, const T*, T*);            \
+  template void relu_backward<T>(std::size_t, const T*, const T*, T*); \
   template void add_relu_forward<T>(std::size_t, const T*, const T*, T*);
 CONVEYOR_INSTANTIATE(float)
 CONVEYOR_INSTANTIATE(double)

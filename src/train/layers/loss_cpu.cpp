@@ -58,8 +58,8 @@ CrossEntropyResult softmax_cross_entropy(int n, int classes, const T* logits, co
 
 template CrossEntropyResult softmax_cross_entropy<float>(int, int, const float*, const std::int64_t*, float*,
                                                          double, double);
-template CrossEntropyResult softmax_cross_entropy<double>(int, int, const double*, const std::int64_t*, double*,
-                                                          double, double);
+template CrossEntropyResult softmax_cross_entropy<double>(int, int, const double*, const std::int64_t*,
+                                                          double*, double, double);
 
 }  // namespace conveyor::nn::cpu
 

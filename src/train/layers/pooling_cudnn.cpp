@@ -2,7 +2,8 @@
 
 namespace conveyor::nn {
 
-Pool2dCudnn::Pool2dCudnn(CudaContext& cuda, std::string name, PoolGeometry geometry, PoolMode mode, bool global)
+Pool2dCudnn::Pool2dCudnn(CudaContext& cuda, std::string name, PoolGeometry geometry, PoolMode mode,
+                         bool global)
     : Pool2d(std::move(name), geometry, mode, global),
       cuda_(cuda),
       x_desc_(make_nhwc_descriptor(geometry.input, cuda.dtype(), this->name())),

@@ -9,8 +9,8 @@ class SgdCpu final : public Sgd {
  public:
   // The CPU reference computes in fp32: there is no loss scale to divide out.
   void set_hyper(const cpu::SgdHyper& hyper, float) override { hyper_ = hyper; }
-  void update(DType grad_type, std::size_t count, const void* grad, float* master, float* velocity, void* working,
-              const char* what) override;
+  void update(DType grad_type, std::size_t count, const void* grad, float* master, float* velocity,
+              void* working, const char* what) override;
 
  private:
   cpu::SgdHyper hyper_;

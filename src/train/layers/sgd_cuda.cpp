@@ -16,8 +16,8 @@ void SgdCuda::set_hyper(const cpu::SgdHyper& hyper, float loss_scale) {
 
 void SgdCuda::update(DType grad_type, std::size_t count, const void* grad, float* master, float* velocity,
                      void* working, const char* what) {
-  kernels::sgd_update(grad_type, count, grad, master, velocity, working, hyper_.as<const kernels::SgdDeviceHyper>(),
-                      cuda_.stream(), what);
+  kernels::sgd_update(grad_type, count, grad, master, velocity, working,
+                      hyper_.as<const kernels::SgdDeviceHyper>(), cuda_.stream(), what);
 }
 
 }  // namespace conveyor::nn

@@ -12,8 +12,8 @@ class SgdCuda final : public Sgd {
  public:
   explicit SgdCuda(CudaContext& cuda);
   void set_hyper(const cpu::SgdHyper& hyper, float loss_scale) override;
-  void update(DType grad_type, std::size_t count, const void* grad, float* master, float* velocity, void* working,
-              const char* what) override;
+  void update(DType grad_type, std::size_t count, const void* grad, float* master, float* velocity,
+              void* working, const char* what) override;
 
  private:
   CudaContext& cuda_;

@@ -236,10 +236,14 @@ TEST(DataParallel, AUserNetworkThroughNcclGivesExactlyThePlainTrainersLosses) {
   testing::Watchdog watchdog(std::chrono::minutes(5), "a user network through NCCL");
   using namespace layers;
   TrainerOptions o = small(Precision::bf16);
-  o.network = {conv(8, 3), batch_norm(), relu(), max_pool(2, 2),
+  o.network = {conv(8, 3),
+               batch_norm(),
+               relu(),
+               max_pool(2, 2),
                residual({conv(16, 3, 2), batch_norm(), relu(), conv(16, 3), batch_norm()},
                         {conv(16, 1, 2, 0), batch_norm()}),
-               global_avg_pool(), dense(4)};
+               global_avg_pool(),
+               dense(4)};
   testing::TempDir dir;
   const std::vector<double> expected = plain_losses(o, 6, dir, nullptr);
   DataParallelTrainer parallel(o, std::vector<int>{0});
