@@ -1,7 +1,6 @@
 #include "src/train/parameters.h"
 
 #include <cmath>
-#include <cstring>
 #include <numbers>
 
 #include "conveyor/error.h"

@@ -119,6 +119,8 @@ TEST(UserNetwork, ParametersAreNamedAsPyTorchNamesTheEquivalentModule) {
   EXPECT_EQ(list.front().shape, (std::vector<std::int64_t>{8, 1, 3, 3}));  // PyTorch's (out, in, k, k)
   EXPECT_EQ(list.back().shape, (std::vector<std::int64_t>{4}));
   EXPECT_EQ(list[list.size() - 2].shape, (std::vector<std::int64_t>{4, 16}));
+  EXPECT_TRUE(list[1].learnable) << list[1].name;
+  EXPECT_FALSE(list[3].learnable) << list[3].name << " is a running statistic";
 }
 
 TEST(UserNetwork, AShortcutCanBeRenamed) {
