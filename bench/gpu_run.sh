@@ -56,12 +56,14 @@
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each. shard_mb: the
 #             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ...";
 #             shard_kinds: shards_vs_files.sh's KINDS (default "files shards http")
-#   seam      issue 34 (needs bin/train_step_bench_prev, the previous binary, or seam_prev=PATH; carries
-#             --fashion): the train wing's GPU tests; train_step_bench ResNet-18 bf16 batch 256, the new and the
-#             previous binary alternating (seam_pairs, default 4) on a warm algorithm cache after one cold run;
-#             train_fashion_mnist's default recipe, seeds 1-3; custom_network --device gpu --steps 60;
-#             torch_resnet18.py compile-max-autotune once (its first step takes minutes); then
-#             bench/train/summarize_seam.py writes seam_summary.json
+#   seam-tests  issue 34: the train wing's GPU test programs (conveyor_train_gpu_tests,
+#             conveyor_data_parallel_gpu_tests); a failure fails the script
+#   seam      issue 34 (needs bin/train_step_bench_prev, the previous binary, or seam_prev=PATH; a bundle made
+#             with --fashion): train_fashion_mnist's default recipe, seeds 1-3; train_step_bench ResNet-18 bf16
+#             batch 256, the new and the previous binary alternating (seam_pairs, default 4) on a warm
+#             algorithm cache after one cold run; custom_network --device gpu --steps 60; torch_resnet18.py
+#             compile-max-autotune once (its first step takes minutes); then bench/train/summarize_seam.py
+#             writes seam_summary.json (with seam-tests' verdict when both run in one call)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -549,7 +551,7 @@ PICK
         run 300 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --steps 50 \
           --warmup 5 --gpu-decode 0 --json "$r/fvp_device_cpu_decode.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
         python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
-      seam)
+      seam-tests)
         log "issue 34: the train wing's GPU tests"
         for t in conveyor_train_gpu_tests conveyor_data_parallel_gpu_tests; do
           if [ ! -x "$bin/$t" ]; then echo "!!! $t is not in the bundle"; echo "$t missing" >>"$r/tests_failed"; continue; fi
@@ -557,7 +559,8 @@ PICK
           if grep -qE '^\[  FAILED  \]' "$r/$t.log" || ! grep -q '^\[  PASSED  \]' "$r/$t.log"; then
             echo "$t" >>"$r/tests_failed"
           fi
-        done
+        done ;;
+      seam)
         log "issue 34: Fashion-MNIST JPEGs, then the default recipe, seeds 1-3"
         mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
         [ -f "$data/fashion-mnist/train.txt" ] || run 180 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"

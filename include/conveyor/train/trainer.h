@@ -211,7 +211,8 @@ class Trainer {
   std::string placement() const;
   // One line per layer with its shape and, on a GPU, the chosen algorithms and batch-norm path.
   std::string describe_layers() const;
-  // Every tensor of the model in the checkpoint's order, under the names its safetensors file uses.
+  // Every tensor of the model in the checkpoint's order, under the names its safetensors file uses (which
+  // adds PyTorch's num_batches_tracked for each batch norm).
   std::vector<ParameterInfo> parameters() const;
   // The network trained: options().network, or the description `model` stands for.
   const NetworkDescription& network() const noexcept;
