@@ -65,6 +65,14 @@
 #   pip       (after data) scripts/pip_install_on_gpu_machine.sh: the package pip-installed into this
 #             machine's Python from the bundle (made with --python), imported elsewhere, and the README's
 #             PyTorch example run on the data phase's images
+#   seam-tests  issue 34: the train wing's GPU test programs (conveyor_train_gpu_tests,
+#             conveyor_data_parallel_gpu_tests); a failure fails the script
+#   seam      issue 34 (needs bin/train_step_bench_prev, the previous binary, or seam_prev=PATH; a bundle made
+#             with --fashion): train_fashion_mnist's default recipe, seeds 1-3; train_step_bench ResNet-18 bf16
+#             batch 256, the new and the previous binary alternating (seam_pairs, default 4) on a warm
+#             algorithm cache after one cold run; custom_network --device gpu --steps 60; torch_resnet18.py
+#             compile-max-autotune once (its first step takes minutes); then bench/train/summarize_seam.py
+#             writes seam_summary.json (with seam-tests' verdict when both run in one call)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -586,6 +594,45 @@ PICK
         log "pip install into this machine's Python, import elsewhere, the README's PyTorch example"
         # Without device-env's library path: the package must find its libraries through its RPATH.
         run 580 env -u LD_LIBRARY_PATH "$root/scripts/pip_install_on_gpu_machine.sh" /tmp/bundle "$imagenet" ;;
+      seam-tests)
+        log "issue 34: the train wing's GPU tests"
+        for t in conveyor_train_gpu_tests conveyor_data_parallel_gpu_tests; do
+          if [ ! -x "$bin/$t" ]; then echo "!!! $t is not in the bundle"; echo "$t missing" >>"$r/tests_failed"; continue; fi
+          GPU_TEST_LIMIT=300 gpu_tests "$t"
+          if grep -qE '^\[  FAILED  \]' "$r/$t.log" || ! grep -q '^\[  PASSED  \]' "$r/$t.log"; then
+            echo "$t" >>"$r/tests_failed"
+          fi
+        done ;;
+      seam)
+        log "issue 34: Fashion-MNIST JPEGs, then the default recipe, seeds 1-3"
+        mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
+        [ -f "$data/fashion-mnist/train.txt" ] || run 180 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
+        run 240 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --seeds 1,2,3 --json "$r/seam_fashion.json" \
+          | grep -E '^(final|recipe|fast|warm-up)'
+        log "issue 34: train_step_bench ResNet-18 bf16 batch 256, new and previous binary alternating"
+        prev=${seam_prev:-$bin/train_step_bench_prev}
+        [ -x "$prev" ] || echo "!!! no previous train_step_bench at $prev (seam_prev=PATH)"
+        step=(--model resnet18 --batch 256 --precision bf16 --steps 100 --warmup 10)
+        cache=$(mktemp -d /tmp/conveyor-seam-algorithms.XXXXXX)
+        CONVEYOR_ALGORITHM_CACHE=$cache run 120 "$bin/train_step_bench" "${step[@]}" --json "$r/seam_step_cold.json" \
+          | grep -E '^(warm-up|algorithm|steady)'
+        for i in $(seq 1 "${seam_pairs:-4}"); do
+          # The order alternates too (previous first, then new first), so a drift of the machine falls on both.
+          order="prev new"; [ $((i % 2)) -eq 0 ] && order="new prev"
+          for which in $order; do
+            exe=$bin/train_step_bench; [ "$which" = prev ] && exe=$prev
+            echo "--- pair $i, $which"
+            CONVEYOR_ALGORITHM_CACHE=$cache run 120 "$exe" "${step[@]}" --json "$r/seam_step_${which}_$i.json" \
+              | grep -E '^(warm-up|algorithm|steady)'
+          done
+        done
+        log "issue 34: custom_network on the GPU, 60 steps"
+        run 120 "$bin/custom_network" --data "$data/fashion-mnist" --device gpu --steps 60 >"$r/seam_custom_network_gpu.log" 2>&1
+        grep -E '^(cuDNN|warm-up|step (1|60)/|final)' "$r/seam_custom_network_gpu.log"
+        log "issue 34: PyTorch ResNet-18, torch.compile max-autotune (its first step takes minutes)"
+        run 420 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 100 --warmup 10 \
+          --variants compile-max-autotune --json "$r/seam_torch_max_autotune.json" | tail -4
+        python3 "$root/bench/train/summarize_seam.py" "$r" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

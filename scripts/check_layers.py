@@ -13,8 +13,13 @@ conveyor is built in wings, each a CMake target, whose dependencies point only d
               atomic_file,defer,ranks}.h
 
 A file may include files of its own wing and of the wings below it, never above. The data wing (core,
-ops, pipeline) includes no CUDA header and the device wing none of cuDNN, cuBLAS or NCCL. Prints every
-violation with file and line and exits 1 when there is one; 0 and a one-line summary otherwise.
+ops, pipeline) includes no CUDA header and the device wing none of cuDNN, cuBLAS or NCCL.
+
+The training wing picks its backend once (src/train/backend.h): CMake compiles its CUDA twins only where
+CUDA is built, and no other file of src/train/ asks, so an `#if`/`#ifdef` on CUDA there is only allowed in
+src/train/backend.cpp (the one factory).
+
+Prints every violation with file and line and exits 1 when there is one; 0 and a one-line summary otherwise.
 """
 import pathlib
 import re
@@ -29,6 +34,9 @@ CUDA_HEADERS = re.compile(r"^(cuda[a-z_]*\.h|cuda/.*|cuda_runtime.*|cudnn.*\.h|c
                           r"cuda_(bf16|fp16)\.h|curand.*\.h)$")
 TRAIN_ONLY_HEADERS = re.compile(r"^(cudnn.*\.h|cublas.*\.h|nccl\.h)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+# A preprocessor condition on whether CUDA was built (CONVEYOR_HAVE_CUDA, __CUDACC__, CUDA_VERSION, ...).
+CUDA_CONDITION = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif)\b.*CUDA")
+TRAIN_BACKEND_FACTORY = pathlib.Path("src/train/backend.cpp")
 
 
 def wing_of(path):
@@ -76,6 +84,11 @@ def main():
                 continue
             checked += 1
             for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if (wing == "train" and relative.parts[:2] == ("src", "train") and
+                        relative != TRAIN_BACKEND_FACTORY and CUDA_CONDITION.match(line)):
+                    problems.append(f"{relative}:{number}: the training wing asks whether CUDA was built outside "
+                                    f"its backend factory ({TRAIN_BACKEND_FACTORY}): {line.strip()}")
+                    continue
                 match = INCLUDE.match(line)
                 if not match:
                     continue
@@ -99,7 +112,8 @@ def main():
     if problems:
         print(f"check_layers: {len(problems)} violation(s) of the one-way rule (docs/architecture.md)")
         return 1
-    print(f"check_layers: {checked} files, every include points down or sideways")
+    print(f"check_layers: {checked} files, every include points down or sideways, the training wing picks its "
+          f"backend in {TRAIN_BACKEND_FACTORY} only")
     return 0
 
 

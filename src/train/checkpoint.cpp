@@ -29,12 +29,45 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
-// What identifies the model a checkpoint fits (compared on load), and the options it trained with.
+// A user's network, layer by layer: what tells it from another in a checkpoint.
+json network_json(const std::vector<Layer>& layers) {
+  json list = json::array();
+  for (const Layer& l : layers) {
+    json layer = {{"kind", to_string(l.kind)}, {"name", l.name}};
+    switch (l.kind) {
+      case Layer::Kind::convolution:
+      case Layer::Kind::max_pool:
+      case Layer::Kind::average_pool:
+        layer["outputs"] = l.outputs, layer["size"] = l.size, layer["stride"] = l.stride,
+        layer["pad"] = l.pad;
+        break;
+      case Layer::Kind::dense:
+        layer["outputs"] = l.outputs;
+        break;
+      case Layer::Kind::residual:
+        layer["main"] = network_json(l.main);
+        layer["shortcut"] = network_json(l.shortcut);
+        layer["shortcut_name"] = l.shortcut_name;
+        break;
+      case Layer::Kind::batch_norm:
+      case Layer::Kind::relu:
+      case Layer::Kind::global_average_pool:
+        break;
+    }
+    list.push_back(std::move(layer));
+  }
+  return list;
+}
+
+// What identifies the model a checkpoint fits (compared on load), and the options it trained with. The
+// built-in networks keep the form they had before networks were data, so their checkpoints load both ways.
 json model_json(const TrainerOptions& o) {
-  json model = {{"kind", to_string(o.model)},
+  json model = {{"kind", o.network.empty() ? to_string(o.model) : "custom"},
                 {"classes", o.num_classes},
                 {"input", {o.input.height, o.input.width, o.input.channels}}};
-  if (o.model == ModelKind::small_resnet) {
+  if (!o.network.empty()) {
+    model["network"] = network_json(o.network.layers);
+  } else if (o.model == ModelKind::small_resnet) {
     model["width"] = o.width;
     model["blocks_per_stage"] = o.blocks_per_stage;
   }
@@ -220,7 +253,9 @@ void save_checkpoint(const std::filesystem::path& file, const TrainerOptions& op
                        {reinterpret_cast<const std::uint8_t*>(&tracked[i]), sizeof(std::int64_t)}});
 
   const std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {"producer", "conveyor"}, {"model", to_string(options.model)}};
+      {"format", "pt"},
+      {"producer", "conveyor"},
+      {"model", options.network.empty() ? to_string(options.model) : "custom"}};
   json files;
   files["weights"] = write_tensors(tensor_path(file, progress.steps, ".safetensors"), weights, metadata);
   files["optimizer"] = write_tensors(

@@ -1,7 +1,7 @@
-// The GPU half of a Trainer's step: staging a batch (wait for its copy, take the labels, normalize the
-// uint8 pixels on the GPU, release the batch), CUDA timing events around each step, the CUDA graphs that
-// replay the step (forward, loss, backward, SGD) and evaluation's forward pass with one launch each, and
-// the evaluation sums kept on the device.
+// The GPU twin of StepBackend: staging a batch (wait for its copy, take the labels, normalize the uint8
+// pixels on the GPU, release the batch), CUDA timing events around each step, the CUDA graphs that replay
+// the step (forward, loss, backward, SGD) and evaluation's forward pass with one launch each, and the
+// evaluation sums kept on the device. Everything is enqueued on the context's stream.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,62 +12,60 @@
 #include <memory>
 #include <vector>
 
-#include "conveyor/cuda/device_batch.h"
-#include "conveyor/ops/normalize.h"
 #include "src/device/cuda_handles.h"
 #include "src/train/cuda_graph.h"
-#include "src/train/layers/context.h"
-#include "src/train/layers/kernels.h"
+#include "src/train/layers/cuda_context.h"
+#include "src/train/step_backend.h"
 
 namespace conveyor::train {
 
-class GpuSteps {
+class GpuSteps final : public StepBackend {
  public:
-  GpuSteps(nn::Context& ctx, ImageShape shape, int batch);
+  explicit GpuSteps(nn::CudaContext& cuda) noexcept : cuda_(cuda) {}
   GpuSteps(const GpuSteps&) = delete;
   GpuSteps& operator=(const GpuSteps&) = delete;
 
-  // Makes the stream a reader of a batch on the device, so it waits for the batch's data (stage() does it
-  // too; calling it first keeps the wait out of the step's timing).
-  void wait_for(const DeviceBatch& batch, cudaStream_t stream);
+  // Staging memory for batches handed over in host memory, and the evaluation sums.
+  void prepare(ImageShape shape, int batch) override;
   // Waits for the batch, copies the first `count` labels (and, for a batch in host memory, the pixels)
   // into the step's own buffers and normalizes the pixels into `input`, or, with `take_images`, copies the
   // batch's images() (already normalized as `params`) there. The batch's memory is not reused before the
   // stream has passed the point where the batch is released.
-  void stage(nn::Context& ctx, const DeviceBatch& batch, std::size_t count,
-             const ops::NormalizeParams& params, bool take_images, const nn::Tensor& input,
-             std::int64_t* labels);
+  void stage(const DeviceBatch& batch, std::size_t count, const ops::NormalizeParams& params,
+             bool take_images, const nn::Tensor& input, std::int64_t* labels) override;
 
-  // Timing events around one step (a ring: when it is full the oldest step is waited for and its time
-  // appended to times_ms).
-  void begin_step(cudaStream_t stream, std::vector<double>& times_ms);
-  void end_step(cudaStream_t stream);
-  // Appends the durations of the steps that have completed (does not wait for the others).
-  void collect(std::vector<double>& times_ms);
+  // The stream becomes a reader of the batch, then a timing event (a ring: when it is full the oldest step
+  // is waited for and its time appended to times_ms).
+  void begin_step(const DeviceBatch& batch, std::vector<double>& times_ms) override;
+  void end_step(std::vector<double>& times_ms) override;
+  void collect_times(std::vector<double>& times_ms) override;
 
-  // Records `step` and `evaluation` (what they enqueue on `stream`; nothing runs) as two CUDA graphs.
-  // Throws when either cannot be captured, and then holds neither.
-  void capture(cudaStream_t stream, const std::function<void()>& step,
-               const std::function<void()>& evaluation);
-  // Null when not captured.
-  const CudaGraph* step_graph() const noexcept { return step_graph_.get(); }
-  const CudaGraph* evaluation_graph() const noexcept { return evaluation_graph_.get(); }
+  bool records_graphs() const noexcept override { return true; }
+  void record_graphs(const std::function<void()>& step, const std::function<void()>& evaluation) override;
+  bool replay_step() override;
+  bool replay_evaluation() override;
 
-  // Adds the first `rows` rows of a loss pass to the evaluation sums (enqueues only).
-  void add_rows(cudaStream_t stream, int rows, const float* row_loss, const int* row_correct);
-  // The sums so far, which start again from zero (synchronises).
-  nn::kernels::RowSums take_sums(cudaStream_t stream);
+  void add_rows(int rows, const float* row_loss, const int* row_correct) override;
+  EvaluationSums take_sums() override;
+  std::pair<const float*, const int*> rows_on_host(const float* row_loss, const int* row_correct,
+                                                   std::size_t count) override;
 
  private:
   struct Timing {
     cuda::Event start{true}, end{true};
   };
+  // Makes the stream a reader of a batch on the device, so it waits for the batch's data.
+  void wait_for(const DeviceBatch& batch);
+
+  nn::CudaContext& cuda_;
   nn::Buffer staging_;  // pixels of a batch handed over in host memory
   nn::Buffer sums_;     // nn::kernels::RowSums
   std::vector<Timing> ring_;
   std::size_t next_ = 0;
   std::deque<std::size_t> pending_;
   std::unique_ptr<CudaGraph> step_graph_, evaluation_graph_;
+  std::vector<float> host_loss_;
+  std::vector<int> host_correct_;
 };
 
 }  // namespace conveyor::train

@@ -1,15 +1,10 @@
 #include "src/train/parameters.h"
 
 #include <cmath>
-#include <cstring>
 #include <numbers>
 
 #include "conveyor/error.h"
 #include "conveyor/random.h"
-
-#ifdef CONVEYOR_HAVE_CUDA
-#include "src/device/cuda_check.h"
-#endif
 
 namespace conveyor::train {
 namespace {
@@ -46,32 +41,11 @@ void fill(std::vector<float>& values, const ParamEntry& e, Rng& rng) {
 
 // Host <-> context copies of float arrays.
 void to_context(nn::Context& ctx, const nn::Buffer& dst, const std::vector<float>& src) {
-  if (src.empty()) return;
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx.on_gpu()) {
-    // From pageable memory the call returns once the bytes are staged, so src may change afterwards.
-    CONVEYOR_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                  ctx.stream()),
-                  "uploading parameters");
-    return;
-  }
-#endif
-  (void)ctx;
-  std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+  ctx.copy_in(dst.data(), src.data(), src.size() * sizeof(float), "uploading parameters");
 }
 
 void from_context(nn::Context& ctx, const nn::Buffer& src, std::vector<float>& dst) {
-  if (dst.empty()) return;
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx.on_gpu()) {
-    CONVEYOR_CUDA(cudaMemcpyAsync(dst.data(), src.data(), dst.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                  ctx.stream()),
-                  "downloading parameters");
-    return;
-  }
-#endif
-  (void)ctx;
-  std::memcpy(dst.data(), src.data(), dst.size() * sizeof(float));
+  ctx.copy_out(dst.data(), src.data(), dst.size() * sizeof(float), "downloading parameters");
 }
 
 }  // namespace
@@ -98,7 +72,6 @@ ParameterStore::ParameterStore(const ParameterLayout& layout, std::uint64_t seed
 
 void ParameterStore::bind(nn::Context& ctx) {
   dtype_ = ctx.dtype();
-  on_gpu_ = ctx.on_gpu();
   const std::size_t n_weights = host_[kWeights].size(), n_vectors = host_[kVectors].size();
   master_[kWeights] = ctx.allocate(n_weights * sizeof(float), "weights (fp32 master copy)");
   master_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm scales and biases");
@@ -108,12 +81,11 @@ void ParameterStore::bind(nn::Context& ctx) {
   grad_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm and bias gradients");
   momentum_[kWeights] = ctx.allocate(n_weights * sizeof(float), "weight momentum");
   momentum_[kVectors] = ctx.allocate(n_vectors * sizeof(float), "batch-norm and bias momentum");
-  if (on_gpu_ && dtype_ != nn::DType::f32)
+  // The layers read 16-bit weights: SGD keeps them in step with the float32 master copy.
+  if (dtype_ != nn::DType::f32)
     working_ = ctx.allocate(n_weights * nn::element_size(dtype_),
                             std::string("weights (") + to_string(dtype_) + " working copy)");
-#ifdef CONVEYOR_HAVE_CUDA
-  if (on_gpu_) hyper_ = ctx.allocate(sizeof(nn::kernels::SgdDeviceHyper), "SGD hyper-parameters");
-#endif
+  sgd_ = ctx.make_sgd();
   upload(ctx);
 }
 
@@ -122,10 +94,7 @@ void ParameterStore::unbind() noexcept {
   for (auto& b : grad_) b = nn::Buffer();
   for (auto& b : momentum_) b = nn::Buffer();
   working_ = nn::Buffer();
-#ifdef CONVEYOR_HAVE_CUDA
-  hyper_ = nn::Buffer();
-#endif
-  on_gpu_ = false;
+  sgd_.reset();
 }
 
 void ParameterStore::upload(nn::Context& ctx) {
@@ -152,13 +121,9 @@ ParameterStore::ContextArray ParameterStore::momentum(ParamGroup group) const {
 }
 
 void ParameterStore::refresh_working_copy(nn::Context& ctx) {
-#ifdef CONVEYOR_HAVE_CUDA
   if (working_.data())
-    nn::kernels::convert_from_float(dtype_, host_[kWeights].size(), master_[kWeights].as<float>(),
-                                    working_.data(), ctx.stream(), "parameters");
-#else
-  (void)ctx;
-#endif
+    ctx.elementwise().convert_from_float(dtype_, host_[kWeights].size(), master_[kWeights].as<float>(),
+                                         working_.data());
 }
 
 void ParameterStore::download(nn::Context& ctx) {
@@ -180,38 +145,16 @@ float* ParameterStore::statistic(const ParamRef& r) const {
   return master_[kStatistics].as<float>() + r.offset;
 }
 
-void ParameterStore::set_hyper(nn::Context& ctx, const nn::cpu::SgdHyper& hyper, float loss_scale) {
-  hyper_host_ = hyper;
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx.on_gpu()) {
-    const nn::kernels::SgdDeviceHyper h{
-        static_cast<float>(hyper.learning_rate), static_cast<float>(hyper.momentum),
-        static_cast<float>(hyper.weight_decay), 1.f / loss_scale, hyper.nesterov ? 1 : 0};
-    nn::kernels::set_sgd_hyper(hyper_.as<nn::kernels::SgdDeviceHyper>(), h, ctx.stream());
-  }
-#else
-  (void)ctx, (void)loss_scale;
-#endif
+void ParameterStore::set_hyper(const nn::cpu::SgdHyper& hyper, float loss_scale) {
+  if (!sgd_) throw InvalidArgument("parameters: set_hyper() before bind()");
+  sgd_->set_hyper(hyper, loss_scale);
 }
 
-void ParameterStore::sgd_step(nn::Context& ctx) {
-  const std::size_t n_weights = host_[kWeights].size(), n_vectors = host_[kVectors].size();
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx.on_gpu()) {
-    const auto* h = hyper_.as<const nn::kernels::SgdDeviceHyper>();
-    nn::kernels::sgd_update(dtype_, n_weights, grad_[kWeights].data(), master_[kWeights].as<float>(),
-                            momentum_[kWeights].as<float>(), working_.data(), h, ctx.stream(), "weights");
-    nn::kernels::sgd_update(nn::DType::f32, n_vectors, grad_[kVectors].data(), master_[kVectors].as<float>(),
-                            momentum_[kVectors].as<float>(), nullptr, h, ctx.stream(),
-                            "batch-norm and biases");
-    return;
-  }
-#endif
-  (void)ctx;
-  nn::cpu::sgd_update(n_weights, grad_[kWeights].as<const float>(), master_[kWeights].as<float>(),
-                      momentum_[kWeights].as<float>(), hyper_host_);
-  nn::cpu::sgd_update(n_vectors, grad_[kVectors].as<const float>(), master_[kVectors].as<float>(),
-                      momentum_[kVectors].as<float>(), hyper_host_);
+void ParameterStore::sgd_step() {
+  sgd_->update(dtype_, host_[kWeights].size(), grad_[kWeights].data(), master_[kWeights].as<float>(),
+               momentum_[kWeights].as<float>(), working_.data(), "weights");
+  sgd_->update(nn::DType::f32, host_[kVectors].size(), grad_[kVectors].data(), master_[kVectors].as<float>(),
+               momentum_[kVectors].as<float>(), nullptr, "batch-norm and biases");
 }
 
 }  // namespace conveyor::train

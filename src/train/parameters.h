@@ -7,15 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "conveyor/train/nn/reference.h"
 #include "src/train/layers/context.h"
-
-#ifdef CONVEYOR_HAVE_CUDA
-#include "src/train/layers/kernels.h"
-#endif
 
 namespace conveyor::train {
 
@@ -30,7 +27,7 @@ struct ParamRef {
 };
 
 struct ParamEntry {
-  std::string name;  // torchvision's state_dict names: "layer1.0.conv1.weight", "bn1.running_mean", ...
+  std::string name;  // PyTorch's state_dict key: "layer1.0.conv1.weight", "bn1.running_mean", ...
   ParamRef ref;
   ParamInit init = ParamInit::zeros;
   int fan = 0;  // fan-out of a convolution, fan-in of a linear layer
@@ -75,10 +72,10 @@ class ParameterStore {
   float* statistic(const ParamRef& r) const;
 
   // The SGD hyper-parameters and the loss scale the gradients carry (fp16; divided out first). On a GPU
-  // they go to device memory in stream order, so a captured CUDA graph reads the new values.
-  void set_hyper(nn::Context& ctx, const nn::cpu::SgdHyper& hyper, float loss_scale);
+  // they go to device memory in stream order, so a captured CUDA graph reads the new values. After bind().
+  void set_hyper(const nn::cpu::SgdHyper& hyper, float loss_scale);
   // One SGD step over every parameter (two kernels on a GPU).
-  void sgd_step(nn::Context& ctx);
+  void sgd_step();
 
   // The context-side arrays, for collectives over them (data-parallel training): gradients of weights
   // (the context's type) and vectors (float32); the float32 master copy of every group; momentum of weights
@@ -105,12 +102,8 @@ class ParameterStore {
   std::vector<float> host_[3];
   std::vector<float> velocity_[2];  // weights, vectors
   nn::DType dtype_ = nn::DType::f32;
-  bool on_gpu_ = false;
-  nn::cpu::SgdHyper hyper_host_;
   nn::Buffer master_[3], grad_[2], momentum_[2], working_;
-#ifdef CONVEYOR_HAVE_CUDA
-  nn::Buffer hyper_;  // kernels::SgdDeviceHyper
-#endif
+  std::unique_ptr<nn::Sgd> sgd_;  // the context's optimizer, with its settings
 };
 
 }  // namespace conveyor::train

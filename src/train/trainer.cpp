@@ -1,7 +1,5 @@
-
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,7 +8,6 @@
 #include "src/train/checkpoint.h"
 #include "src/train/input_images.h"
 #include "src/train/layers/algorithm_cache.h"
-#include "src/train/layers/cpu_parallel.h"
 #include "src/train/trainer_impl.h"
 
 namespace conveyor::train {
@@ -18,22 +15,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[maybe_unused]] nn::DType dtype_of(Precision p) {
+nn::DType dtype_of(Precision p) {
   return p == Precision::bf16 ? nn::DType::bf16 : p == Precision::fp16 ? nn::DType::f16 : nn::DType::f32;
 }
 
-NetworkSpec spec_of(const TrainerOptions& o) {
-  NetworkSpec s;
-  s.kind = o.model;
+NetworkShape shape_of(const TrainerOptions& o) {
+  NetworkShape s;
   s.batch = o.batch;
   s.input = o.input;
   s.classes = o.num_classes;
-  s.width = o.width;
-  s.blocks_per_stage = o.blocks_per_stage;
   s.batch_norm.fused = o.fused_batch_norm;
   s.batch_norm.momentum = o.bn_momentum;
   s.batch_norm.epsilon = o.bn_epsilon;
   return s;
+}
+
+// The network to train: the user's description, or the built-in one `model` names.
+NetworkDescription description_of(const TrainerOptions& o) {
+  if (!o.network.empty()) return o.network;
+  if (o.model == ModelKind::resnet18) return resnet18(o.num_classes);
+  if (o.width < 1 || o.blocks_per_stage < 1)
+    throw InvalidArgument("trainer: small_resnet needs a positive width and blocks per stage");
+  return small_resnet(o.width, o.blocks_per_stage, o.num_classes);
 }
 
 double elapsed_ms(Clock::time_point since) {
@@ -43,7 +46,10 @@ double elapsed_ms(Clock::time_point since) {
 }  // namespace
 
 Trainer::Impl::Impl(TrainerOptions o)
-    : options(o), spec(spec_of(o)), network(spec, layout), params(layout, o.seed) {
+    : options(o),
+      description(description_of(o)),
+      network(description, shape_of(o), layout),
+      params(layout, o.seed) {
   if (o.input.channels < 1 || o.input.channels > 3)
     throw InvalidArgument("trainer: input images must have 1 to 3 channels");
 }
@@ -68,63 +74,41 @@ void Trainer::Impl::warmup() {
   if (ctx) return;
   const auto start = Clock::now();
   WarmupReport report;
-  if (options.device >= 0) {
-#ifdef CONVEYOR_HAVE_CUDA
-    int count = 0;
-    const cudaError_t status = cudaGetDeviceCount(&count);
-    if (status != cudaSuccess || options.device >= count)
-      throw InvalidArgument("trainer: GPU " + std::to_string(options.device) + " requested, " +
-                            (status == cudaSuccess
-                                 ? std::to_string(count) + " visible"
-                                 : std::string("none usable: ") + cudaGetErrorString(status)));
-#else
-    throw InvalidArgument("trainer: GPU " + std::to_string(options.device) +
-                          " requested, but conveyor was built without CUDA");
-#endif
-  }
+  Backend backend = make_backend({.device = options.device,
+                                  .dtype = dtype_of(options.precision),
+                                  .memory_limit_bytes = options.memory_limit_bytes,
+                                  .memory_fraction = options.memory_fraction,
+                                  .deterministic = options.deterministic});
   DeviceScope scope(options.device);
-  if (options.device >= 0) {
-#ifdef CONVEYOR_HAVE_CUDA
-    std::size_t limit = options.memory_limit_bytes;
-    if (!limit && options.memory_fraction > 0)
-      limit = cuda::DeviceMemoryPool::limit_from_fraction(options.device, options.memory_fraction);
-    ctx = std::make_unique<nn::Context>(options.device, dtype_of(options.precision), limit);
-    ctx->set_deterministic_algorithms(options.deterministic);
-    // fp16 gradients would underflow: the loss is scaled by a constant and SGD divides it out again.
-    loss_scale = options.precision == Precision::fp16 ? 1024.f : 1.f;
-#endif
-  } else {
-    ctx = std::make_unique<nn::Context>();
-  }
+  ctx = std::move(backend.context);
+  step_backend = std::move(backend.steps);
+  // fp16 gradients would underflow: the loss is scaled by a constant and SGD divides it out again.
+  loss_scale = ctx->dtype() == nn::DType::f16 ? 1024.f : 1.f;
   report.context_seconds = elapsed_ms(start) / 1000.0;
   warmup_report = report;
   try {
     auto phase = Clock::now();
     open_algorithm_cache();
     params.bind(*ctx);
-    params.set_hyper(*ctx, hyper(), loss_scale);
+    params.set_hyper(hyper(), loss_scale);
     network.prepare(*ctx, params);
-#ifdef CONVEYOR_HAVE_CUDA
-    if (ctx->on_gpu()) gpu = std::make_unique<GpuSteps>(*ctx, options.input, options.batch);
-    if (nn::AlgorithmCache* cache = ctx->on_gpu() ? ctx->algorithm_cache() : nullptr) cache->save();
-#endif
+    step_backend->prepare(options.input, options.batch);
+    if (nn::AlgorithmCache* cache = ctx->algorithm_cache()) cache->save();
     if (hooks.prepared) hooks.prepared();  // the data-parallel trainer's buckets, before any step runs
     ctx->synchronize();
     warmup_report.prepare_seconds = elapsed_ms(phase) / 1000.0;
     warmup_report.classifier_seconds = network.classifier_warmup_seconds();
-    // A throwaway step (and on a GPU an evaluation) on the zeroed input with label 0 pays every first-call
-    // cost (cuDNN and cuBLAS kernel loading, lazy module loading) before anything is captured; then the
-    // parameters go back to their initial values.
+    // A throwaway step (and where first calls cost, an evaluation) on the zeroed input with label 0 pays
+    // every first-call cost (cuDNN and cuBLAS kernel loading, lazy module loading) before anything is
+    // captured; then the parameters go back to their initial values.
     phase = Clock::now();
     run_step_body();
-    if (ctx->on_gpu()) run_evaluation_body();
+    if (ctx->has_first_call_costs()) run_evaluation_body();
     params.upload(*ctx);
     ctx->synchronize();
     warmup_report.first_step_seconds = elapsed_ms(phase) / 1000.0;
     phase = Clock::now();
-#ifdef CONVEYOR_HAVE_CUDA
-    if (ctx->on_gpu() && options.cuda_graph) capture_graphs();
-#endif
+    if (options.cuda_graph && step_backend->records_graphs()) capture_graphs();
     ctx->synchronize();
     warmup_report.capture_seconds = elapsed_ms(phase) / 1000.0;
   } catch (...) {
@@ -137,18 +121,15 @@ void Trainer::Impl::warmup() {
 }
 
 void Trainer::Impl::open_algorithm_cache() {
-#ifdef CONVEYOR_HAVE_CUDA
-  if (!ctx->on_gpu() || !options.algorithm_cache || options.deterministic) return;
+  if (!options.algorithm_cache || options.deterministic) return;
   const std::optional<std::filesystem::path> folder =
       nn::algorithm_cache_folder(options.algorithm_cache_dir, std::getenv("CONVEYOR_ALGORITHM_CACHE"),
                                  std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
   if (folder) ctx->use_algorithm_cache(*folder);
-#endif
 }
 
 void Trainer::Impl::report_algorithm_cache() {
-#ifdef CONVEYOR_HAVE_CUDA
-  const nn::AlgorithmCache* cache = ctx && ctx->on_gpu() ? ctx->algorithm_cache() : nullptr;
+  const nn::AlgorithmCache* cache = ctx ? ctx->algorithm_cache() : nullptr;
   if (!cache) return;
   WarmupReport::AlgorithmCache& r = warmup_report.algorithm_cache;
   const nn::AlgorithmCacheCounts& c = cache->counts();
@@ -156,42 +137,36 @@ void Trainer::Impl::report_algorithm_cache() {
   r.loaded = c.loaded, r.reused = c.reused, r.searched = c.searched, r.rejected = c.rejected;
   r.warnings = c.warnings;
   r.messages = cache->messages();
-#endif
 }
 
 void Trainer::Impl::capture_graphs() {
-#ifdef CONVEYOR_HAVE_CUDA
   try {
-    gpu->capture(
-        ctx->stream(), [this] { run_step_body(); }, [this] { run_evaluation_body(); });
+    step_backend->record_graphs([this] { run_step_body(); }, [this] { run_evaluation_body(); });
     warmup_report.graph = true;
   } catch (const Error& e) {
     // Eager launches do the same work: the trainer goes on without graphs and says why.
     warmup_report.graph = false;
     warmup_report.graph_fallback = e.what();
   }
-#endif
 }
 
 void Trainer::Impl::release() noexcept {
   network.release();
   params.unbind();
-  gpu.reset();
+  step_backend.reset();
   ctx.reset();
 }
 
 void Trainer::Impl::run_step_body() {
-  network.forward(*ctx, params, true);
-  network.loss(*ctx, spec.batch, loss_scale, true, static_cast<float>(options.label_smoothing));
+  network.forward(params, true);
+  network.loss(options.batch, loss_scale, true, static_cast<float>(options.label_smoothing));
   if (hooks.before_backward) hooks.before_backward();
-  network.backward(*ctx, params, hooks.gradient_ready);
+  network.backward(params, hooks.gradient_ready);
   if (hooks.before_update) hooks.before_update();
-  params.sgd_step(*ctx);
+  params.sgd_step();
 }
 
-void Trainer::Impl::run_evaluation_body() {
-  network.forward_evaluation(*ctx, params, options.evaluate_flipped);
-}
+void Trainer::Impl::run_evaluation_body() { network.forward_evaluation(params, options.evaluate_flipped); }
 
 void Trainer::Impl::check_batch(const DeviceBatch& batch, std::size_t min_size) const {
   if (!batch) throw InvalidArgument("trainer: the batch is empty (released or moved from)");
@@ -214,71 +189,27 @@ void Trainer::Impl::stage(const DeviceBatch& batch, std::size_t count) {
   const ops::NormalizeParams p = normalize_params();
   // The feeder made the model's input already (FeederOptions::normalize = input_normalization()).
   const bool ready = takes_images(batch, p, options.input.channels);
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx->on_gpu()) return gpu->stage(*ctx, batch, count, p, ready, network.input(), network.labels());
-#endif
-  if (batch.on_device()) throw InvalidArgument("trainer: the CPU reference needs batches in host memory");
-  const nn::Tensor input = network.input();
-  const ImageShape shape = batch.sample_shape();
-  const std::size_t image = shape.bytes();
-  if (ready) {
-    std::memcpy(input.as<float>(), batch.images().data, count * image * sizeof(float));
-  } else {
-    const auto* pixels = batch.pixels().as<const std::uint8_t>();
-    nn::cpu::parallel_ranges(count, 1, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i)
-        ops::normalize(ConstImageView(pixels + i * image, shape), p, input.as<float>() + i * image);
-    });
-  }
-  std::memcpy(network.labels(), batch.labels().data, count * sizeof(std::int64_t));
+  step_backend->stage(batch, count, p, ready, network.input(), network.labels());
 }
 
 void Trainer::Impl::step(const DeviceBatch& batch) {
   check_batch(batch, static_cast<std::size_t>(options.batch));
-  if (!ctx->on_gpu()) {
-    const auto start = Clock::now();
-    stage(batch, batch.size());
-    run_step_body();
-    step_ms.push_back(elapsed_ms(start));
-    ++steps;
-    return;
-  }
-#ifdef CONVEYOR_HAVE_CUDA
-  const cudaStream_t stream = ctx->stream();
-  gpu->wait_for(batch, stream);  // before the step's start event: waiting for data is not GPU work
-  gpu->begin_step(stream, step_ms);
+  step_backend->begin_step(batch, step_ms);
   stage(batch, batch.size());
-  if (const CudaGraph* graph = gpu->step_graph())
-    graph->launch(stream);
-  else
-    run_step_body();
-  gpu->end_step(stream);
+  if (!step_backend->replay_step()) run_step_body();
+  step_backend->end_step(step_ms);
   ++steps;
-#endif
 }
 
 void Trainer::Impl::set_learning_rate(double learning_rate) {
   options.learning_rate = learning_rate;
-  if (ctx) params.set_hyper(*ctx, hyper(), loss_scale);
+  if (ctx) params.set_hyper(hyper(), loss_scale);
 }
 
-std::pair<double, std::size_t> Trainer::Impl::read_rows(std::size_t count) {
-  const float* loss = network.row_loss();
-  const int* correct = network.row_correct();
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx->on_gpu()) {
-    host_loss_.resize(count);
-    host_correct_.resize(count);
-    CONVEYOR_CUDA(cudaMemcpyAsync(host_loss_.data(), loss, count * sizeof(float), cudaMemcpyDeviceToHost,
-                                  ctx->stream()),
-                  "trainer (reading the loss)");
-    CONVEYOR_CUDA(cudaMemcpyAsync(host_correct_.data(), correct, count * sizeof(int), cudaMemcpyDeviceToHost,
-                                  ctx->stream()),
-                  "trainer (reading the loss)");
-    ctx->synchronize();
-    loss = host_loss_.data(), correct = host_correct_.data();
-  }
-#endif
+StepStats Trainer::Impl::last_step() {
+  if (steps == 0) return {};
+  const auto count = static_cast<std::size_t>(options.batch);
+  const auto [loss, correct] = step_backend->rows_on_host(network.row_loss(), network.row_correct(), count);
   double loss_sum = 0;
   std::size_t right = 0;
   for (std::size_t i = 0; i < count; ++i) {
@@ -288,14 +219,8 @@ std::pair<double, std::size_t> Trainer::Impl::read_rows(std::size_t count) {
     loss_sum += loss[i];
     right += static_cast<std::size_t>(correct[i]);
   }
-  return {loss_sum, right};
-}
-
-StepStats Trainer::Impl::last_step() {
-  if (steps == 0) return {};
-  const auto [loss_sum, right] = read_rows(static_cast<std::size_t>(options.batch));
   const auto n = static_cast<double>(options.batch);
-  return {loss_sum / n, static_cast<double>(right) / n, static_cast<std::size_t>(options.batch)};
+  return {loss_sum / n, static_cast<double>(right) / n, count};
 }
 
 void Trainer::Impl::add_to_evaluation(const DeviceBatch& batch) {
@@ -304,45 +229,17 @@ void Trainer::Impl::add_to_evaluation(const DeviceBatch& batch) {
   // Rows past count keep whatever the buffers held: inference is per image, and only the first count
   // rows are counted. The graph was recorded for full batches; a short one runs the same work eagerly.
   stage(batch, count);
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx->on_gpu()) {
-    const CudaGraph* graph = gpu->evaluation_graph();
-    if (graph && count == static_cast<std::size_t>(options.batch))
-      graph->launch(ctx->stream());
-    else
-      run_evaluation_body();
-    network.loss(*ctx, static_cast<int>(count), 1.f, false);
-    gpu->add_rows(ctx->stream(), static_cast<int>(count), network.row_loss(), network.row_correct());
-    return;
-  }
-#endif
-  run_evaluation_body();
-  network.loss(*ctx, static_cast<int>(count), 1.f, false);
-  const float* loss = network.row_loss();
-  const int* correct = network.row_correct();
-  for (std::size_t i = 0; i < count; ++i) {
-    if (correct[i] < 0) {
-      ++cpu_bad_labels_;
-      continue;
-    }
-    cpu_sums_.loss_sum += loss[i];
-    cpu_sums_.correct += static_cast<std::size_t>(correct[i]);
-  }
-  cpu_sums_.count += count;
+  if (count != static_cast<std::size_t>(options.batch) || !step_backend->replay_evaluation())
+    run_evaluation_body();
+  network.loss(static_cast<int>(count), 1.f, false);
+  step_backend->add_rows(static_cast<int>(count), network.row_loss(), network.row_correct());
 }
 
 EvalResult Trainer::Impl::take_evaluation() {
   if (!ctx) return {};
-#ifdef CONVEYOR_HAVE_CUDA
-  if (ctx->on_gpu()) {
-    const nn::kernels::RowSums sums = gpu->take_sums(ctx->stream());
-    check_labels(static_cast<std::size_t>(sums.bad_labels), static_cast<std::size_t>(sums.rows));
-    return {static_cast<std::size_t>(sums.correct), sums.loss, static_cast<std::size_t>(sums.rows)};
-  }
-#endif
-  const EvalResult sums = std::exchange(cpu_sums_, EvalResult{});
-  check_labels(std::exchange(cpu_bad_labels_, 0), sums.count);
-  return sums;
+  const EvaluationSums sums = step_backend->take_sums();
+  check_labels(sums.bad_labels, sums.rows);
+  return {sums.correct, sums.loss, sums.rows};
 }
 
 void Trainer::Impl::check_labels(std::size_t bad, std::size_t rows) const {
@@ -353,9 +250,7 @@ void Trainer::Impl::check_labels(std::size_t bad, std::size_t rows) const {
 }
 
 void Trainer::Impl::collect_times() {
-#ifdef CONVEYOR_HAVE_CUDA
-  if (gpu) gpu->collect(step_ms);
-#endif
+  if (step_backend) step_backend->collect_times(step_ms);
 }
 
 std::string Trainer::Impl::placement() const {
@@ -364,13 +259,13 @@ std::string Trainer::Impl::placement() const {
     return "cuDNN on GPU " + std::to_string(options.device) + ", " + to_string(options.precision) +
            " NHWC (not warmed up yet)";
   }
-  std::string text = ctx->on_gpu() ? "cuDNN on " + ctx->describe() : ctx->describe();
-  if (!ctx->on_gpu() && options.precision != Precision::fp32)
+  std::string text = ctx->describe();
+  if (ctx->dtype() == nn::DType::f32 && options.precision != Precision::fp32)
     text += std::string(" (") + to_string(options.precision) + " asked; the CPU reference computes in fp32)";
   text += ", batch norm: " + network.batch_norm_paths();
   if (warmup_report.graph)
     text += ", step and evaluation replayed as CUDA graphs";
-  else if (ctx->on_gpu())
+  else if (step_backend->records_graphs())
     text += warmup_report.graph_fallback.empty() ? ", eager launches (CUDA graphs off)"
                                                  : ", eager launches (CUDA graph capture failed)";
   return text;
@@ -463,5 +358,13 @@ TrainingProgress Trainer::load_checkpoint(const std::filesystem::path& file) {
 std::string Trainer::placement() const { return impl_->placement(); }
 std::string Trainer::describe_layers() const { return impl_->network.describe(); }
 const TrainerOptions& Trainer::options() const noexcept { return impl_->options; }
+const NetworkDescription& Trainer::network() const noexcept { return impl_->description; }
+
+std::vector<ParameterInfo> Trainer::parameters() const {
+  std::vector<ParameterInfo> list;
+  for (const ParamEntry& e : impl_->layout.entries())
+    list.push_back({e.name, e.shape, e.ref.group != ParamGroup::statistics});
+  return list;
+}
 
 }  // namespace conveyor::train

@@ -1,44 +1,20 @@
-// The state behind conveyor::train::Trainer (trainer.cpp holds the backend-independent flow).
+// The state behind conveyor::train::Trainer (trainer.cpp holds its flow, which is the same on every
+// backend; backend.h makes the backend at warm-up).
 #pragma once
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "conveyor/ops/normalize.h"
 #include "conveyor/train/trainer.h"
+#include "src/train/backend.h"
 #include "src/train/layers/context.h"
 #include "src/train/network.h"
 #include "src/train/parameters.h"
-
-#ifdef CONVEYOR_HAVE_CUDA
-#include "src/device/cuda_handles.h"
-#include "src/train/gpu_steps.h"
-#else
-namespace conveyor::train {
-class GpuSteps {};  // never created without CUDA
-}  // namespace conveyor::train
-#endif
+#include "src/train/step_backend.h"
 
 namespace conveyor::train {
-
-// Makes the trainer's GPU current for a public call and restores the caller's afterwards.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-#ifdef CONVEYOR_HAVE_CUDA
-    if (device >= 0) guard_.emplace(device);
-#else
-    (void)device;
-#endif
-  }
-
- private:
-#ifdef CONVEYOR_HAVE_CUDA
-  std::optional<cuda::DeviceGuard> guard_;
-#endif
-};
 
 // What data-parallel training (src/train/distributed/) adds to a step; every member may be empty (the
 // single-GPU trainer sets none). They run on the host while the step is enqueued, also while the step is
@@ -66,21 +42,24 @@ class Trainer::Impl {
   void collect_times();
   std::string placement() const;
   // The device to make current for a call: the trainer's once it holds GPU state, none before.
-  int device_in_use() const noexcept { return ctx ? options.device : -1; }
+  int device_in_use() const noexcept { return ctx ? ctx->device() : -1; }
 
   TrainerOptions options;
-  NetworkSpec spec;
+  NetworkDescription description;  // options.network, or what options.model stands for
   ParameterLayout layout;
   // The context is declared before everything that holds its memory, so that it is destroyed after.
   std::unique_ptr<nn::Context> ctx;
-  std::unique_ptr<GpuSteps> gpu;
-  Network network;  // fills `layout`, so it comes before `params`
+  std::unique_ptr<StepBackend> step_backend;  // made with the context
+  Network network;                            // fills `layout`, so it comes before `params`
   ParameterStore params;
   WarmupReport warmup_report;
   float loss_scale = 1;
   std::size_t steps = 0;
   std::vector<double> step_ms;  // completed steps' durations
   StepHooks hooks;              // set before warmup()
+
+  // What the model takes: options' mean and std, the precision's element type (fp32 on the CPU), NHWC.
+  ops::NormalizeParams normalize_params() const;
 
  private:
   // Normalized pixels into the network's input and labels into its label buffer.
@@ -92,24 +71,12 @@ class Trainer::Impl {
   void run_evaluation_body();
   // Records the step and evaluation as CUDA graphs; on failure the trainer stays eager, with the reason.
   void capture_graphs();
-  // Opens the algorithm cache the options ask for (GPU, timed search only).
+  // Opens the algorithm cache the options ask for (timed search only).
   void open_algorithm_cache();
   void report_algorithm_cache();
   nn::cpu::SgdHyper hyper() const;
-
- public:
-  // What the model takes: options' mean and std, the precision's element type (fp32 on the CPU), NHWC.
-  ops::NormalizeParams normalize_params() const;
-
- private:
-  // Sums of the first `count` rows of the loss and correctness; throws on an out-of-range label.
-  std::pair<double, std::size_t> read_rows(std::size_t count);
-  std::vector<float> host_loss_;
-  std::vector<int> host_correct_;
   // Throws when evaluation met labels out of range.
   void check_labels(std::size_t bad, std::size_t rows) const;
-  EvalResult cpu_sums_;  // the CPU reference's evaluation sums (a GPU keeps them on the device)
-  std::size_t cpu_bad_labels_ = 0;
 };
 
 }  // namespace conveyor::train

@@ -10,7 +10,7 @@
 
 #include "conveyor/error.h"
 #include "src/train/cuda_graph.h"
-#include "src/train/layers/context.h"
+#include "src/train/layers/cuda_context.h"
 #include "src/train/layers/kernels.h"
 #include "tests/train/gpu_test_support.h"
 
@@ -18,7 +18,7 @@ namespace conveyor::train {
 namespace {
 
 // x = (x + y) / 2 on the context's stream: one of the library's own checked kernel launches.
-void average(nn::Context& gpu, float* x, const float* y, std::size_t n) {
+void average(nn::CudaContext& gpu, float* x, const float* y, std::size_t n) {
   nn::kernels::average_into(n, x, y, gpu.stream(), "test");
 }
 
@@ -30,7 +30,7 @@ cudaStreamCaptureStatus capture_status(cudaStream_t stream) {
 
 TEST(CudaGraph, ReplaysWhatWasRecordedOnEveryLaunch) {
   CONVEYOR_REQUIRE_GPU();
-  nn::Context gpu(0, nn::DType::f32);
+  nn::CudaContext gpu(0, nn::DType::f32);
   const std::vector<float> zeros(64, 0.f), ones(64, 1.f);
   const nn::Buffer x = testing::upload(gpu, zeros, nn::DType::f32),
                    y = testing::upload(gpu, ones, nn::DType::f32);
@@ -46,7 +46,7 @@ TEST(CudaGraph, ReplaysWhatWasRecordedOnEveryLaunch) {
 
 TEST(CudaGraph, WorkThatSynchronisesCannotBeCapturedAndLeavesTheStreamUsable) {
   CONVEYOR_REQUIRE_GPU();
-  nn::Context gpu(0, nn::DType::f32);
+  nn::CudaContext gpu(0, nn::DType::f32);
   const std::vector<float> zeros(64, 0.f), ones(64, 1.f);
   const nn::Buffer x = testing::upload(gpu, zeros, nn::DType::f32),
                    y = testing::upload(gpu, ones, nn::DType::f32);
@@ -73,7 +73,7 @@ TEST(CudaGraph, WorkThatSynchronisesCannotBeCapturedAndLeavesTheStreamUsable) {
 
 TEST(CudaGraph, AnExceptionWhileRecordingIsRethrownWithTheStreamOutOfCapture) {
   CONVEYOR_REQUIRE_GPU();
-  nn::Context gpu(0, nn::DType::f32);
+  nn::CudaContext gpu(0, nn::DType::f32);
   const std::vector<float> ones(8, 1.f);
   const nn::Buffer x = testing::upload(gpu, ones, nn::DType::f32);
   EXPECT_THROW(CudaGraph(

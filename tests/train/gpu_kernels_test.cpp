@@ -10,14 +10,14 @@
 #include "conveyor/ops/normalize.h"
 #include "conveyor/train/nn/reference.h"
 #include "src/device/normalize.h"
+#include "src/train/layers/cpu_context.h"
 #include "src/train/layers/kernels.h"
-#include "src/train/layers/linear.h"
-#include "src/train/layers/mirror.h"
 #include "tests/train/gpu_test_support.h"
 
 namespace conveyor::nn {
 namespace {
 
+using testing::cuda_of;
 using testing::download;
 using testing::quantize;
 using testing::random_floats;
@@ -44,15 +44,15 @@ TEST_P(GpuKernels, LinearOnCublas) {
                DY = upload(*gpu, dy, t);
   const Buffer Y = gpu->allocate(n * out * 4, "y"), DX = gpu->allocate(n * in * 4, "dx"),
                DW = gpu->allocate(out * in * 4, "dw"), DB = gpu->allocate(out * 4, "db");
-  Linear fc("fc", n, in, out);
+  const std::unique_ptr<Dense> fc = gpu->make_dense("fc", n, in, out);
   const Shape4 xs{n, 1, 1, in};
-  fc.forward(*gpu, X.tensor(xs, t), W.data(), B.as<float>(), Y.as<float>());
+  fc->forward(X.tensor(xs, t), W.data(), B.as<float>(), Y.as<float>());
   EXPECT_TRUE(within(tag("linear forward (+ bias)"),
                      relative_error(download(*gpu, Y, n * out, DType::f32), y_ref), tolerance()));
-  fc.backward_data(*gpu, DY.data(), W.data(), DX.tensor(xs, t));
+  fc->backward_data(DY.data(), W.data(), DX.tensor(xs, t));
   EXPECT_TRUE(within(tag("linear backward data"), relative_error(download(*gpu, DX, n * in, t), dx_ref),
                      tolerance()));
-  fc.backward_weights(*gpu, X.tensor(xs, t), DY.data(), DW.data(), DB.as<float>());
+  fc->backward_weights(X.tensor(xs, t), DY.data(), DW.data(), DB.as<float>());
   EXPECT_TRUE(within(tag("linear backward weights"), relative_error(download(*gpu, DW, out * in, t), dw_ref),
                      tolerance()));
   EXPECT_TRUE(within(tag("linear backward bias"), relative_error(download(*gpu, DB, out, DType::f32), db_ref),
@@ -68,18 +68,19 @@ TEST_P(GpuKernels, SoftmaxCrossEntropy) {
       std::vector<std::int64_t> labels(n);
       for (int i = 0; i < n; ++i) labels[i] = (i * 7) % classes;
       labels[5] = classes;  // out of range: reported, not trained on
-      Context cpu;
+      CpuContext cpu;
       std::vector<float> grad_ref(logits.size()), loss_ref(n);
       std::vector<int> correct_ref(n);
-      SoftmaxCrossEntropy loss("loss", n, classes);
-      loss.forward_backward(cpu, logits.data(), labels.data(), valid, 1.f / n, grad_ref.data(),
-                            loss_ref.data(), correct_ref.data(), smoothing);
+      cpu.make_loss("loss", n, classes)
+          ->forward_backward(logits.data(), labels.data(), valid, 1.f / n, grad_ref.data(), loss_ref.data(),
+                             correct_ref.data(), smoothing);
       const Buffer L = upload(*gpu, logits, DType::f32), G = gpu->allocate(logits.size() * 4, "grad"),
                    RL = gpu->allocate(n * 4, "loss"), RC = gpu->allocate(n * 4, "correct"),
                    LB = gpu->allocate(n * 8, "labels");
       ASSERT_EQ(cudaMemcpy(LB.data(), labels.data(), n * 8, cudaMemcpyHostToDevice), cudaSuccess);
-      loss.forward_backward(*gpu, L.as<float>(), LB.as<std::int64_t>(), valid, 1.f / n, G.data(),
-                            RL.as<float>(), RC.as<int>(), smoothing);
+      gpu->make_loss("loss", n, classes)
+          ->forward_backward(L.as<float>(), LB.as<std::int64_t>(), valid, 1.f / n, G.data(), RL.as<float>(),
+                             RC.as<int>(), smoothing);
       const std::string what = "softmax cross-entropy, " + std::to_string(classes) + " classes, smoothing " +
                                std::to_string(smoothing);
       EXPECT_TRUE(within(tag(what + ", gradient"),
@@ -101,14 +102,14 @@ TEST_P(GpuKernels, MirroringImagesMatchesTheCpuReference) {
   const DType t = type();
   const Shape4 s{3, 5, 7, 3};  // odd width: the middle column stays
   const auto values = quantize(random_floats(s.count(), 61), t);
-  Context cpu;
+  CpuContext cpu;
   std::vector<float> expected = values;
-  mirror_width(cpu, Tensor{expected.data(), s, DType::f32});
+  cpu.elementwise().mirror_width(Tensor{expected.data(), s, DType::f32});
   const Buffer X = upload(*gpu, values, t);
-  mirror_width(*gpu, X.tensor(s, t));
+  gpu->elementwise().mirror_width(X.tensor(s, t));
   EXPECT_EQ(download(*gpu, X, s.count(), t), expected) << "mirror image [" << to_string(t) << "]";
   // Twice is the identity.
-  mirror_width(*gpu, X.tensor(s, t));
+  gpu->elementwise().mirror_width(X.tensor(s, t));
   EXPECT_EQ(download(*gpu, X, s.count(), t), values);
 }
 
@@ -116,7 +117,7 @@ TEST_P(GpuKernels, AveragingTwoPassesAndSummingRowsMatchTheHost) {
   const std::size_t count = 1001;
   const auto a = random_floats(count, 62), b = random_floats(count, 63);
   const Buffer A = upload(*gpu, a, DType::f32), B = upload(*gpu, b, DType::f32);
-  average_into(*gpu, A.as<float>(), B.as<const float>(), count);
+  gpu->elementwise().average_into(A.as<float>(), B.as<const float>(), count);
   const auto mean = download(*gpu, A, count, DType::f32);
   for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(mean[i], 0.5f * (a[i] + b[i])) << i;
 
@@ -134,8 +135,8 @@ TEST_P(GpuKernels, AveragingTwoPassesAndSummingRowsMatchTheHost) {
                S = gpu->allocate(sizeof(kernels::RowSums), "sums");
   ASSERT_EQ(cudaMemcpy(RC.data(), correct.data(), rows * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
   for (int pass = 0; pass < 2; ++pass)  // sums accumulate
-    kernels::accumulate_rows(rows, RL.as<float>(), RC.as<int>(), S.as<kernels::RowSums>(), gpu->stream(),
-                             "test");
+    kernels::accumulate_rows(rows, RL.as<float>(), RC.as<int>(), S.as<kernels::RowSums>(),
+                             cuda_of(*gpu).stream(), "test");
   kernels::RowSums sums{};
   ASSERT_EQ(cudaMemcpy(&sums, S.data(), sizeof sums, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(sums.rows, 2u * rows);
@@ -153,12 +154,11 @@ TEST_P(GpuKernels, SgdUpdatesMasterWeightsAndTheWorkingCopy) {
     auto master = random_floats(count, 46), velocity = random_floats(count, 47, -0.1f, 0.1f);
     const Buffer G = upload(*gpu, grad, t), M = upload(*gpu, master, DType::f32),
                  V = upload(*gpu, velocity, DType::f32);
-    const Buffer W = gpu->allocate(count * element_size(t), "working"),
-                 H = gpu->allocate(sizeof(kernels::SgdDeviceHyper), "hyper");
-    kernels::set_sgd_hyper(H.as<kernels::SgdDeviceHyper>(),
-                           {0.1f, 0.9f, 5e-4f, 1.f / loss_scale, nesterov ? 1 : 0}, gpu->stream());
-    kernels::sgd_update(t, count, G.data(), M.as<float>(), V.as<float>(), W.data(),
-                        H.as<kernels::SgdDeviceHyper>(), gpu->stream(), "test");
+    const Buffer W = gpu->allocate(count * element_size(t), "working");
+    // The GPU backend's optimizer: its settings in device memory, one kernel per array.
+    const std::unique_ptr<Sgd> sgd = gpu->make_sgd();
+    sgd->set_hyper(cpu::SgdHyper{0.1, 0.9, 5e-4, nesterov}, loss_scale);
+    sgd->update(t, count, G.data(), M.as<float>(), V.as<float>(), W.data(), "test");
     std::vector<float> unscaled(grad);
     for (float& g : unscaled) g /= loss_scale;
     cpu::sgd_update(count, unscaled.data(), master.data(), velocity.data(),
@@ -184,9 +184,10 @@ TEST_P(GpuKernels, ReluAndResidualAddMatchExactly) {
   const Buffer A = upload(*gpu, a, t), B = upload(*gpu, b, t), DY = upload(*gpu, dy, t);
   const Buffer Y = gpu->allocate(count * 4, "y"), S = gpu->allocate(count * 4, "s"),
                DX = gpu->allocate(count * 4, "dx");
-  kernels::relu_forward(t, count, A.data(), Y.data(), gpu->stream(), "test");
-  kernels::add_relu_forward(t, count, A.data(), B.data(), S.data(), gpu->stream(), "test");
-  kernels::relu_backward(t, count, S.data(), DY.data(), DX.data(), gpu->stream(), "test");
+  const Shape4 s{1, 1, 1, static_cast<int>(count)};
+  gpu->elementwise().relu_forward(A.tensor(s, t), Y.tensor(s, t));  // the backend's ReLU of its own
+  kernels::add_relu_forward(t, count, A.data(), B.data(), S.data(), cuda_of(*gpu).stream(), "test");
+  gpu->elementwise().relu_backward(S.tensor(s, t), DY.tensor(s, t), DX.tensor(s, t));
   EXPECT_EQ(download(*gpu, Y, count, t), y);
   EXPECT_EQ(download(*gpu, S, count, t), quantize(sum, t));
   EXPECT_EQ(download(*gpu, DX, count, t), quantize(dx, t));
@@ -197,7 +198,9 @@ INSTANTIATE_TEST_SUITE_P(Precisions, GpuKernels, ::testing::Values(DType::f32, D
 
 TEST(GpuNormalize, GivesTheCpusBitsForEveryTypeAndLayout) {
   CONVEYOR_REQUIRE_GPU();
-  Context gpu(0, DType::f32);
+  const std::unique_ptr<Context> context = testing::gpu_context(DType::f32);
+  Context& gpu = *context;
+  const cudaStream_t stream = cuda_of(gpu).stream();
   const ImageShape shape{5, 7, 3};  // 105 bytes an image: the batch ends inside a 16-byte chunk
   const std::size_t count = 3, total = count * shape.bytes();
   std::vector<std::uint8_t> pixels(total + 1);
@@ -215,7 +218,7 @@ TEST(GpuNormalize, GivesTheCpusBitsForEveryTypeAndLayout) {
         const std::size_t bytes = total * ops::element_size(type);
         std::vector<std::uint8_t> expected(bytes), actual(bytes);
         ops::normalize_batch(pixels.data() + offset, count, shape, p, expected.data());
-        ops::normalize_batch_cuda(in.as<std::uint8_t>() + offset, count, shape, p, out.data(), gpu.stream());
+        ops::normalize_batch_cuda(in.as<std::uint8_t>() + offset, count, shape, p, out.data(), stream);
         gpu.synchronize();
         ASSERT_EQ(cudaMemcpy(actual.data(), out.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
         EXPECT_EQ(actual, expected) << "type " << static_cast<int>(type) << " layout "

@@ -10,6 +10,7 @@
 #include "conveyor/train/nn/reference.h"
 #include "src/train/layers/batch_norm.h"
 #include "src/train/layers/conv2d.h"
+#include "src/train/layers/cpu_context.h"
 #include "src/train/layers/pooling.h"
 #include "tests/train/gpu_test_support.h"
 
@@ -48,24 +49,25 @@ class GpuLayers : public testing::GpuTypedTest {
     const Buffer X = upload(*gpu, x, type()), W = upload(*gpu, w, type()), DY = upload(*gpu, dy, type());
     const Buffer Y = empty(out.count()), DX = empty(in.count()), DW = empty(w.size());
     const DType t = type();
-    Conv2d conv(name, g, needs_input_grad);
-    conv.prepare(*gpu, X.tensor(in, t), W.data(), Y.tensor(out, t), DX.tensor(in, t), DW.data());
+    const std::unique_ptr<Conv2d> layer = gpu->make_conv2d(name, g, needs_input_grad);
+    Conv2d& conv = *layer;
+    conv.prepare(X.tensor(in, t), W.data(), Y.tensor(out, t), DX.tensor(in, t), DW.data());
     gpu->allocate_workspace();
     std::printf("[ layer    ] %s\n", conv.describe().c_str());
-    conv.forward(*gpu, X.tensor(in, t), W.data(), Y.tensor(out, t));
+    conv.forward(X.tensor(in, t), W.data(), Y.tensor(out, t));
     EXPECT_TRUE(
         within(tag(name + " forward"), relative_error(read(Y, out.count()), y_ref), forward_tolerance()));
     if (needs_input_grad) {
-      conv.backward_data(*gpu, DY.tensor(out, t), W.data(), DX.tensor(in, t), false);
+      conv.backward_data(DY.tensor(out, t), W.data(), DX.tensor(in, t), false);
       EXPECT_TRUE(within(tag(name + " backward data"), relative_error(read(DX, in.count()), dx_ref),
                          backward_tolerance()));
-      conv.backward_data(*gpu, DY.tensor(out, t), W.data(), DX.tensor(in, t), true);
+      conv.backward_data(DY.tensor(out, t), W.data(), DX.tensor(in, t), true);
       std::vector<float> twice(dx_ref);
       for (float& v : twice) v *= 2;
       EXPECT_TRUE(within(tag(name + " backward data, accumulated"),
                          relative_error(read(DX, in.count()), twice), backward_tolerance()));
     }
-    conv.backward_filter(*gpu, X.tensor(in, t), DY.tensor(out, t), DW.data());
+    conv.backward_filter(X.tensor(in, t), DY.tensor(out, t), DW.data());
     EXPECT_TRUE(within(tag(name + " backward filter"), relative_error(read(DW, w.size()), dw_ref),
                        backward_tolerance()));
   }
@@ -102,7 +104,7 @@ class GpuBatchNorm : public GpuLayers {
     const std::vector<float> zeros(C, 0.f), ones(C, 1.f);
 
     // CPU reference.
-    Context cpu;
+    CpuContext cpu;
     std::vector<float> y_ref(n), dx_ref(n), dz_ref(n), rm_ref(zeros), rv_ref(ones), dg_ref(C), db_ref(C),
         yi_ref(n);
     BatchNormParams p_ref{gamma.data(),  beta.data(),   rm_ref.data(),
@@ -110,11 +112,11 @@ class GpuBatchNorm : public GpuLayers {
     const Tensor tx{const_cast<float*>(x.data()), s}, tz{const_cast<float*>(z.data()), s},
         ty{y_ref.data(), s};
     const Tensor tdy{const_cast<float*>(dy.data()), s}, tdx{dx_ref.data(), s}, tdz{dz_ref.data(), s};
-    BatchNorm ref("bn", s, options);
-    ref.prepare(cpu, tx, c.residual ? &tz : nullptr, ty, tdy, tdx, c.residual ? &tdz : nullptr, p_ref);
-    ref.forward_training(cpu, tx, c.residual ? &tz : nullptr, ty, p_ref);
-    ref.backward(cpu, tx, ty, tdy, tdx, c.residual ? &tdz : nullptr, p_ref);
-    ref.forward_inference(cpu, tx, c.residual ? &tz : nullptr, Tensor{yi_ref.data(), s}, p_ref);
+    const std::unique_ptr<BatchNorm> ref = cpu.make_batch_norm("bn", s, options);
+    ref->prepare(tx, c.residual ? &tz : nullptr, ty, tdy, tdx, c.residual ? &tdz : nullptr, p_ref);
+    ref->forward_training(tx, c.residual ? &tz : nullptr, ty, p_ref);
+    ref->backward(tx, ty, tdy, tdx, c.residual ? &tdz : nullptr, p_ref);
+    ref->forward_inference(tx, c.residual ? &tz : nullptr, Tensor{yi_ref.data(), s}, p_ref);
 
     // GPU.
     const DType t = type();
@@ -127,20 +129,21 @@ class GpuBatchNorm : public GpuLayers {
                             RV.as<float>(), DG.as<float>(), DB.as<float>()};
     const Tensor gx = X.tensor(s, t), gz = Z.tensor(s, t), gy = Y.tensor(s, t), gdy = DY.tensor(s, t),
                  gdx = DX.tensor(s, t), gdz = DZ.tensor(s, t);
-    BatchNorm bn("bn", s, options);
-    bn.prepare(*gpu, gx, c.residual ? &gz : nullptr, gy, gdy, gdx, c.residual ? &gdz : nullptr, p);
+    const std::unique_ptr<BatchNorm> layer = gpu->make_batch_norm("bn", s, options);
+    BatchNorm& bn = *layer;
+    bn.prepare(gx, c.residual ? &gz : nullptr, gy, gdy, gdx, c.residual ? &gdz : nullptr, p);
     std::printf("[ layer    ] %s\n", bn.describe().c_str());
     // prepare() ran the layer once: start the running statistics again from 0 and 1.
     RM = upload(*gpu, zeros, DType::f32), RV = upload(*gpu, ones, DType::f32);
     const BatchNormParams q{G.as<float>(),  B.as<float>(),  RM.as<float>(),
                             RV.as<float>(), DG.as<float>(), DB.as<float>()};
-    bn.forward_training(*gpu, gx, c.residual ? &gz : nullptr, gy, q);
+    bn.forward_training(gx, c.residual ? &gz : nullptr, gy, q);
     EXPECT_TRUE(within(tag(name + " forward"), relative_error(read(Y, n), y_ref), forward_tolerance()));
     EXPECT_TRUE(
         within(tag(name + " running mean"), relative_error(download(*gpu, RM, C, DType::f32), rm_ref), 1e-4));
     EXPECT_TRUE(within(tag(name + " running variance"),
                        relative_error(download(*gpu, RV, C, DType::f32), rv_ref), 1e-4));
-    bn.backward(*gpu, gx, gy, gdy, gdx, c.residual ? &gdz : nullptr, q);
+    bn.backward(gx, gy, gdy, gdx, c.residual ? &gdz : nullptr, q);
     // The unfused residual path stores the ReLU-masked gradient in dz, in the working precision, and the
     // batch-norm reductions read it from there: one more rounding to bf16/fp16 than the fused path, which
     // the per-channel sums (gradients of both signs, cancelling) amplify. Measured on an H200 on
@@ -155,7 +158,7 @@ class GpuBatchNorm : public GpuLayers {
     if (c.residual) {
       EXPECT_TRUE(within(tag(name + " backward dz"), relative_error(read(DZ, n), dz_ref), tolerance));
     }
-    bn.forward_inference(*gpu, gx, c.residual ? &gz : nullptr, YI.tensor(s, t), q);
+    bn.forward_inference(gx, c.residual ? &gz : nullptr, YI.tensor(s, t), q);
     EXPECT_TRUE(within(tag(name + " inference"), relative_error(read(YI, n), yi_ref), forward_tolerance()));
   }
 };
@@ -186,39 +189,46 @@ TEST_P(GpuLayers, MaxPool3x3Stride2) {
   const DType t = type();
   const Buffer X = upload(*gpu, x, t), DY = upload(*gpu, dy, t), Y = empty(out.count()),
                DX = empty(in.count());
-  Pool2d pool("maxpool", g, PoolMode::max);
-  pool.prepare(*gpu);
-  pool.forward(*gpu, X.tensor(in, t), Y.tensor(out, t));
+  const std::unique_ptr<Pool2d> pool = gpu->make_pool2d("maxpool", g, PoolMode::max);
+  pool->forward(X.tensor(in, t), Y.tensor(out, t));
   EXPECT_TRUE(within(tag("max pool 3x3/2 forward"), relative_error(read(Y, out.count()), y_ref), 0.0));
-  pool.backward(*gpu, X.tensor(in, t), Y.tensor(out, t), DY.tensor(out, t), DX.tensor(in, t));
+  pool->backward(X.tensor(in, t), Y.tensor(out, t), DY.tensor(out, t), DX.tensor(in, t));
   EXPECT_TRUE(within(tag("max pool 3x3/2 backward"), relative_error(read(DX, in.count()), dx_ref),
                      backward_tolerance()));
 }
 
 TEST_P(GpuLayers, AveragePools) {
   const DType t = type();
-  auto check = [&](const std::string& name, Pool2d pool, Shape4 in) {
-    const Shape4 out = pool.output_shape();
+  CpuContext cpu;
+  // make(context): the same pooling layer made by either backend.
+  auto check = [&](const std::string& name, const auto& make, Shape4 in) {
+    const std::unique_ptr<Pool2d> reference = make(static_cast<Context&>(cpu));
+    const std::unique_ptr<Pool2d> pool = make(*gpu);
+    const Shape4 out = pool->output_shape();
     const auto x = quantize(random_floats(in.count(), 21), t),
                dy = quantize(random_floats(out.count(), 22), t);
-    Context cpu;
     std::vector<float> y_ref(out.count()), dx_ref(in.count());
-    pool.forward(cpu, Tensor{const_cast<float*>(x.data()), in}, Tensor{y_ref.data(), out});
-    pool.backward(cpu, Tensor{const_cast<float*>(x.data()), in}, Tensor{y_ref.data(), out},
-                  Tensor{const_cast<float*>(dy.data()), out}, Tensor{dx_ref.data(), in});
+    reference->forward(Tensor{const_cast<float*>(x.data()), in}, Tensor{y_ref.data(), out});
+    reference->backward(Tensor{const_cast<float*>(x.data()), in}, Tensor{y_ref.data(), out},
+                        Tensor{const_cast<float*>(dy.data()), out}, Tensor{dx_ref.data(), in});
     const Buffer X = upload(*gpu, x, t), DY = upload(*gpu, dy, t), Y = empty(out.count()),
                  DX = empty(in.count());
-    pool.prepare(*gpu);
-    pool.forward(*gpu, X.tensor(in, t), Y.tensor(out, t));
+    pool->forward(X.tensor(in, t), Y.tensor(out, t));
     EXPECT_TRUE(
         within(tag(name + " forward"), relative_error(read(Y, out.count()), y_ref), forward_tolerance()));
-    pool.backward(*gpu, X.tensor(in, t), Y.tensor(out, t), DY.tensor(out, t), DX.tensor(in, t));
+    pool->backward(X.tensor(in, t), Y.tensor(out, t), DY.tensor(out, t), DX.tensor(in, t));
     EXPECT_TRUE(
         within(tag(name + " backward"), relative_error(read(DX, in.count()), dx_ref), backward_tolerance()));
   };
   const Shape4 a{4, 12, 12, 16}, b{8, 7, 7, 64};
-  check("average pool 2x2/2", Pool2d("avgpool", {a, 2, 2, 0}, PoolMode::average), a);
-  check("global average pool", Pool2d::global_average("gap", b), b);
+  check(
+      "average pool 2x2/2",
+      [&](Context& ctx) {
+        return ctx.make_pool2d("avgpool", {a, 2, 2, 0}, PoolMode::average);
+      },
+      a);
+  check(
+      "global average pool", [&](Context& ctx) { return ctx.make_global_average_pool("gap", b); }, b);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, GpuLayers, ::testing::Values(DType::f32, DType::bf16, DType::f16),

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 #include "conveyor/random.h"
 #include "src/core/float16.h"
@@ -14,6 +15,16 @@ namespace conveyor::testing {
 bool gpu_available() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+std::unique_ptr<nn::Context> gpu_context(nn::DType type, int device) {
+  return train::make_backend({.device = device, .dtype = type}).context;
+}
+
+nn::CudaContext& cuda_of(nn::Context& ctx) {
+  auto* cuda = dynamic_cast<nn::CudaContext*>(&ctx);
+  if (cuda == nullptr) throw std::logic_error("not a GPU context: " + ctx.describe());
+  return *cuda;
 }
 
 std::vector<float> quantize(const std::vector<float>& values, nn::DType type) {

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "src/train/backend.h"
 #include "src/train/layers/context.h"
+#include "src/train/layers/cuda_context.h"
 
 namespace conveyor::testing {
 
@@ -35,13 +37,18 @@ double relative_error(const std::vector<float>& actual, const std::vector<float>
 
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo = -1.f, float hi = 1.f);
 
+// The GPU backend's context on `device` in `type`, as the trainer makes it (src/train/backend.h).
+std::unique_ptr<nn::Context> gpu_context(nn::DType type, int device = 0);
+// The CUDA side of a GPU context (its stream, handles).
+nn::CudaContext& cuda_of(nn::Context& ctx);
+
 // Base of the GPU tests run once per storage type: a context on GPU 0 working in that type; skipped
 // without a GPU.
 class GpuTypedTest : public ::testing::TestWithParam<nn::DType> {
  protected:
   void SetUp() override {
     CONVEYOR_REQUIRE_GPU();
-    gpu = std::make_unique<nn::Context>(0, GetParam());
+    gpu = gpu_context(GetParam());
   }
   nn::DType type() const { return GetParam(); }
   // "what [bf16]": names a comparison with the type it ran in.

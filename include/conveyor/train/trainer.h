@@ -1,5 +1,6 @@
-// Training a ResNet on batches from the pipeline: cuDNN + cuBLAS on a GPU (bf16/fp16 tensor-core math
-// with fp32 master weights, or fp32), or the CPU reference of every layer when there is no GPU.
+// Training a network on batches from the pipeline: cuDNN + cuBLAS on a GPU (bf16/fp16 tensor-core math
+// with fp32 master weights, or fp32), or the CPU reference of every layer when there is no GPU. The
+// network is one of the built-in ResNets (ModelKind) or one the user describes (conveyor/train/network.h).
 //
 //   Trainer trainer({.model = ModelKind::small_resnet, .input = {28, 28, 1}, .device = 0});
 //   trainer.warmup();                       // pays the first-step costs up front
@@ -22,12 +23,14 @@
 #include "conveyor/image.h"
 #include "conveyor/iterator_state.h"
 #include "conveyor/ops/normalize.h"
+#include "conveyor/train/network.h"
 
 namespace conveyor::train {
 
 enum class Precision { fp32, bf16, fp16 };
-// small_resnet: for 28x28 inputs (Fashion-MNIST): 3x3 stem, three stages of BasicBlocks (width, 2x, 4x
-// channels), global average pooling, linear. resnet18: torchvision's ResNet-18 for 224x224 inputs.
+// The built-in networks, a shorthand for their descriptions (conveyor/train/network.h): small_resnet() for
+// 28x28 inputs (Fashion-MNIST): 3x3 stem, three stages of BasicBlocks (width, 2x, 4x channels), global
+// average pooling, linear; resnet18(): torchvision's ResNet-18 for 224x224 inputs.
 enum class ModelKind { small_resnet, resnet18 };
 
 const char* to_string(Precision precision) noexcept;
@@ -38,6 +41,9 @@ ModelKind parse_model(std::string_view text);
 
 struct TrainerOptions {
   ModelKind model = ModelKind::small_resnet;
+  // The network to train; empty: the `model` shorthand (with width and blocks_per_stage for small_resnet).
+  // A description's dense layer must give num_classes outputs.
+  NetworkDescription network{};
   int num_classes = 10;
   ImageShape input{28, 28, 1};            // HWC of one uint8 image as the batches carry it
   int batch = 256;                        // every step() gets exactly this many images
@@ -74,13 +80,20 @@ struct TrainerOptions {
   bool algorithm_cache = true;
   // Where: empty means $CONVEYOR_ALGORITHM_CACHE ("off" turns the cache off), else
   // $XDG_CACHE_HOME/conveyor, else $HOME/.cache/conveyor.
-  std::filesystem::path algorithm_cache_dir;
+  std::filesystem::path algorithm_cache_dir{};
   // Training loss against (1 - s) x one-hot + s / classes (PyTorch's label_smoothing); evaluation's loss
   // is plain cross-entropy.
   double label_smoothing = 0;
   // Evaluation classifies each image by the mean of its logits and those of its mirror image (test-time
   // flip: one more forward pass per evaluated batch).
   bool evaluate_flipped = false;
+};
+
+// One tensor of the model as checkpoints store it: its name (PyTorch's state_dict key) and PyTorch's shape.
+struct ParameterInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  bool learnable = true;  // false for batch norm's running statistics
 };
 
 // What warmup() did and how long each part took.
@@ -198,6 +211,11 @@ class Trainer {
   std::string placement() const;
   // One line per layer with its shape and, on a GPU, the chosen algorithms and batch-norm path.
   std::string describe_layers() const;
+  // Every tensor of the model in the checkpoint's order, under the names its safetensors file uses (which
+  // adds PyTorch's num_batches_tracked for each batch norm).
+  std::vector<ParameterInfo> parameters() const;
+  // The network trained: options().network, or the description `model` stands for.
+  const NetworkDescription& network() const noexcept;
   const TrainerOptions& options() const noexcept;
 
  private:

@@ -73,7 +73,9 @@ void DataParallelTrainer::Impl::add_replica(const TrainerOptions& options, NcclC
   // The reducer needs the replica's context and bound parameters, which warm-up makes; its hooks must be in
   // place before warm-up's throwaway step and the capture of the step's graph.
   t.hooks.prepared = [this, r, &t] {
-    r->reducer = std::make_unique<GradientReducer>(*t.ctx, t.params, *r->comm, parallel.bucket_bytes);
+    auto* gpu = dynamic_cast<nn::CudaContext*>(t.ctx.get());
+    if (gpu == nullptr) throw InvalidArgument("data parallel: the replicas must train on GPUs");
+    r->reducer = std::make_unique<GradientReducer>(*gpu, t.params, *r->comm, parallel.bucket_bytes);
     r->reducer->attach(t.hooks);
   };
   replicas.push_back(std::move(replica));

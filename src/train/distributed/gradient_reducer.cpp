@@ -30,7 +30,7 @@ int highest_stream_priority() {
 
 }  // namespace
 
-GradientReducer::GradientReducer(nn::Context& ctx, ParameterStore& params, NcclCommunicator& comm,
+GradientReducer::GradientReducer(nn::CudaContext& ctx, ParameterStore& params, NcclCommunicator& comm,
                                  std::size_t bucket_bytes)
     : ctx_(ctx),
       params_(params),
@@ -39,7 +39,6 @@ GradientReducer::GradientReducer(nn::Context& ctx, ParameterStore& params, NcclC
       // The all-reduces are short and sit on the step's critical path at its end: the GPU should start
       // them as soon as their inputs are ready rather than after the backward kernels queued before them.
       stream_(highest_stream_priority()) {
-  if (!ctx.on_gpu()) throw InvalidArgument("data parallel: the replicas must train on GPUs");
   completed_.reserve(buckets_.buckets().size());
   for (std::size_t i = 0; i < buckets_.buckets().size(); ++i) completed_.emplace_back();
 }

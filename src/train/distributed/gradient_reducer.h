@@ -16,7 +16,7 @@
 #include "src/device/cuda_handles.h"
 #include "src/train/distributed/gradient_buckets.h"
 #include "src/train/distributed/nccl_communicator.h"
-#include "src/train/layers/context.h"
+#include "src/train/layers/cuda_context.h"
 #include "src/train/parameters.h"
 #include "src/train/trainer_impl.h"
 
@@ -26,7 +26,8 @@ class GradientReducer {
  public:
   // For the replica whose context and parameters these are (bound: their arrays exist); `comm` is its
   // communicator. Makes the streams and events and a small buffer; enqueues nothing.
-  GradientReducer(nn::Context& ctx, ParameterStore& params, NcclCommunicator& comm, std::size_t bucket_bytes);
+  GradientReducer(nn::CudaContext& ctx, ParameterStore& params, NcclCommunicator& comm,
+                  std::size_t bucket_bytes);
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
@@ -57,7 +58,7 @@ class GradientReducer {
   void all_reduce_average(const ParameterStore::ContextArray& array, std::size_t begin, std::size_t end,
                           const char* what);
 
-  nn::Context& ctx_;
+  nn::CudaContext& ctx_;
   ParameterStore& params_;
   NcclCommunicator& comm_;
   GradientBuckets buckets_;

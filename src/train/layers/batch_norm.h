@@ -1,15 +1,13 @@
-// Batch normalization layer (spatial, per channel), optionally followed by a residual add and a ReLU:
-// y = relu(bn(x) + z). On a GPU the fused variant is cuDNN's
-// cudnnBatchNormalizationForwardTrainingEx / BackwardEx with the add and ReLU folded in (NHWC,
-// CUDNN_BATCHNORM_SPATIAL_PERSISTENT); the unfused variant runs separate mean, variance, normalize and
-// ReLU kernels (ours), which is what the fused one is measured against.
+// The batch-normalization layer's interface (spatial, per channel), optionally followed by a residual add
+// and a ReLU: y = relu(bn(x) + z). Its twins are the CPU reference (batch_norm_cpu.h) and the GPU
+// (batch_norm_cudnn.h: cuDNN's fused *Ex kernels, with cuDNN's plain batch norm and our own kernels as
+// fallbacks and as the unfused baseline); a Context makes the one of its backend.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include "conveyor/train/nn/shape.h"
-#include "src/train/layers/context.h"
+#include "src/train/layers/tensor.h"
 
 namespace conveyor::nn {
 
@@ -31,49 +29,50 @@ struct BatchNormParams {
   float* dbeta = nullptr;
 };
 
-class BatchNormCudnn;
+// Throws InvalidArgument naming `name` for an empty shape, a residual add without ReLU, or epsilon or
+// momentum out of range.
+void check_batch_norm(const std::string& name, const Shape4& shape, const BatchNormOptions& options);
 
 class BatchNorm {
  public:
-  BatchNorm(std::string name, Shape4 shape, BatchNormOptions options);
-  ~BatchNorm();
-  BatchNorm(BatchNorm&&) noexcept;
-  BatchNorm& operator=(BatchNorm&&) noexcept;
+  virtual ~BatchNorm() = default;
+  BatchNorm(const BatchNorm&) = delete;
+  BatchNorm& operator=(const BatchNorm&) = delete;
 
   const std::string& name() const noexcept { return name_; }
   const Shape4& shape() const noexcept { return shape_; }
   const BatchNormOptions& options() const noexcept { return options_; }
 
-  // Allocates what the layer keeps between forward and backward (saved mean and 1/std, cuDNN's reserve
-  // space and workspace, scratch). GPU, fused: checks that cuDNN runs the fused configuration on these
-  // buffers and falls back (cuDNN's plain batch norm plus our ReLU/add kernels, or our own kernels) when
-  // cuDNN declines it; describe() says which path runs. The run writes the running statistics: restore
-  // them afterwards if they matter.
-  void prepare(Context& ctx, const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy,
-               const Tensor& dx, const Tensor* dz, const BatchNormParams& params);
-
+  // Allocates what the layer keeps between forward and backward (saved mean and 1/std; on a GPU cuDNN's
+  // reserve space, workspace and scratch). GPU, fused: checks that cuDNN runs the fused configuration on
+  // these buffers and falls back (cuDNN's plain batch norm plus our ReLU/add kernels, or our own kernels)
+  // when cuDNN declines it; path() says which runs. The run writes the running statistics: restore them
+  // afterwards if they matter.
+  virtual void prepare(const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                       const Tensor* dz, const BatchNormParams& params) = 0;
   // Training mode: normalizes with the batch statistics and updates the running ones.
-  void forward_training(Context& ctx, const Tensor& x, const Tensor* z, const Tensor& y,
-                        const BatchNormParams& params);
+  virtual void forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
+                                const BatchNormParams& params) = 0;
   // Inference mode: normalizes with the running statistics.
-  void forward_inference(Context& ctx, const Tensor& x, const Tensor* z, const Tensor& y,
-                         const BatchNormParams& params) const;
+  virtual void forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
+                                 const BatchNormParams& params) const = 0;
   // From dy (gradient of y) to dx, dz (= the gradient reaching z, when residual) and dgamma, dbeta.
   // y is the forward output (its sign gives the ReLU's mask). dy is not modified.
-  void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
-                const Tensor* dz, const BatchNormParams& params);
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                        const Tensor* dz, const BatchNormParams& params) = 0;
 
+  // "bn1 batch norm + ReLU: cuDNN fused (...)".
   std::string describe() const;
   // Which implementation runs: "CPU reference", or on a GPU the path prepare() settled on.
-  std::string path() const;
+  virtual std::string path() const = 0;
+
+ protected:
+  BatchNorm(std::string name, Shape4 shape, BatchNormOptions options);
 
  private:
   std::string name_;
   Shape4 shape_;
   BatchNormOptions options_;
-  // CPU: statistics saved by the forward pass, and the gradient behind the ReLU.
-  Buffer saved_mean_, saved_inv_std_, relu_grad_;
-  std::unique_ptr<BatchNormCudnn> gpu_;
 };
 
 }  // namespace conveyor::nn

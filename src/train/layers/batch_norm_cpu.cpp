@@ -1,9 +1,14 @@
-// CPU reference batch normalization (spatial: one mean and variance per channel over n*h*w).
-// Statistics are accumulated in double over a fixed chunking (see cpu_parallel.h).
+// CPU reference batch normalization (spatial: one mean and variance per channel over n*h*w), and the CPU
+// twin of the BatchNorm layer over it. Statistics are accumulated in double over a fixed chunking (see
+// cpu_parallel.h).
+#include "src/train/layers/batch_norm_cpu.h"
+
 #include <cmath>
 #include <vector>
 
+#include "conveyor/error.h"
 #include "conveyor/train/nn/reference.h"
+#include "src/train/layers/context.h"
 #include "src/train/layers/cpu_parallel.h"
 
 namespace conveyor::nn::cpu {
@@ -111,3 +116,53 @@ CONVEYOR_INSTANTIATE(double)
 #undef CONVEYOR_INSTANTIATE
 
 }  // namespace conveyor::nn::cpu
+
+namespace conveyor::nn {
+
+void BatchNormCpu::prepare(const Tensor&, const Tensor*, const Tensor&, const Tensor&, const Tensor&,
+                           const Tensor*, const BatchNormParams&) {
+  const auto channel_bytes = static_cast<std::size_t>(shape().c) * sizeof(float);
+  saved_mean_ = ctx_.allocate(channel_bytes, name() + " saved mean");
+  saved_inv_std_ = ctx_.allocate(channel_bytes, name() + " saved 1/std");
+  if (options().relu && !options().residual)
+    relu_grad_ = ctx_.allocate(shape().count() * sizeof(float), name() + " ReLU gradient");
+}
+
+void BatchNormCpu::forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
+                                    const BatchNormParams& p) {
+  if (!saved_mean_.data()) throw InvalidArgument(name() + ": prepare() the layer before running it");
+  float* out = y.as<float>();
+  cpu::batch_norm_forward_training(shape(), x.as<const float>(), p.gamma, p.beta, options().momentum,
+                                   options().epsilon, out, saved_mean_.as<float>(),
+                                   saved_inv_std_.as<float>(), p.running_mean, p.running_var);
+  if (options().residual)
+    cpu::add_relu_forward(shape().count(), out, z->as<const float>(), out);
+  else if (options().relu)
+    cpu::relu_forward(shape().count(), out, out);
+}
+
+void BatchNormCpu::forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
+                                     const BatchNormParams& p) const {
+  float* out = y.as<float>();
+  cpu::batch_norm_forward_inference(shape(), x.as<const float>(), p.gamma, p.beta, p.running_mean,
+                                    p.running_var, options().epsilon, out);
+  if (options().residual)
+    cpu::add_relu_forward(shape().count(), out, z->as<const float>(), out);
+  else if (options().relu)
+    cpu::relu_forward(shape().count(), out, out);
+}
+
+void BatchNormCpu::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                            const Tensor* dz, const BatchNormParams& p) {
+  const float* grad = dy.as<const float>();
+  if (options().relu) {
+    // The gradient behind the ReLU is also the gradient reaching the residual input z.
+    float* masked = options().residual ? dz->as<float>() : relu_grad_.as<float>();
+    cpu::relu_backward(shape().count(), y.as<const float>(), grad, masked);
+    grad = masked;
+  }
+  cpu::batch_norm_backward(shape(), x.as<const float>(), grad, p.gamma, saved_mean_.as<const float>(),
+                           saved_inv_std_.as<const float>(), dx.as<float>(), p.dgamma, p.dbeta);
+}
+
+}  // namespace conveyor::nn

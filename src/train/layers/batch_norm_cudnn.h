@@ -14,23 +14,23 @@
 
 namespace conveyor::nn {
 
-class BatchNormCudnn {
+class BatchNormCudnn final : public BatchNorm {
  public:
   enum class Path { fused, cudnn_plain, own };
 
-  BatchNormCudnn(Context& ctx, std::string name, Shape4 shape, BatchNormOptions options);
+  BatchNormCudnn(CudaContext& cuda, std::string name, Shape4 shape, BatchNormOptions options);
 
-  void prepare(Context& ctx, const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy,
-               const Tensor& dx, const Tensor* dz, const BatchNormParams& params);
-  void forward_training(CudaContext& cuda, const Tensor& x, const Tensor* z, const Tensor& y,
-                        const BatchNormParams& params);
-  void forward_inference(CudaContext& cuda, const Tensor& x, const Tensor* z, const Tensor& y,
-                         const BatchNormParams& params) const;
-  void backward(CudaContext& cuda, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
-                const Tensor* dz, const BatchNormParams& params);
+  void prepare(const Tensor& x, const Tensor* z, const Tensor& y, const Tensor& dy, const Tensor& dx,
+               const Tensor* dz, const BatchNormParams& params) override;
+  void forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
+                        const BatchNormParams& params) override;
+  void forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
+                         const BatchNormParams& params) const override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Tensor* dz,
+                const BatchNormParams& params) override;
 
-  Path path() const noexcept { return path_; }
-  std::string describe() const;
+  Path chosen_path() const noexcept { return path_; }
+  std::string path() const override;
 
  private:
   // A cuDNN status with the name of the call that produced it, so that a path can be tried at warm-up
@@ -39,19 +39,17 @@ class BatchNormCudnn {
     cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
     const char* call = "";
   };
-  Status run_forward_training(CudaContext& cuda, const Tensor& x, const Tensor* z, const Tensor& y,
+  Status run_forward_training(const Tensor& x, const Tensor* z, const Tensor& y,
                               const BatchNormParams& params);
-  Status run_forward_inference(CudaContext& cuda, const Tensor& x, const Tensor* z, const Tensor& y,
+  Status run_forward_inference(const Tensor& x, const Tensor* z, const Tensor& y,
                                const BatchNormParams& params) const;
-  Status run_backward(CudaContext& cuda, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
-                      const Tensor* dz, const BatchNormParams& params);
+  Status run_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Tensor* dz,
+                      const BatchNormParams& params);
   // Sizes and allocates the fused path's workspace and reserve space; false when cuDNN declines.
-  bool allocate_fused(Context& ctx);
+  bool allocate_fused();
   void check(const Status& status, const char* direction) const;
 
-  std::string name_;
-  Shape4 shape_;
-  BatchNormOptions options_;
+  CudaContext& cuda_;
   DType dtype_;
   Path path_;
   TensorDescriptor x_desc_, param_desc_;

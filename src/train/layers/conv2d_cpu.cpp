@@ -1,5 +1,8 @@
-// CPU reference convolution, NHWC activations and KRSC filters. Each loop nest keeps a contiguous
-// channel run innermost so the compiler vectorises it without reassociating any sum.
+// CPU reference convolution, NHWC activations and KRSC filters, and the CPU twin of the Conv2d layer over
+// it. Each loop nest keeps a contiguous channel run innermost so the compiler vectorises it without
+// reassociating any sum.
+#include "src/train/layers/conv2d_cpu.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -121,3 +124,20 @@ CONVEYOR_INSTANTIATE(double)
 #undef CONVEYOR_INSTANTIATE
 
 }  // namespace conveyor::nn::cpu
+
+namespace conveyor::nn {
+
+void Conv2dCpu::forward(const Tensor& x, const void* w, const Tensor& y) const {
+  cpu::conv2d_forward(geometry(), x.as<const float>(), static_cast<const float*>(w), y.as<float>());
+}
+
+void Conv2dCpu::run_backward_data(const Tensor& dy, const void* w, const Tensor& dx, bool accumulate) const {
+  cpu::conv2d_backward_data(geometry(), dy.as<const float>(), static_cast<const float*>(w), dx.as<float>(),
+                            accumulate);
+}
+
+void Conv2dCpu::backward_filter(const Tensor& x, const Tensor& dy, void* dw) const {
+  cpu::conv2d_backward_filter(geometry(), x.as<const float>(), dy.as<const float>(), static_cast<float*>(dw));
+}
+
+}  // namespace conveyor::nn

@@ -39,37 +39,36 @@ bool known_choice(const AlgorithmChoice& choice, int count) {
 
 }  // namespace
 
-ConvCudnn::ConvCudnn(CudaContext& cuda, std::string name, const ConvGeometry& geometry, bool needs_input_grad)
-    : name_(std::move(name)),
-      geometry_(geometry),
-      dtype_(cuda.dtype()),
-      needs_input_grad_(needs_input_grad),
-      x_desc_(make_nhwc_descriptor(geometry.input, cuda.dtype(), name_)),
-      y_desc_(make_nhwc_descriptor(geometry.output(), cuda.dtype(), name_)) {
-  const ConvGeometry& g = geometry_;
+Conv2dCudnn::Conv2dCudnn(CudaContext& cuda, std::string name, const ConvGeometry& geometry,
+                         bool needs_input_grad)
+    : Conv2d(std::move(name), geometry, needs_input_grad),
+      cuda_(cuda),
+      dtype_(cuda_.dtype()),
+      x_desc_(make_nhwc_descriptor(geometry.input, cuda_.dtype(), this->name())),
+      y_desc_(make_nhwc_descriptor(geometry.output(), cuda_.dtype(), this->name())) {
+  const ConvGeometry& g = this->geometry();
   CONVEYOR_CUDNN(cudnnSetFilter4dDescriptor(w_desc_.get(), cudnn_type(dtype_), CUDNN_TENSOR_NHWC,
                                             g.out_channels, g.input.c, g.kernel, g.kernel),
-                 name_);
+                 this->name());
   for (const ConvolutionDescriptor* d : {&forward_desc_, &backward_data_desc_, &backward_filter_desc_})
     CONVEYOR_CUDNN(cudnnSetConvolution2dDescriptor(d->get(), g.pad, g.pad, g.stride, g.stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-                   name_);
+                   this->name());
   reset_math_types();
 }
 
-void ConvCudnn::reset_math_types() {
+void Conv2dCudnn::reset_math_types() {
   // Accumulation in fp32 for every storage type (cuDNN's PSEUDO_HALF / BFLOAT16 configurations).
   const cudnnMathType_t math = dtype_ == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
   for (const ConvolutionDescriptor* d : {&forward_desc_, &backward_data_desc_, &backward_filter_desc_})
-    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(d->get(), math), name_);
+    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(d->get(), math), name());
 }
 
-void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y,
-                                  const Tensor& dx, void* dw) {
-  auto& memory = cuda.conv_algorithms();
-  const std::string key = convolution_key(geometry_, dtype_, needs_input_grad_);
+void Conv2dCudnn::prepare(const Tensor& x, const void* w, const Tensor& y, const Tensor& dx, void* dw) {
+  auto& memory = cuda_.conv_algorithms();
+  const std::string key = convolution_key(geometry(), dtype_, needs_input_grad());
   // Deterministic choices come from cuDNN's heuristics, which are quick and need no cache.
-  AlgorithmCache* disk = cuda.deterministic_algorithms() ? nullptr : cuda.algorithm_cache();
+  AlgorithmCache* disk = cuda_.deterministic_algorithms() ? nullptr : cuda_.algorithm_cache();
   if (const auto found = memory.find(key); found != memory.end()) {
     algorithms_ = found->second;
   } else {
@@ -78,15 +77,15 @@ void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void
       if (const ConvolutionChoices* cached = disk->find(key)) {
         std::string why;
         bool refused = false;
-        chosen = accept_cached(cuda, *cached, cuda.workspace_budget(), why, refused);
+        chosen = accept_cached(*cached, cuda_.workspace_budget(), why, refused);
         if (chosen)
           ++disk->counts().reused;
         else if (refused)
-          disk->reject(key, name_ + " (" + key + "): " + why);
+          disk->reject(key, name() + " (" + key + "): " + why);
       }
     }
     if (!chosen) {
-      chosen = search(cuda, x, w, y, dx, dw);
+      chosen = search(x, w, y, dx, dw);
       if (disk) {
         ++disk->counts().searched;
         ConvolutionChoices c;
@@ -99,7 +98,7 @@ void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void
           c.backward_data = AlgorithmChoice{static_cast<int>(chosen->backward_data),
                                             static_cast<int>(chosen->backward_data_math),
                                             chosen->backward_data_bytes, chosen->backward_data_ms};
-        c.search_budget = cuda.workspace_budget();
+        c.search_budget = cuda_.workspace_budget();
         disk->store(key, c);
       }
     }
@@ -108,22 +107,22 @@ void ConvCudnn::choose_algorithms(CudaContext& cuda, const Tensor& x, const void
   }
   // fp32 stays on FMA math whatever the search reports, so that no direction silently uses TF32.
   if (dtype_ != DType::f32) {
-    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), algorithms_.forward_math), name_);
+    CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), algorithms_.forward_math), name());
     CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_filter_desc_.get(), algorithms_.backward_filter_math),
-                   name_);
-    if (needs_input_grad_)
+                   name());
+    if (needs_input_grad())
       CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_data_desc_.get(), algorithms_.backward_data_math),
-                     name_);
+                     name());
   }
-  cuda.require_workspace(std::max({algorithms_.forward_bytes, algorithms_.backward_filter_bytes,
-                                   needs_input_grad_ ? algorithms_.backward_data_bytes : std::size_t{0}}));
+  cuda_.require_workspace(std::max({algorithms_.forward_bytes, algorithms_.backward_filter_bytes,
+                                    needs_input_grad() ? algorithms_.backward_data_bytes : std::size_t{0}}));
   ready_ = true;
 }
 
-std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const ConvolutionChoices& cached,
-                                                       std::size_t budget, std::string& why, bool& refused) {
+std::optional<ConvAlgorithms> Conv2dCudnn::accept_cached(const ConvolutionChoices& cached, std::size_t budget,
+                                                         std::string& why, bool& refused) {
   refused = false;
-  if (cached.backward_data.has_value() != needs_input_grad_) {
+  if (cached.backward_data.has_value() != needs_input_grad()) {
     refused = true;
     why = "the entry does not have the directions this layer runs";
     return std::nullopt;
@@ -158,10 +157,10 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
     const bool listed = known_choice(c, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
     if (listed) {
-      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), math_for(c)), name_);
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(forward_desc_.get(), math_for(c)), name());
       a.forward = static_cast<cudnnConvolutionFwdAlgo_t>(c.algorithm);
       a.forward_math = math_for(c);
-      sized = cudnnGetConvolutionForwardWorkspaceSize(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+      sized = cudnnGetConvolutionForwardWorkspaceSize(cuda_.cudnn(), x_desc_.get(), w_desc_.get(),
                                                       forward_desc_.get(), y_desc_.get(), a.forward,
                                                       &a.forward_bytes);
       a.forward_ms = c.ms;
@@ -173,25 +172,25 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
     const bool listed = known_choice(c, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
     cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
     if (listed) {
-      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_filter_desc_.get(), math_for(c)), name_);
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_filter_desc_.get(), math_for(c)), name());
       a.backward_filter = static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algorithm);
       a.backward_filter_math = math_for(c);
-      sized = cudnnGetConvolutionBackwardFilterWorkspaceSize(cuda.cudnn(), x_desc_.get(), y_desc_.get(),
+      sized = cudnnGetConvolutionBackwardFilterWorkspaceSize(cuda_.cudnn(), x_desc_.get(), y_desc_.get(),
                                                              backward_filter_desc_.get(), w_desc_.get(),
                                                              a.backward_filter, &a.backward_filter_bytes);
       a.backward_filter_ms = c.ms;
     }
     check("backward-filter", listed, c, sized, a.backward_filter_bytes);
   }
-  if (needs_input_grad_) {
+  if (needs_input_grad()) {
     const AlgorithmChoice& c = *cached.backward_data;
     const bool listed = known_choice(c, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
     cudnnStatus_t sized = CUDNN_STATUS_NOT_SUPPORTED;
     if (listed) {
-      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_data_desc_.get(), math_for(c)), name_);
+      CONVEYOR_CUDNN(cudnnSetConvolutionMathType(backward_data_desc_.get(), math_for(c)), name());
       a.backward_data = static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algorithm);
       a.backward_data_math = math_for(c);
-      sized = cudnnGetConvolutionBackwardDataWorkspaceSize(cuda.cudnn(), w_desc_.get(), y_desc_.get(),
+      sized = cudnnGetConvolutionBackwardDataWorkspaceSize(cuda_.cudnn(), w_desc_.get(), y_desc_.get(),
                                                            backward_data_desc_.get(), x_desc_.get(),
                                                            a.backward_data, &a.backward_data_bytes);
       a.backward_data_ms = c.ms;
@@ -209,29 +208,29 @@ std::optional<ConvAlgorithms> ConvCudnn::accept_cached(CudaContext& cuda, const 
   return a;
 }
 
-ConvAlgorithms ConvCudnn::search(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y,
-                                 const Tensor& dx, void* dw) {
-  const auto [scratch, budget] = cuda.search_workspace();
+ConvAlgorithms Conv2dCudnn::search(const Tensor& x, const void* w, const Tensor& y, const Tensor& dx,
+                                   void* dw) {
+  const auto [scratch, budget] = cuda_.search_workspace();
   // Deterministic: cuDNN's heuristic order, which depends only on the shape and the card, so every run
   // takes the same algorithms. Otherwise: timed on these tensors, the fastest that fits.
-  const bool heuristic = cuda.deterministic_algorithms();
+  const bool heuristic = cuda_.deterministic_algorithms();
   ConvAlgorithms a;
   {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
     if (heuristic) {
-      CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda.cudnn(), x_desc_.get(), w_desc_.get(),
+      CONVEYOR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cuda_.cudnn(), x_desc_.get(), w_desc_.get(),
                                                             forward_desc_.get(), y_desc_.get(),
                                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
-                     name_ + " (algorithm heuristics, forward)");
+                     name() + " (algorithm heuristics, forward)");
     } else {
       CONVEYOR_CUDNN(
           cudnnFindConvolutionForwardAlgorithmEx(
-              cuda.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w, forward_desc_.get(), y_desc_.get(),
+              cuda_.cudnn(), x_desc_.get(), x.data, w_desc_.get(), w, forward_desc_.get(), y_desc_.get(),
               y.data, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf, scratch, budget),
-          name_ + " (algorithm search, forward)");
+          name() + " (algorithm search, forward)");
     }
-    const auto& best = first_usable(perf, count, budget, heuristic, name_, "forward");
+    const auto& best = first_usable(perf, count, budget, heuristic, name(), "forward");
     a.forward = best.algo, a.forward_math = best.mathType, a.forward_bytes = best.memory;
     a.forward_ms = heuristic ? -1.f : best.time;
   }
@@ -240,37 +239,37 @@ ConvAlgorithms ConvCudnn::search(CudaContext& cuda, const Tensor& x, const void*
     int count = 0;
     if (heuristic) {
       CONVEYOR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                         cuda.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(),
+                         cuda_.cudnn(), x_desc_.get(), y_desc_.get(), backward_filter_desc_.get(),
                          w_desc_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
-                     name_ + " (algorithm heuristics, backward filter)");
+                     name() + " (algorithm heuristics, backward filter)");
     } else {
       // y stands in for dy: same shape, and only the timing matters here.
       CONVEYOR_CUDNN(
           cudnnFindConvolutionBackwardFilterAlgorithmEx(
-              cuda.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
+              cuda_.cudnn(), x_desc_.get(), x.data, y_desc_.get(), y.data, backward_filter_desc_.get(),
               w_desc_.get(), dw, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf, scratch, budget),
-          name_ + " (algorithm search, backward filter)");
+          name() + " (algorithm search, backward filter)");
     }
-    const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-filter");
+    const auto& best = first_usable(perf, count, budget, heuristic, name(), "backward-filter");
     a.backward_filter = best.algo, a.backward_filter_math = best.mathType;
     a.backward_filter_bytes = best.memory, a.backward_filter_ms = heuristic ? -1.f : best.time;
   }
-  if (needs_input_grad_) {
+  if (needs_input_grad()) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
     if (heuristic) {
       CONVEYOR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                         cuda.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(), x_desc_.get(),
-                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
-                     name_ + " (algorithm heuristics, backward data)");
+                         cuda_.cudnn(), w_desc_.get(), y_desc_.get(), backward_data_desc_.get(),
+                         x_desc_.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                     name() + " (algorithm heuristics, backward data)");
     } else {
       CONVEYOR_CUDNN(
           cudnnFindConvolutionBackwardDataAlgorithmEx(
-              cuda.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(), x_desc_.get(),
-              dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
-          name_ + " (algorithm search, backward data)");
+              cuda_.cudnn(), w_desc_.get(), w, y_desc_.get(), y.data, backward_data_desc_.get(),
+              x_desc_.get(), dx.data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf, scratch, budget),
+          name() + " (algorithm search, backward data)");
     }
-    const auto& best = first_usable(perf, count, budget, heuristic, name_, "backward-data");
+    const auto& best = first_usable(perf, count, budget, heuristic, name(), "backward-data");
     a.backward_data = best.algo, a.backward_data_math = best.mathType;
     a.backward_data_bytes = best.memory, a.backward_data_ms = heuristic ? -1.f : best.time;
     a.has_backward_data = true;
@@ -278,41 +277,41 @@ ConvAlgorithms ConvCudnn::search(CudaContext& cuda, const Tensor& x, const void*
   return a;
 }
 
-void ConvCudnn::require_ready() const {
-  if (!ready_) throw InvalidArgument(name_ + ": prepare() the layer before running it");
+void Conv2dCudnn::require_ready() const {
+  if (!ready_) throw InvalidArgument(name() + ": prepare() the layer before running it");
 }
 
-void ConvCudnn::forward(CudaContext& cuda, const Tensor& x, const void* w, const Tensor& y) const {
+void Conv2dCudnn::forward(const Tensor& x, const void* w, const Tensor& y) const {
   require_ready();
   const float one = 1.f, zero = 0.f;
-  CONVEYOR_CUDNN(cudnnConvolutionForward(cuda.cudnn(), &one, x_desc_.get(), x.data, w_desc_.get(), w,
-                                         forward_desc_.get(), algorithms_.forward, cuda.workspace(),
-                                         cuda.workspace_bytes(), &zero, y_desc_.get(), y.data),
-                 name_ + " (forward)");
+  CONVEYOR_CUDNN(cudnnConvolutionForward(cuda_.cudnn(), &one, x_desc_.get(), x.data, w_desc_.get(), w,
+                                         forward_desc_.get(), algorithms_.forward, cuda_.workspace(),
+                                         cuda_.workspace_bytes(), &zero, y_desc_.get(), y.data),
+                 name() + " (forward)");
 }
 
-void ConvCudnn::backward_data(CudaContext& cuda, const Tensor& dy, const void* w, const Tensor& dx,
-                              bool accumulate) const {
+void Conv2dCudnn::run_backward_data(const Tensor& dy, const void* w, const Tensor& dx,
+                                    bool accumulate) const {
   require_ready();
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
   CONVEYOR_CUDNN(
-      cudnnConvolutionBackwardData(cuda.cudnn(), &one, w_desc_.get(), w, y_desc_.get(), dy.data,
-                                   backward_data_desc_.get(), algorithms_.backward_data, cuda.workspace(),
-                                   cuda.workspace_bytes(), &beta, x_desc_.get(), dx.data),
-      name_ + " (backward data)");
+      cudnnConvolutionBackwardData(cuda_.cudnn(), &one, w_desc_.get(), w, y_desc_.get(), dy.data,
+                                   backward_data_desc_.get(), algorithms_.backward_data, cuda_.workspace(),
+                                   cuda_.workspace_bytes(), &beta, x_desc_.get(), dx.data),
+      name() + " (backward data)");
 }
 
-void ConvCudnn::backward_filter(CudaContext& cuda, const Tensor& x, const Tensor& dy, void* dw) const {
+void Conv2dCudnn::backward_filter(const Tensor& x, const Tensor& dy, void* dw) const {
   require_ready();
   const float one = 1.f, zero = 0.f;
   CONVEYOR_CUDNN(
-      cudnnConvolutionBackwardFilter(cuda.cudnn(), &one, x_desc_.get(), x.data, y_desc_.get(), dy.data,
+      cudnnConvolutionBackwardFilter(cuda_.cudnn(), &one, x_desc_.get(), x.data, y_desc_.get(), dy.data,
                                      backward_filter_desc_.get(), algorithms_.backward_filter,
-                                     cuda.workspace(), cuda.workspace_bytes(), &zero, w_desc_.get(), dw),
-      name_ + " (backward filter)");
+                                     cuda_.workspace(), cuda_.workspace_bytes(), &zero, w_desc_.get(), dw),
+      name() + " (backward filter)");
 }
 
-std::string ConvCudnn::describe() const {
+std::string Conv2dCudnn::algorithms() const {
   const char* origin = algorithms_.from_disk ? ", cached" : "";
   const auto one = [origin](const char* what, int algo, float ms) {
     char text[96];

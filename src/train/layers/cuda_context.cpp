@@ -2,6 +2,13 @@
 
 #include <algorithm>
 
+#include "src/train/layers/batch_norm_cudnn.h"
+#include "src/train/layers/conv2d_cudnn.h"
+#include "src/train/layers/dense_cublas.h"
+#include "src/train/layers/loss_cuda.h"
+#include "src/train/layers/pooling_cudnn.h"
+#include "src/train/layers/sgd_cuda.h"
+
 namespace conveyor::nn {
 
 cudnnDataType_t cudnn_type(DType type) noexcept {
@@ -35,15 +42,26 @@ TensorDescriptor make_nhwc_descriptor(const Shape4& s, DType type, const std::st
   return d;
 }
 
-CudaContext::CudaContext(int device, DType dtype, std::size_t memory_limit_bytes)
-    : device_(device),
-      dtype_(dtype),
+namespace {
+
+// A device allocation, back to its pool in stream order when the buffer dies.
+struct DeviceStorage final : Storage {
+  explicit DeviceStorage(cuda::DeviceBuffer b) noexcept : buffer(std::move(b)) {}
+  cuda::DeviceBuffer buffer;
+};
+
+}  // namespace
+
+CudaContext::CudaContext(int device, DType dtype, std::size_t memory_limit_bytes, bool deterministic)
+    : Context(dtype, device),
       pool_(device, memory_limit_bytes),
       // A stream belongs to the device current when it is made.
       stream_([device] {
         cuda::DeviceGuard guard(device);
         return cuda::Stream();
-      }()) {
+      }()),
+      deterministic_algorithms_(deterministic),
+      elementwise_(stream_.get()) {
   cuda::DeviceGuard guard(device);
   cudaDeviceProp props{};
   CONVEYOR_CUDA(cudaGetDeviceProperties(&props, device), "CudaContext");
@@ -74,6 +92,73 @@ CudaContext::~CudaContext() {
   if (cublas_) cublasDestroy(cublas_);
   if (cudnn_) cudnnDestroy(cudnn_);
 }
+
+Buffer CudaContext::allocate(std::size_t bytes, std::string_view what_for) {
+  if (bytes == 0) return {};
+  // Rounded up to 256 bytes so that every buffer starts aligned for vector loads and tensor cores.
+  const std::size_t rounded = (bytes + 255) & ~std::size_t{255};
+  auto storage = std::make_unique<DeviceStorage>(pool_.allocate(rounded, stream_.get(), what_for));
+  void* data = storage->buffer.data();
+  CONVEYOR_CUDA(cudaMemsetAsync(data, 0, rounded, stream_.get()), std::string(what_for));
+  return {std::move(storage), data, bytes};
+}
+
+void CudaContext::copy_in(void* to, const void* host, std::size_t bytes, std::string_view what) {
+  // From pageable memory the call returns once the bytes are staged, so the host memory may change after.
+  if (bytes)
+    CONVEYOR_CUDA(cudaMemcpyAsync(to, host, bytes, cudaMemcpyHostToDevice, stream_.get()), std::string(what));
+}
+
+void CudaContext::copy_out(void* host, const void* from, std::size_t bytes, std::string_view what) {
+  if (bytes)
+    CONVEYOR_CUDA(cudaMemcpyAsync(host, from, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                  std::string(what));
+}
+
+void CudaContext::synchronize() const {
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream_.get()), "Context::synchronize");
+}
+
+std::string CudaContext::describe() const {
+  return "cuDNN on GPU " + std::to_string(device()) + " (" + device_name_ + "), " + to_string(dtype()) +
+         " NHWC";
+}
+
+bool CudaContext::chooses_without_timing(const ConvGeometry& geometry, bool needs_input_grad) const {
+  if (deterministic_algorithms_) return true;
+  const std::string key = convolution_key(geometry, dtype(), needs_input_grad);
+  return conv_algorithms_.count(key) > 0 || (algorithm_cache_ && algorithm_cache_->find(key) != nullptr);
+}
+
+std::unique_ptr<Conv2d> CudaContext::make_conv2d(std::string name, const ConvGeometry& geometry,
+                                                 bool needs_input_grad) {
+  return std::make_unique<Conv2dCudnn>(*this, std::move(name), geometry, needs_input_grad);
+}
+
+std::unique_ptr<BatchNorm> CudaContext::make_batch_norm(std::string name, Shape4 shape,
+                                                        BatchNormOptions options) {
+  return std::make_unique<BatchNormCudnn>(*this, std::move(name), shape, options);
+}
+
+std::unique_ptr<Pool2d> CudaContext::make_pool2d(std::string name, PoolGeometry geometry, PoolMode mode) {
+  return std::make_unique<Pool2dCudnn>(*this, std::move(name), geometry, mode, false);
+}
+
+std::unique_ptr<Pool2d> CudaContext::make_global_average_pool(std::string name, Shape4 input) {
+  return std::make_unique<Pool2dCudnn>(*this, std::move(name), PoolGeometry{input, 1, 1, 0},
+                                       PoolMode::average, true);
+}
+
+std::unique_ptr<Dense> CudaContext::make_dense(std::string name, int batch, int in_features,
+                                               int out_features) {
+  return std::make_unique<DenseCublas>(*this, std::move(name), batch, in_features, out_features);
+}
+
+std::unique_ptr<SoftmaxCrossEntropy> CudaContext::make_loss(std::string name, int batch, int classes) {
+  return std::make_unique<SoftmaxCrossEntropyCuda>(*this, std::move(name), batch, classes);
+}
+
+std::unique_ptr<Sgd> CudaContext::make_sgd() { return std::make_unique<SgdCuda>(*this); }
 
 void CudaContext::require_workspace(std::size_t bytes) noexcept {
   workspace_needed_ = std::max(workspace_needed_, bytes);

@@ -1,7 +1,7 @@
-// The GPU side of a Context: device, memory pool, stream, cuDNN and cuBLAS handles, the workspace the
-// layers share, the convolution algorithms chosen at warm-up (per shape in memory, and optionally on disk
-// across processes). Also the RAII owners of cuDNN descriptors. Only sources compiled with cuDNN include
-// this header.
+// The GPU backend: a Context on one device, with its memory pool, stream, cuDNN and cuBLAS handles, the
+// workspace the layers share, the convolution algorithms chosen at warm-up (per shape in memory, and
+// optionally on disk across processes), and the cuDNN/cuBLAS/CUDA twins of every layer. Also the RAII
+// owners of cuDNN descriptors. Only the CUDA-only sources include this header.
 //
 // cuDNN 9 marks the legacy (non-graph) API used here as deprecated. It still ships in libcudnn_ops /
 // libcudnn_cnn, is far simpler than the graph API for a fixed set of layers, and its deprecation
@@ -16,12 +16,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "src/device/cuda_handles.h"
 #include "src/device/device_memory.h"
 #include "src/train/layers/algorithm_cache.h"
+#include "src/train/layers/context.h"
 #include "src/train/layers/cudnn_check.h"
+#include "src/train/layers/elementwise_cuda.h"
 #include "src/train/layers/tensor.h"
 
 namespace conveyor::nn {
@@ -74,15 +77,37 @@ struct ConvAlgorithms {
   bool from_disk = false;  // reused from the algorithm cache file
 };
 
-class CudaContext {
+class CudaContext final : public Context {
  public:
-  CudaContext(int device, DType dtype, std::size_t memory_limit_bytes);
-  ~CudaContext();
-  CudaContext(const CudaContext&) = delete;
-  CudaContext& operator=(const CudaContext&) = delete;
+  // GPU `device` with activations and filters in `dtype`; memory_limit_bytes 0 means no limit but the card.
+  // deterministic: convolution algorithms by cuDNN's heuristics, deterministic ones only
+  // (TrainerOptions::deterministic), instead of timed.
+  CudaContext(int device, DType dtype, std::size_t memory_limit_bytes = 0, bool deterministic = false);
+  ~CudaContext() override;
 
-  int device() const noexcept { return device_; }
-  DType dtype() const noexcept { return dtype_; }
+  // ---- Context ----
+  Buffer allocate(std::size_t bytes, std::string_view what_for) override;
+  void copy_in(void* to, const void* host, std::size_t bytes, std::string_view what) override;
+  void copy_out(void* host, const void* from, std::size_t bytes, std::string_view what) override;
+  void allocate_workspace() override;
+  void synchronize() const override;
+  std::string describe() const override;
+  bool has_first_call_costs() const noexcept override { return true; }
+  void use_algorithm_cache(const std::filesystem::path& folder) override;
+  AlgorithmCache* algorithm_cache() noexcept override { return algorithm_cache_.get(); }
+  bool chooses_without_timing(const ConvGeometry& geometry, bool needs_input_grad) const override;
+  std::unique_ptr<Conv2d> make_conv2d(std::string name, const ConvGeometry& geometry,
+                                      bool needs_input_grad) override;
+  std::unique_ptr<BatchNorm> make_batch_norm(std::string name, Shape4 shape,
+                                             BatchNormOptions options) override;
+  std::unique_ptr<Pool2d> make_pool2d(std::string name, PoolGeometry geometry, PoolMode mode) override;
+  std::unique_ptr<Pool2d> make_global_average_pool(std::string name, Shape4 input) override;
+  std::unique_ptr<Dense> make_dense(std::string name, int batch, int in_features, int out_features) override;
+  std::unique_ptr<SoftmaxCrossEntropy> make_loss(std::string name, int batch, int classes) override;
+  std::unique_ptr<Sgd> make_sgd() override;
+  const Elementwise& elementwise() const noexcept override { return elementwise_; }
+
+  // ---- what the GPU layers use ----
   const std::string& device_name() const noexcept { return device_name_; }
   cuda::DeviceMemoryPool& pool() noexcept { return pool_; }
   cudaStream_t stream() const noexcept { return stream_.get(); }
@@ -92,7 +117,6 @@ class CudaContext {
   // The workspace every layer shares: they run one after another on one stream, so the largest need is
   // enough. require_workspace() during preparation, allocate_workspace() once after.
   void require_workspace(std::size_t bytes) noexcept;
-  void allocate_workspace();
   void* workspace() const noexcept { return workspace_.data(); }
   std::size_t workspace_bytes() const noexcept { return workspace_.bytes(); }
 
@@ -106,22 +130,14 @@ class CudaContext {
 
   // Algorithms per convolution shape: ResNet-18's repeated shapes are searched once.
   std::map<std::string, ConvAlgorithms>& conv_algorithms() noexcept { return conv_algorithms_; }
-  // true: layers take cuDNN's heuristic choice among deterministic algorithms instead of timing them
-  // (set before the layers are prepared; TrainerOptions::deterministic).
-  void set_deterministic_algorithms(bool on) noexcept { deterministic_algorithms_ = on; }
+  // true: layers take cuDNN's heuristic choice among deterministic algorithms instead of timing them.
   bool deterministic_algorithms() const noexcept { return deterministic_algorithms_; }
 
   // GPU, driver, CUDA runtime and cuDNN: what an algorithm choice is valid for.
   const AlgorithmEnvironment& environment() const noexcept { return environment_; }
-  // Timed choices are read from and written to the cache file of this environment in `folder` (set
-  // before the layers are prepared; not used with deterministic algorithms). Null when not in use.
-  void use_algorithm_cache(const std::filesystem::path& folder);
-  AlgorithmCache* algorithm_cache() noexcept { return algorithm_cache_.get(); }
   const AlgorithmCache* algorithm_cache() const noexcept { return algorithm_cache_.get(); }
 
  private:
-  int device_;
-  DType dtype_;
   std::string device_name_;
   cuda::DeviceMemoryPool pool_;  // first: destroyed after every buffer below
   cuda::Stream stream_;
@@ -136,6 +152,7 @@ class CudaContext {
   bool deterministic_algorithms_ = false;
   AlgorithmEnvironment environment_;
   std::unique_ptr<AlgorithmCache> algorithm_cache_;
+  ElementwiseCuda elementwise_;
 };
 
 }  // namespace conveyor::nn

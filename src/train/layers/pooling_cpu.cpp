@@ -1,4 +1,7 @@
-// CPU reference pooling (max, average over a square window, global average), NHWC.
+// CPU reference pooling (max, average over a square window, global average), NHWC, and the CPU twin of
+// the Pool2d layer over it.
+#include "src/train/layers/pooling_cpu.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -151,3 +154,25 @@ CONVEYOR_INSTANTIATE(double)
 #undef CONVEYOR_INSTANTIATE
 
 }  // namespace conveyor::nn::cpu
+
+namespace conveyor::nn {
+
+void Pool2dCpu::forward(const Tensor& x, const Tensor& y) const {
+  if (global())
+    cpu::global_avg_pool_forward(geometry().input, x.as<const float>(), y.as<float>());
+  else if (mode() == PoolMode::max)
+    cpu::max_pool_forward(geometry(), x.as<const float>(), y.as<float>());
+  else
+    cpu::avg_pool_forward(geometry(), x.as<const float>(), y.as<float>());
+}
+
+void Pool2dCpu::backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) const {
+  if (global())
+    cpu::global_avg_pool_backward(geometry().input, dy.as<const float>(), dx.as<float>());
+  else if (mode() == PoolMode::max)
+    cpu::max_pool_backward(geometry(), x.as<const float>(), dy.as<const float>(), dx.as<float>());
+  else
+    cpu::avg_pool_backward(geometry(), dy.as<const float>(), dx.as<float>());
+}
+
+}  // namespace conveyor::nn

@@ -2,33 +2,38 @@
 
 namespace conveyor::nn {
 
-PoolCudnn::PoolCudnn(CudaContext& cuda, std::string name, Shape4 input, Shape4 output, PoolMode mode,
-                     int window_h, int window_w, int pad, int stride_h, int stride_w)
-    : name_(std::move(name)),
-      x_desc_(make_nhwc_descriptor(input, cuda.dtype(), name_)),
-      y_desc_(make_nhwc_descriptor(output, cuda.dtype(), name_)) {
+Pool2dCudnn::Pool2dCudnn(CudaContext& cuda, std::string name, PoolGeometry geometry, PoolMode mode,
+                         bool global)
+    : Pool2d(std::move(name), geometry, mode, global),
+      cuda_(cuda),
+      x_desc_(make_nhwc_descriptor(geometry.input, cuda.dtype(), this->name())),
+      y_desc_(make_nhwc_descriptor(output_shape(), cuda.dtype(), this->name())) {
+  // Global pooling is a window of the whole image.
+  const Shape4 in = geometry.input;
+  const int window_h = global ? in.h : geometry.window, window_w = global ? in.w : geometry.window;
+  const int stride_h = global ? in.h : geometry.stride, stride_w = global ? in.w : geometry.stride;
+  const int pad = global ? 0 : geometry.pad;
   // Average pooling counts the padding, as PyTorch's default (count_include_pad=True) and the CPU reference.
   const cudnnPoolingMode_t cudnn_mode =
       mode == PoolMode::max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
   CONVEYOR_CUDNN(cudnnSetPooling2dDescriptor(pool_desc_.get(), cudnn_mode, CUDNN_NOT_PROPAGATE_NAN, window_h,
                                              window_w, pad, pad, stride_h, stride_w),
-                 name_);
+                 this->name());
 }
 
-void PoolCudnn::forward(CudaContext& cuda, const Tensor& x, const Tensor& y) const {
+void Pool2dCudnn::forward(const Tensor& x, const Tensor& y) const {
   const float one = 1.f, zero = 0.f;
-  CONVEYOR_CUDNN(cudnnPoolingForward(cuda.cudnn(), pool_desc_.get(), &one, x_desc_.get(), x.data, &zero,
+  CONVEYOR_CUDNN(cudnnPoolingForward(cuda_.cudnn(), pool_desc_.get(), &one, x_desc_.get(), x.data, &zero,
                                      y_desc_.get(), y.data),
-                 name_ + " (forward)");
+                 name() + " (forward)");
 }
 
-void PoolCudnn::backward(CudaContext& cuda, const Tensor& x, const Tensor& y, const Tensor& dy,
-                         const Tensor& dx) const {
+void Pool2dCudnn::backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) const {
   const float one = 1.f, zero = 0.f;
   CONVEYOR_CUDNN(
-      cudnnPoolingBackward(cuda.cudnn(), pool_desc_.get(), &one, y_desc_.get(), y.data, y_desc_.get(),
+      cudnnPoolingBackward(cuda_.cudnn(), pool_desc_.get(), &one, y_desc_.get(), y.data, y_desc_.get(),
                            dy.data, x_desc_.get(), x.data, &zero, x_desc_.get(), dx.data),
-      name_ + " (backward)");
+      name() + " (backward)");
 }
 
 }  // namespace conveyor::nn

@@ -8,16 +8,14 @@
 
 namespace conveyor::nn {
 
-class PoolCudnn {
+class Pool2dCudnn final : public Pool2d {
  public:
-  PoolCudnn(CudaContext& cuda, std::string name, Shape4 input, Shape4 output, PoolMode mode, int window_h,
-            int window_w, int pad, int stride_h, int stride_w);
-  void forward(CudaContext& cuda, const Tensor& x, const Tensor& y) const;
-  void backward(CudaContext& cuda, const Tensor& x, const Tensor& y, const Tensor& dy,
-                const Tensor& dx) const;
+  Pool2dCudnn(CudaContext& cuda, std::string name, PoolGeometry geometry, PoolMode mode, bool global);
+  void forward(const Tensor& x, const Tensor& y) const override;
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) const override;
 
  private:
-  std::string name_;
+  CudaContext& cuda_;
   TensorDescriptor x_desc_, y_desc_;
   PoolingDescriptor pool_desc_;
 };

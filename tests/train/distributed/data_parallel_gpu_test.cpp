@@ -229,5 +229,29 @@ TEST(DataParallelTwoGpus, ReplicasFedTwoHalvesFollowOneGpuOnTheWholeBatch) {
       << "after average_statistics() the replicas' weights, statistics and momentum are identical";
 }
 
+// A network the user describes takes the same gradient path (buckets cut from its parameters, the
+// all-reduces captured in the step's graph) as the built-in ones.
+TEST(DataParallel, AUserNetworkThroughNcclGivesExactlyThePlainTrainersLosses) {
+  CONVEYOR_REQUIRE_GPU();
+  testing::Watchdog watchdog(std::chrono::minutes(5), "a user network through NCCL");
+  using namespace layers;
+  TrainerOptions o = small(Precision::bf16);
+  o.network = {conv(8, 3),
+               batch_norm(),
+               relu(),
+               max_pool(2, 2),
+               residual({conv(16, 3, 2), batch_norm(), relu(), conv(16, 3), batch_norm()},
+                        {conv(16, 1, 2, 0), batch_norm()}),
+               global_avg_pool(),
+               dense(4)};
+  testing::TempDir dir;
+  const std::vector<double> expected = plain_losses(o, 6, dir, nullptr);
+  DataParallelTrainer parallel(o, std::vector<int>{0});
+  parallel.warmup();
+  std::printf("[ placement] %s\n", parallel.placement().c_str());
+  EXPECT_TRUE(parallel.replica(0).warmup_report().graph);
+  EXPECT_EQ(parallel_losses(parallel, o.batch, 6), expected);
+}
+
 }  // namespace
 }  // namespace conveyor::train

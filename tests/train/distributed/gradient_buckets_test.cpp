@@ -13,19 +13,19 @@
 
 #include "conveyor/error.h"
 #include "conveyor/random.h"
+#include "src/train/layers/cpu_context.h"
 #include "src/train/network.h"
 
 namespace conveyor::train {
 namespace {
 
 ParameterLayout resnet18_layout() {
-  NetworkSpec spec;
-  spec.kind = ModelKind::resnet18;
-  spec.batch = 2;
-  spec.input = {224, 224, 3};
-  spec.classes = 1000;
+  NetworkShape shape;
+  shape.batch = 2;
+  shape.input = {224, 224, 3};
+  shape.classes = 1000;
   ParameterLayout layout;
-  Network net(spec, layout);
+  Network net(resnet18(1000), shape, layout);
   return layout;
 }
 
@@ -138,23 +138,20 @@ TEST(GradientBuckets, AGradientReportedTwiceInOneStepIsAnError) {
 class BackwardReports : public ::testing::Test {
  protected:
   void SetUp() override {
-    spec.kind = ModelKind::small_resnet;
-    spec.batch = 4;
-    spec.input = {8, 8, 1};
-    spec.classes = 3;
-    spec.width = 4;
-    spec.blocks_per_stage = 2;
-    net.emplace(spec, layout);
+    shape.batch = 4;
+    shape.input = {8, 8, 1};
+    shape.classes = 3;
+    net.emplace(small_resnet(4, 2, 3), shape, layout);
     params.emplace(layout, 5);
     params->bind(ctx);
-    params->set_hyper(ctx, {}, 1.f);
+    params->set_hyper({}, 1.f);
     net->prepare(ctx, *params);
     Rng rng(9);
     float* input = net->input().as<float>();
     for (std::size_t i = 0; i < net->input().count(); ++i) input[i] = static_cast<float>(rng.uniform(-1, 1));
-    for (int i = 0; i < spec.batch; ++i) net->labels()[i] = i % spec.classes;
-    net->forward(ctx, *params, true);
-    net->loss(ctx, spec.batch, 1.f, true);
+    for (int i = 0; i < shape.batch; ++i) net->labels()[i] = i % shape.classes;
+    net->forward(*params, true);
+    net->loss(shape.batch, 1.f, true);
   }
 
   std::vector<float> gradient(const ParamRef& ref) const {
@@ -163,9 +160,9 @@ class BackwardReports : public ::testing::Test {
     return {g, g + ref.count};
   }
 
-  NetworkSpec spec;
+  NetworkShape shape;
   ParameterLayout layout;
-  nn::Context ctx;
+  nn::CpuContext ctx;
   std::optional<Network> net;
   std::optional<ParameterStore> params;
 };
@@ -174,7 +171,7 @@ TEST_F(BackwardReports, EveryLearnableParameterOnceAndOnlyAfterItsLastWrite) {
   std::vector<ParamRef> order;
   std::map<std::size_t, std::vector<float>> at_report;  // by (group, offset)
   auto key = [](const ParamRef& r) { return static_cast<std::size_t>(r.group) << 40 | r.offset; };
-  net->backward(ctx, *params, [&](const ParamRef& ref) {
+  net->backward(*params, [&](const ParamRef& ref) {
     order.push_back(ref);
     at_report[key(ref)] = gradient(ref);
   });
@@ -206,7 +203,7 @@ TEST_F(BackwardReports, FillTheWeightBucketsOneAfterAnotherFromTheFirst) {
   std::vector<std::size_t> completed;
   std::size_t reports = 0, first_done_at = 0;
   buckets.start_step();
-  net->backward(ctx, *params, [&](const ParamRef& ref) {
+  net->backward(*params, [&](const ParamRef& ref) {
     ++reports;
     if (const std::optional<std::size_t> b = buckets.made(ref);
         b && buckets.buckets()[*b].group == ParamGroup::weights) {
