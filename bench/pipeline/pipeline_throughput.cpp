@@ -105,6 +105,10 @@ struct Config {
   bool hardware_pipelining = false;
   bool gpu_augment = true;
   std::string precision = "bf16";
+  // issue 36's levers, each switchable so that a run measures it against its baseline.
+  bool feeder_warmup = true;   // DeviceFeeder::warmup before the pipeline starts
+  bool remember_split = true;  // DeviceDecode::remember_share
+  bool hardware_pool = true;   // DeviceDecode::hardware_pool
 };
 
 // The options of the device mode (see the file comment).
@@ -127,6 +131,20 @@ void add_device_options(CLI::App& app, Config& config) {
   app.add_option("--precision", config.precision, "the normalized images' element type (NHWC)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_option(
+         "--feeder-warmup", config.feeder_warmup,
+         "make the feeder ready (ring, page-locked batches, nvJPEG and its kernels) before the pipeline "
+         "starts (DeviceFeeder::warmup)")
+      ->capture_default_str();
+  app.add_option(
+         "--remember-split", config.remember_split,
+         "an adapting split starts where the last run like this one settled, and is kept for the next "
+         "(DeviceDecode::remember_share)")
+      ->capture_default_str();
+  app.add_option("--hardware-pool", config.hardware_pool,
+                 "nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up "
+                 "(DeviceDecode::hardware_pool)")
+      ->capture_default_str();
 }
 
 Config parse(int argc, char** argv) {
@@ -442,6 +460,10 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.enabled = config.gpu_decode;
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
+  options.decode.hardware_pool = config.hardware_pool;
+  options.decode.remember_share = config.remember_split;
+  options.decode.memory_key =
+      "pipeline_throughput " + config.precision + (config.gpu_augment ? " augment" : "");
   return maps;
 }
 
@@ -454,11 +476,13 @@ Result run_once_on_device(const Config& config, int threads,
   conveyor::FeederOptions options;
   const std::vector<conveyor::SampleOp> maps = place_on_device(config, placement, options);
   conveyor::DeviceFeeder feeder(placement, options);
-  conveyor::DeviceBatchIterator it = feeder.feed(make_batches(config, threads, trace, maps));
+  const conveyor::BatchedDataset batches = make_batches(config, threads, trace, maps);
+  Result result;
+  if (config.feeder_warmup) feeder.warmup(batches);  // timed by the feeder (FeederStats::warmup_seconds)
+  conveyor::DeviceBatchIterator it = feeder.feed(batches);
   const cudaStream_t stream = conveyor::cuda::consumer_stream(feeder);
   pipeline_bench::DeviceChecksum checksum;
 
-  Result result;
   result.threads = threads;
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;
@@ -546,6 +570,12 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"declined_by_the_op", f.declined},
           {"fallback_reasons", reasons},
           {"gpu_share_at_end", f.gpu_share},
+          {"feeder_warmup", config.feeder_warmup},
+          {"feeder_warmup_s", f.warmup_seconds},
+          {"warmup_decode", f.warmup},
+          {"remember_split", config.remember_split},
+          {"split_memory", f.split_memory},
+          {"hardware_pool", config.hardware_pool},
           {"decode_host_s", f.decode_host_seconds},
           {"decode_wait_s", f.decode_wait_seconds},
           {"decode_check_s", f.decode_check_seconds},
@@ -638,6 +668,8 @@ void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& 
       f.decoder.c_str());
   for (const auto& [reason, count] : f.fallback_reasons)
     std::printf("  %llu x %s\n", static_cast<unsigned long long>(count), reason.c_str());
+  if (f.warmup_seconds > 0) std::printf("feeder warm-up %.3f s: %s\n", f.warmup_seconds, f.warmup.c_str());
+  if (!f.split_memory.empty()) std::printf("split: %s\n", f.split_memory.c_str());
 }
 
 }  // namespace
