@@ -67,7 +67,8 @@
 #             off (--hardware-pool 0: the code before issue 36) and with --cpus auto; feed_vs_prefetch
 #             prefetch, ResNet-18 bf16, batch 256 per GPU, 16 threads per GPU, 300 steps
 #   issue36-fvp  issue 36 (one GPU, after data; on a two-GPU machine GPU 0): in i36_fvp_rounds rounds (3), train_step_bench
-#             (its CUDA graph: the target's peer) and prefetch with nvJPEG's pool on (the default) and off
+#             (its CUDA graph: the target's peer) and prefetch with nvJPEG's pool on (the default) and off, and
+#             with the feeder's kernels on 2 blocks per image (i36_fvp_variants: "pool nopool blocks2")
 #   issue36-start  issue 36 (after data): pipeline_throughput --device gpu at 16 threads, 24,000 images a run
 #             (4,800 images x 5 epochs), with the new levers (warm-up, remembered split, pool; a first run
 #             only primes the memory) and without them, and the DataLoader (16 workers), i36_start_rounds rounds (3)
@@ -608,19 +609,34 @@ PICK
         done
         python3 "$root/bench/summarize_issue36.py" scale "$r/i36/scale" | tee "$r/i36/scale/summary.txt" ;;
       issue36-fvp)
-        log "issue 36: prefetch against train_step_bench, nvJPEG's pool on and off, alternating"
+        log "issue 36: prefetch against train_step_bench, with nvJPEG's pool on and off and fewer kernel blocks"
         mkdir -p "$r/i36/fvp"
+        # Variants: pool (the defaults), nopool (--hardware-pool 0: before issue 36), blocksN (the defaults with
+        # --kernel-blocks N: the feeder's kernels hold fewer of the GPU's multiprocessors beside the step).
+        read -r -a fvp_variants <<<"${i36_fvp_variants:-pool nopool blocks2}"
+        pf() {  # VARIANT ROUND
+          local flags=()
+          case "$1" in
+            nopool) flags=(--hardware-pool 0) ;;
+            blocks*) flags=(--kernel-blocks "${1#blocks}") ;;
+          esac
+          run 150 env CUDA_VISIBLE_DEVICES=0 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 \
+            --batch 256 --steps 300 --warmup 10 --stall-report 30 "${flags[@]}" \
+            --json "$r/i36/fvp/$1_$2.json" >"$r/i36/fvp/$1_$2.log" 2>&1
+          echo "$1 round $2: $(grep -E '^prefetch ' "$r/i36/fvp/$1_$2.log" | head -1)"
+        }
+        step() {
+          run 120 env CUDA_VISIBLE_DEVICES=0 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 \
+            --steps 200 --warmup 10 --json "$r/i36/fvp/step_$1.json" | tail -1
+        }
         for round in $(seq "${i36_fvp_rounds:-3}"); do
-          step=(run 120 env CUDA_VISIBLE_DEVICES=0 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16
-                --steps 200 --warmup 10 --json "$r/i36/fvp/step_$round.json")
-          pf() {
-            run 150 env CUDA_VISIBLE_DEVICES=0 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 \
-              --batch 256 --steps 300 --warmup 10 --stall-report 30 --hardware-pool "$2" \
-              --json "$r/i36/fvp/$1_$round.json" >"$r/i36/fvp/$1_$round.log" 2>&1
-            echo "$1 round $round: $(grep -E '^prefetch ' "$r/i36/fvp/$1_$round.log" | head -1)"
-          }
-          if [ $((round % 2)) = 0 ]; then pf nopool 0; pf pool 1; "${step[@]}" | tail -1
-          else "${step[@]}" | tail -1; pf pool 1; pf nopool 0; fi
+          if [ $((round % 2)) = 0 ]; then
+            for v in $(printf '%s\n' "${fvp_variants[@]}" | tac); do pf "$v" "$round"; done
+            step "$round"
+          else
+            step "$round"
+            for v in "${fvp_variants[@]}"; do pf "$v" "$round"; done
+          fi
         done
         python3 "$root/bench/summarize_issue36.py" fvp "$r/i36/fvp" | tee "$r/i36/fvp/summary.txt" ;;
       issue36-start)

@@ -108,13 +108,15 @@ def scale(folder):
 
 
 def fvp(folder):
-    shares = {"pool": [], "nopool": []}
+    names = sorted({re.sub(r"_\d+\.json$", "", n) for n in os.listdir(folder)
+                    if n.endswith(".json") and not n.startswith("step_")})
+    shares = {name: [] for name in names}
     for round_ in rounds_of(folder, "step_%d"):
         step = load(os.path.join(folder, f"step_{round_}.json"))
         if not step:
             continue
         line = f"round {round_}: train_step_bench {step['images_per_s']:.0f} img/s"
-        for name in shares:
+        for name in names:
             run = fvp_run(folder, f"{name}_{round_}")
             if not run:
                 continue
@@ -124,10 +126,13 @@ def fvp(folder):
             line += (f"; {name} {run[0]:.0f} ({100 * share:.1f} %, idle {100 * run[1][0]:.1f} %, compute "
                      f"{result.get('compute_ms', 0):.2f} ms, GPU-decoded {result.get('gpu_decoded_fraction', 0):.2f})")
         print(line)
-    median_line("prefetch / train_step_bench, nvJPEG pool on", shares["pool"], 0.97, unit="")
-    median_line("prefetch / train_step_bench, nvJPEG pool off (before issue 36)", shares["nopool"], 0.97, unit="")
-    pairs = [a / b for a, b in zip(shares["pool"], shares["nopool"]) if b > 0]
-    median_line("pool on / pool off, round by round", pairs)
+    labels = {"pool": "nvJPEG pool on (the defaults)", "nopool": "nvJPEG pool off (before issue 36)"}
+    for name in names:
+        median_line(f"prefetch / train_step_bench, {labels.get(name, name)}", shares[name], 0.97, unit="")
+    for name in names:
+        if name != "pool" and shares.get("pool") and shares[name]:
+            pairs = [a / b for a, b in zip(shares["pool"], shares[name]) if b > 0]
+            median_line(f"pool (defaults) / {name}, round by round", pairs)
 
 
 def start(folder):

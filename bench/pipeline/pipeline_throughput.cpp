@@ -20,7 +20,11 @@
 // GPU has finished the last batch; the checksum is computed on the GPU over every batch's pixels and
 // images (device_checksum.h), so it shows the same run-to-run and thread-count independence in
 // deterministic runs. The split (images decoded by the CPU and by the GPU, fallbacks by reason) is
-// printed and written.
+// printed and written. Issue 36's levers, each on by default and switchable to measure it against its
+// baseline: --feeder-warmup (DeviceFeeder::warmup before the pipeline starts: ring, page-locked batches,
+// nvJPEG and its kernels), --remember-split (the split starts where the last such run settled),
+// --hardware-pool (nvJPEG's hardware decoder keeps a pool instead of freeing in its calls), and
+// --kernel-blocks N (the feeder's kernels on at most N blocks per image; 0, the default, one pass's worth).
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch 256] [--size 224] [--epochs 1]
 //                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
@@ -109,6 +113,7 @@ struct Config {
   bool feeder_warmup = true;   // DeviceFeeder::warmup before the pipeline starts
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
+  int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image
 };
 
 // The options of the device mode (see the file comment).
@@ -141,6 +146,12 @@ void add_device_options(CLI::App& app, Config& config) {
          "an adapting split starts where the last run like this one settled, and is kept for the next "
          "(DeviceDecode::remember_share)")
       ->capture_default_str();
+  app.add_option(
+         "--kernel-blocks", config.kernel_blocks,
+         "thread blocks per image of the feeder's kernels (FeederOptions::kernel_blocks_per_image; 0: one "
+         "pass's worth)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--hardware-pool", config.hardware_pool,
                  "nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up "
                  "(DeviceDecode::hardware_pool)")
@@ -461,6 +472,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
   options.decode.hardware_pool = config.hardware_pool;
+  options.kernel_blocks_per_image = config.kernel_blocks;
   options.decode.remember_share = config.remember_split;
   options.decode.memory_key =
       "pipeline_throughput " + config.precision + (config.gpu_augment ? " augment" : "");
@@ -576,6 +588,7 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"remember_split", config.remember_split},
           {"split_memory", f.split_memory},
           {"hardware_pool", config.hardware_pool},
+          {"kernel_blocks", config.kernel_blocks},
           {"decode_host_s", f.decode_host_seconds},
           {"decode_wait_s", f.decode_wait_seconds},
           {"decode_check_s", f.decode_check_seconds},

@@ -154,6 +154,7 @@ int main(int argc, char** argv) try {
   setup.hardware_pool = options.hardware_pool;
   setup.replica_cpus = replica_cpus(options.cpus, ranks, options.gpus);
   setup.stall_seconds = options.stall_seconds;
+  setup.kernel_blocks = options.kernel_blocks;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;
@@ -239,7 +240,8 @@ int main(int argc, char** argv) try {
                     options.feeder_warmup,
                     options.remember_split,
                     options.hardware_pool,
-                    options.cpus};
+                    options.cpus,
+                    options.kernel_blocks};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

@@ -189,6 +189,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
                                            const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
+  feeder.kernel_blocks_per_image = setup.kernel_blocks;
   if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);

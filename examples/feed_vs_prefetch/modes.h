@@ -57,6 +57,7 @@ struct Setup {
   std::vector<std::vector<int>> replica_cpus;
   // prefetch: seconds without a step before every thread's activity is reported (0: never).
   double stall_seconds = 60;
+  int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image
 
   // Replicas in the whole job, and whether there is more than one.
   int world_replicas() const { return static_cast<int>(placements.size()) * ranks.world_size; }

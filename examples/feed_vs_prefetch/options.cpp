@@ -51,6 +51,13 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "process runs), auto (replica r of the host's R gets the r-th share of the process's CPUs), "
                  "or a list such as 0-15 or 0,2,4")
       ->capture_default_str();
+  app.add_option(
+         "--kernel-blocks", options.kernel_blocks,
+         "prefetch on a GPU: thread blocks per image of the feeder's kernels (augmentation, crop-resize); "
+         "fewer leave more of the GPU to the step (FeederOptions::kernel_blocks_per_image; 0: one pass's "
+         "worth)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--stall-report", options.stall_seconds,
                  "prefetch: after this many seconds without a step, write what every thread of the run waits "
                  "for to stderr (0: never)")

@@ -49,6 +49,7 @@ struct Options {
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
   std::string cpus = "all";    // prefetch: each replica's pipeline CPUs: all, auto (a share each), or a list
   double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
+  int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.

@@ -100,6 +100,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"remember_split", info.remember_split},
               {"hardware_pool", info.hardware_pool},
               {"cpus", info.cpus},
+              {"kernel_blocks", info.kernel_blocks},
               {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},

@@ -29,6 +29,7 @@ struct RunInfo {
   // prefetch, issue 36's levers (options.h)
   bool feeder_warmup = true, remember_split = true, hardware_pool = true;
   std::string cpus = "all";
+  int kernel_blocks = 0;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

@@ -41,6 +41,7 @@ cuda::GpuAugmentOptions augment_options(const FeederOptions& options) {
     augment.draws.distort = cuda::DistortDraw{*options.augment.distort, options.augment.distort_stream};
   augment.normalize = *options.normalize;  // the feeder checked that it is set
   augment.depth = options.depth;
+  augment.blocks_per_image = options.kernel_blocks_per_image;
   return augment;
 }
 
@@ -204,7 +205,8 @@ bool GpuFeeder::ensure_decoder() {
   } else {
     try {
       cuda::DeviceGuard guard(device_);
-      decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode);
+      decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode,
+                                                       options_.kernel_blocks_per_image);
       note = decoder_->description();
     } catch (const Error& error) {
       note =
@@ -223,8 +225,10 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   if (!shape || capacity == 0) return 0;  // the shape comes from the first element: nothing to size yet
   cuda::DeviceGuard guard(device_);
   const cudaStream_t stream = copy_->get();
-  // The ring, while no batch is held (a held slot's buffer is not ours to resize).
-  if (held_.held() == 0)
+  // The ring and its kernels only while no batch is held: a held slot's buffer is not ours to resize, and
+  // the kernels below write into the first slot.
+  const bool idle = held_.held() == 0;
+  if (idle)
     for (std::size_t i = 0; i < slots_.size(); ++i) ensure_capacity(slots_[i], i, capacity, *shape);
   // The pipeline's batch buffers: as many as it keeps ready, holds for the feeder and has in the making.
   const std::size_t in_making = 2;
@@ -235,9 +239,9 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   Slot& first = slots_.front();
   auto* pixels = first.buffer.as<std::uint8_t>();
   std::string decoder_line;
-  if (options_.decode.enabled && ensure_decoder())
+  if (options_.decode.enabled && ensure_decoder() && idle)
     decoder_line = decoder_->warm_up(capacity, *shape, pixels, stream);
-  if (options_.normalize) {
+  if (options_.normalize && idle) {
     // The augmentation (or normalize) kernels, launched once on what the decoder left in the first slot.
     seeds_.assign(capacity, 0);
     void* images = pixels + first.images_offset;

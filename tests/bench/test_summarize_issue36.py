@@ -56,10 +56,13 @@ class Fvp(unittest.TestCase):
                 write(folder, f"step_{round_}.json", {"images_per_s": 17500.0})
                 write(folder, f"pool_{round_}.json", fvp(17000.0))
                 write(folder, f"nopool_{round_}.json", fvp(16300.0))
+                write(folder, f"blocks2_{round_}.json", fvp(17200.0))
             text = run("fvp", folder)
-        self.assertIn("nvJPEG pool on: median 0.971 over 3 round(s)", text)
+        self.assertIn("nvJPEG pool on (the defaults): median 0.971 over 3 round(s)", text)
         self.assertIn("target 0.97: met", text)
         self.assertIn("pool off (before issue 36): median 0.931", text)
+        self.assertIn("pool (defaults) / nopool, round by round: median 1.043x", text)
+        self.assertIn("prefetch / train_step_bench, blocks2: median 0.983", text)
 
 
 class Start(unittest.TestCase):

@@ -117,6 +117,11 @@ struct FeederOptions {
   DeviceAugment augment{};
   // Hybrid CPU/GPU JPEG decoding (see the top of this file); used by feed().
   DeviceDecode decode{};
+  // The feeder's own kernels on the GPU (the augmentation, the crop-resize after nvJPEG) use at most this
+  // many thread blocks per image (0: as many as one pass over the image needs). Fewer blocks take longer but
+  // hold fewer of the GPU's multiprocessors at once, leaving more to a training step that runs beside them
+  // (issue 36: the step computes slower beside the decoder); the pixels are the same either way.
+  int kernel_blocks_per_image = 0;
   // The feeder's threads (its staging thread with decoding, its copy returner) join this watch and say
   // what they wait for, so that a run that stops making progress names them (conveyor/progress_watch.h).
   std::shared_ptr<ProgressWatch> progress_watch = nullptr;
@@ -224,8 +229,9 @@ class DeviceFeeder {
   // timed nor freed while it lives), the augmentation's kernels, and with FeederOptions::decode nvJPEG
   // itself: the library, both decoders, the hardware decoder's pool, and a throwaway batch of synthetic
   // JPEGs through every decode path, so that CUDA loads their kernels now. Waits for the GPU; returns its
-  // seconds. Call it where the model warms up (Trainer::warmup); it may run on a thread of its own beside
-  // that. feed() works without it, doing the same on its first batches.
+  // seconds. Call it where the model warms up (Trainer::warmup), before feed() (not while an iterator of
+  // this feeder runs: the GPU work uses the first ring slot); it may run on a thread of its own beside the
+  // model's warm-up. feed() works without it, doing the same on its first batches.
   double warmup(const BatchedDataset& dataset);
 
   // Waits until every copy has finished and every pinned batch has been given back.

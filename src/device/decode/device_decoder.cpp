@@ -24,8 +24,12 @@ std::string reason_of(const NvjpegOutcome& outcome) {
 }  // namespace
 
 DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool,
-                             int device, const DeviceDecode& options)
-    : library_(std::move(library)), pool_(&pool), device_(device), options_(options) {
+                             int device, const DeviceDecode& options, int blocks_per_image)
+    : library_(std::move(library)),
+      pool_(&pool),
+      device_(device),
+      options_(options),
+      blocks_per_image_(blocks_per_image) {
   if (!library_) throw InvalidArgument(std::string(kGpuDecodeContext) + ": no nvJPEG library");
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
   description_ = decoder_for(3).description();
@@ -39,6 +43,7 @@ NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
     options.hardware = options_.hardware;
     options.hardware_pipelining = options_.hardware_pipelining;
     options.hardware_pool = options_.hardware_pool;
+    options.blocks_per_image = blocks_per_image_;
     options.roi = options_.roi;
     options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
     decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);

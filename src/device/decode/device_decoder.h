@@ -40,9 +40,10 @@ struct DeviceDecodeOutcome {
 
 class DeviceDecoder {
  public:
-  // Throws DeviceError when nvJPEG cannot be set up on `device`.
+  // Throws DeviceError when nvJPEG cannot be set up on `device`. blocks_per_image: the crop-resize kernel's
+  // (FeederOptions::kernel_blocks_per_image).
   DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool, int device,
-                const DeviceDecode& options);
+                const DeviceDecode& options, int blocks_per_image = 0);
 
   // Enqueues the decoding of `batch`'s deferred samples into `pixels` (device memory: batch.size() images
   // of batch.sample_shape(), contiguous) on `stream`, after the work already queued there (the copy of the
@@ -69,6 +70,7 @@ class DeviceDecoder {
   DeviceMemoryPool* pool_;
   int device_;
   DeviceDecode options_;
+  int blocks_per_image_;
   // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;

@@ -511,7 +511,8 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
       CONVEYOR_CUDA(cudaMemcpyAsync(s.jobs_device.data(), host, jobs * sizeof(CropResizeJob),
                                     cudaMemcpyHostToDevice, s.stream->get()),
                     kNvjpegContext);
-      crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get());
+      crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get(),
+                         s.options.blocks_per_image);
     }
     s.times.resize += lap(since);
   } catch (...) {

@@ -45,6 +45,7 @@ struct NvjpegDecoderOptions {
   bool hardware = true;  // use the hardware decoder where the GPU has one
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
   bool hardware_pool = true;         // DeviceDecode::hardware_pool: prepare() gives the engines a kept pool
+  int blocks_per_image = 0;          // the crop-resize's (FeederOptions::kernel_blocks_per_image)
   // nvJPEG's own allocations (the software path's buffers) rounded up to multiples of these, so that a
   // slightly larger image does not make it free and allocate again (DALI's defaults).
   std::size_t device_padding = std::size_t{16} << 20;
