@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <thread>
 
@@ -259,6 +260,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   auto t0 = Clock::now();
   training.warmup();
   recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
+  if (watch) watch->progress();  // warm-up done: the stall clock counts from here
   if (setup.data_parallel()) std::printf("%s\n", training.placement().c_str());
 
   const std::size_t local = setup.placements.size();
@@ -289,6 +291,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     for (const std::exception_ptr& error : errors)
       if (error) std::rethrow_exception(error);
     recorder.result().feeder_warmup_s = ms_between(start, Clock::now()) / 1000;
+    if (watch) watch->progress();
   }
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();

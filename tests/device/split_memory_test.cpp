@@ -20,6 +20,8 @@ using namespace std::chrono_literals;
 
 constexpr const char* kH100 = "NVIDIA H100 80GB HBM3 132sm driver13000 nvjpeg13.0.1";
 constexpr const char* kKey = "threads 16 batch 256 shape 224x224x3 data 5000:0123 key resnet18 bf16";
+constexpr const char* kOtherKey =
+    "threads 16 batch 256 shape 224x224x3 data 5000:0123 key resnet18 bf16 2 ranks";
 
 SplitRecord settled_at(double share) { return {share, 1e-3, 3e-5, 6e-5, 40}; }
 
@@ -40,7 +42,7 @@ TEST(SplitMemory, ARecordKeptIsRecalledByTheNextRunWithTheSameKey) {
 TEST(SplitMemory, AnotherKeyOrAnotherGpuFindsNothing) {
   const testing::TempDir dir;
   ASSERT_EQ(SplitMemory(dir.path(), kH100).keep(kKey, settled_at(0.62)), "");
-  EXPECT_FALSE(SplitMemory(dir.path(), kH100).recall(std::string(kKey) + " 2 ranks"));
+  EXPECT_FALSE(SplitMemory(dir.path(), kH100).recall(kOtherKey));
   EXPECT_FALSE(SplitMemory(dir.path(), "NVIDIA H200 132sm driver13000 nvjpeg13.0.1").recall(kKey));
 }
 

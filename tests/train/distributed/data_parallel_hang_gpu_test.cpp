@@ -87,6 +87,7 @@ std::string one_run(const Photos& data, int steps, const std::string& memory_fol
   const ProgressWatch::Member me(watch, "test's training loop");
   DataParallelTrainer trainer(small_model(), std::vector<int>{0, 1}, {.progress_watch = watch});
   trainer.warmup();
+  watch->progress();  // the stall clock counts from here
   std::vector<std::unique_ptr<DeviceFeeder>> feeders;
   std::vector<BatchedDataset> datasets;
   for (std::size_t i = 0; i < 2; ++i) {
@@ -107,6 +108,7 @@ std::string one_run(const Photos& data, int steps, const std::string& memory_fol
                            .batch(kBatch, kShape));
     feeders.back()->warmup(datasets.back());
   }
+  watch->progress();
   std::vector<DeviceBatchIterator> iterators;
   for (std::size_t i = 0; i < 2; ++i) iterators.push_back(feeders[i]->feed(datasets[i]));
   std::vector<DeviceBatch> staged;
