@@ -21,6 +21,7 @@
 // index (WebDataset's wids JSON: each shard's name, sample count and size), which Dataset::tar_shard_index
 // reads. The same input gives byte-identical shards. OUTPUT must be empty or new; shards are written as
 // NAME.partial and renamed when complete, the index last.
+#include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
@@ -41,6 +42,7 @@
 #include "data/common/tool_support.h"
 #include "data/make_shards/prepare.h"
 #include "data/make_shards/tar_writer.h"
+#include "src/core/tsan.h"
 
 namespace {
 
@@ -164,21 +166,35 @@ void write_index(const Options& options, const std::vector<ShardMade>& shards, c
 }
 
 // The images of `images` from `first` on (at most `count`), prepared on the threads of the global control.
+// An image that cannot be prepared fails the run, naming the file.
 std::vector<std::vector<std::uint8_t>> prepare_block(const conveyor::Dataset& images, std::size_t first,
                                                      std::size_t count, const Options& options,
                                                      std::uint64_t& input_bytes) {
   std::vector<std::vector<std::uint8_t>> block(count);
   std::vector<std::uint64_t> sizes(count);
-  tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
-    const fs::path path = images.source_path(first + i);
-    const std::vector<std::uint8_t> bytes = conveyor::data::read_file(path);
-    sizes[i] = bytes.size();
-    try {
-      block[i] = conveyor::data::prepare_image(bytes, options.preparation);
-    } catch (const std::exception& error) {
-      throw std::runtime_error(path.string() + ": " + error.what());
-    }
-  });
+  std::vector<std::string> errors(count);
+  {
+    // oneTBB's hand-offs, as ThreadSanitizer must see them (src/core/tsan.h): the loop's fork and join.
+    const conveyor::detail::ForkJoin fork_join;
+    const auto prepare_range = [&](const tbb::blocked_range<std::size_t>& range) {
+      fork_join.begin_iteration();
+      for (std::size_t i = range.begin(); i != range.end(); ++i) {
+        const fs::path path = images.source_path(first + i);
+        try {
+          const std::vector<std::uint8_t> bytes = conveyor::data::read_file(path);
+          sizes[i] = bytes.size();
+          block[i] = conveyor::data::prepare_image(bytes, options.preparation);
+        } catch (const std::exception& error) {
+          errors[i] = path.string() + ": " + error.what();
+        }
+      }
+      fork_join.end_iteration();
+    };
+    fork_join.fork();
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, 1), prepare_range);
+  }
+  for (const std::string& error : errors)
+    if (!error.empty()) throw std::runtime_error(error);
   for (const std::uint64_t size : sizes) input_bytes += size;
   return block;
 }
