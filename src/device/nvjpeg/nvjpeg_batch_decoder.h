@@ -47,7 +47,7 @@ struct NvjpegDecoderOptions {
   bool hardware_pool = true;         // DeviceDecode::hardware_pool: prepare() gives the engines a kept pool
   int blocks_per_image = 0;          // the crop-resize's (FeederOptions::kernel_blocks_per_image)
   // nvJPEG's own allocations (the software path's buffers) rounded up to multiples of these, so that a
-  // slightly larger image does not make it free and allocate again (DALI's defaults).
+  // slightly larger image does not make it free and allocate again.
   std::size_t device_padding = std::size_t{16} << 20;
   std::size_t pinned_padding = std::size_t{8} << 20;
   NvjpegSoftwareBackend software = NvjpegSoftwareBackend::gpu_hybrid;
