@@ -73,6 +73,26 @@
 #             algorithm cache after one cold run; custom_network --device gpu --steps 60; torch_resnet18.py
 #             compile-max-autotune once (its first step takes minutes); then bench/train/summarize_seam.py
 #             writes seam_summary.json (with seam-tests' verdict when both run in one call)
+#   issue36-tests  issue 36 (one GPU): the nvJPEG ABI check (nvjpegDecodeBatchedPreAllocate and the padding
+#             calls too), the feeder's warm-up tests and the hybrid-decode tests (conveyor_device_gpu_tests)
+#   issue36-hang  issue 36 (two GPUs, after data): one process driving both GPUs beside nvJPEG, run after run:
+#             the GPU test (i36_test_runs, default 10) and feed_vs_prefetch --gpus 2 (i36_hang_runs, default
+#             20, of i36_hang_steps 100 steps), each with a stall report after 30 s; a hang's stacks land in
+#             results as for any run; i36/hang/summary.txt counts the runs that ended
+#   issue36-scale  issue 36 (two GPUs, after data): in i36_scale_rounds rounds (default 2; round 2 reversed): one
+#             GPU, two processes (scripts/launch.sh), one process --gpus 2, two processes with nvJPEG's pool
+#             off (--hardware-pool 0: the code before issue 36) and with --cpus auto; feed_vs_prefetch
+#             prefetch, ResNet-18 bf16, batch 256 per GPU, 16 threads per GPU, 300 steps
+#   issue36-fvp  issue 36 (one GPU, after data; on a two-GPU machine GPU 0): in i36_fvp_rounds rounds (3), train_step_bench
+#             (its CUDA graph: the target's peer) and prefetch with nvJPEG's pool on (the default) and off, and
+#             with the feeder's kernels on 2 blocks per image (i36_fvp_variants: "pool nopool blocks2")
+#   issue36-start  issue 36 (after data): pipeline_throughput --device gpu at 16 threads, 24,000 images a run
+#             (4,800 images x 5 epochs), with the new levers (warm-up, remembered split, pool; a first run
+#             only primes the memory) and without them, and the DataLoader (16 workers), i36_start_rounds rounds (3)
+#   issue36-prepared  issue 36 (after data): make_shards prepares the set (max side 256 at quality 90; stored
+#             decoded at max side 160; timed, sizes in the index), then pipeline_throughput (CPU only and
+#             --device gpu) and the DataLoader on the original shards and on each prepared set, one round
+#   issue36-summary  the figures of the issue36-* phases so far (bench/summarize_issue36.py)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 root=$PWD
@@ -633,6 +653,128 @@ PICK
         run 420 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 100 --warmup 10 \
           --variants compile-max-autotune --json "$r/seam_torch_max_autotune.json" | tail -4
         python3 "$root/bench/train/summarize_seam.py" "$r" ;;
+      issue36-tests)
+        log "issue 36: nvJPEG ABI check, then the feeder's warm-up and hybrid-decode GPU tests"
+        nvjpeg_abi_check
+        GPU_TEST_LIMIT=300 gpu_tests conveyor_device_gpu_tests \
+          --gtest_filter='FeederWarmup.*:GpuFeederDecode.*:NvjpegDecoderGpu.*' ;;
+      issue36-hang)
+        log "issue 36: one process, two GPUs, beside nvJPEG: run after run without a hang"
+        mkdir -p "$r/i36/hang"
+        export NCCL_NVLS_ENABLE=0  # multicast off in-process too (scripts/launch.sh does it for ranks)
+        CONVEYOR_HANG_RUNS=${i36_test_runs:-10} GPU_TEST_LIMIT=400 gpu_tests conveyor_data_parallel_gpu_tests \
+          --gtest_filter='DataParallelTwoGpusBesideNvjpeg.*'
+        ended=0
+        for i in $(seq "${i36_hang_runs:-20}"); do
+          run 90 "$bin/feed_vs_prefetch" --data "$imagenet" --gpus 2 --threads 16 --batch 256 --warmup 5 \
+            --steps "${i36_hang_steps:-100}" --stall-report 30 --json "$r/i36/hang/fvp_$i.json" \
+            >"$r/i36/hang/fvp_$i.log" 2>&1
+          if grep -q '^prefetch ' "$r/i36/hang/fvp_$i.log"; then ended=$((ended + 1)); else echo "!!! run $i did not end"; fi
+          grep -A12 'conveyor: no progress' "$r/i36/hang/fvp_$i.log" | head -14
+          printf '%s ' "$(grep -E '^prefetch ' "$r/i36/hang/fvp_$i.log" | awk '{print $2}')"
+        done
+        echo; echo "feed_vs_prefetch --gpus 2: $ended of ${i36_hang_runs:-20} runs ended" | tee "$r/i36/hang/summary.txt" ;;
+      issue36-scale)
+        log "issue 36: one GPU, two processes, one process with two GPUs, and the levers, alternating"
+        mkdir -p "$r/i36/scale"
+        export NCCL_NVLS_ENABLE=0
+        fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --warmup 10
+             --steps 300 --stall-report 30)
+        variant() {  # NAME ROUND: one run of a variant into i36/scale/NAME_ROUND[.rankN].json
+          local name=$1 round=$2 json=$r/i36/scale/$1_$2.json
+          case "$name" in
+            one) run 150 env CUDA_VISIBLE_DEVICES=0 "${fvp[@]}" --json "$json" ;;
+            two) run 150 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --json "$json" ;;
+            inproc) run 150 "${fvp[@]}" --gpus 2 --json "$json" ;;
+            two_nopool) run 150 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --hardware-pool 0 --json "$json" ;;
+            two_cpus) run 150 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --cpus auto --json "$json" ;;
+          esac >"$r/i36/scale/$1_$2.log" 2>&1
+          echo "$name round $round: $(grep -hE '^prefetch ' "$r/i36/scale/$1_$2.log" | awk '{printf "%s ", $2}')"
+        }
+        variants=(${i36_scale_variants:-one two inproc two_nopool two_cpus})
+        for round in $(seq "${i36_scale_rounds:-2}"); do
+          order=("${variants[@]}")
+          [ $((round % 2)) = 0 ] && order=($(printf '%s\n' "${variants[@]}" | tac))
+          for v in "${order[@]}"; do variant "$v" "$round"; done
+        done
+        python3 "$root/bench/summarize_issue36.py" scale "$r/i36/scale" | tee "$r/i36/scale/summary.txt" ;;
+      issue36-fvp)
+        log "issue 36: prefetch against train_step_bench, with nvJPEG's pool on and off and fewer kernel blocks"
+        mkdir -p "$r/i36/fvp"
+        # Variants: pool (the defaults), nopool (--hardware-pool 0: before issue 36), blocksN (the defaults with
+        # --kernel-blocks N: the feeder's kernels hold fewer of the GPU's multiprocessors beside the step).
+        read -r -a fvp_variants <<<"${i36_fvp_variants:-pool nopool blocks2}"
+        pf() {  # VARIANT ROUND
+          local flags=()
+          case "$1" in
+            nopool) flags=(--hardware-pool 0) ;;
+            blocks*) flags=(--kernel-blocks "${1#blocks}") ;;
+          esac
+          run 150 env CUDA_VISIBLE_DEVICES=0 "$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 \
+            --batch 256 --steps 300 --warmup 10 --stall-report 30 "${flags[@]}" \
+            --json "$r/i36/fvp/$1_$2.json" >"$r/i36/fvp/$1_$2.log" 2>&1
+          echo "$1 round $2: $(grep -E '^prefetch ' "$r/i36/fvp/$1_$2.log" | head -1)"
+        }
+        step() {
+          run 120 env CUDA_VISIBLE_DEVICES=0 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 \
+            --steps 200 --warmup 10 --json "$r/i36/fvp/step_$1.json" | tail -1
+        }
+        for round in $(seq "${i36_fvp_rounds:-3}"); do
+          if [ $((round % 2)) = 0 ]; then
+            for v in $(printf '%s\n' "${fvp_variants[@]}" | tac); do pf "$v" "$round"; done
+            step "$round"
+          else
+            step "$round"
+            for v in "${fvp_variants[@]}"; do pf "$v" "$round"; done
+          fi
+        done
+        python3 "$root/bench/summarize_issue36.py" fvp "$r/i36/fvp" | tee "$r/i36/fvp/summary.txt" ;;
+      issue36-start)
+        log "issue 36: the hybrid pipeline from its first batch, with and without the new levers, and the DataLoader"
+        mkdir -p "$r/i36/start"
+        pt=("$bin/pipeline_throughput" --data "$imagenet" --limit 4800 --epochs 5 --threads 16 --batch 256 --size 224
+            --seed 7 --device gpu --deterministic 0)
+        cache=$(mktemp -d /tmp/conveyor-split.XXXXXX)  # the split's memory, fresh for this call
+        CONVEYOR_ALGORITHM_CACHE=$cache run 120 "${pt[@]}" --json "$r/i36/start/prime.json" | grep -E '^threads 16:|^split:'
+        for round in $(seq "${i36_start_rounds:-3}"); do
+          new() { CONVEYOR_ALGORITHM_CACHE=$cache run 120 "${pt[@]}" --json "$r/i36/start/new_$round.json" |
+                    grep -E '^threads 16:|^split:' | sed "s/^/new $round: /"; }
+          old() { CONVEYOR_ALGORITHM_CACHE=off run 120 "${pt[@]}" --feeder-warmup 0 --remember-split 0 \
+                    --hardware-pool 0 --json "$r/i36/start/old_$round.json" | grep -E '^threads 16:' | sed "s/^/old $round: /"; }
+          torch() { run 150 python3 "$root/bench/peers/torch_dataloader.py" --data "$imagenet" --limit 4800 --epochs 5 \
+                      --workers 16 --batch 256 --size 224 --seed 7 --antialias "${i36_antialias:-true}" \
+                      --json "$r/i36/start/torch_$round.json" | grep -E '^torch DataLoader'; }
+          if [ $((round % 2)) = 0 ]; then torch; old; new; else new; old; torch; fi
+        done
+        python3 "$root/bench/summarize_issue36.py" start "$r/i36/start" | tee "$r/i36/start/summary.txt" ;;
+      issue36-prepared)
+        log "issue 36: prepared data sets (make_shards), read by conveyor and by the DataLoader"
+        mkdir -p "$r/i36/prepared"
+        prep=/tmp/i36-prepared
+        rm -rf "$prep"
+        for v in "original::" "q90s256:--max-side 256 --quality 90:" "raw160:--max-side 160 --store raw:"; do
+          IFS=: read -r name flags _ <<<"$v"
+          # shellcheck disable=SC2086
+          run 180 "$bin/make_shards" --input "$imagenet" --output "$prep/$name" --shard-size 64 $flags \
+            >"$r/i36/prepared/make_$name.log" 2>&1
+          tail -2 "$r/i36/prepared/make_$name.log"
+          cp "$prep/$name/shards.json" "$r/i36/prepared/index_$name.json"
+          du -sh "$prep/$name" | sed "s/^/$name on disk: /"
+          common=(--data "$prep/$name/shards.json" --shard-random-access 1 --epochs 4 --threads 16 --batch 256
+                  --size 224 --seed 7 --deterministic 0)
+          run 120 "$bin/pipeline_throughput" "${common[@]}" --json "$r/i36/prepared/cpu_$name.json" | grep -E '^threads 16:' |
+            sed "s/^/$name CPU-only: /"
+          run 120 "$bin/pipeline_throughput" "${common[@]}" --device gpu --json "$r/i36/prepared/gpu_$name.json" |
+            grep -E '^threads 16:' | sed "s/^/$name hybrid: /"
+          run 200 python3 "$root/bench/peers/torch_dataloader.py" --data "$prep/$name/shards.json" --epochs 4 \
+            --workers 16 --batch 256 --size 224 --seed 7 --json "$r/i36/prepared/torch_$name.json" |
+            grep -E '^torch DataLoader' | sed "s/^/$name DataLoader: /"
+        done
+        python3 "$root/bench/summarize_issue36.py" prepared "$r/i36/prepared" | tee "$r/i36/prepared/summary.txt" ;;
+      issue36-summary)
+        for part in hang scale fvp start prepared; do
+          [ -d "$r/i36/$part" ] && python3 "$root/bench/summarize_issue36.py" "$part" "$r/i36/$part"
+        done ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

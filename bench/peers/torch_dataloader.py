@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch's DataLoader on the same JPEG folder as bench/pipeline/pipeline_throughput, as its peer.
+"""PyTorch's DataLoader on the same JPEG folder (or tar shards, a prepared set among them: --data
+shards.json) as bench/pipeline/pipeline_throughput, as its peer.
 
 The same work per image: read the file, torchvision.io.decode_jpeg on a uint8 tensor, then torchvision's
 v2 RandomResizedCrop(size, antialias=A) + RandomHorizontalFlip(0.5) + ColorJitter(.4, .4, .4) on the uint8 tensor,
@@ -48,13 +49,14 @@ try:
 except ImportError as _error:
     sys.exit(f"torch_dataloader.py: cannot import torch/torchvision ({_error}); run it with the Python that has "
              f"torch (the GPU machine's python3)")
-from torch_datasets import JpegFolder  # noqa: E402  (after the check above, which names what is missing)
+from torch_datasets import JpegFolder, TarShardImages  # noqa: E402  (after the check above, which names what is missing)
 
 
 def run(samples, args, workers, antialias):
     """One timed pass: {"workers", "antialias"} and timing_rules.pipeline_rates' figures."""
     torch.manual_seed(args.seed)
-    dataset = JpegFolder(samples * args.epochs, args.size, antialias)
+    kind = TarShardImages if args.data.endswith(".json") else JpegFolder
+    dataset = kind(samples * args.epochs, args.size, antialias)
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=args.batch,
@@ -103,7 +105,8 @@ def measure(samples, args, antialias):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="ImageFolder root")
+    parser.add_argument("--data", required=True,
+                        help="ImageFolder root, or a shard index (make_shards' shards.json, a prepared set too)")
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--size", type=int, default=224)
@@ -131,7 +134,8 @@ def main():
             sys.exit(f"torch_dataloader: cannot read --conveyor-json {args.conveyor_json}: {error}")
 
     try:
-        samples = image_lists.list_image_folder(args.data, args.limit)
+        samples = (image_lists.list_tar_shards(args.data, args.limit) if args.data.endswith(".json")
+                   else image_lists.list_image_folder(args.data, args.limit))
     except image_lists.ListingError as error:
         sys.exit(f"torch_dataloader: {error}")
     by_antialias = {}

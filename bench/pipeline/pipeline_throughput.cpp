@@ -21,7 +21,11 @@
 // GPU has finished the last batch; the checksum is computed on the GPU over every batch's pixels and
 // images (device_checksum.h), so it shows the same run-to-run and thread-count independence in
 // deterministic runs. The split (images decoded by the CPU and by the GPU, fallbacks by reason) is
-// printed and written.
+// printed and written. Issue 36's levers, each on by default and switchable to measure it against its
+// baseline: --feeder-warmup (DeviceFeeder::warmup before the pipeline starts: ring, page-locked batches,
+// nvJPEG and its kernels), --remember-split (the split starts where the last such run settled),
+// --hardware-pool (nvJPEG's hardware decoder keeps a pool instead of freeing in its calls), and
+// --kernel-blocks N (the feeder's kernels on at most N blocks per image; 0, the default, one pass's worth).
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch 256] [--size 224] [--epochs 1]
 //                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
@@ -106,6 +110,11 @@ struct Config {
   bool hardware_pipelining = false;
   bool gpu_augment = true;
   std::string precision = "bf16";
+  // issue 36's levers, each switchable so that a run measures it against its baseline.
+  bool feeder_warmup = true;   // DeviceFeeder::warmup before the pipeline starts
+  bool remember_split = true;  // DeviceDecode::remember_share
+  bool hardware_pool = true;   // DeviceDecode::hardware_pool
+  int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image
 };
 
 // The options of the device mode (see the file comment).
@@ -128,6 +137,26 @@ void add_device_options(CLI::App& app, Config& config) {
   app.add_option("--precision", config.precision, "the normalized images' element type (NHWC)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_option(
+         "--feeder-warmup", config.feeder_warmup,
+         "make the feeder ready (ring, page-locked batches, nvJPEG and its kernels) before the pipeline "
+         "starts (DeviceFeeder::warmup)")
+      ->capture_default_str();
+  app.add_option(
+         "--remember-split", config.remember_split,
+         "an adapting split starts where the last run like this one settled, and is kept for the next "
+         "(DeviceDecode::remember_share)")
+      ->capture_default_str();
+  app.add_option(
+         "--kernel-blocks", config.kernel_blocks,
+         "thread blocks per image of the feeder's kernels (FeederOptions::kernel_blocks_per_image; 0: one "
+         "pass's worth)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--hardware-pool", config.hardware_pool,
+                 "nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up "
+                 "(DeviceDecode::hardware_pool)")
+      ->capture_default_str();
 }
 
 Config parse(int argc, char** argv) {
@@ -443,6 +472,11 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.enabled = config.gpu_decode;
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
+  options.decode.hardware_pool = config.hardware_pool;
+  options.kernel_blocks_per_image = config.kernel_blocks;
+  options.decode.remember_share = config.remember_split;
+  options.decode.memory_key =
+      "pipeline_throughput " + config.precision + (config.gpu_augment ? " augment" : "");
   return maps;
 }
 
@@ -455,11 +489,13 @@ Result run_once_on_device(const Config& config, int threads,
   conveyor::FeederOptions options;
   const std::vector<conveyor::SampleOp> maps = place_on_device(config, placement, options);
   conveyor::DeviceFeeder feeder(placement, options);
-  conveyor::DeviceBatchIterator it = feeder.feed(make_batches(config, threads, trace, maps));
+  const conveyor::BatchedDataset batches = make_batches(config, threads, trace, maps);
+  Result result;
+  if (config.feeder_warmup) feeder.warmup(batches);  // timed by the feeder (FeederStats::warmup_seconds)
+  conveyor::DeviceBatchIterator it = feeder.feed(batches);
   const cudaStream_t stream = conveyor::cuda::consumer_stream(feeder);
   pipeline_bench::DeviceChecksum checksum;
 
-  Result result;
   result.threads = threads;
   const int consumer_track = trace ? trace->track("benchmark consumer") : -1;
   std::vector<std::pair<Clock::time_point, std::size_t>> arrivals;
@@ -549,6 +585,13 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"declined_by_the_op", f.declined},
           {"fallback_reasons", reasons},
           {"gpu_share_at_end", f.gpu_share},
+          {"feeder_warmup", config.feeder_warmup},
+          {"feeder_warmup_s", f.warmup_seconds},
+          {"warmup_decode", f.warmup},
+          {"remember_split", config.remember_split},
+          {"split_memory", f.split_memory},
+          {"hardware_pool", config.hardware_pool},
+          {"kernel_blocks", config.kernel_blocks},
           {"decode_host_s", f.decode_host_seconds},
           {"decode_wait_s", f.decode_wait_seconds},
           {"decode_check_s", f.decode_check_seconds},
@@ -643,6 +686,8 @@ void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& 
       f.decoder.c_str());
   for (const auto& [reason, count] : f.fallback_reasons)
     std::printf("  %llu x %s\n", static_cast<unsigned long long>(count), reason.c_str());
+  if (f.warmup_seconds > 0) std::printf("feeder warm-up %.3f s: %s\n", f.warmup_seconds, f.warmup.c_str());
+  if (!f.split_memory.empty()) std::printf("split: %s\n", f.split_memory.c_str());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "conveyor/cuda/device.h"
@@ -54,6 +55,38 @@ void list_images(const std::string& root, std::uint64_t seed, fvp::Setup& setup)
     setup.paths.emplace_back(folder.source_path(i));
     setup.labels.push_back(folder.source_label(i));
   }
+}
+
+// --cpus: each local replica's pipeline CPUs. "all": wherever the process runs (empty lists); "auto": replica
+// r of the host's R (ranks on the host times GPUs per process) the r-th share of the process's CPUs; a list
+// ("0-15", "0,2,4-7"): its contiguous shares, one per GPU of this process.
+std::vector<std::vector<int>> replica_cpus(const std::string& spec, const conveyor::Ranks& ranks, int gpus) {
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(gpus));
+  if (spec == "all") return out;
+  if (spec == "auto") {
+    const int per_host = ranks.local_world_size * gpus;
+    for (int i = 0; i < gpus; ++i)
+      out[static_cast<std::size_t>(i)] = conveyor::cpu_share(ranks.local_rank * gpus + i, per_host);
+    return out;
+  }
+  std::vector<int> listed;
+  std::stringstream items(spec);
+  for (std::string item; std::getline(items, item, ',');) {
+    const std::size_t dash = item.find('-');
+    try {
+      const int first = std::stoi(item.substr(0, dash));
+      const int last = dash == std::string::npos ? first : std::stoi(item.substr(dash + 1));
+      for (int cpu = first; cpu <= last; ++cpu) listed.push_back(cpu);
+    } catch (const std::exception&) {
+      throw conveyor::InvalidArgument("--cpus: '" + item + "' is not a CPU or a range such as 0-15");
+    }
+  }
+  const std::size_t share = listed.size() / static_cast<std::size_t>(gpus);
+  if (share == 0) throw conveyor::InvalidArgument("--cpus: fewer CPUs listed than GPUs in this process");
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].assign(listed.begin() + static_cast<std::ptrdiff_t>(i * share),
+                  listed.begin() + static_cast<std::ptrdiff_t>((i + 1) * share));
+  return out;
 }
 
 // With several ranks each writes its own file: "out.json" -> "out.rank1.json".
@@ -117,6 +150,12 @@ int main(int argc, char** argv) try {
   setup.gpu_share = options.gpu_share;
   setup.pipeline_deterministic = options.pipeline_deterministic;
   setup.hardware_pipelining = options.hardware_pipelining;
+  setup.feeder_warmup = options.feeder_warmup;
+  setup.remember_split = options.remember_split;
+  setup.hardware_pool = options.hardware_pool;
+  setup.replica_cpus = replica_cpus(options.cpus, ranks, options.gpus);
+  setup.stall_seconds = options.stall_seconds;
+  setup.kernel_blocks = options.kernel_blocks;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;
@@ -149,6 +188,11 @@ int main(int argc, char** argv) try {
   // without the graph when nvJPEG decodes beside it (median of six pairs, runs 19 and 20).
   const bool nvjpeg_beside_step = gpu && options.device_augment && options.gpu_decode;
   setup.prefetch_graph = options.graph || (!options.no_graph && !nvjpeg_beside_step);
+  // What moves the hybrid split's balance besides what the feeder sees: the step beside it and how many
+  // replicas share the host.
+  setup.memory_key = "feed_vs_prefetch " + options.model + " " + options.precision + " graph " +
+                     std::to_string(setup.prefetch_graph) + " replicas on the host " +
+                     std::to_string(ranks.local_world_size * options.gpus) + " cpus " + options.cpus;
 
   const std::vector<conveyor::StagePlacement> stages = {
       {"read + decode + augment",
@@ -198,7 +242,12 @@ int main(int argc, char** argv) try {
                     options.hardware_pipelining,
                     options.pipeline_nice,
                     trainer.cuda_graph,
-                    setup.prefetch_graph};
+                    setup.prefetch_graph,
+                    options.feeder_warmup,
+                    options.remember_split,
+                    options.hardware_pool,
+                    options.cpus,
+                    options.kernel_blocks};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <optional>
+#include <thread>
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/progress_watch.h"
 #include "conveyor/random.h"
 #include "conveyor/read_file.h"
 #include "training.h"
@@ -193,6 +196,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
                                            const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
+  feeder.kernel_blocks_per_image = setup.kernel_blocks;
   if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);
@@ -200,6 +204,9 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
     feeder.decode.hardware_pipelining = setup.hardware_pipelining;
+    feeder.decode.hardware_pool = setup.hardware_pool;
+    feeder.decode.remember_share = setup.remember_split;
+    feeder.decode.memory_key = setup.memory_key;
   }
   return maps;
 }
@@ -230,6 +237,7 @@ conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
   options.seed = setup.seed;
   options.deterministic = setup.pipeline_deterministic;
   options.trace = trace;
+  if (local < setup.replica_cpus.size()) options.cpus = setup.replica_cpus[local];
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
   if (setup.data_parallel()) {
     const std::size_t replica = static_cast<std::size_t>(setup.ranks.rank) * setup.placements.size() + local;
@@ -247,10 +255,18 @@ conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
 // waiting for it. Data-parallel: one pipeline and one feeder per GPU of this process, one step over all.
 ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   Recorder recorder(setup, "prefetch");
-  Training training(setup);
+  // Every thread of the run (this one, the replicas', the feeders') says what it waits for; when no step
+  // ends for stall_seconds, one report on stderr names them all: a hang shows its cycle of waits.
+  std::shared_ptr<conveyor::ProgressWatch> watch;
+  if (setup.stall_seconds > 0)
+    watch = std::make_shared<conveyor::ProgressWatch>(conveyor::ProgressWatch::Options{
+        .limit = std::chrono::milliseconds(static_cast<long long>(setup.stall_seconds * 1000))});
+  const conveyor::ProgressWatch::Member me(watch, "training loop (main thread)");
+  Training training(setup, watch);
   auto t0 = Clock::now();
   training.warmup();
   recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
+  if (watch) watch->progress();  // warm-up done: the stall clock counts from here
   if (setup.data_parallel()) std::printf("%s\n", training.placement().c_str());
 
   const std::size_t local = setup.placements.size();
@@ -260,8 +276,28 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   for (std::size_t i = 0; i < local; ++i) {
     const std::vector<conveyor::SampleOp> maps =
         place_work(setup, setup.placements[i], training.replica(i), feeder_options[i]);
+    feeder_options[i].progress_watch = watch;
     datasets.push_back(replica_batches(setup, i, maps, trace));
     feeders.push_back(std::make_unique<conveyor::DeviceFeeder>(setup.placements[i], feeder_options[i]));
+  }
+  if (setup.feeder_warmup) {
+    // Every GPU's feeder at once: each waits for its own GPU only.
+    const auto start = Clock::now();
+    std::vector<std::exception_ptr> errors(local);
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < local; ++i)
+      threads.emplace_back([&, i] {
+        try {
+          feeders[i]->warmup(datasets[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    for (std::thread& thread : threads) thread.join();
+    for (const std::exception_ptr& error : errors)
+      if (error) std::rethrow_exception(error);
+    recorder.result().feeder_warmup_s = ms_between(start, Clock::now()) / 1000;
+    if (watch) watch->progress();
   }
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();
@@ -292,13 +328,19 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     }
     const auto a = Clock::now();
     staged.clear();  // the last step's batches released: their slots are reused once its stream passed
-    for (conveyor::DeviceBatchIterator& it : iterators) {
-      std::optional<conveyor::DeviceBatch> batch = it.next();  // staged: its copy (and device work) queued
+    for (std::size_t i = 0; i < iterators.size(); ++i) {
+      const conveyor::ProgressWatch::Doing doing("waiting for the staged batch of replica",
+                                                 static_cast<long long>(i));
+      std::optional<conveyor::DeviceBatch> batch = iterators[i].next();  // its copy (and device work) queued
       if (!batch) throw conveyor::Error("the pipeline ended early");
       staged.push_back(std::move(*batch));
     }
     const auto b = Clock::now();
-    training.step(staged);
+    {
+      const conveyor::ProgressWatch::Doing doing("queueing step", step);
+      training.step(staged);
+    }
+    if (watch) watch->progress();
     const auto c = Clock::now();
     if (step == 0) {
       training.synchronize();
@@ -341,6 +383,8 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   result.pipeline_threads = pipeline.threads;
   result.feeder = describe_feeder(feeder_options[0], stats, pipeline);
   result.feeder_stats = stats;
+  result.split_memory = stats.split_memory;
+  if (watch) result.stall_reports = watch->stalls();
   result.gpu_decoded_fraction = pipeline.elements_out > 0 ? static_cast<double>(stats.gpu_decoded) /
                                                                 static_cast<double>(pipeline.elements_out)
                                                           : 0;

@@ -49,6 +49,16 @@ struct Setup {
 
   // prefetch: PipelineOptions::worker_nice, the library's default unless given
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
+  // prefetch, issue 36's levers (see options.h): feeders warmed up before the first batch; the split
+  // remembered under memory_key; nvJPEG's hardware pool; each local replica's pipeline CPUs (empty: all).
+  bool feeder_warmup = true;
+  bool remember_split = true;
+  bool hardware_pool = true;
+  std::string memory_key;
+  std::vector<std::vector<int>> replica_cpus;
+  // prefetch: seconds without a step before every thread's activity is reported (0: never).
+  double stall_seconds = 60;
+  int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image
 
   // Called after each step (warm-up steps included), for a progress bar; may be empty.
   std::function<void()> on_step;
@@ -81,6 +91,9 @@ struct ModeResult {
   double gpu_decoded_fraction = 0;
   conveyor::FeederStats feeder_stats;  // prefetch: replica 0's feeder at the end (warm-up steps included)
   std::vector<double> idle_per_gpu;  // prefetch: the idle fraction of each GPU this process drives
+  double feeder_warmup_s = 0;        // prefetch: DeviceFeeder::warmup of every feeder, at once
+  std::string split_memory;          // prefetch: replica 0's split: where it started, where it was kept
+  std::uint64_t stall_reports = 0;   // prefetch: reports the ProgressWatch wrote
   std::vector<double> losses;        // prefetch with record_loss: every step's loss, warm-up steps included
 };
 

@@ -32,6 +32,37 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "prefetch on a GPU: let nvJPEG's hardware decoder buffer images beyond each batch (its own "
                  "default; DeviceDecode::hardware_pipelining)")
       ->capture_default_str();
+  app.add_option(
+         "--hardware-pool", options.hardware_pool,
+         "prefetch on a GPU: nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up (1) "
+         "or allocates and frees them in its decode calls (0; DeviceDecode::hardware_pool)")
+      ->capture_default_str();
+  app.add_option("--remember-split", options.remember_split,
+                 "prefetch on a GPU: an adapting split starts where the last run like this one settled, and "
+                 "is kept for the next (DeviceDecode::remember_share)")
+      ->capture_default_str();
+  app.add_option(
+         "--feeder-warmup", options.feeder_warmup,
+         "prefetch: make the feeders ready (ring, page-locked batches, nvJPEG and its kernels) before "
+         "the first batch, after the trainer's warm-up, every GPU's at once (DeviceFeeder::warmup)")
+      ->capture_default_str();
+  app.add_option("--cpus", options.cpus,
+                 "prefetch: the CPUs of each replica's pipeline (PipelineOptions::cpus): all (wherever the "
+                 "process runs), auto (replica r of the host's R gets the r-th share of the process's CPUs), "
+                 "or a list such as 0-15 or 0,2,4")
+      ->capture_default_str();
+  app.add_option(
+         "--kernel-blocks", options.kernel_blocks,
+         "prefetch on a GPU: thread blocks per image of the feeder's kernels (augmentation, crop-resize); "
+         "fewer leave more of the GPU to the step (FeederOptions::kernel_blocks_per_image; 0: one pass's "
+         "worth)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--stall-report", options.stall_seconds,
+                 "prefetch: after this many seconds without a step, write what every thread of the run waits "
+                 "for to stderr (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
 }
 
 }  // namespace

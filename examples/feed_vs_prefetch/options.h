@@ -44,6 +44,13 @@ struct Options {
   bool record_loss = false;  // prefetch: every step's loss in the JSON (synchronises after each step)
   // prefetch: PipelineOptions::worker_nice, the library's default unless given
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
+  // issue 36, each a lever that a run can turn off to measure it against its baseline:
+  bool feeder_warmup = true;   // prefetch: DeviceFeeder::warmup after the trainer's warm-up
+  bool remember_split = true;  // DeviceDecode::remember_share
+  bool hardware_pool = true;   // DeviceDecode::hardware_pool
+  std::string cpus = "all";    // prefetch: each replica's pipeline CPUs: all, auto (a share each), or a list
+  double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
+  int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.

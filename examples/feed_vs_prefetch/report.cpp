@@ -65,6 +65,13 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
     std::snprintf(line, sizeof line, "  %-9s trainer warm-up %.2f s, first batch %.3f s, first step %.3f s\n",
                   r.mode.c_str(), r.warmup_s, r.first_batch_s, r.first_step_s);
     out << line;
+    if (r.feeder_warmup_s > 0) {
+      std::snprintf(line, sizeof line, "  %-9s feeder warm-up %.2f s", r.mode.c_str(), r.feeder_warmup_s);
+      out << line << (r.feeder_stats.warmup.empty() ? "" : " (" + r.feeder_stats.warmup + ")") << "\n";
+    }
+    if (!r.split_memory.empty()) out << "  " << r.mode << " split: " << r.split_memory << "\n";
+    if (r.stall_reports > 0)
+      out << "  " << r.mode << ": " << r.stall_reports << " stall report(s) on stderr\n";
   }
   out << "(data: waiting for or making the batch; copy: host to device; compute: the step on the device;\n"
          " wait: share of wall time spent on data; idle: share of wall time the "
@@ -95,6 +102,11 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"pipeline_nice", info.pipeline_nice},
               {"cuda_graph", info.cuda_graph},
               {"prefetch_cuda_graph", info.prefetch_cuda_graph},
+              {"feeder_warmup", info.feeder_warmup},
+              {"remember_split", info.remember_split},
+              {"hardware_pool", info.hardware_pool},
+              {"cpus", info.cpus},
+              {"kernel_blocks", info.kernel_blocks},
               {"results", Json::array()}};
   for (const ModeResult& r : results)
     out["results"].push_back({{"mode", r.mode},
@@ -127,6 +139,9 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                                 {"submit_s", r.feeder_stats.decode_submit_seconds},
                                 {"resize_s", r.feeder_stats.decode_resize_seconds}}},
                               {"idle_per_gpu", r.idle_per_gpu},
+                              {"feeder_warmup_s", r.feeder_warmup_s},
+                              {"split_memory", r.split_memory},
+                              {"stall_reports", r.stall_reports},
                               {"losses", r.losses}});  // doubles written to round-trip exactly
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.

@@ -26,6 +26,10 @@ struct RunInfo {
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
   bool cuda_graph = true;           // on a GPU: feed and parallel replay the step as one CUDA graph
   bool prefetch_cuda_graph = true;  // on a GPU: prefetch does (false: kernel by kernel, beside nvJPEG)
+  // prefetch, issue 36's levers (options.h)
+  bool feeder_warmup = true, remember_split = true, hardware_pool = true;
+  std::string cpus = "all";
+  int kernel_blocks = 0;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

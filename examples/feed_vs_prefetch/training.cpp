@@ -14,8 +14,9 @@ conveyor::train::TrainerOptions prefetch_trainer(const Setup& setup) {
 
 }  // namespace
 
-Training::Training(const Setup& setup) {
+Training::Training(const Setup& setup, std::shared_ptr<conveyor::ProgressWatch> watch) {
   const conveyor::train::TrainerOptions options = prefetch_trainer(setup);
+  const conveyor::train::DataParallelOptions parallel{.progress_watch = std::move(watch)};
   if (!setup.data_parallel()) {
     single_ = std::make_unique<conveyor::train::Trainer>(options);
     return;
@@ -23,12 +24,12 @@ Training::Training(const Setup& setup) {
   if (setup.ranks.world_size > 1) {
     // One process per GPU: rank 0 shares NCCL's id through MASTER_ADDR:MASTER_PORT.
     rendezvous_ = conveyor::train::connect_rendezvous(setup.ranks);
-    parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, *rendezvous_);
+    parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, *rendezvous_, parallel);
     return;
   }
   std::vector<int> devices;
   for (const conveyor::Placement& placement : setup.placements) devices.push_back(placement.device);
-  parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, devices);
+  parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, devices, parallel);
 }
 
 void Training::warmup() {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "conveyor/cuda/device_batch.h"
+#include "conveyor/progress_watch.h"
 #include "conveyor/train/data_parallel.h"
 #include "conveyor/train/rendezvous.h"
 #include "conveyor/train/trainer.h"
@@ -19,7 +20,8 @@ class Training {
  public:
   // Data-parallel when the setup has several local GPUs or several ranks; meets the other ranks (env://)
   // here.
-  explicit Training(const Setup& setup);
+  // The replicas' threads join `watch` (may be null) so that a stall report names them.
+  Training(const Setup& setup, std::shared_ptr<conveyor::ProgressWatch> watch);
 
   void warmup();
   // One batch per local replica.

@@ -138,7 +138,19 @@ struct PipelineOptions {
   // the feeder decodes on the GPU. A deferred sample's encoded bytes travel with its batch: each pool buffer
   // keeps up to batch-size byte buffers, as large as the largest file deferred into that slot.
   std::shared_ptr<DeferPolicy> defer = nullptr;
+  // The CPUs (Linux CPU numbers) the threads that work for this pipeline run on: each one sets its own
+  // affinity to them before a stage (a oneTBB worker that also works for another arena of the process sets
+  // that arena's when it moves there). Empty: wherever the process may run. With threads = 0 the pipeline
+  // takes one thread per CPU given. For several pipelines on one host (two ranks, or one process feeding
+  // two GPUs), each gets its own cores instead of all competing for every core.
+  std::vector<int> cpus{};
 };
+
+// The `part`-th of `parts` contiguous, near-equal shares of the CPUs the calling thread may run on, for
+// PipelineOptions::cpus: each of `parts` pipelines of one host gets cores of its own, e.g.
+// cpu_share(ranks.local_rank, ranks.local_world_size) under a launcher. With fewer CPUs than parts, part p
+// gets the p-th CPU (modulo their number) alone. Throws InvalidArgument unless 0 <= part < parts.
+std::vector<int> cpu_share(int part, int parts);
 
 // What with_options changes: each field that is set replaces that option, every field left empty keeps
 // what the chain had (PipelineOptions says what each one means). So settings made in two places agree:
@@ -161,6 +173,7 @@ struct PipelineOptionChanges {
   std::optional<bool> abandon_stalled = std::nullopt;
   std::optional<std::size_t> decode_memory_budget = std::nullopt;
   std::optional<std::shared_ptr<DeferPolicy>> defer = std::nullopt;
+  std::optional<std::vector<int>> cpus = std::nullopt;
 
   static PipelineOptionChanges all(const PipelineOptions& options);
   // `options` with the set fields replaced.

@@ -69,7 +69,9 @@ struct TarShardOptions {
   std::size_t queued_samples = 32;
   // Members whose extension (after the first dot of the name, any case) is one of these are a sample's
   // image; a member with the label extension holds its label as decimal text. Other members are ignored.
-  std::vector<std::string> image_extensions{"jpg", "jpeg"};
+  // ppm and pgm are images stored decoded (a data set prepared by make_shards --store raw;
+  // conveyor/ops/raw_image.h): the decode ops read them as they read a JPEG.
+  std::vector<std::string> image_extensions{"jpg", "jpeg", "ppm", "pgm"};
   std::string label_extension = "cls";  // empty: no labels (every label is -1)
   HttpOptions http;
   // Local, uncompressed shards only: locate every sample once, when the dataset is made (the members'

@@ -9,6 +9,8 @@
 #include "conveyor/ops/crop.h"
 #include "conveyor/ops/deferred_crop.h"
 #include "conveyor/ops/flip.h"
+#include "conveyor/ops/raw_image.h"
+#include "conveyor/ops/resize.h"
 
 namespace conveyor::ops {
 namespace {
@@ -37,10 +39,26 @@ ImageView current_mutable_image(Sample& sample, const char* op) {
   return sample.mutable_image();
 }
 
+// `window` of a decoded image (a raw sample's pixels) resized into the sample's output: what the fused JPEG
+// crops do, without the decoding (a prepared data set stores images decoded: ops/raw_image.h).
+void resize_raw_window(Sample& sample, ConstImageView image, const Rect& window, int height, int width,
+                       Interpolation interpolation) {
+  const ConstImageView part(image.at(window.y, window.x),
+                            ImageShape{window.height, window.width, image.channels}, image.stride);
+  resize(part, sample.output({height, width, image.channels}), interpolation);
+  sample.publish();
+}
+
 }  // namespace
 
 SampleOp decode(DecodeOptions options) {
   return {"decode", [options](Sample& sample) {
+            if (is_raw_image(sample.encoded)) {
+              const ConstImageView image = read_raw_image(sample.encoded, options);
+              resize_raw_window(sample, image, {0, 0, image.width, image.height}, image.height, image.width,
+                                Interpolation::nearest);
+              return;
+            }
             JpegDecoder& decoder = thread_decoder();
             decoder.open(sample.encoded, options);
             const ImageShape full = decoder.shape();
@@ -60,6 +78,17 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             DeferPolicy* const policy = sample.defer_policy();
             const auto start =
                 policy ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+            if (is_raw_image(sample.encoded)) {
+              // Stored decoded: nothing for a GPU decoder to do, the window is only resized here.
+              const ConstImageView image = read_raw_image(sample.encoded, options.decode);
+              if (policy && policy->should_defer(sample)) policy->declined(sample, "raw_image");
+              const Rect window =
+                  draw_random_resized_crop_window(image.height, image.width, options, sample.seed,
+                                                  op_stream(stream::random_resized_crop, sample.op_position));
+              resize_raw_window(sample, image, window, size, size, options.interpolation);
+              if (policy) policy->spent(false, std::chrono::steady_clock::now() - start);
+              return;
+            }
             JpegDecoder& decoder = thread_decoder();
             const JpegHeader& header = decoder.open(sample.encoded, options.decode);
             const ImageShape full = decoder.shape();
@@ -96,6 +125,12 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
 SampleOp decode_center_crop(int size, DecodeOptions options) {
   check_size(size, size, "decode_center_crop");
   return {"decode_center_crop", [size, options](Sample& sample) {
+            if (is_raw_image(sample.encoded)) {
+              const ConstImageView image = read_raw_image(sample.encoded, options);
+              resize_raw_window(sample, image, center_fit_window(image.height, image.width, size, size), size,
+                                size, Interpolation::linear);
+              return;
+            }
             JpegDecoder& decoder = thread_decoder();
             decoder.open(sample.encoded, options);
             const ImageShape full = decoder.shape();

@@ -25,6 +25,7 @@ class CpuFeeder final : public FeederBackend {
   FeederStats stats() const override;
   void release(std::size_t slot) noexcept override;
   HeldSlots& slots() noexcept override { return held_; }
+  std::shared_ptr<HostMemoryResource> host_memory() override { return pageable_host_memory(); }
 
  private:
   struct Slot {

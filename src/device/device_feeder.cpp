@@ -20,6 +20,8 @@ namespace conveyor {
 namespace {
 
 void check_options(const FeederOptions& options) {
+  if (options.kernel_blocks_per_image < 0)
+    throw InvalidArgument("DeviceFeeder: kernel_blocks_per_image must be >= 0 (0: one pass's worth)");
   if (options.depth < 1 || options.depth > 8)
     throw InvalidArgument("DeviceFeeder depth must be 1 to 8 (2 or 3 are the useful ones), got " +
                           std::to_string(options.depth));
@@ -132,7 +134,7 @@ BatchedDataset DeviceFeeder::fed(const BatchedDataset& dataset) const {
   // The feeder holds up to `depth` host batches while their copies run; the pipeline keeps room for them.
   return dataset.with_options(
       {.held_batches = std::max(dataset.options().held_batches, static_cast<std::size_t>(options_.depth)),
-       .host_memory = host_memory_for(placement_)});
+       .host_memory = backend_->host_memory()});
 }
 
 DeviceBatchIterator DeviceFeeder::feed(const BatchedDataset& dataset) { return start(dataset, nullptr); }
@@ -161,15 +163,21 @@ DeviceBatchIterator DeviceFeeder::start(const BatchedDataset& dataset, const Ite
 #ifdef CONVEYOR_HAVE_CUDA
   auto& gpu = static_cast<detail::GpuFeeder&>(*backend_);
   const int threads = options.threads > 0 ? options.threads : cores();
-  options.defer = gpu.start_decoding(options, threads);
+  options.defer = gpu.start_decoding(dataset, options, threads);
   if (options.defer) {
     const auto ahead = static_cast<std::size_t>(std::max(1, options_.depth - 1));
-    return DeviceBatchIterator(*this, std::nullopt,
-                               std::make_unique<detail::Lookahead>(backend_, begin(), ahead));
+    detail::Lookahead::Thread thread{options_.progress_watch,
+                                     "feeder gpu:" + std::to_string(placement_.device) + " staging thread",
+                                     options.cpus};
+    return DeviceBatchIterator(
+        *this, std::nullopt,
+        std::make_unique<detail::Lookahead>(backend_, begin(), ahead, std::move(thread)));
   }
 #endif
   return DeviceBatchIterator(*this, begin(), nullptr);
 }
+
+double DeviceFeeder::warmup(const BatchedDataset& dataset) { return backend_->warmup(fed(dataset)); }
 
 void DeviceFeeder::synchronize() { backend_->synchronize(); }
 

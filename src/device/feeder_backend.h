@@ -81,6 +81,10 @@ class FeederBackend : public std::enable_shared_from_this<FeederBackend> {
   virtual void hand_over(const DeviceBatch&) {}
   virtual void synchronize() = 0;
   virtual FeederStats stats() const = 0;
+  // DeviceFeeder::warmup; nothing to do by default (the CPU).
+  virtual double warmup(const BatchedDataset&) { return 0; }
+  // Where the pipeline's batch buffers should live: memory this backend copies fastest.
+  virtual std::shared_ptr<HostMemoryResource> host_memory() = 0;
   // The last reference to the hold of `slot` is gone (any thread): the slot may be reused once its
   // consumer has passed this point.
   virtual void release(std::size_t slot) noexcept = 0;

@@ -2,16 +2,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <string>
 
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
+#include "conveyor/progress_watch.h"
+#include "src/core/user_cache_folder.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
 #include "src/device/normalize.h"
 #include "src/device/normalized_images.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
+#include "src/memory/batch_pool.h"
 
 namespace conveyor::detail {
 namespace {
@@ -34,6 +41,7 @@ cuda::GpuAugmentOptions augment_options(const FeederOptions& options) {
     augment.draws.distort = cuda::DistortDraw{*options.augment.distort, options.augment.distort_stream};
   augment.normalize = *options.normalize;  // the feeder checked that it is set
   augment.depth = options.depth;
+  augment.blocks_per_image = options.kernel_blocks_per_image;
   return augment;
 }
 
@@ -46,6 +54,35 @@ bool is_page_locked(const void* host) {
     return false;
   }
   return attributes.type == cudaMemoryTypeHost;
+}
+
+// What the split memory's file is for: the GPU model and size, the driver, nvJPEG.
+std::string split_environment(int device, const std::string& nvjpeg_version) {
+  cudaDeviceProp props{};
+  int driver = 0;
+  CONVEYOR_CUDA(cudaGetDeviceProperties(&props, device), "DeviceFeeder (split memory)");
+  CONVEYOR_CUDA(cudaDriverGetVersion(&driver), "DeviceFeeder (split memory)");
+  return std::string(props.name) + " " + std::to_string(props.multiProcessorCount) + "sm driver" +
+         std::to_string(driver) + " nvjpeg" + nvjpeg_version;
+}
+
+// What else moves the balance: the pipeline's threads, the batch, the data set (its size and its first and
+// last paths, hashed) and what the caller names (DeviceDecode::memory_key).
+std::string split_key(const BatchedDataset& dataset, int threads, const std::string& memory_key) {
+  const ImageShape shape = dataset.sample_shape().value_or(ImageShape{});
+  const Dataset& samples = dataset.samples();
+  const std::size_t n = samples.source_size();
+  std::size_t data = std::hash<std::size_t>{}(n);
+  try {
+    if (n > 0) data ^= std::hash<std::string>{}(samples.source_path(0) + "\n" + samples.source_path(n - 1));
+  } catch (const Error&) {
+    // A source without paths (a stream): its size stands for it.
+  }
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%016zx", data);
+  return "threads " + std::to_string(threads) + " batch " + std::to_string(dataset.batch_size()) + " shape " +
+         std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
+         std::to_string(shape.channels) + " data " + std::to_string(n) + ":" + hex + " key " + memory_key;
 }
 
 }  // namespace
@@ -66,12 +103,20 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   copy_.emplace();
   own_consumer_.emplace();
   consumer_ = own_consumer_->get();
+  host_memory_ = std::make_shared<cuda::PinnedBlockCache>(pinned_host_memory());
+  for (Slot& slot : slots_) slot.fallback.emplace(pinned_host_memory());
   if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
   stats_.decoder = "not asked for (FeederOptions::decode)";
   returner_ = std::thread([this] {
     // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
     // stray context on) device 0. A failure here shows up as a failed event wait below.
     cudaSetDevice(device_);
+    std::optional<ProgressWatch::Member> member;
+    try {
+      member.emplace(options_.progress_watch, "feeder gpu:" + std::to_string(device_) + " copy returner");
+    } catch (...) {
+      // Not watched: a report will miss this thread's line.
+    }
     return_batches();
   });
 }
@@ -83,6 +128,7 @@ GpuFeeder::~GpuFeeder() {
   }
   changed_.notify_all();
   returner_.join();  // it drains the queue first: every copy has finished and every batch is back
+  remember_split();
   try {
     cuda::DeviceGuard guard(device_);
     // No batch is held any more (each hold keeps this object alive), but the last consumers may still
@@ -123,9 +169,7 @@ void GpuFeeder::read_on(std::size_t index, cudaStream_t stream) {
 
 cudaStream_t GpuFeeder::consumer_of(std::size_t index) const { return slots_[index].consumer; }
 
-void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, const Batch& batch) {
-  const ImageShape shape = batch.sample_shape();
-  const std::size_t capacity = std::max(batch.capacity(), batch.size());
+void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, std::size_t capacity, ImageShape shape) {
   const std::size_t pixel_bytes = capacity * shape.bytes();
   const std::size_t label_bytes = capacity * sizeof(std::int64_t);
   const std::size_t image_bytes =
@@ -151,34 +195,123 @@ void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, const Batch& batc
   ++stats_.allocations;
 }
 
-std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const PipelineOptions& pipeline, int threads) {
+bool GpuFeeder::ensure_decoder() {
+  if (decoder_ || decoder_tried_) return static_cast<bool>(decoder_);
+  decoder_tried_ = true;
+  nvjpeg::LoadResult library = nvjpeg::load();
+  std::string note;
+  if (!library) {
+    note = library.unavailable + "; every image is decoded on the CPU";
+  } else {
+    try {
+      cuda::DeviceGuard guard(device_);
+      decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode,
+                                                       options_.kernel_blocks_per_image);
+      note = decoder_->description();
+    } catch (const Error& error) {
+      note =
+          std::string("nvJPEG cannot decode here: ") + error.what() + "; every image is decoded on the CPU";
+    }
+  }
+  std::lock_guard lock(mutex_);
+  stats_.decoder = note;
+  return static_cast<bool>(decoder_);
+}
+
+double GpuFeeder::warmup(const BatchedDataset& dataset) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::optional<ImageShape> shape = dataset.sample_shape();
+  const std::size_t capacity = dataset.batch_size();
+  if (!shape || capacity == 0) return 0;  // the shape comes from the first element: nothing to size yet
+  cuda::DeviceGuard guard(device_);
+  const cudaStream_t stream = copy_->get();
+  // The ring and its kernels only while no batch is held: a held slot's buffer is not ours to resize, and
+  // the kernels below write into the first slot.
+  const bool idle = held_.held() == 0;
+  if (idle)
+    for (std::size_t i = 0; i < slots_.size(); ++i) ensure_capacity(slots_[i], i, capacity, *shape);
+  // The pipeline's batch buffers: as many as it keeps ready, holds for the feeder and has in the making.
+  const std::size_t in_making = 2;
+  host_memory_->reserve(BatchPool::buffer_bytes(capacity, *shape),
+                        dataset.prefetch_depth() + dataset.options().held_batches + in_making);
+  // A few CPU fallbacks per slot without growing their staging.
+  for (Slot& slot : slots_) slot.fallback->reserve(std::min<std::size_t>(capacity, 8) * shape->bytes());
+  Slot& first = slots_.front();
+  auto* pixels = first.buffer.as<std::uint8_t>();
+  std::string decoder_line;
+  if (options_.decode.enabled && ensure_decoder() && idle)
+    decoder_line = decoder_->warm_up(capacity, *shape, pixels, stream);
+  if (options_.normalize && idle) {
+    // The augmentation (or normalize) kernels, launched once on what the decoder left in the first slot.
+    seeds_.assign(capacity, 0);
+    void* images = pixels + first.images_offset;
+    if (augmenter_)
+      augmenter_->run({pixels, capacity, *shape, shape->bytes()}, seeds_, images, stream);
+    else
+      ops::normalize_batch_cuda(pixels, capacity, *shape, *options_.normalize, images, stream);
+  }
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream), "DeviceFeeder::warmup");
+  const double seconds = seconds_since(start);
+  std::lock_guard lock(mutex_);
+  stats_.warmup_seconds += seconds;
+  if (!decoder_line.empty()) stats_.warmup = decoder_line;
+  return seconds;
+}
+
+void GpuFeeder::remember_split() noexcept {
+  try {
+    std::shared_ptr<DecodeSplit> split;
+    {
+      std::lock_guard lock(mutex_);
+      split = split_;
+    }
+    if (!split || !split_memory_ || !split->adaptive()) return;
+    const SplitRecord settled = split->settled();
+    // A run too short to settle would teach the next one a share it never reached.
+    constexpr std::uint64_t kEnoughBatches = 16;
+    if (settled.batches < kEnoughBatches) return;
+    const std::string problem = split_memory_->keep(split_key_, settled);
+    std::lock_guard lock(mutex_);
+    stats_.split_memory = problem.empty() ? "kept in " + split_memory_->file().string() : problem;
+  } catch (...) {
+    // Remembering is a favour to the next run: never a reason for this one to fail.
+  }
+}
+
+std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dataset,
+                                                       const PipelineOptions& pipeline, int threads) {
   on_error_ = pipeline.on_error;
   trace_ = pipeline.trace;
   decoder_track_ = trace_ ? trace_->track("GPU decoder (feeder thread)") : -1;
   if (!options_.decode.enabled) return nullptr;
-  if (!decoder_) {
-    nvjpeg::LoadResult library = nvjpeg::load();
-    std::string note;
-    if (!library) {
-      note = library.unavailable + "; every image is decoded on the CPU";
-    } else {
-      try {
-        cuda::DeviceGuard guard(device_);
-        decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode);
-        note = decoder_->description();
-      } catch (const Error& error) {
-        note =
-            std::string("nvJPEG cannot decode here: ") + error.what() + "; every image is decoded on the CPU";
-      }
-    }
-    std::lock_guard lock(mutex_);
-    stats_.decoder = note;
-  }
-  if (!decoder_) return nullptr;
+  if (!ensure_decoder()) return nullptr;
+  remember_split();  // a feeder fed again: what the last pipeline settled at
   // A deterministic pipeline's output must not depend on timing: its share stays where it was set.
-  auto split = std::make_shared<DecodeSplit>(options_.decode.share,
-                                             options_.decode.adapt && !pipeline.deterministic, threads);
+  const bool adaptive = options_.decode.adapt && !pipeline.deterministic;
+  auto split = std::make_shared<DecodeSplit>(options_.decode.share, adaptive, threads);
+  std::string recalled = "not remembered (DeviceDecode::remember_share is off)";
+  if (adaptive && options_.decode.remember_share) {
+    recalled = "no remembered split";
+    try {
+      const std::optional<std::filesystem::path> folder =
+          detail::user_cache_folder(options_.decode.memory_folder, std::getenv("CONVEYOR_ALGORITHM_CACHE"),
+                                    std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+      if (folder) {
+        split_memory_.emplace(*folder, split_environment(device_, decoder_->nvjpeg_version()));
+        split_key_ = split_key(dataset, threads, options_.decode.memory_key);
+        if (const std::optional<SplitRecord> record = split_memory_->recall(split_key_)) {
+          split->start_from(*record);
+          recalled = "started from the remembered share " + std::to_string(record->share) + " (" +
+                     split_memory_->file().string() + ")";
+        }
+      }
+    } catch (const std::exception& error) {
+      split_memory_.reset();
+      recalled = std::string("split memory unusable: ") + error.what();
+    }
+  }
   std::lock_guard lock(mutex_);
+  stats_.split_memory = recalled;
   split_ = split;
   return split;
 }
@@ -189,14 +322,14 @@ double GpuFeeder::decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* 
   const auto start = std::chrono::steady_clock::now();
   cuda::DeviceDecodeOutcome outcome;
   if (decoder_) {
-    outcome = decoder_->decode(batch, device_pixels, stream, slot.fallback);
+    outcome = decoder_->decode(batch, device_pixels, stream, *slot.fallback);
   } else {
     // Deferred without a GPU decoder (a policy set by hand, or nvJPEG gone): the CPU makes them all.
     std::vector<cuda::CpuFallback> all;
     for (std::size_t i = 0; i < batch.size(); ++i)
       if (batch.samples()[i].deferred) all.push_back({i, "no GPU decoder"});
     outcome.deferred = all.size();
-    cuda::decode_on_cpu(batch, all, device_pixels, stream, slot.fallback, pinned_host_memory(), outcome);
+    cuda::decode_on_cpu(batch, all, device_pixels, stream, *slot.fallback, outcome);
   }
   const double host_seconds = seconds_since(start);
   if (trace_ && decoder_track_ >= 0) {
@@ -268,12 +401,14 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
       if (deferred > 0) split = split_;
       if (slot.in_flight) {
         ++stats_.host_waits;
+        const ProgressWatch::Doing doing("waiting for the last copy out of ring slot",
+                                         static_cast<long long>(index));
         changed_.wait(lock, [&] { return !slot.in_flight || failure_; });
       }
       rethrow_failure_locked();
     }
     CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.released.get(), 0), kFeederContext);
-    ensure_capacity(slot, index, batch);
+    ensure_capacity(slot, index, std::max(batch.capacity(), batch.size()), batch.sample_shape());
     const std::span<const std::uint8_t> pixels = batch.pixels();
     const std::span<const std::int64_t> labels = batch.labels();
     auto* device_pixels = slot.buffer.as<std::uint8_t>();
@@ -289,6 +424,8 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     if (deferred > 0) {
       // The copy above wrote whatever the deferred slots held on the host; their pixels come now.
       slot.decode_start.record(stream);
+      const ProgressWatch::Doing doing("decoding the deferred samples, images:",
+                                       static_cast<long long>(deferred));
       decode_host_s = decode_deferred(slot, batch, device_pixels, split.get());
       slot.decode_end.record(stream);
     }
@@ -381,6 +518,8 @@ void GpuFeeder::return_batches() {
     float milliseconds = 0, decode_ms = 0;
     std::exception_ptr failure;
     try {
+      const ProgressWatch::Doing doing("waiting for the copy and GPU work of ring slot",
+                                       static_cast<long long>(item.slot));
       slot.ready.synchronize();
       milliseconds = cuda::Event::elapsed_ms(slot.start, slot.ready);
       if (item.deferred > 0) decode_ms = cuda::Event::elapsed_ms(slot.decode_start, slot.decode_end);
@@ -444,6 +583,7 @@ FeederStats GpuFeeder::stats() const {
     }
   }
   stats.held = held_.held();
+  stats.host_blocks = host_memory_->made();
   return stats;
 }
 

@@ -39,9 +39,11 @@
 #include "src/device/cuda_handles.h"
 #include "src/device/decode/decode_split.h"
 #include "src/device/decode/device_decoder.h"
+#include "src/device/decode/split_memory.h"
 #include "src/device/device_memory.h"
 #include "src/device/feeder_backend.h"
-#include "src/memory/host_memory.h"
+#include "src/device/pinned_block_cache.h"
+#include "src/device/retained_host_buffer.h"
 
 namespace conveyor::detail {
 
@@ -59,12 +61,17 @@ class GpuFeeder final : public FeederBackend {
   FeederStats stats() const override;
   void release(std::size_t slot) noexcept override;
   HeldSlots& slots() noexcept override { return held_; }
+  double warmup(const BatchedDataset& dataset) override;
+  // The feeder's own page-locked blocks (pinned_block_cache.h): kept between runs, made at warm-up.
+  std::shared_ptr<HostMemoryResource> host_memory() override { return host_memory_; }
 
-  // Hybrid decoding for a pipeline run with `pipeline` options: sets up nvJPEG (once) and returns the
+  // Hybrid decoding for `dataset` run with `pipeline` options: sets up nvJPEG (once) and returns the
   // policy for PipelineOptions::defer, or null (FeederStats::decoder says why) when there is no nvJPEG
-  // or it cannot work here. Also takes the pipeline's on_error (what an image neither decoder can decode
-  // does) and trace (the "GPU decoder" track).
-  std::shared_ptr<DeferPolicy> start_decoding(const PipelineOptions& pipeline, int threads);
+  // or it cannot work here. An adapting split starts where the last run with the same key settled
+  // (DeviceDecode::remember_share). Also takes the pipeline's on_error (what an image neither decoder can
+  // decode does) and trace (the "GPU decoder" track).
+  std::shared_ptr<DeferPolicy> start_decoding(const BatchedDataset& dataset, const PipelineOptions& pipeline,
+                                              int threads);
 
   int device() const noexcept { return device_; }
   cudaStream_t consumer_stream() const;
@@ -89,7 +96,8 @@ class GpuFeeder final : public FeederBackend {
     std::vector<SampleInfo> samples;    // host copy: the pinned batch goes back after the copy
     bool in_flight = false;             // a copy was issued and the returner has not retired it
     cuda::Event decode_start{true}, decode_end{true};  // around the decoding of deferred samples
-    detail::HostAllocation fallback;  // CPU-decoded images on their way to the slot (page-locked)
+    // CPU-decoded images on their way to the slot (page-locked; grown, never freed while decoding).
+    std::optional<cuda::RetainedHostBuffer> fallback;
   };
   struct InFlight {
     std::size_t slot;
@@ -106,7 +114,12 @@ class GpuFeeder final : public FeederBackend {
     cuda::NvjpegHostTimes nvjpeg;  // of host_seconds, nvJPEG's by phase
   };
 
-  void ensure_capacity(Slot& slot, std::size_t index, const Batch& batch);
+  // The slot's device buffer holds `capacity` samples of `shape` (and their images); allocated when not.
+  void ensure_capacity(Slot& slot, std::size_t index, std::size_t capacity, ImageShape shape);
+  // nvJPEG and the decoder, made on first need; false (stats_.decoder says why) when they cannot be.
+  bool ensure_decoder();
+  // The current split's settled share, written to the split memory (when asked for and measured enough).
+  void remember_split() noexcept;
   // Decodes the batch's deferred samples into the slot on the copy stream; returns the host seconds spent.
   double decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
                          const DecodeSplit* split);
@@ -119,6 +132,7 @@ class GpuFeeder final : public FeederBackend {
   const FeederOptions options_;
   std::unique_ptr<cuda::DeviceMemoryPool> own_pool_;  // before the streams and buffers: destroyed after them
   cuda::DeviceMemoryPool* pool_;
+  std::shared_ptr<cuda::PinnedBlockCache> host_memory_;  // the pipelines' batch buffers
   std::optional<cuda::Stream> copy_, own_consumer_;  // made with the device current
   cudaStream_t consumer_ = nullptr;
   HeldSlots held_;
@@ -128,7 +142,11 @@ class GpuFeeder final : public FeederBackend {
 
   // Hybrid decoding: made by start_decoding(), used by stage() (one thread at a time).
   std::unique_ptr<cuda::DeviceDecoder> decoder_;
+  bool decoder_tried_ = false;
   std::shared_ptr<DecodeSplit> split_;
+  // Where the split is remembered and under which key (start_decoding() sets them when asked to remember).
+  std::optional<SplitMemory> split_memory_;
+  std::string split_key_;
   OnError on_error_ = OnError::fail;
   std::shared_ptr<TraceRecorder> trace_;
   int decoder_track_ = -1;

@@ -3,11 +3,16 @@
 #include <utility>
 
 #include "conveyor/error.h"
+#include "src/pipeline/worker_affinity.h"
 
 namespace conveyor::detail {
 
-Lookahead::Lookahead(std::shared_ptr<FeederBackend> backend, BatchIterator batches, std::size_t ahead)
-    : backend_(std::move(backend)), batches_(std::move(batches)), ahead_(ahead) {
+Lookahead::Lookahead(std::shared_ptr<FeederBackend> backend, BatchIterator batches, std::size_t ahead,
+                     Thread thread)
+    : backend_(std::move(backend)),
+      batches_(std::move(batches)),
+      ahead_(ahead),
+      thread_options_(std::move(thread)) {
   if (ahead_ == 0) throw InvalidArgument("DeviceFeeder: the staging thread needs room for one batch ahead");
   handed_state_ = state_now();
   thread_ = std::thread([this] { run(); });
@@ -25,17 +30,34 @@ Lookahead::~Lookahead() {
 }
 
 void Lookahead::run() noexcept {
+  // The thread does what the pipeline's workers do, nvJPEG's host work included: on their CPUs.
+  pin_this_thread(thread_options_.cpus);
+  std::optional<ProgressWatch::Member> member;
+  try {
+    member.emplace(thread_options_.watch, thread_options_.name);
+  } catch (...) {
+    // Not watched: a report will miss this thread's line, the staging goes on.
+  }
   for (;;) {
     {
+      const ProgressWatch::Doing doing("waiting for the consumer to take a staged batch");
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || staged_.size() < ahead_; });
       if (stopping_) break;
     }
     try {
-      std::optional<Batch> batch = batches_.next();
+      std::optional<Batch> batch;
+      {
+        const ProgressWatch::Doing doing("waiting for the pipeline's next batch");
+        batch = batches_.next();
+      }
       if (!batch) break;
       auto state = state_now();
-      if (!wait_for_a_slot()) break;
+      {
+        const ProgressWatch::Doing doing("waiting for the consumer to give a ring slot back");
+        if (!wait_for_a_slot()) break;
+      }
+      const ProgressWatch::Doing doing("staging batch", static_cast<long long>(batch->sequence()));
       DeviceBatch staged = backend_->stage(std::move(*batch), {.hand_over = false});
       std::lock_guard lock(mutex_);
       staged_.emplace_back(Staged{std::move(staged), std::move(state)});
@@ -95,6 +117,7 @@ IteratorState Lookahead::state() const {
 std::optional<DeviceBatch> Lookahead::next() {
   std::variant<Staged, std::exception_ptr> item;
   {
+    const ProgressWatch::Doing doing("waiting for the feeder's staging thread");
     std::unique_lock lock(mutex_);
     // Nothing staged while the thread waits for a slot and every slot is held: they are all the consumer's
     // (staged batches would be in staged_), and waiting would never end.

@@ -17,19 +17,32 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/dataset.h"
+#include "conveyor/progress_watch.h"
 #include "src/device/feeder_backend.h"
 
 namespace conveyor::detail {
 
 class Lookahead {
  public:
+  // How the staging thread runs: the watch it joins under `name` (none: null), the CPUs it runs on (the
+  // pipeline's PipelineOptions::cpus; empty: anywhere).
+  struct Thread {
+    std::shared_ptr<ProgressWatch> watch;
+    std::string name = "feeder staging thread";
+    std::vector<int> cpus;
+  };
   // ahead >= 1. The backend is kept alive by the lookahead.
-  Lookahead(std::shared_ptr<FeederBackend> backend, BatchIterator batches, std::size_t ahead);
+  Lookahead(std::shared_ptr<FeederBackend> backend, BatchIterator batches, std::size_t ahead, Thread thread);
+  Lookahead(std::shared_ptr<FeederBackend> backend, BatchIterator batches, std::size_t ahead)
+      : Lookahead(std::move(backend), std::move(batches), ahead, Thread{}) {}
   ~Lookahead();
   Lookahead(const Lookahead&) = delete;
   Lookahead& operator=(const Lookahead&) = delete;
@@ -52,6 +65,7 @@ class Lookahead {
   std::shared_ptr<FeederBackend> backend_;
   BatchIterator batches_;  // used by the thread only (stats() and cancel() are thread-safe)
   const std::size_t ahead_;
+  const Thread thread_options_;
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -37,6 +37,11 @@ BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageSh
   free_.reserve(max_buffers);
 }
 
+std::size_t BatchPool::buffer_bytes(std::size_t capacity, ImageShape shape) noexcept {
+  return round_up(capacity * shape.bytes()) + round_up(capacity * sizeof(std::int64_t)) +
+         round_up(capacity * sizeof(SampleInfo));
+}
+
 std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
   auto slot = std::make_unique<Slot>();
   slot->memory = HostAllocation(pixel_bytes_ + label_bytes_ + info_bytes_, memory_);

@@ -23,6 +23,9 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   };
 
  public:
+  // The bytes one buffer of `capacity` samples of `shape` asks its HostMemoryResource for: what a
+  // resource that keeps blocks ready (the device feeder's, at warm-up) reserves.
+  static std::size_t buffer_bytes(std::size_t capacity, ImageShape shape) noexcept;
   // Buffers of `capacity` samples of `shape`, from `memory` (pageable memory when null).
   static std::shared_ptr<BatchPool> create(std::size_t max_buffers, std::size_t capacity, ImageShape shape,
                                            std::shared_ptr<HostMemoryResource> memory = nullptr);

@@ -5,6 +5,7 @@
 #include "src/pipeline/dataset_node.h"
 #include "src/pipeline/element_order.h"
 #include "src/pipeline/pipeline.h"
+#include "src/pipeline/worker_affinity.h"
 #include "src/sources/shard_members.h"
 #include "src/sources/shard_set.h"
 
@@ -260,7 +261,8 @@ PipelineOptionChanges PipelineOptionChanges::all(const PipelineOptions& o) {
           .on_stall = o.on_stall,
           .abandon_stalled = o.abandon_stalled,
           .decode_memory_budget = o.decode_memory_budget,
-          .defer = o.defer};
+          .defer = o.defer,
+          .cpus = o.cpus};
 }
 
 PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
@@ -279,6 +281,7 @@ PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
   if (abandon_stalled) o.abandon_stalled = *abandon_stalled;
   if (decode_memory_budget) o.decode_memory_budget = *decode_memory_budget;
   if (defer) o.defer = *defer;
+  if (cpus) o.cpus = *cpus;
   return o;
 }
 
@@ -316,6 +319,7 @@ Dataset Dataset::without_last_map() const {
 }
 
 Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
+  using detail::check_cpus;
   PipelineOptions options = changes.applied_to(node_->options);
   if (options.threads < 0) throw InvalidArgument("PipelineOptions: threads must be >= 0");
   if (options.worker_nice < 0 || options.worker_nice > 19)
@@ -323,6 +327,7 @@ Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
                           std::to_string(options.worker_nice) +
                           "); an unprivileged process cannot raise its threads' priority");
   if (options.stall_limit.count() < 0) throw InvalidArgument("PipelineOptions: stall_limit must be >= 0");
+  check_cpus(options.cpus, "PipelineOptions::cpus");
   auto node = child();
   node->options = std::move(options);
   return Dataset(std::move(node));

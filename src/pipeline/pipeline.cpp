@@ -14,7 +14,9 @@ namespace conveyor::detail {
 namespace {
 
 int resolve_threads(const PipelineOptions& options) {
-  return options.threads > 0 ? options.threads : std::max(1, tbb::info::default_concurrency());
+  if (options.threads > 0) return options.threads;
+  if (!options.cpus.empty()) return static_cast<int>(options.cpus.size());  // one per CPU given
+  return std::max(1, tbb::info::default_concurrency());
 }
 
 // In order, an element that takes long holds back those behind it until it is collected; enough tokens

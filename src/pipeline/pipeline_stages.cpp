@@ -10,6 +10,7 @@
 #include "conveyor/random.h"
 #include "src/core/tsan.h"
 #include "src/pipeline/pipeline.h"
+#include "src/pipeline/worker_affinity.h"
 #include "src/pipeline/worker_priority.h"
 #include "src/sources/shard_read_error.h"
 
@@ -301,6 +302,8 @@ template <class F>
 bool Pipeline::run_stage(Element& element, std::size_t stage, int track, bool probing, F&& body) noexcept {
   // Whichever thread runs a stage works for the pipeline: it gives way to the consumer's (worker_nice).
   if (plan_.options.worker_nice > 0) raise_this_threads_nice(plan_.options.worker_nice);
+  // ... and on the CPUs the pipeline was given (PipelineOptions::cpus; none: where it ran before any).
+  pin_this_thread(plan_.options.cpus);
   const Clock::time_point start = Clock::now();
   const bool watched = !probing && watching_;
   if (watched) {

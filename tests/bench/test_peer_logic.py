@@ -225,6 +225,60 @@ class Listings(unittest.TestCase):
             image_lists.read_list_file(path)
 
 
+class TarShardListings(unittest.TestCase):
+    """The peer reads a shard index (a prepared set's too) as conveyor's tar_shard_index does."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.folder))
+
+    def shard(self, name, members):
+        import tarfile
+        path = os.path.join(self.folder, name)
+        with tarfile.open(path, "w") as tar:
+            for member, data in members:
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return path
+
+    def index(self, names):
+        path = os.path.join(self.folder, "shards.json")
+        with open(path, "w") as file:
+            json.dump({"shardlist": [{"url": name, "nsamples": 0} for name in names]}, file)
+        return path
+
+    def test_samples_come_in_stored_order_with_their_bytes_and_labels(self):
+        first = self.shard("a.tar", [("c0/x.jpg", b"JPEG-x"), ("c0/x.cls", b"0\n"),
+                                     ("c1/y.ppm", b"P6 1 1 255\nabc"), ("c1/y.cls", b"1\n")])
+        second = self.shard("b.tar", [("w.cls", b"2"), ("w.jpeg", b"JPEG-w")])
+        samples = image_lists.list_tar_shards(self.index(["a.tar", "b.tar"]))
+        self.assertEqual([(path, label) for path, _, _, label in samples], [(first, 0), (first, 1), (second, 2)])
+        with open(first, "rb") as file:
+            data = file.read()
+        _, offset, size, _ = samples[1]
+        self.assertEqual(data[offset:offset + size], b"P6 1 1 255\nabc")
+        self.assertEqual(image_lists.list_tar_shards(self.index(["a.tar", "b.tar"]), limit=2), samples[:2])
+
+    def test_a_sample_without_a_label_or_a_broken_index_is_an_error_naming_it(self):
+        self.shard("a.tar", [("x.jpg", b"JPEG")])
+        with self.assertRaisesRegex(image_lists.ListingError, "'x' has no image or no label"):
+            image_lists.list_tar_shards(self.index(["a.tar"]))
+        broken = os.path.join(self.folder, "broken.json")
+        with open(broken, "w") as file:
+            file.write("{")
+        with self.assertRaisesRegex(image_lists.ListingError, "not a shard index"):
+            image_lists.list_tar_shards(broken)
+
+    def test_netpbm_headers_read_as_conveyor_reads_them(self):
+        self.assertEqual(image_lists.netpbm_header(b"P6 # c\n2\t1\n255\n" + bytes(6)), (2, 1, 3, 15))
+        self.assertEqual(image_lists.netpbm_header(b"P5\n1 1\n255\n" + bytes(1))[2], 1)
+        self.assertIsNone(image_lists.netpbm_header(b"\xff\xd8\xff"))
+        for bad in (b"P6\n2 1\n65535\n" + bytes(12), b"P6\n2 1\n255\n" + bytes(5), b"P6\nx 1\n255\n"):
+            with self.assertRaises(ValueError):
+                image_lists.netpbm_header(bad)
+
+
 class Records(unittest.TestCase):
     def test_header_names_the_bench_the_command_and_the_machine(self):
         h = run_record.header("torch_resnet18")

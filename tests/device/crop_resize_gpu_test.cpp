@@ -34,7 +34,7 @@ class CropResizeGpu : public ::testing::Test {
   // Runs `windows` (one source image each) into slots of out_shape with the given pitches, and compares each
   // slot with ops::resize on the CPU, and the padding with kUntouched.
   void check(const std::vector<Image>& sources, const std::vector<ops::Rect>& windows, ImageShape out_shape,
-             std::size_t row_pitch, std::size_t image_stride) {
+             std::size_t row_pitch, std::size_t image_stride, int blocks_per_image = 0) {
     const std::size_t count = windows.size();
     std::vector<DeviceBuffer> device_sources;
     std::vector<CropResizeJob> jobs(count);
@@ -57,7 +57,8 @@ class CropResizeGpu : public ::testing::Test {
     DeviceBuffer out =
         testing::upload(*pool_, std::vector<std::uint8_t>(count * image_stride, kUntouched), stream_->get());
     crop_resize_linear(device_jobs.as<CropResizeJob>(), count,
-                       {out.as<std::uint8_t>(), count, out_shape, image_stride, row_pitch}, stream_->get());
+                       {out.as<std::uint8_t>(), count, out_shape, image_stride, row_pitch}, stream_->get(),
+                       blocks_per_image);
     const auto got = testing::download(out.data(), count * image_stride, stream_->get());
     for (std::size_t i = 0; i < count; ++i) {
       Image expected(out_shape);
@@ -92,6 +93,18 @@ class CropResizeGpu : public ::testing::Test {
   std::optional<DeviceMemoryPool> pool_;
   std::optional<Stream> stream_;
 };
+
+TEST_F(CropResizeGpu, FewerBlocksPerImageGiveTheSameBytes) {
+  // FeederOptions::kernel_blocks_per_image: the kernel loops over the pixels with whatever blocks it has.
+  std::vector<Image> sources;
+  std::vector<ops::Rect> windows;
+  for (int i = 0; i < 6; ++i) {
+    sources.push_back(testing::make_picture(150, 200, 3, 40 + static_cast<std::uint64_t>(i)));
+    windows.push_back({3 * i, 2 * i, 120 + i, 90 - i});
+  }
+  const ImageShape out{64, 64, 3};
+  for (const int blocks : {1, 3, 1000}) check(sources, windows, out, 64 * 3, 64 * 64 * 3, blocks);
+}
 
 TEST_F(CropResizeGpu, RandomWindowsEqualOpenCvBitForBit) {
   Rng rng(31);

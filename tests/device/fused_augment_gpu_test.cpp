@@ -153,6 +153,31 @@ TEST_F(FusedAugmentGpu, EqualsTheCpuChainBitForBit) {
   }
 }
 
+// FeederOptions::kernel_blocks_per_image: the kernels loop over the pixels with whatever blocks they have.
+TEST_F(FusedAugmentGpu, FewerBlocksPerImageGiveTheSameBytes) {
+  const testing::Watchdog watchdog(60s, "FewerBlocksPerImageGiveTheSameBytes");
+  const Case& c = kCases[0];  // every adjustment, contrast's channel sums included, 224x224
+  const auto images = testing::make_pictures(c.count, c.shape, 61);
+  const auto seeds = testing::sample_seeds(c.count, 18);
+  const DeviceBuffer in = testing::upload(*pool_, images, stream_->get());
+  const CpuAugmentChain chain{.flip_p = 0.5,
+                              .distort = c.distort,
+                              .normalize = testing::imagenet_normalize(ops::ElementType::bfloat16,
+                                                                       ops::TensorLayout::hwc, c.channels)};
+  const auto expected = testing::cpu_augment(images.data(), c.count, c.shape, seeds, chain);
+  for (const int blocks : {1, 2, 7}) {
+    GpuAugmentOptions options = gpu_options(chain);
+    options.blocks_per_image = blocks;
+    GpuAugmenter augmenter(0, *pool_, options);
+    DeviceBuffer out = pool_->allocate(expected.size(), stream_->get(), "test output");
+    augmenter.run({in.as<std::uint8_t>(), c.count, c.shape, c.shape.bytes()}, seeds, out.data(),
+                  stream_->get());
+    const auto got = testing::download(out.data(), expected.size(), stream_->get());
+    const std::string difference = first_difference(got, expected, c.shape, augmenter.options(), seeds);
+    EXPECT_TRUE(difference.empty()) << blocks << " blocks per image: " << difference;
+  }
+}
+
 // Parameters of batch k live in ring slot k % depth: batches queued back to back without waiting must each
 // keep their own.
 TEST_F(FusedAugmentGpu, BatchesQueuedBackToBackKeepTheirOwnParameters) {

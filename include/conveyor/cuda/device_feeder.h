@@ -47,6 +47,7 @@
 #include "conveyor/ops/distort.h"
 #include "conveyor/ops/normalize.h"
 #include "conveyor/ops/sample_ops.h"
+#include "conveyor/progress_watch.h"
 
 namespace conveyor {
 
@@ -88,6 +89,21 @@ struct DeviceDecode {
   // no clear difference. false (the default) turns it off (NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE).
   bool hardware_pipelining = false;
   bool roi = true;       // decode only the crop window where nvJPEG allows it
+  // nvJPEG's hardware decoder takes its buffers from a pool sized at warm-up (nvjpegDecodeBatchedPreAllocate)
+  // and kept, instead of allocating and freeing device memory inside its decode calls. A free (cuMemFree)
+  // waits for the whole device: for every training step queued ahead of the decode, and in one process
+  // driving several GPUs for an NCCL all-reduce that waits in turn for another replica's thread (the hang
+  // of 2026-11-27, docs/architecture.md). false: nvJPEG's own way, for comparison.
+  bool hardware_pool = true;
+  // An adapting split starts where the last run with the same key settled (its share and per-image costs),
+  // kept in a file beside the cuDNN algorithm cache (memory_folder, else $CONVEYOR_ALGORITHM_CACHE ("off":
+  // nowhere), $XDG_CACHE_HOME/conveyor or ~/.cache/conveyor). The key: the GPU, driver and nvJPEG, the
+  // pipeline's threads, the batch and its shape, the data set (its size and first and last paths), and
+  // memory_key: what else moves the balance that the feeder cannot see, such as the training step beside
+  // it ("resnet18-bf16" ...) or the ranks sharing the host. Off: every run starts at `share`.
+  bool remember_share = true;
+  std::string memory_key;
+  std::string memory_folder;
 };
 
 struct FeederOptions {
@@ -101,6 +117,14 @@ struct FeederOptions {
   DeviceAugment augment{};
   // Hybrid CPU/GPU JPEG decoding (see the top of this file); used by feed().
   DeviceDecode decode{};
+  // The feeder's own kernels on the GPU (the augmentation, the crop-resize after nvJPEG) use at most this
+  // many thread blocks per image (0: as many as one pass over the image needs). Fewer blocks take longer but
+  // hold fewer of the GPU's multiprocessors at once, leaving more to a training step that runs beside them
+  // (issue 36: the step computes slower beside the decoder); the pixels are the same either way.
+  int kernel_blocks_per_image = 0;
+  // The feeder's threads (its staging thread with decoding, its copy returner) join this watch and say
+  // what they wait for, so that a run that stops making progress names them (conveyor/progress_watch.h).
+  std::shared_ptr<ProgressWatch> progress_watch = nullptr;
 };
 
 struct FeederStats {
@@ -111,6 +135,7 @@ struct FeederStats {
   std::uint64_t pageable = 0;  // batches not in page-locked memory: staged by the driver through a bounce
                                // buffer, slower and partly synchronous with the host
   std::uint64_t allocations = 0;  // ring buffers allocated (first batch, or a larger batch)
+  std::uint64_t host_blocks = 0;  // page-locked batch buffers the feeder made for its pipelines (kept)
   std::uint64_t host_waits = 0;   // stage() calls that waited for an earlier copy out of the same slot
   std::uint64_t held = 0;         // DeviceBatch handles (or views of them) alive now
 
@@ -134,6 +159,11 @@ struct FeederStats {
   double decode_check_seconds = 0;
   double decode_submit_seconds = 0;
   double decode_resize_seconds = 0;
+  // DeviceFeeder::warmup: its seconds, and what the GPU decoder's warm-up decoded by path.
+  double warmup_seconds = 0;
+  std::string warmup;
+  // Where the adapting split started (a remembered share, or why not) and, at the end, where it was kept.
+  std::string split_memory;
 };
 
 // The default placement of the cheap per-pixel ops. Takes a chain's maps, in order, and, when `placement`
@@ -192,6 +222,17 @@ class DeviceFeeder {
   DeviceBatchIterator feed(const BatchedDataset& dataset, const IteratorState& state);
   // `dataset` as feed() runs it: held_batches at least depth(), batches in memory this feeder copies fastest.
   BatchedDataset fed(const BatchedDataset& dataset) const;
+
+  // Makes ready, before the first batch, what feed(dataset) would otherwise make under its first batches
+  // (a GPU placement; on the CPU it does nothing): the ring's device buffers for the dataset's batches, the
+  // page-locked batch buffers its pipeline will take (kept by the feeder: neither made while batches are
+  // timed nor freed while it lives), the augmentation's kernels, and with FeederOptions::decode nvJPEG
+  // itself: the library, both decoders, the hardware decoder's pool, and a throwaway batch of synthetic
+  // JPEGs through every decode path, so that CUDA loads their kernels now. Waits for the GPU; returns its
+  // seconds. Call it where the model warms up (Trainer::warmup), before feed() (not while an iterator of
+  // this feeder runs: the GPU work uses the first ring slot); it may run on a thread of its own beside the
+  // model's warm-up. feed() works without it, doing the same on its first batches.
+  double warmup(const BatchedDataset& dataset);
 
   // Waits until every copy has finished and every pinned batch has been given back.
   void synchronize();

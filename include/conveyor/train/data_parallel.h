@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "conveyor/cuda/device_batch.h"
+#include "conveyor/progress_watch.h"
 #include "conveyor/train/rendezvous.h"
 #include "conveyor/train/trainer.h"
 
@@ -51,6 +52,10 @@ struct DataParallelOptions {
   // a launch and a few microseconds of latency. ResNet-18 in bf16 has 23 MB of weight gradients: six
   // buckets at the default.
   std::size_t bucket_bytes = std::size_t{4} << 20;
+  // The replicas' threads (one process driving several GPUs) join this watch and say what each waits for
+  // (its step, the backward pass, which all-reduce it enqueues), so that a run that stops making progress
+  // names them (conveyor/progress_watch.h). With one replica the caller's thread says it, if it joined.
+  std::shared_ptr<ProgressWatch> progress_watch = nullptr;
 };
 
 class DataParallelTrainer {

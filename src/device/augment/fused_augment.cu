@@ -144,10 +144,10 @@ void launch_layout(const DeviceImages& in, const SampleAugment* params, const st
 template <int C>
 void launch_channels(const DeviceImages& in, const SampleAugment* params, bool any_contrast,
                      std::uint64_t* sums, const ops::NormalizeParams& normalize, const Affine& affine,
-                     void* out, cudaStream_t stream) {
+                     void* out, cudaStream_t stream, int blocks_per_image) {
   const int pixels = in.shape.height * in.shape.width;
-  const int per_image =
-      std::max(1, (pixels + kThreads * kPixelsPerThread - 1) / (kThreads * kPixelsPerThread));
+  int per_image = std::max(1, (pixels + kThreads * kPixelsPerThread - 1) / (kThreads * kPixelsPerThread));
+  if (blocks_per_image > 0) per_image = std::min(per_image, blocks_per_image);
   const dim3 grid(static_cast<unsigned>(per_image), static_cast<unsigned>(in.count));
   if (any_contrast) {
     CONVEYOR_CUDA(cudaMemsetAsync(sums, 0, in.count * 3 * sizeof(std::uint64_t), stream), "fused_augment");
@@ -173,8 +173,8 @@ void launch_channels(const DeviceImages& in, const SampleAugment* params, bool a
 }  // namespace
 
 void fused_augment(const DeviceImages& in, const SampleAugment* params, bool any_contrast,
-                   std::uint64_t* sums, const ops::NormalizeParams& normalize, void* out,
-                   cudaStream_t stream) {
+                   std::uint64_t* sums, const ops::NormalizeParams& normalize, void* out, cudaStream_t stream,
+                   int blocks_per_image) {
   if (in.count == 0) return;
   if (in.data == nullptr || params == nullptr || out == nullptr || in.shape.empty())
     throw InvalidArgument("fused_augment: empty input, parameters or output");
@@ -194,9 +194,9 @@ void fused_augment(const DeviceImages& in, const SampleAugment* params, bool any
     affine.bias[c] = -normalize.mean[c] * affine.scale[c];
   }
   if (in.shape.channels == 3)
-    launch_channels<3>(in, params, any_contrast, sums, normalize, affine, out, stream);
+    launch_channels<3>(in, params, any_contrast, sums, normalize, affine, out, stream, blocks_per_image);
   else
-    launch_channels<1>(in, params, any_contrast, sums, normalize, affine, out, stream);
+    launch_channels<1>(in, params, any_contrast, sums, normalize, affine, out, stream, blocks_per_image);
 }
 
 }  // namespace conveyor::cuda

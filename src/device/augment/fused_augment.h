@@ -27,9 +27,11 @@ struct DeviceImages {
 // Enqueues the augmentation on `stream`. `params` (device memory) holds one SampleAugment per image; when
 // `any_contrast`, `sums` (device memory, 3 * count values) is overwritten with the images' channel sums.
 // `out` receives count images of shape.bytes() elements each, of normalize.type in normalize.layout.
-// Images must have 1 or 3 channels. Throws InvalidArgument on bad arguments, DeviceError when a launch fails.
+// Images must have 1 or 3 channels. At most `blocks_per_image` thread blocks per image when positive (the
+// kernels loop over the pixels: fewer blocks take longer and leave more of the GPU to other work); as many
+// as one pass needs when 0. Throws InvalidArgument on bad arguments, DeviceError when a launch fails.
 void fused_augment(const DeviceImages& in, const SampleAugment* params, bool any_contrast,
-                   std::uint64_t* sums, const ops::NormalizeParams& normalize, void* out,
-                   cudaStream_t stream);
+                   std::uint64_t* sums, const ops::NormalizeParams& normalize, void* out, cudaStream_t stream,
+                   int blocks_per_image = 0);
 
 }  // namespace conveyor::cuda

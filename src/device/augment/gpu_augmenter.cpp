@@ -86,7 +86,7 @@ void GpuAugmenter::run(const DeviceImages& in, std::span<const std::uint64_t> se
       kAugmenterContext);
   try {
     fused_augment(in, slot.params.as<SampleAugment>(), any_contrast, slot.sums.as<std::uint64_t>(),
-                  options_.normalize, out, stream);
+                  options_.normalize, out, stream, options_.blocks_per_image);
   } catch (...) {
     slot.done.record(stream);  // the copy above may still read the pinned buffer
     slot.used = true;

@@ -28,6 +28,7 @@ struct GpuAugmentOptions {
   AugmentDraws draws;              // which random augmentations run, with their options and Rng streams
   ops::NormalizeParams normalize;  // the output: mean/std per channel, element type, layout
   int depth = 3;                   // parameter buffers in flight
+  int blocks_per_image = 0;        // FeederOptions::kernel_blocks_per_image
 };
 
 class GpuAugmenter {

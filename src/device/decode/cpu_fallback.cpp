@@ -9,16 +9,15 @@
 namespace conveyor::cuda {
 
 void decode_on_cpu(const Batch& batch, std::span<const CpuFallback> which, std::uint8_t* pixels,
-                   cudaStream_t stream, detail::HostAllocation& staging,
-                   const std::shared_ptr<HostMemoryResource>& memory, DeviceDecodeOutcome& outcome) {
+                   cudaStream_t stream, RetainedHostBuffer& staging, DeviceDecodeOutcome& outcome) {
   constexpr const char* kContext = "DeviceFeeder (CPU fallback decode)";
   const ImageShape shape = batch.sample_shape();
   const std::size_t bytes = shape.bytes();
-  if (staging.size() < which.size() * bytes) staging = detail::HostAllocation(which.size() * bytes, memory);
+  std::byte* const staged = staging.reserve(which.size() * bytes);
   for (std::size_t n = 0; n < which.size(); ++n) {
     const std::size_t i = which[n].sample;
     std::uint8_t* slot = pixels + i * bytes;
-    auto* host = reinterpret_cast<std::uint8_t*>(staging.data()) + n * bytes;
+    auto* host = reinterpret_cast<std::uint8_t*>(staged) + n * bytes;
     std::string failure;
     try {
       const std::optional<ops::DeferredCrop> crop = ops::read_deferred_crop(batch.deferred_descriptor(i));

@@ -6,14 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 
 #include "conveyor/batch.h"
-#include "conveyor/host_memory.h"
 #include "src/device/decode/device_decoder.h"
-#include "src/memory/host_memory.h"
+#include "src/device/retained_host_buffer.h"
 
 namespace conveyor::cuda {
 
@@ -23,12 +21,11 @@ struct CpuFallback {
   std::string reason;
 };
 
-// Decodes each of `which` into `staging` (grown from `memory` when too small) and copies it into its slot
-// of `pixels` (device memory, batch.size() images) on `stream`. A sample the CPU cannot decode either is
+// Decodes each of `which` into `staging` (grown when too small, its old block kept) and copies it into its
+// slot of `pixels` (device memory, batch.size() images) on `stream`. A sample the CPU cannot decode either is
 // zeroed there and listed in outcome.failed; the others count in outcome.cpu, their reasons in
 // outcome.fallback_reasons. `staging` must not be reused before `stream` has passed this point.
 void decode_on_cpu(const Batch& batch, std::span<const CpuFallback> which, std::uint8_t* pixels,
-                   cudaStream_t stream, detail::HostAllocation& staging,
-                   const std::shared_ptr<HostMemoryResource>& memory, DeviceDecodeOutcome& outcome);
+                   cudaStream_t stream, RetainedHostBuffer& staging, DeviceDecodeOutcome& outcome);
 
 }  // namespace conveyor::cuda

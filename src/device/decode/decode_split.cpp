@@ -13,6 +13,7 @@ namespace {
 constexpr double kStep = 1.0 / 3;  // how far toward the balanced share one batch moves
 constexpr double kLow = 0.05, kHigh = 0.95;
 constexpr double kSmoothing = 0.3;  // weight of the newest batch in the running estimates
+constexpr double kSettling = 0.1;   // weight of the newest share in the average a later run starts from
 
 std::uint32_t to_q16(double share) {
   return static_cast<std::uint32_t>(std::lround(std::clamp(share, 0.0, 1.0) * 65536.0));
@@ -33,7 +34,7 @@ double balanced_share(double cpu_decode_s, double cpu_defer_s, double gpu_decode
 }
 
 DecodeSplit::DecodeSplit(double share, bool adaptive, int threads)
-    : adaptive_(adaptive), threads_(std::max(threads, 1)), share_q16_(to_q16(share)) {
+    : adaptive_(adaptive), threads_(std::max(threads, 1)), share_q16_(to_q16(share)), settled_share_(share) {
   if (!(share >= 0.0 && share <= 1.0))
     throw InvalidArgument("DeviceDecode::share must be in [0, 1], got " + std::to_string(share));
 }
@@ -65,6 +66,9 @@ void DecodeSplit::measure(double gpu_seconds, std::size_t deferred) noexcept {
   };
   const double decode = per_image(decode_ns_, decode_count_);
   const double defer = per_image(defer_ns_, defer_count_);
+  std::lock_guard lock(estimates_mutex_);
+  ++batches_;
+  settled_share_ += kSettling * (share() - settled_share_);
   if (decode > 0) cpu_decode_s_ = smooth(cpu_decode_s_, decode);
   if (defer > 0) cpu_defer_s_ = smooth(cpu_defer_s_, defer);
   if (deferred > 0 && gpu_seconds > 0)
@@ -73,6 +77,21 @@ void DecodeSplit::measure(double gpu_seconds, std::size_t deferred) noexcept {
   const double now = share();
   const double target = balanced_share(cpu_decode_s_, cpu_defer_s_, gpu_decode_s_, threads_, now);
   share_q16_.store(to_q16(std::clamp(now + kStep * (target - now), kLow, kHigh)), std::memory_order_relaxed);
+}
+
+void DecodeSplit::start_from(const SplitRecord& record) noexcept {
+  std::lock_guard lock(estimates_mutex_);
+  cpu_decode_s_ = record.cpu_decode_s;
+  cpu_defer_s_ = record.cpu_defer_s;
+  gpu_decode_s_ = record.gpu_decode_s;
+  if (!adaptive_) return;
+  share_q16_.store(to_q16(std::clamp(record.share, kLow, kHigh)), std::memory_order_relaxed);
+  settled_share_ = share();
+}
+
+SplitRecord DecodeSplit::settled() const {
+  std::lock_guard lock(estimates_mutex_);
+  return {settled_share_, cpu_decode_s_, cpu_defer_s_, gpu_decode_s_, batches_};
 }
 
 double DecodeSplit::share() const noexcept {

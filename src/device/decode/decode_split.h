@@ -25,6 +25,7 @@
 #include <string>
 
 #include "conveyor/defer.h"
+#include "src/device/decode/split_memory.h"
 
 namespace conveyor::detail {
 
@@ -53,6 +54,11 @@ class DecodeSplit final : public DeferPolicy {
 
   double share() const noexcept;
   bool adaptive() const noexcept { return adaptive_; }
+  // Starts from what an earlier run settled at (split_memory.h): its estimates, and its share when
+  // adaptive (a fixed split keeps the share it was given). Call before the pipeline asks should_defer.
+  void start_from(const SplitRecord& record) noexcept;
+  // What to remember: the share averaged over the recent batches, the estimates, the batches measured.
+  SplitRecord settled() const;
   std::uint64_t declined_count() const;
   std::map<std::string, std::uint64_t> declined_reasons() const;  // "op: <reason>" -> count
 
@@ -62,8 +68,11 @@ class DecodeSplit final : public DeferPolicy {
   std::atomic<std::uint32_t> share_q16_;
   // What the op reported since the last measure(): nanoseconds and counts, decoded here / deferred.
   std::atomic<std::uint64_t> decode_ns_{0}, decode_count_{0}, defer_ns_{0}, defer_count_{0};
-  // Running estimates (measure() only): seconds per image.
+  // Running estimates: seconds per image; the share's running average; batches measured.
+  mutable std::mutex estimates_mutex_;  // measure() on the feeder's thread, settled() at the end
   double cpu_decode_s_ = 0, cpu_defer_s_ = 0, gpu_decode_s_ = 0;
+  double settled_share_;
+  std::uint64_t batches_ = 0;
   mutable std::mutex mutex_;  // declined_
   std::map<std::string, std::uint64_t> declined_;
 };

@@ -2,11 +2,12 @@
 
 #include <string>
 
-#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "conveyor/ops/deferred_crop.h"
+#include "conveyor/ops/random_resized_crop.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
+#include "src/device/decode/warmup_jpegs.h"
 
 namespace conveyor::cuda {
 namespace {
@@ -23,12 +24,12 @@ std::string reason_of(const NvjpegOutcome& outcome) {
 }  // namespace
 
 DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool,
-                             int device, const DeviceDecode& options)
+                             int device, const DeviceDecode& options, int blocks_per_image)
     : library_(std::move(library)),
       pool_(&pool),
       device_(device),
       options_(options),
-      pinned_(pinned_host_memory()) {
+      blocks_per_image_(blocks_per_image) {
   if (!library_) throw InvalidArgument(std::string(kGpuDecodeContext) + ": no nvJPEG library");
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
   description_ = decoder_for(3).description();
@@ -41,6 +42,8 @@ NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
     options.device = device_;
     options.hardware = options_.hardware;
     options.hardware_pipelining = options_.hardware_pipelining;
+    options.hardware_pool = options_.hardware_pool;
+    options.blocks_per_image = blocks_per_image_;
     options.roi = options_.roi;
     options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
     decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
@@ -49,7 +52,7 @@ NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
 }
 
 DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixels, cudaStream_t stream,
-                                          detail::HostAllocation& staging) {
+                                          RetainedHostBuffer& staging) {
   DeviceDecodeOutcome outcome;
   const ImageShape shape = batch.sample_shape();
   requests_.clear();
@@ -84,8 +87,45 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
       }
     }
   }
-  if (!on_cpu.empty()) decode_on_cpu(batch, on_cpu, pixels, stream, staging, pinned_, outcome);
+  if (!on_cpu.empty()) decode_on_cpu(batch, on_cpu, pixels, stream, staging, outcome);
   return outcome;
+}
+
+std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::uint8_t* pixels,
+                                   cudaStream_t stream) {
+  if (images == 0 || shape.channels != 3)
+    return "no warm-up (" + std::to_string(shape.channels) + " channels)";
+  const std::vector<WarmupJpeg> jpegs = warmup_jpegs();
+  // Every slot gets a picture: the last slots take the forms the engines refuse (one each, when the batch
+  // has room for them and a baseline one), the rest the baseline one, each with its own crop window as the
+  // op would draw it.
+  const std::size_t refused = jpegs.size() - 1;
+  std::vector<NvjpegRequest> requests(images);
+  for (std::size_t i = 0; i < images; ++i) {
+    const std::size_t form = images > refused && i >= images - refused ? 1 + i - (images - refused) : 0;
+    const WarmupJpeg& jpeg = jpegs[form];
+    const ops::Rect window = ops::draw_random_resized_crop_window(jpeg.height, jpeg.width, {}, i, 0);
+    requests[i] = {jpeg.bytes, window, static_cast<std::uint32_t>(i)};
+  }
+  const DeviceSlots slots{pixels, images, shape, shape.bytes(),
+                          static_cast<std::size_t>(shape.width) * static_cast<std::size_t>(shape.channels)};
+  std::size_t paths[5] = {};
+  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_) {
+    NvjpegBatchDecoder& decoder = decoder_for(3);
+    decoder.prepare(images, jpegs[0].width, jpegs[0].height);
+    for (const NvjpegOutcome& outcome : decoder.decode(requests, slots, stream))
+      ++paths[static_cast<std::size_t>(outcome.path)];
+  }
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
+  std::string line = "warm-up: 2 decoders x " + std::to_string(images) + " synthetic JPEGs:";
+  for (std::size_t p = 0; p < 5; ++p) {
+    if (paths[p] == 0) continue;
+    line += ' ';
+    line += to_string(static_cast<NvjpegPath>(p));
+    line += ' ';
+    line += std::to_string(paths[p]);
+  }
+  return line;
 }
 
 }  // namespace conveyor::cuda

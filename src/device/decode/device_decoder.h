@@ -19,11 +19,10 @@
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
-#include "conveyor/host_memory.h"
 #include "src/device/device_memory.h"
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
-#include "src/memory/host_memory.h"
+#include "src/device/retained_host_buffer.h"
 
 namespace conveyor::cuda {
 
@@ -41,9 +40,10 @@ struct DeviceDecodeOutcome {
 
 class DeviceDecoder {
  public:
-  // Throws DeviceError when nvJPEG cannot be set up on `device`.
+  // Throws DeviceError when nvJPEG cannot be set up on `device`. blocks_per_image: the crop-resize kernel's
+  // (FeederOptions::kernel_blocks_per_image).
   DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool, int device,
-                const DeviceDecode& options);
+                const DeviceDecode& options, int blocks_per_image = 0);
 
   // Enqueues the decoding of `batch`'s deferred samples into `pixels` (device memory: batch.size() images
   // of batch.sample_shape(), contiguous) on `stream`, after the work already queued there (the copy of the
@@ -51,10 +51,17 @@ class DeviceDecoder {
   // it must not be reused before `stream` has passed this point). The batch's bytes must stay alive until
   // then too. Throws DeviceError when CUDA fails.
   DeviceDecodeOutcome decode(const Batch& batch, std::uint8_t* pixels, cudaStream_t stream,
-                             detail::HostAllocation& staging);
+                             RetainedHostBuffer& staging);
+
+  // Warm-up (DeviceFeeder::warmup): both RGB decoders made and sized for batches of up to `images` deferred
+  // images (the hardware pool, the resize jobs), then a throwaway batch of synthetic JPEGs (warmup_jpegs.h)
+  // through each of them, every decode path and the resize, into `pixels` (room for `images` images of
+  // `shape` on the device), on `stream`. Waits for it. Returns a line for logs: what each path decoded.
+  std::string warm_up(std::size_t images, ImageShape shape, std::uint8_t* pixels, cudaStream_t stream);
 
   // "nvJPEG 13.0.1 (...) on gpu:0: hardware decoder (...), then GPU hybrid ..." for logs and stats.
   const std::string& description() const noexcept { return description_; }
+  const std::string& nvjpeg_version() const noexcept { return library_->version(); }
 
  private:
   NvjpegBatchDecoder& decoder_for(int channels);
@@ -63,7 +70,7 @@ class DeviceDecoder {
   DeviceMemoryPool* pool_;
   int device_;
   DeviceDecode options_;
-  std::shared_ptr<HostMemoryResource> pinned_;
+  int blocks_per_image_;
   // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;

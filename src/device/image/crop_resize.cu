@@ -1,4 +1,5 @@
 // One thread per output pixel; blockIdx.y is the job. The window's scales are computed once per block.
+#include <algorithm>
 #include <string>
 
 #include "conveyor/error.h"
@@ -43,7 +44,7 @@ __global__ void crop_resize_kernel(const CropResizeJob* __restrict__ jobs, Devic
 }  // namespace
 
 void crop_resize_linear(const CropResizeJob* jobs, std::size_t count, const DeviceSlots& out,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, int blocks_per_image) {
   if (count == 0) return;
   if (jobs == nullptr || out.data == nullptr || out.shape.empty())
     throw InvalidArgument("crop_resize_linear: no jobs or no output");
@@ -54,7 +55,9 @@ void crop_resize_linear(const CropResizeJob* jobs, std::size_t count, const Devi
     throw InvalidArgument("crop_resize_linear: row pitch or image stride smaller than the image");
   if (count > 65535) throw InvalidArgument("crop_resize_linear: at most 65535 jobs per call");
   const int pixels = out.shape.width * out.shape.height;
-  const dim3 grid(static_cast<unsigned>((pixels + kThreads - 1) / kThreads), static_cast<unsigned>(count));
+  int per_image = (pixels + kThreads - 1) / kThreads;
+  if (blocks_per_image > 0) per_image = std::min(per_image, blocks_per_image);
+  const dim3 grid(static_cast<unsigned>(per_image), static_cast<unsigned>(count));
   if (out.shape.channels == 3)
     crop_resize_kernel<3><<<grid, kThreads, 0, stream>>>(jobs, out);
   else

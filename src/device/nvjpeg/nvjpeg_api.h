@@ -113,6 +113,12 @@ using DecodeBatchedInitializeFn = Status (*)(Handle, State, int, int, OutputForm
 using DecodeBatchedExFn = Status (*)(Handle, State, const unsigned char* const*, const std::size_t*, Image*,
                                      DecodeParams*, cudaStream_t);
 using DecodeBatchedSupportedExFn = Status (*)(Handle, JpegStream, DecodeParams, int*);
+// Sizes the hardware decoder's internal buffers from a memory pool once, for batches of up to the given
+// count and frame size; optional (nvjpeg_library.h says why it matters).
+using DecodeBatchedPreAllocateFn = Status (*)(Handle, State, int, int, int, ChromaSubsampling, OutputFormat);
+// Rounds every device (pinned) allocation the handle makes up to a multiple of the padding; optional.
+using SetDeviceMemoryPaddingFn = Status (*)(std::size_t, Handle);
+using SetPinnedMemoryPaddingFn = Status (*)(std::size_t, Handle);
 using DecoderCreateFn = Status (*)(Handle, Backend, Decoder*);
 using DecoderDestroyFn = Status (*)(Decoder);
 using DecoderStateCreateFn = Status (*)(Handle, Decoder, State*);

@@ -1,5 +1,6 @@
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <new>
@@ -9,10 +10,11 @@
 
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
+#include "conveyor/progress_watch.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/nvjpeg/nvjpeg_objects.h"
-#include "src/memory/host_memory.h"
+#include "src/device/retained_host_buffer.h"
 
 namespace conveyor::cuda {
 namespace {
@@ -116,13 +118,19 @@ struct NvjpegBatchDecoder::State {
   std::optional<Decoupled> secondary;
 
   DeviceBuffer scratch;  // decoded pixels, each image at its Route::offset
-  detail::HostAllocation jobs_host;
+  RetainedHostBuffer jobs_host;  // page-locked: grown, never freed while decoding
   DeviceBuffer jobs_device;
   std::size_t jobs_capacity = 0;
+  std::size_t prepared = 0;    // images the hardware pool and the job buffers are sized for
+  bool hardware_pool = false;  // nvjpegDecodeBatchedPreAllocate succeeded
   NvjpegHostTimes times;
 
   State(std::shared_ptr<const nvjpeg::Library> lib, DeviceMemoryPool& memory, NvjpegDecoderOptions opts)
-      : library(std::move(lib)), api(library->api()), pool(&memory), options(opts) {}
+      : library(std::move(lib)),
+        api(library->api()),
+        pool(&memory),
+        options(opts),
+        jobs_host(pinned_host_memory()) {}
 
   void check(Status status, const char* call) const { nvjpeg::check(status, call, kNvjpegContext); }
   void set_window(nvjpeg::DecodeParams params, bool roi, const ops::Rect& window) const;
@@ -167,8 +175,8 @@ void NvjpegBatchDecoder::State::ensure_scratch(std::size_t bytes) {
 
 void NvjpegBatchDecoder::State::ensure_jobs(std::size_t count) {
   if (jobs_capacity >= count) return;
-  jobs_device.reset();
-  jobs_host = detail::HostAllocation(count * sizeof(CropResizeJob), pinned_host_memory());
+  jobs_device.reset();  // stream-ordered: the pool takes it back after the last resize that read it
+  jobs_host.reserve(count * sizeof(CropResizeJob));
   jobs_device = pool->allocate(count * sizeof(CropResizeJob), stream->get(), "nvJPEG crop-resize jobs");
   jobs_capacity = count;
 }
@@ -240,6 +248,9 @@ void NvjpegBatchDecoder::State::decode_hardware(std::span<const NvjpegRequest> r
     which.push_back(i);
   }
   if (which.empty()) return;
+  // What a stall report names if the engines' call never returns (progress_watch.h).
+  const ProgressWatch::Doing doing("nvJPEG hardware decode (nvjpegDecodeBatchedEx), images:",
+                                   static_cast<long long>(which.size()));
   Status status = api.decode_batched_initialize(hw_handle.get(), hw_state.get(),
                                                 static_cast<int>(which.size()), 1, format);
   if (status == Status::success)
@@ -264,6 +275,8 @@ void NvjpegBatchDecoder::State::decode_software(const NvjpegRequest& request, st
     route.path = NvjpegPath::fallback;
     outcome = {NvjpegPath::fallback, why, status};
   };
+  const ProgressWatch::Doing doing("nvJPEG software decode (decoupled API), request:",
+                                   static_cast<long long>(index));
   const nvjpeg::DecodeParams params = sw_params[index].get();
   set_window(params, route.path == NvjpegPath::software_roi, request.window);
   const std::size_t b = turn % 2;
@@ -338,6 +351,8 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
           api.get_hardware_decoder_info(handle, &engines, &cores) == Status::success)
         hardware_note += " (" + std::to_string(engines) + " engines x " + std::to_string(cores) + " cores)";
       if (!options.hardware_pipelining) hardware_note += ", one batch at a time";
+      if (options.hardware_pool && api.decode_batched_pre_allocate == nullptr)
+        hardware_note += ", no pool (this nvJPEG has no nvjpegDecodeBatchedPreAllocate)";
     } else {
       hardware_note = std::string("no hardware decoder (nvjpegCreateEx with NVJPEG_BACKEND_HARDWARE: ") +
                       nvjpeg::to_string(status) + ")";
@@ -348,6 +363,14 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
                                    nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
                                    static_cast<nvjpeg::PinnedAllocator*>(nullptr), nvjpeg::kFlagsDefault);
   const nvjpeg::Handle sw = s.sw_handle.get();
+  // Padding only rounds sizes up; a library without it allocates exactly what each image needs.
+  for (const nvjpeg::Handle handle : {sw, s.hw_handle.get()}) {
+    if (handle == nullptr) continue;
+    if (api.set_device_memory_padding != nullptr && options.device_padding > 0)
+      s.check(api.set_device_memory_padding(options.device_padding, handle), "nvjpegSetDeviceMemoryPadding");
+    if (api.set_pinned_memory_padding != nullptr && options.pinned_padding > 0)
+      s.check(api.set_pinned_memory_padding(options.pinned_padding, handle), "nvjpegSetPinnedMemoryPadding");
+  }
   const auto decoupled = [&](nvjpeg::Backend backend) {
     Decoupled d;
     d.device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
@@ -390,6 +413,28 @@ NvjpegBatchDecoder::~NvjpegBatchDecoder() {
 
 bool NvjpegBatchDecoder::hardware() const noexcept { return static_cast<bool>(state_->hw_handle); }
 
+std::size_t NvjpegBatchDecoder::prepared() const noexcept { return state_->prepared; }
+
+void NvjpegBatchDecoder::prepare(std::size_t images, int width, int height) {
+  State& s = *state_;
+  if (images == 0 || images <= s.prepared) return;
+  DeviceGuard guard(s.options.device);
+  // The previous batch may still read the jobs and the hardware state.
+  if (s.done_pending) s.done->synchronize();
+  if (s.hw_handle && s.options.hardware_pool && s.api.decode_batched_pre_allocate != nullptr) {
+    // 4:4:4 is the largest intermediate a frame of that size can need. Called again for a larger batch only
+    // (a ring that was resized): that once, nvJPEG may free its old pool.
+    s.check(s.api.decode_batched_pre_allocate(s.hw_handle.get(), s.hw_state.get(), static_cast<int>(images),
+                                              std::max(width, 1), std::max(height, 1),
+                                              nvjpeg::ChromaSubsampling::css_444, s.format),
+            "nvjpegDecodeBatchedPreAllocate");
+    s.hardware_pool = true;
+  }
+  s.ensure_params(images);
+  s.ensure_jobs(images);
+  s.prepared = images;
+}
+
 const std::string& NvjpegBatchDecoder::description() const noexcept { return state_->description; }
 
 const NvjpegHostTimes& NvjpegBatchDecoder::host_times() const noexcept { return state_->times; }
@@ -410,9 +455,13 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
   DeviceGuard guard(s.options.device);
   Clock::time_point since = Clock::now();
   // The previous call's resize has finished: its scratch, jobs and nvJPEG states are free again.
-  if (s.done_pending) s.done->synchronize();
+  if (s.done_pending) {
+    const ProgressWatch::Doing doing("waiting for this nvJPEG decoder's previous batch on the GPU");
+    s.done->synchronize();
+  }
   s.times.wait += lap(since);
-  s.ensure_params(requests.size());
+  // A batch larger than warm-up prepared for (or no warm-up): size the pool and buffers for it now.
+  if (requests.size() > s.prepared) prepare(std::max(requests.size(), out.count), 0, 0);
 
   std::vector<Route> routes(requests.size());
   std::size_t scratch_bytes = 0;
@@ -443,7 +492,7 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
     for (const Route& route : routes) jobs += route.path != NvjpegPath::fallback ? 1 : 0;
     if (jobs > 0) {
       s.ensure_jobs(jobs);
-      auto* host = reinterpret_cast<CropResizeJob*>(s.jobs_host.data());
+      auto* host = reinterpret_cast<CropResizeJob*>(s.jobs_host.data());  // ensure_jobs sized it
       std::size_t j = 0;
       for (std::size_t i = 0; i < requests.size(); ++i) {
         const Route& route = routes[i];
@@ -462,7 +511,8 @@ std::vector<NvjpegOutcome> NvjpegBatchDecoder::decode(std::span<const NvjpegRequ
       CONVEYOR_CUDA(cudaMemcpyAsync(s.jobs_device.data(), host, jobs * sizeof(CropResizeJob),
                                     cudaMemcpyHostToDevice, s.stream->get()),
                     kNvjpegContext);
-      crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get());
+      crop_resize_linear(s.jobs_device.as<CropResizeJob>(), jobs, out, s.stream->get(),
+                         s.options.blocks_per_image);
     }
     s.times.resize += lap(since);
   } catch (...) {

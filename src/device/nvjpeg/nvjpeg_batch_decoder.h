@@ -44,6 +44,12 @@ struct NvjpegDecoderOptions {
   int device = 0;
   bool hardware = true;  // use the hardware decoder where the GPU has one
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
+  bool hardware_pool = true;         // DeviceDecode::hardware_pool: prepare() gives the engines a kept pool
+  int blocks_per_image = 0;          // the crop-resize's (FeederOptions::kernel_blocks_per_image)
+  // nvJPEG's own allocations (the software path's buffers) rounded up to multiples of these, so that a
+  // slightly larger image does not make it free and allocate again.
+  std::size_t device_padding = std::size_t{16} << 20;
+  std::size_t pinned_padding = std::size_t{8} << 20;
   NvjpegSoftwareBackend software = NvjpegSoftwareBackend::gpu_hybrid;
   bool roi = true;                             // decode only the crop window where nvJPEG allows it
   ops::ColorMode color = ops::ColorMode::rgb;  // rgb (3 channels) or gray (1); keep is per image: not here
@@ -103,6 +109,14 @@ class NvjpegBatchDecoder {
 
   // Whether the hardware path is in use.
   bool hardware() const noexcept;
+  // Sizes what the decoder keeps for batches of up to `images` requests: the hardware decoder's pool
+  // (nvjpegDecodeBatchedPreAllocate with frames of width x height as a hint; the pool grows past it by
+  // itself) and the resize jobs' buffers. Warm-up calls it with the ring's batch capacity; decode() calls it
+  // again only for a larger batch. Without it (or with hardware_pool off) nvJPEG's hardware path frees and
+  // allocates device memory inside its decode calls, and cuMemFree waits for the whole device.
+  void prepare(std::size_t images, int width, int height);
+  // The images prepare() sized for (0: not yet).
+  std::size_t prepared() const noexcept;
   // One line for logs: library version and file, the paths in use, and why the hardware path is not.
   const std::string& description() const noexcept;
 

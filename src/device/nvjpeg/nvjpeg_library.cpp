@@ -37,6 +37,9 @@ std::string look_up(void* handle, Library::Api& api) {
   find(api.decode_batched_initialize, "nvjpegDecodeBatchedInitialize", true);
   find(api.decode_batched_ex, "nvjpegDecodeBatchedEx", true);
   find(api.decode_batched_supported_ex, "nvjpegDecodeBatchedSupportedEx", true);
+  find(api.decode_batched_pre_allocate, "nvjpegDecodeBatchedPreAllocate", false);
+  find(api.set_device_memory_padding, "nvjpegSetDeviceMemoryPadding", false);
+  find(api.set_pinned_memory_padding, "nvjpegSetPinnedMemoryPadding", false);
   find(api.decoder_create, "nvjpegDecoderCreate", true);
   find(api.decoder_destroy, "nvjpegDecoderDestroy", true);
   find(api.decoder_state_create, "nvjpegDecoderStateCreate", true);

@@ -21,7 +21,15 @@ LoadResult load();
 
 class Library {
  public:
-  // The functions, looked up once. get_hardware_decoder_info is null in libraries older than 11.9.
+  // The functions, looked up once. get_hardware_decoder_info is null in libraries older than 11.9; the
+  // last three may be null too (the decoder then does without them).
+  //
+  // Why decode_batched_pre_allocate matters: without it, nvJPEG's hardware path allocates and frees device
+  // memory inside nvjpegDecodeBatchedEx as batches change (the hang of 2026-11-27 caught a feeder thread in
+  // cuMemFree under it). cuMemFree waits for the whole device: for every training step queued ahead of the
+  // decode, and, when one process drives several GPUs, for an NCCL all-reduce that waits in turn for another
+  // replica's thread. Called once, it makes the hardware decoder take its buffers from a pool that it keeps
+  // (NVIDIA's nvImageCodec calls it for that reason even without size hints).
   struct Api {
     GetPropertyFn get_property = nullptr;
     CreateExFn create_ex = nullptr;
@@ -41,6 +49,9 @@ class Library {
     DecodeBatchedInitializeFn decode_batched_initialize = nullptr;
     DecodeBatchedExFn decode_batched_ex = nullptr;
     DecodeBatchedSupportedExFn decode_batched_supported_ex = nullptr;
+    DecodeBatchedPreAllocateFn decode_batched_pre_allocate = nullptr;
+    SetDeviceMemoryPaddingFn set_device_memory_padding = nullptr;
+    SetPinnedMemoryPaddingFn set_pinned_memory_padding = nullptr;
     DecoderCreateFn decoder_create = nullptr;
     DecoderDestroyFn decoder_destroy = nullptr;
     DecoderStateCreateFn decoder_state_create = nullptr;

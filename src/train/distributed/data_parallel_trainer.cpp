@@ -177,7 +177,12 @@ DataParallelTrainer::DataParallelTrainer(TrainerOptions options, std::vector<int
     options.device = devices[i];
     impl_->add_replica(options, std::move(comms[i]));
   }
-  if (devices.size() > 1) impl_->threads = std::make_unique<ReplicaThreads>(devices.size());
+  if (devices.size() > 1) {
+    std::vector<std::string> names;
+    for (const int device : devices) names.push_back("replica on gpu:" + std::to_string(device));
+    impl_->threads =
+        std::make_unique<ReplicaThreads>(devices.size(), parallel.progress_watch, std::move(names));
+  }
 }
 
 DataParallelTrainer::~DataParallelTrainer() {
@@ -201,6 +206,7 @@ void DataParallelTrainer::warmup() {
   if (impl_->warmed_up) return;
   const auto start = Clock::now();
   impl_->each([](std::size_t, Impl::Replica& r) {
+    const ProgressWatch::Doing doing("warm-up (contexts, algorithms, first collectives)");
     try {
       r.trainer->warmup();
     } catch (...) {
@@ -231,7 +237,10 @@ void DataParallelTrainer::step(std::span<const DeviceBatch> batches) {
   impl_->check_usable();
   for (std::size_t i = 0; i < batches.size(); ++i) impl_->check_batch(batches[i], *impl_->replicas[i]);
   warmup();
-  impl_->each([&](std::size_t i, Impl::Replica& r) { r.trainer->step(batches[i]); });
+  impl_->each([&](std::size_t i, Impl::Replica& r) {
+    const ProgressWatch::Doing doing("step", static_cast<long long>(r.trainer->steps()));
+    r.trainer->step(batches[i]);
+  });
 }
 
 void DataParallelTrainer::set_learning_rate(double learning_rate) {
@@ -241,7 +250,10 @@ void DataParallelTrainer::set_learning_rate(double learning_rate) {
 
 StepStats DataParallelTrainer::last_step() {
   std::vector<StepStats> local(impl_->replicas.size());
-  impl_->each([&](std::size_t i, Impl::Replica& r) { local[i] = r.trainer->last_step(); });
+  impl_->each([&](std::size_t i, Impl::Replica& r) {
+    const ProgressWatch::Doing doing("reading the last step's loss (waits for the step)");
+    local[i] = r.trainer->last_step();
+  });
   if (local[0].images == 0) return {};  // no step yet
   double values[2] = {0, 0};
   for (const StepStats& s : local) values[0] += s.loss, values[1] += s.accuracy;

@@ -44,9 +44,16 @@ GradientReducer::GradientReducer(nn::CudaContext& ctx, ParameterStore& params, N
 }
 
 void GradientReducer::attach(StepHooks& hooks) {
-  hooks.before_backward = [this] { begin_step(); };
+  hooks.before_backward = [this] {
+    phase_.reset();
+    phase_.emplace("backward pass, all-reduces of the buckets as they complete");
+    begin_step();
+  };
   hooks.gradient_ready = [this](const ParamRef& ref) { made(ref); };
-  hooks.before_update = [this] { finish(); };
+  hooks.before_update = [this] {
+    phase_.reset();
+    finish();
+  };
 }
 
 void GradientReducer::fork() {
@@ -79,6 +86,8 @@ void GradientReducer::made(const ParamRef& ref) {
   CONVEYOR_CUDA(cudaStreamWaitEvent(stream_.get(), completed_[*completed].get(), 0),
                 "data parallel (gradient bucket " + std::to_string(*completed) + ")");
   const std::string what = "all-reduce of gradient bucket " + std::to_string(*completed);
+  const ProgressWatch::Doing doing("enqueueing the NCCL all-reduce of gradient bucket",
+                                   static_cast<long long>(*completed));
   all_reduce_average(params_.gradients(bucket.group), bucket.begin, bucket.end, what.c_str());
 }
 

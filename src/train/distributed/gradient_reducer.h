@@ -10,9 +10,11 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "conveyor/progress_watch.h"
 #include "src/device/cuda_handles.h"
 #include "src/train/distributed/gradient_buckets.h"
 #include "src/train/distributed/nccl_communicator.h"
@@ -66,6 +68,8 @@ class GradientReducer {
   std::vector<cuda::Event> completed_;  // per bucket: its last gradient is made (step's stream)
   cuda::Event forked_, joined_;
   nn::Buffer values_;  // for average(): a few doubles on the device, from the context's pool
+  // What the replica's thread is in, between the step's hooks, for a stall report (progress_watch.h).
+  std::optional<ProgressWatch::Doing> phase_;
 };
 
 }  // namespace conveyor::train

@@ -12,15 +12,21 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "conveyor/progress_watch.h"
 
 namespace conveyor::train {
 
 class ReplicaThreads {
  public:
-  explicit ReplicaThreads(std::size_t count);
+  // Thread i joins `watch` (when given) as names[i] for its lifetime, so that a stall report names it.
+  explicit ReplicaThreads(std::size_t count, std::shared_ptr<ProgressWatch> watch = nullptr,
+                          std::vector<std::string> names = {});
   ~ReplicaThreads();  // asks the threads to end and joins them
   ReplicaThreads(const ReplicaThreads&) = delete;
   ReplicaThreads& operator=(const ReplicaThreads&) = delete;
@@ -33,6 +39,8 @@ class ReplicaThreads {
  private:
   void work(std::size_t index);
 
+  const std::shared_ptr<ProgressWatch> watch_;
+  const std::vector<std::string> names_;
   std::mutex mutex_;
   std::condition_variable started_, finished_;
   const std::function<void(std::size_t)>* job_ = nullptr;

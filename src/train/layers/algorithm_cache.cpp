@@ -11,6 +11,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "src/core/user_cache_folder.h"
+
 namespace conveyor::nn {
 namespace {
 
@@ -138,15 +140,8 @@ std::string convolution_key(const ConvGeometry& g, DType type, bool needs_input_
 std::optional<std::filesystem::path> algorithm_cache_folder(const std::filesystem::path& option,
                                                             const char* conveyor_env, const char* xdg_env,
                                                             const char* home_env) {
-  if (!option.empty()) return option;
-  if (conveyor_env && *conveyor_env) {
-    if (std::string(conveyor_env) == "off") return std::nullopt;
-    return std::filesystem::path(conveyor_env);
-  }
-  if (xdg_env && *xdg_env && std::filesystem::path(xdg_env).is_absolute())
-    return std::filesystem::path(xdg_env) / "conveyor";
-  if (home_env && *home_env) return std::filesystem::path(home_env) / ".cache" / "conveyor";
-  return std::nullopt;
+  // The one folder every wing keeps what it learns in (the decode split's memory lives there too).
+  return detail::user_cache_folder(option, conveyor_env, xdg_env, home_env);
 }
 
 AlgorithmCache::AlgorithmCache(std::filesystem::path folder, AlgorithmEnvironment environment)

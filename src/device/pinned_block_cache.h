@@ -1,0 +1,46 @@
+// Page-locked host memory that a GPU feeder keeps: blocks given back are kept for the next request of the
+// same size instead of being freed, and warm-up makes the pipeline's batch buffers before the first batch.
+//
+// Why: a pipeline makes its pinned batch buffers on first need, so the first batches of a run each wait for
+// cudaHostAlloc (page-locking tens of megabytes takes milliseconds) while the run is already being timed;
+// and freeing one (cudaFreeHost) waits for the whole device, which beside an NCCL all-reduce of a process
+// that drives several GPUs is one link of a possible cycle (retained_host_buffer.h). Blocks are freed when
+// the cache dies: the feeder and every allocation made from it hold it.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "conveyor/host_memory.h"
+
+namespace conveyor::cuda {
+
+class PinnedBlockCache final : public HostMemoryResource {
+ public:
+  // Blocks come from `memory` (page-locked: pinned_host_memory()).
+  explicit PinnedBlockCache(std::shared_ptr<HostMemoryResource> memory);
+  ~PinnedBlockCache() override;
+  PinnedBlockCache(const PinnedBlockCache&) = delete;
+  PinnedBlockCache& operator=(const PinnedBlockCache&) = delete;
+
+  void* allocate(std::size_t bytes) override;  // a kept block of that size, or a new one
+  void deallocate(void* memory, std::size_t bytes) noexcept override;  // kept for the next allocate(bytes)
+  bool page_locked() const noexcept override { return memory_->page_locked(); }
+
+  // Makes blocks of `bytes` until `count` of them are kept free (warm-up). Throws like allocate().
+  void reserve(std::size_t bytes, std::size_t count);
+  // Blocks of that size kept free now, and blocks made in all (for tests and logs).
+  std::size_t kept(std::size_t bytes) const;
+  std::size_t made() const;
+
+ private:
+  const std::shared_ptr<HostMemoryResource> memory_;
+  mutable std::mutex mutex_;
+  std::map<std::size_t, std::vector<void*>> free_;  // by size
+  std::size_t made_ = 0;
+};
+
+}  // namespace conveyor::cuda

@@ -1,0 +1,116 @@
+// Host memory a GPU feeder keeps rather than frees while it runs: the page-locked blocks of the pipelines'
+// batch buffers (PinnedBlockCache) and its grow-only staging (RetainedHostBuffer). Freeing page-locked
+// memory waits for the whole device, so neither may free before it dies. Runs without a GPU: both take any
+// HostMemoryResource, here the pipeline's own pageable memory, counted.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+
+#include "conveyor/host_memory.h"
+#include "src/device/pinned_block_cache.h"
+#include "src/device/retained_host_buffer.h"
+#include "src/memory/batch_pool.h"
+
+namespace conveyor::cuda {
+namespace {
+
+// The pipeline's pageable memory, with its calls counted.
+class CountedMemory final : public HostMemoryResource {
+ public:
+  void* allocate(std::size_t bytes) override {
+    ++allocations;
+    return memory_->allocate(bytes);
+  }
+  void deallocate(void* block, std::size_t bytes) noexcept override {
+    ++deallocations;
+    memory_->deallocate(block, bytes);
+  }
+  bool page_locked() const noexcept override { return false; }
+
+  std::atomic<int> allocations{0}, deallocations{0};
+
+ private:
+  std::shared_ptr<HostMemoryResource> memory_ = pageable_host_memory();
+};
+
+TEST(PinnedBlockCache, ABlockGivenBackServesTheNextRequestOfTheSameSize) {
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  void* first = cache.allocate(4096);
+  std::memset(first, 7, 4096);
+  cache.deallocate(first, 4096);
+  EXPECT_EQ(counted->deallocations, 0) << "given back while the cache lives: kept, not freed";
+  EXPECT_EQ(cache.kept(4096), 1u);
+  EXPECT_EQ(cache.allocate(4096), first);
+  EXPECT_EQ(counted->allocations, 1);
+  void* other = cache.allocate(8192);  // another size: a block of its own
+  EXPECT_NE(other, first);
+  EXPECT_EQ(counted->allocations, 2);
+  cache.deallocate(first, 4096);
+  cache.deallocate(other, 8192);
+}
+
+TEST(PinnedBlockCache, ReserveMakesTheBlocksBeforeTheyAreAskedFor) {
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  const std::size_t bytes = detail::BatchPool::buffer_bytes(256, {224, 224, 3});
+  cache.reserve(bytes, 3);
+  EXPECT_EQ(cache.kept(bytes), 3u);
+  EXPECT_EQ(cache.made(), 3u);
+  cache.reserve(bytes, 2);  // already there
+  EXPECT_EQ(cache.made(), 3u);
+  void* blocks[3];
+  for (void*& block : blocks) block = cache.allocate(bytes);
+  EXPECT_EQ(counted->allocations, 3) << "the pipeline's first buffers were made at warm-up";
+  for (void* block : blocks) cache.deallocate(block, bytes);
+}
+
+TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {
+  auto counted = std::make_shared<CountedMemory>();
+  {
+    auto cache = std::make_shared<PinnedBlockCache>(counted);
+    cache->reserve(1024, 2);
+    void* lent = cache->allocate(2048);
+    cache->deallocate(lent, 2048);
+  }
+  EXPECT_EQ(counted->allocations, 3);
+  EXPECT_EQ(counted->deallocations, 3);
+}
+
+TEST(PinnedBlockCache, ABatchPoolOverItAsksForTheBytesWarmUpReserves) {
+  // The size warm-up reserves must be the size the pipeline's pool asks for, or warm-up reserves in vain.
+  auto counted = std::make_shared<CountedMemory>();
+  auto cache = std::make_shared<PinnedBlockCache>(counted);
+  const ImageShape shape{32, 48, 3};
+  cache->reserve(detail::BatchPool::buffer_bytes(16, shape), 2);
+  {
+    auto pool = detail::BatchPool::create(2, 16, shape, cache);
+    auto a = pool->acquire();
+    auto b = pool->acquire();
+    ASSERT_TRUE(a && b);
+  }
+  EXPECT_EQ(counted->allocations, 2) << "the pool made buffers of another size than warm-up reserved";
+}
+
+TEST(RetainedHostBuffer, GrowingKeepsTheOldBlockUntilTheBufferDies) {
+  auto counted = std::make_shared<CountedMemory>();
+  {
+    RetainedHostBuffer buffer(counted);
+    std::byte* small = buffer.reserve(100);
+    EXPECT_EQ(buffer.reserve(50), small) << "room enough: the same block";
+    std::byte* grown = buffer.reserve(1000);
+    EXPECT_NE(grown, small);
+    EXPECT_GE(buffer.size(), 1000u);
+    EXPECT_EQ(buffer.blocks(), 2u);
+    EXPECT_EQ(counted->deallocations, 0) << "a copy may still read the old block: nothing freed while in use";
+    buffer.reserve(1500);  // twice the last block when that is more than asked
+    EXPECT_EQ(buffer.size(), 2000u);
+    EXPECT_EQ(buffer.blocks(), 3u);
+  }
+  EXPECT_EQ(counted->deallocations, counted->allocations.load());
+}
+
+}  // namespace
+}  // namespace conveyor::cuda
