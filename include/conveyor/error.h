@@ -22,12 +22,13 @@ enum class DecodeFailure : std::uint8_t {
   unsupported,     // valid JPEG that this build cannot decode (12-bit, arithmetic coding, ...)
   too_large,       // declared size is over the pixel limit
   warnings,        // decodable, but libjpeg warned and warnings were asked to be errors
+  not_png,         // a mask that is not a PNG (masks are PNGs of class ids)
 };
 
 // Short, stable name of a DecodeFailure ("truncated", "too_large", ...).
 const char* to_string(DecodeFailure failure) noexcept;
 
-// A JPEG (or anything handed to the decoder) could not be decoded.
+// A JPEG or PNG (or anything handed to a decoder) could not be decoded.
 class DecodeError : public Error {
  public:
   DecodeError(DecodeFailure failure, const std::string& detail);
