@@ -7,6 +7,7 @@
 
 #include "conveyor/ops/decode_png.h"
 #include "conveyor/random.h"
+#include "conveyor/sample.h"
 #include "support/test_images.h"
 
 namespace conveyor::testing {
@@ -72,6 +73,35 @@ std::optional<Box> mask_box(ConstMaskView mask, std::uint32_t value) {
       }
   if (x1 < 0) return std::nullopt;
   return Box{static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x1 + 1), static_cast<float>(y1 + 1)};
+}
+
+namespace {
+
+class SceneSource final : public SampleSource {
+ public:
+  SceneSource(std::size_t count, int height, int width) {
+    for (std::size_t i = 0; i < count; ++i) scenes_.push_back(make_scene(height, width, 1 + static_cast<int>(i % 4), i + 1));
+  }
+  std::size_t size() const override { return scenes_.size(); }
+  void read(std::size_t i, Sample& sample, const ReadLimits&) const override {
+    sample.path = "scene " + std::to_string(i);
+    sample.label = static_cast<std::int64_t>(i);
+    sample.encoded = scenes_[i].jpeg;
+    sample.encoded_mask = scenes_[i].mask_png;
+    sample.boxes.assign(scenes_[i].boxes);
+    sample.tags = {static_cast<std::int64_t>(i % 3), 5};
+  }
+  FieldSet fields() const override { return {.mask = true, .boxes = true, .tags = true}; }
+  std::string describe() const override { return "scenes " + std::to_string(scenes_.size()); }
+
+ private:
+  std::vector<Scene> scenes_;
+};
+
+}  // namespace
+
+std::shared_ptr<const SampleSource> scene_source(std::size_t count, int height, int width) {
+  return std::make_shared<SceneSource>(count, height, width);
 }
 
 }  // namespace conveyor::testing

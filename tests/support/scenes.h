@@ -4,12 +4,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "conveyor/boxes.h"
 #include "conveyor/image.h"
 #include "conveyor/mask.h"
+#include "conveyor/source.h"
 
 namespace conveyor::testing {
 
@@ -28,5 +30,9 @@ Scene make_scene(int height, int width, int count, std::uint64_t seed, MaskType 
 
 // The smallest box around the pixels of `mask` equal to `value` (pixel corners), or nullopt.
 std::optional<Box> mask_box(ConstMaskView mask, std::uint32_t value);
+
+// A SampleSource of `count` scenes in memory: element i is make_scene(height, width, 1 + i % 4, i + 1) (so
+// batches differ in their most boxes), with label i and tags {i % 3, 5}.
+std::shared_ptr<const SampleSource> scene_source(std::size_t count, int height = 40, int width = 50);
 
 }  // namespace conveyor::testing
