@@ -1,5 +1,6 @@
 #include "python/sample.h"
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -85,6 +86,36 @@ void set_image(Sample& sample, const py::buffer& pixels) {
   sample.publish();
 }
 
+// The current mask as a new (H, W) uint8 or uint16 memoryview (a copy), or None.
+py::object mask_copy(const Sample& sample) {
+  const ConstMaskView mask = sample.mask();
+  if (mask.empty()) return py::none();
+  const std::size_t row = static_cast<std::size_t>(mask.width) * mask.element_size();
+  PyObject* array = PyByteArray_FromStringAndSize(nullptr, static_cast<py::ssize_t>(row * mask.height));
+  if (array == nullptr) throw py::error_already_set();
+  const py::object owner = py::reinterpret_steal<py::object>(array);
+  char* out = PyByteArray_AsString(array);
+  for (int y = 0; y < mask.height; ++y) std::memcpy(out + static_cast<std::size_t>(y) * row, mask.row(y), row);
+  return py::memoryview(owner).attr("cast")(mask.type == MaskType::uint16 ? "H" : "B",
+                                            py::make_tuple(mask.height, mask.width));
+}
+
+py::list boxes_of(const BoxList& boxes) {
+  py::list out;
+  for (const Box& box : boxes.boxes()) out.append(py::make_tuple(box.x0, box.y0, box.x1, box.y1));
+  return out;
+}
+
+// sample.boxes = [(x0, y0, x1, y1), ...] with classes (and crowd flags) of the same length.
+void set_boxes(Sample& sample, const std::vector<std::array<float, 4>>& boxes, const std::vector<std::int64_t>& classes,
+               const std::vector<bool>& crowd) {
+  if (classes.size() != boxes.size() || (!crowd.empty() && crowd.size() != boxes.size()))
+    throw InvalidArgument("conveyor.Sample.set_boxes: one class (and crowd flag, when given) per box");
+  sample.boxes.clear();
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    sample.boxes.add({boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]}, classes[i], !crowd.empty() && crowd[i]);
+}
+
 // Holds a Python callable for C++ code that copies and drops it on any thread: the last copy lets go of
 // it under the GIL (or not at all once the interpreter is gone).
 class PythonCallable {
@@ -151,6 +182,46 @@ void bind_sample_class(py::module_& module) {
           [](const PySample& s, const py::buffer& pixels) { set_image(s.get_writable(), pixels); },
           "The current pixels as an (H, W, C) uint8 memoryview (numpy.asarray takes it), a copy; None "
           "before an op produced pixels. Assign a (H, W) or (H, W, C) uint8 array to replace them.")
+      .def_property_readonly(
+          "encoded_mask",
+          [](const PySample& s) {
+            const std::vector<std::uint8_t>& bytes = s.get().encoded_mask;
+            return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+          },
+          "The mask's bytes as read (a PNG of class ids), a copy; empty when the sample has none.")
+      .def_property_readonly(
+          "mask", [](const PySample& s) { return mask_copy(s.get()); },
+          "The current mask, (H, W) uint8 or uint16 class ids as a memoryview (a copy); None before an op "
+          "decoded it, or without one.")
+      .def_property_readonly(
+          "boxes", [](const PySample& s) { return boxes_of(s.get().boxes); },
+          "[(x0, y0, x1, y1), ...] in the current image's pixels (a copy).")
+      .def_property_readonly(
+          "box_classes",
+          [](const PySample& s) {
+            const auto classes = s.get().boxes.classes();
+            return std::vector<std::int64_t>(classes.begin(), classes.end());
+          },
+          "The class of each box.")
+      .def_property_readonly(
+          "box_crowd",
+          [](const PySample& s) {
+            const auto crowd = s.get().boxes.crowd();
+            return std::vector<bool>(crowd.begin(), crowd.end());
+          },
+          "Whether each box is a crowd region (COCO's iscrowd).")
+      .def(
+          "set_boxes",
+          [](const PySample& s, const std::vector<std::array<float, 4>>& boxes,
+             const std::vector<std::int64_t>& classes, const std::vector<bool>& crowd) {
+            set_boxes(s.get_writable(), boxes, classes, crowd);
+          },
+          py::arg("boxes"), py::arg("classes"), py::arg("crowd") = std::vector<bool>{},
+          "Replaces the boxes ((x0, y0, x1, y1) in the current image's pixels) and their classes.")
+      .def_property(
+          "tags", [](const PySample& s) { return s.get().tags; },
+          [](const PySample& s, std::vector<std::int64_t> tags) { s.get_writable().tags = std::move(tags); },
+          "The class ids of a multi-label sample (multi-hot rows in batches).")
       .def_property_readonly(
           "shape",
           [](const PySample& s) -> py::object {
