@@ -246,14 +246,16 @@ int main(int argc, char** argv) {
   app.add_option("--shard-size", options.shard_mb, "MB per shard")->capture_default_str();
   app.add_option("--threads", options.threads, "threads (0: all cores)")->capture_default_str();
   app.add_flag("--recipe", options.recipe, "print the line that identifies the output, and exit");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+    if (!options.recipe && options.input.empty()) throw CLI::RequiredError("--input");
+    if (!options.recipe && options.out.empty()) throw CLI::RequiredError("--out");
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
+  }
   if (options.recipe) {
     std::printf("%s\n", recipe(options).c_str());
     return 0;
-  }
-  if (options.input.empty() || options.out.empty()) {
-    std::fprintf(stderr, "make_fields: --input and --out are needed\n");
-    return 2;
   }
   try {
     const Dataset photos = Dataset::image_folder(options.input);
