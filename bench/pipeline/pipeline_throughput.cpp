@@ -465,8 +465,11 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.normalize = normalize;
   std::vector<conveyor::SampleOp> maps = augmentation(config.size);
   // Samples with masks or boxes keep their flip in the pipeline (place_pixel_ops' rule for fields).
-  if (config.gpu_augment)
-    maps = conveyor::place_pixel_ops(std::move(maps), placement, options, open_data(config).dataset.fields());
+  if (config.gpu_augment) {
+    const conveyor::FieldSet fields =
+        config.format == "classification" ? conveyor::FieldSet{} : open_data(config).dataset.fields();
+    maps = conveyor::place_pixel_ops(std::move(maps), placement, options, fields);
+  }
   options.decode.enabled = config.gpu_decode;
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
