@@ -36,7 +36,7 @@ Image& thread_png_image() {
   return image;
 }
 
-void check_size(int height, int width, const char* op) {
+void check_decode_size(int height, int width, const char* op) {
   if (height <= 0 || width <= 0) throw InvalidArgument(std::string(op) + ": size must be positive");
 }
 
@@ -98,7 +98,7 @@ SampleOp decode(DecodeOptions options) {
 }
 
 SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) {
-  check_size(size, size, "decode_random_resized_crop");
+  check_decode_size(size, size, "decode_random_resized_crop");
   Rng check(0);
   random_resized_crop_window(1, 1, options, check);  // validates the options now rather than per sample
   return {"decode_random_resized_crop",
@@ -151,7 +151,7 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
 }
 
 SampleOp decode_center_crop(int size, DecodeOptions options) {
-  check_size(size, size, "decode_center_crop");
+  check_decode_size(size, size, "decode_center_crop");
   return {"decode_center_crop", [size, options](Sample& sample) {
             const OpenedImage image = open_image(sample, options);
             const ImageShape full = image.full;

@@ -44,7 +44,7 @@ DecodeFailure failure_of(int error) {
   }
 }
 
-void check(int error, const char* stage) {
+void check_spng(int error, const char* stage) {
   if (error != 0) throw DecodeError(failure_of(error), std::string("png: ") + stage + ": " + spng_strerror(error));
 }
 
@@ -79,9 +79,9 @@ struct PngDecoder::State {
   // Decodes the whole image in libspng's format `format` into scratch; returns the bytes of one row.
   std::size_t decode_to_scratch(int format) {
     std::size_t bytes = 0;
-    check(spng_decoded_image_size(get(), format, &bytes), "size");
+    check_spng(spng_decoded_image_size(get(), format, &bytes), "size");
     scratch.resize(bytes);
-    check(spng_decode_image(get(), scratch.data(), bytes, format, 0), "decode");
+    check_spng(spng_decode_image(get(), scratch.data(), bytes, format, 0), "decode");
     return bytes / static_cast<std::size_t>(header.height);
   }
 };
@@ -98,10 +98,10 @@ const PngHeader& PngDecoder::open(std::span<const std::uint8_t> png, std::size_t
     throw DecodeError(DecodeFailure::not_png, "png: no PNG signature");
   Context ctx(spng_ctx_new(0));
   if (!ctx) throw std::bad_alloc();
-  check(spng_set_png_buffer(ctx.get(), png.data(), png.size()), "open");
-  check(spng_set_chunk_limits(ctx.get(), png.size(), kChunkCacheLimit), "open");
+  check_spng(spng_set_png_buffer(ctx.get(), png.data(), png.size()), "open");
+  check_spng(spng_set_chunk_limits(ctx.get(), png.size(), kChunkCacheLimit), "open");
   spng_ihdr ihdr{};
-  check(spng_get_ihdr(ctx.get(), &ihdr), "header");
+  check_spng(spng_get_ihdr(ctx.get(), &ihdr), "header");
   const std::size_t pixels = static_cast<std::size_t>(ihdr.width) * ihdr.height;
   if (pixels > max_pixels)
     throw DecodeError(DecodeFailure::too_large, "png: " + std::to_string(ihdr.width) + "x" +
@@ -131,9 +131,9 @@ void PngDecoder::read_image(ImageView out, ColorMode color) {
     // PNG is its luma.
     const bool direct = shape.channels == 3 && out.contiguous();
     std::size_t bytes = 0;
-    check(spng_decoded_image_size(state_->get(), SPNG_FMT_RGB8, &bytes), "size");
+    check_spng(spng_decoded_image_size(state_->get(), SPNG_FMT_RGB8, &bytes), "size");
     if (direct) {
-      check(spng_decode_image(state_->get(), out.data, bytes, SPNG_FMT_RGB8, 0), "decode");
+      check_spng(spng_decode_image(state_->get(), out.data, bytes, SPNG_FMT_RGB8, 0), "decode");
       return;
     }
     const std::size_t row = state_->decode_to_scratch(SPNG_FMT_RGB8);
@@ -182,8 +182,8 @@ void PngDecoder::read_mask(MaskView out) {
   const std::size_t row_bytes = static_cast<std::size_t>(h.width) * mask_type_size(shape.type);
   if (h.bit_depth >= 8 && out.stride == static_cast<std::ptrdiff_t>(row_bytes)) {
     std::size_t bytes = 0;
-    check(spng_decoded_image_size(state_->get(), SPNG_FMT_PNG, &bytes), "size");
-    check(spng_decode_image(state_->get(), out.data, bytes, SPNG_FMT_PNG, 0), "decode");
+    check_spng(spng_decoded_image_size(state_->get(), SPNG_FMT_PNG, &bytes), "size");
+    check_spng(spng_decode_image(state_->get(), out.data, bytes, SPNG_FMT_PNG, 0), "decode");
     return;
   }
   const std::size_t row = state_->decode_to_scratch(SPNG_FMT_PNG);

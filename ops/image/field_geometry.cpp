@@ -12,7 +12,7 @@
 namespace conveyor::ops {
 namespace {
 
-int border_type(PadMode mode) {
+int mask_border_type(PadMode mode) {
   switch (mode) {
     case PadMode::constant:
       return cv::BORDER_CONSTANT;
@@ -30,7 +30,7 @@ int border_type(PadMode mode) {
 // back inside by the border rule, the part inside is one memcpy per row.
 template <class T>
 void copy_window(ConstMaskView mask, Rect window, MaskView out, PadMode mode, T fill) {
-  const int border = border_type(mode);
+  const int border = mask_border_type(mode);
   const bool constant = mode == PadMode::constant;
   const int inside_begin = std::clamp(window.x, 0, mask.width);
   const int inside_end = std::max(inside_begin, std::clamp(window.right(), 0, mask.width));

@@ -28,7 +28,7 @@ json parse_without_polygons(const std::vector<std::uint8_t>& text, const std::st
   return parsed;
 }
 
-const json& list(const json& object, const char* name, const std::string& where) {
+const json& coco_list(const json& object, const char* name, const std::string& where) {
   const auto it = object.find(name);
   if (it == object.end() || !it->is_array())
     throw InvalidArgument("coco_detection: '" + where + "' has no \"" + name + "\" list");
@@ -36,7 +36,7 @@ const json& list(const json& object, const char* name, const std::string& where)
 }
 
 template <class T>
-T field(const json& object, const char* name, const std::string& what) {
+T coco_field(const json& object, const char* name, const std::string& what) {
   const auto it = object.find(name);
   if (it == object.end()) throw InvalidArgument("coco_detection: " + what + " has no \"" + name + "\"");
   try {
@@ -57,9 +57,9 @@ class CocoDetection final : public SampleSource {
 
     // Categories in id order: class k is the k-th (contiguous) or the id itself.
     std::map<std::int64_t, std::string> categories;
-    for (const json& category : list(root, "categories", annotations_)) {
-      const auto id = field<std::int64_t>(category, "id", "a category");
-      categories[id] = field<std::string>(category, "name", "category " + std::to_string(id));
+    for (const json& category : coco_list(root, "categories", annotations_)) {
+      const auto id = coco_field<std::int64_t>(category, "id", "a category");
+      categories[id] = coco_field<std::string>(category, "name", "category " + std::to_string(id));
     }
     std::unordered_map<std::int64_t, std::int64_t> class_of;
     for (const auto& [id, name] : categories) {
@@ -73,12 +73,12 @@ class CocoDetection final : public SampleSource {
     };
     std::vector<Image> listed;
     std::unordered_map<std::int64_t, std::size_t> image_at;
-    for (const json& image : list(root, "images", annotations_)) {
-      const auto id = field<std::int64_t>(image, "id", "an image");
+    for (const json& image : coco_list(root, "images", annotations_)) {
+      const auto id = coco_field<std::int64_t>(image, "id", "an image");
       const std::string what = "image " + std::to_string(id);
       if (!image_at.emplace(id, listed.size()).second)
         throw InvalidArgument("coco_detection: " + what + " is listed twice");
-      listed.push_back({(images / field<std::string>(image, "file_name", what)).string(), {}});
+      listed.push_back({(images / coco_field<std::string>(image, "file_name", what)).string(), {}});
     }
 
     struct Annotation {
@@ -87,22 +87,22 @@ class CocoDetection final : public SampleSource {
       bool crowd;
     };
     std::vector<Annotation> all;
-    for (const json& annotation : list(root, "annotations", annotations_)) {
+    for (const json& annotation : coco_list(root, "annotations", annotations_)) {
       const std::string what =
           "annotation " + (annotation.contains("id") ? annotation["id"].dump() : std::to_string(all.size()));
-      const auto image_id = field<std::int64_t>(annotation, "image_id", what);
+      const auto image_id = coco_field<std::int64_t>(annotation, "image_id", what);
       const auto image = image_at.find(image_id);
       if (image == image_at.end())
         throw InvalidArgument("coco_detection: " + what + " is of image " + std::to_string(image_id) +
                               ", which \"images\" does not list");
-      const auto category = field<std::int64_t>(annotation, "category_id", what);
+      const auto category = coco_field<std::int64_t>(annotation, "category_id", what);
       const auto cls = class_of.find(category);
       if (cls == class_of.end())
         throw InvalidArgument("coco_detection: " + what + " has category " + std::to_string(category) +
                               ", which \"categories\" does not list");
-      const auto bbox = field<std::vector<double>>(annotation, "bbox", what);
+      const auto bbox = coco_field<std::vector<double>>(annotation, "bbox", what);
       if (bbox.size() != 4) throw InvalidArgument("coco_detection: " + what + "'s bbox is not [x, y, w, h]");
-      const bool crowd = annotation.contains("iscrowd") && field<int>(annotation, "iscrowd", what) != 0;
+      const bool crowd = annotation.contains("iscrowd") && coco_field<int>(annotation, "iscrowd", what) != 0;
       if (bbox[2] <= 0 || bbox[3] <= 0) continue;  // degenerate: no area to learn from
       if (crowd && options.crowd == CrowdBoxes::drop) continue;
       listed[image->second].annotations.push_back(all.size());

@@ -20,7 +20,7 @@ void lower_in_place(std::string& text) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
 }
 
-std::string_view trim(std::string_view text) {
+std::string_view trim_label_text(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   return text;
@@ -212,7 +212,7 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
   }
   read_data(member, label_text_);
   const std::string_view text =
-      trim(std::string_view(reinterpret_cast<const char*>(label_text_.data()), label_text_.size()));
+      trim_label_text(std::string_view(reinterpret_cast<const char*>(label_text_.data()), label_text_.size()));
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
