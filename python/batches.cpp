@@ -18,7 +18,8 @@ Tensor host_tensor(const std::shared_ptr<Lease<Batch>>& lease, bool labels) {
 
 // One of the batch's other fields (conveyor/fields.h) as a Tensor holding the batch, or None when the batch
 // has none.
-py::object field_tensor(const std::shared_ptr<Lease<Batch>>& lease, TensorView (Batch::*field)() const noexcept) {
+py::object field_tensor(const std::shared_ptr<Lease<Batch>>& lease,
+                        TensorView (Batch::*field)() const noexcept) {
   const TensorView view = (lease->get().*field)();
   if (!view) return py::none();
   return py::cast(Tensor{view, lease->item, nullptr});

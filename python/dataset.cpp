@@ -63,7 +63,8 @@ bool set_option(PipelineOptionChanges& options, const std::string& name, const p
 }
 
 constexpr const char* kOptionNames =
-    "threads, worker_nice, deterministic, on_error, seed, max_in_flight, trace, held_batches, max_file_bytes, "
+    "threads, worker_nice, deterministic, on_error, seed, max_in_flight, trace, held_batches, "
+    "max_file_bytes, "
     "mask_fill, min_box_area, min_box_visibility";
 
 // with_options(options) or with_options(**keywords), as in C++: a PipelineOptions sets every option, keywords
@@ -201,7 +202,8 @@ void bind_dataset_class(py::module_& module) {
           "segmentation_folder",
           [](const std::filesystem::path& root, const std::string& images, const std::string& masks,
              const std::string& unpaired) {
-            const SegmentationFolderOptions options{images, masks, parse_choice("unpaired", unpaired, kUnpaired)};
+            const SegmentationFolderOptions options{images, masks,
+                                                    parse_choice("unpaired", unpaired, kUnpaired)};
             py::gil_scoped_release released;
             return Dataset::segmentation_folder(root, options);
           },
@@ -249,10 +251,11 @@ void bind_dataset_class(py::module_& module) {
             py::gil_scoped_release released;
             return Dataset::tar_shards(std::move(names), options);
           },
-          py::arg("shards"), py::kw_only(), py::arg("image_extensions") = std::vector<std::string>{"jpg", "jpeg"},
-          py::arg("label_extension") = "cls", py::arg("mask_extension") = "", py::arg("fields_extension") = "",
-          py::arg("random_access") = false, py::arg("shuffle_shards") = true, py::arg("seed") = 0,
-          py::arg("parallel_shards") = 4,
+          py::arg("shards"), py::kw_only(),
+          py::arg("image_extensions") = std::vector<std::string>{"jpg", "jpeg"},
+          py::arg("label_extension") = "cls", py::arg("mask_extension") = "",
+          py::arg("fields_extension") = "", py::arg("random_access") = false,
+          py::arg("shuffle_shards") = true, py::arg("seed") = 0, py::arg("parallel_shards") = 4,
           "WebDataset tar shards: a pattern (\"shard-{000000..000009}.tar\", a glob, a URL) or a list of "
           "shards. A sample is the members sharing a key: its image (image_extensions), label (.cls), and, "
           "when asked for, its mask (mask_extension=\"mask.png\") and boxes (fields_extension=\"json\": "

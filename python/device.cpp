@@ -115,7 +115,8 @@ Tensor batch_tensor(const PyDeviceBatch& handle, Part part) {
 }
 
 // One of the device batch's other fields as a Tensor, or None when the batch has none.
-py::object field_tensor(const PyDeviceBatch& handle, const TensorView& (DeviceBatch::*field)() const noexcept) {
+py::object field_tensor(const PyDeviceBatch& handle,
+                        const TensorView& (DeviceBatch::*field)() const noexcept) {
   const DeviceBatch& batch = handle.lease->get();
   const TensorView& view = (batch.*field)();
   if (!view) return py::none();

@@ -162,7 +162,9 @@ void bind_ops(py::module_& ops_module) {
                  "The centre height x width of the image (padded when larger: zeros, masks mask_fill).");
   ops_module.def(
       "crop",
-      [](int x, int y, int width, int height) { return ops::crop(ops::Rect{x, y, width, height}); },
+      [](int x, int y, int width, int height) {
+        return ops::crop(ops::Rect{x, y, width, height});
+      },
       py::arg("x"), py::arg("y"), py::arg("width"), py::arg("height"),
       "The fixed window [x, x + width) x [y, y + height) (reaching outside: padded as center_crop).");
 }

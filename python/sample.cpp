@@ -95,7 +95,8 @@ py::object mask_copy(const Sample& sample) {
   if (array == nullptr) throw py::error_already_set();
   const py::object owner = py::reinterpret_steal<py::object>(array);
   char* out = PyByteArray_AsString(array);
-  for (int y = 0; y < mask.height; ++y) std::memcpy(out + static_cast<std::size_t>(y) * row, mask.row(y), row);
+  for (int y = 0; y < mask.height; ++y)
+    std::memcpy(out + static_cast<std::size_t>(y) * row, mask.row(y), row);
   return py::memoryview(owner).attr("cast")(mask.type == MaskType::uint16 ? "H" : "B",
                                             py::make_tuple(mask.height, mask.width));
 }
@@ -107,13 +108,14 @@ py::list boxes_of(const BoxList& boxes) {
 }
 
 // sample.boxes = [(x0, y0, x1, y1), ...] with classes (and crowd flags) of the same length.
-void set_boxes(Sample& sample, const std::vector<std::array<float, 4>>& boxes, const std::vector<std::int64_t>& classes,
-               const std::vector<bool>& crowd) {
+void set_boxes(Sample& sample, const std::vector<std::array<float, 4>>& boxes,
+               const std::vector<std::int64_t>& classes, const std::vector<bool>& crowd) {
   if (classes.size() != boxes.size() || (!crowd.empty() && crowd.size() != boxes.size()))
     throw InvalidArgument("conveyor.Sample.set_boxes: one class (and crowd flag, when given) per box");
   sample.boxes.clear();
   for (std::size_t i = 0; i < boxes.size(); ++i)
-    sample.boxes.add({boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]}, classes[i], !crowd.empty() && crowd[i]);
+    sample.boxes.add({boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]}, classes[i],
+                     !crowd.empty() && crowd[i]);
 }
 
 // Holds a Python callable for C++ code that copies and drops it on any thread: the last copy lets go of
@@ -213,9 +215,8 @@ void bind_sample_class(py::module_& module) {
       .def(
           "set_boxes",
           [](const PySample& s, const std::vector<std::array<float, 4>>& boxes,
-             const std::vector<std::int64_t>& classes, const std::vector<bool>& crowd) {
-            set_boxes(s.get_writable(), boxes, classes, crowd);
-          },
+             const std::vector<std::int64_t>& classes,
+             const std::vector<bool>& crowd) { set_boxes(s.get_writable(), boxes, classes, crowd); },
           py::arg("boxes"), py::arg("classes"), py::arg("crowd") = std::vector<bool>{},
           "Replaces the boxes ((x0, y0, x1, y1) in the current image's pixels) and their classes.")
       .def_property(

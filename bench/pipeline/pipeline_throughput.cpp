@@ -17,7 +17,8 @@
 // folder (--data ROOT with images/ and masks/: JPEG + PNG mask, the mask moved with the image) or COCO
 // detection (--data instances.json, images in --images or images/ beside it: JPEG + boxes); the batches then
 // also hold the masks or the padded boxes, and the checksum covers them too. The issue's settings:
-// segmentation --size 512 --batch 32, detection --size 640 --batch 32 (the peer: bench/peers/torch_fields.py).
+// segmentation --size 512 --batch 32, detection --size 640 --batch 32 (the peer:
+// bench/peers/torch_fields.py).
 //
 // With --device gpu the run ends on the device instead (issue 20): a DeviceFeeder copies each batch to the
 // GPU, decodes there the share of the images the hybrid split gives it (nvJPEG; --gpu-decode), runs flip
@@ -83,7 +84,7 @@ using Clock = std::chrono::steady_clock;
 struct Config {
   std::string data;
   std::string format = "classification";  // or segmentation, detection (issue 35)
-  std::string images;                      // detection: the images folder (default: images/ beside --data)
+  std::string images;                     // detection: the images folder (default: images/ beside --data)
   int threads = 0;
   std::size_t batch = 256;
   int size = 224;
@@ -402,7 +403,8 @@ conveyor::BatchedDataset make_batches(const Config& config, int threads,
            .seed = config.seed,
            .max_in_flight = config.in_flight,
            .trace = trace})
-      .batch(config.batch, conveyor::BatchOptions{.sample_shape = conveyor::ImageShape{config.size, config.size, 3}})
+      .batch(config.batch,
+             conveyor::BatchOptions{.sample_shape = conveyor::ImageShape{config.size, config.size, 3}})
       .prefetch(config.prefetch);
 }
 
@@ -431,8 +433,8 @@ Result run_once_on_host(const Config& config, int threads,
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
     checksum.add(*batch);
     // The masks and boxes too (issue 35): they must not depend on the thread count either.
-    for (const conveyor::TensorView& field : {batch->mask_tensor(), batch->box_tensor(), batch->box_class_tensor(),
-                                              batch->box_count_tensor()})
+    for (const conveyor::TensorView& field :
+         {batch->mask_tensor(), batch->box_tensor(), batch->box_class_tensor(), batch->box_count_tensor()})
       if (field) checksum.add({static_cast<const std::uint8_t*>(field.data), field.bytes()});
   }
   set_rates(result, arrivals, start, Clock::now(), threads);

@@ -60,10 +60,10 @@ struct Options {
 };
 
 struct Made {
-  std::string name;      // NNNNNN
+  std::string name;  // NNNNNN
   std::int64_t label = -1;
   int width = 0, height = 0;
-  BoxList boxes;         // classes: the mask's ids
+  BoxList boxes;  // classes: the mask's ids
 };
 
 std::string name_of(std::size_t i) {
@@ -88,13 +88,15 @@ void draw_shape(cv::Mat& region, Rng& rng) {
   const int cy = static_cast<int>(rng.below(static_cast<std::uint64_t>(h)));
   switch (rng.below(3)) {
     case 0:
-      cv::rectangle(region, cv::Point(cx - size / 2, cy - size / 3),
-                    cv::Point(cx + size / 2, cy + size / 3 + static_cast<int>(rng.below(static_cast<std::uint64_t>(size) / 2 + 1))),
-                    cv::Scalar(255), cv::FILLED);
+      cv::rectangle(
+          region, cv::Point(cx - size / 2, cy - size / 3),
+          cv::Point(cx + size / 2,
+                    cy + size / 3 + static_cast<int>(rng.below(static_cast<std::uint64_t>(size) / 2 + 1))),
+          cv::Scalar(255), cv::FILLED);
       break;
     case 1:
-      cv::ellipse(region, cv::Point(cx, cy), cv::Size(size / 2, std::max(2, size / 3)),
-                  rng.uniform(0, 180), 0, 360, cv::Scalar(255), cv::FILLED);
+      cv::ellipse(region, cv::Point(cx, cy), cv::Size(size / 2, std::max(2, size / 3)), rng.uniform(0, 180),
+                  0, 360, cv::Scalar(255), cv::FILLED);
       break;
     default: {
       const std::vector<cv::Point> triangle{
@@ -130,7 +132,8 @@ Made make_one(const Options& options, std::size_t i, const std::string& photo, s
       cv::Vec3b* pixel = rgb.ptr<cv::Vec3b>(y);
       for (int x = 0; x < rgb.cols; ++x) {
         if (!inside[x]) continue;
-        const auto shade = static_cast<std::uint8_t>(mix64(texture_seed + static_cast<std::uint64_t>(y) * 65536 + x) % 24);
+        const auto shade =
+            static_cast<std::uint8_t>(mix64(texture_seed + static_cast<std::uint64_t>(y) * 65536 + x) % 24);
         for (int c = 0; c < 3; ++c) pixel[x][c] = static_cast<std::uint8_t>(std::max(0, colour[c] - shade));
       }
     }
@@ -142,13 +145,15 @@ Made make_one(const Options& options, std::size_t i, const std::string& photo, s
     cv::Mat where = instance == s;
     if (cv::countNonZero(where) < kMinVisiblePixels) continue;
     const cv::Rect box = cv::boundingRect(where);
-    made.boxes.add({static_cast<float>(box.x), static_cast<float>(box.y), static_cast<float>(box.x + box.width),
-                    static_cast<float>(box.y + box.height)},
+    made.boxes.add({static_cast<float>(box.x), static_cast<float>(box.y),
+                    static_cast<float>(box.x + box.width), static_cast<float>(box.y + box.height)},
                    class_of[static_cast<std::size_t>(s)]);
   }
-  const std::span<const std::uint8_t> jpeg = encoder.encode(rgb.data, rgb.cols, rgb.rows, TJPF_RGB, TJSAMP_420, 90);
+  const std::span<const std::uint8_t> jpeg =
+      encoder.encode(rgb.data, rgb.cols, rgb.rows, TJPF_RGB, TJSAMP_420, 90);
   data::write_file(options.out / "images" / (made.name + ".jpg"), jpeg);
-  const std::vector<std::uint8_t> png = ops::encode_png(ConstMaskView(mask.data, {mask.rows, mask.cols, MaskType::uint8}));
+  const std::vector<std::uint8_t> png =
+      ops::encode_png(ConstMaskView(mask.data, {mask.rows, mask.cols, MaskType::uint8}));
   data::write_file(options.out / "masks" / (made.name + ".png"), png);
   return made;
 }
@@ -168,7 +173,8 @@ void write_coco(const Options& options, const std::vector<Made>& made) {
   std::int64_t annotation = 1;
   for (std::size_t i = 0; i < made.size(); ++i) {
     const Made& m = made[i];
-    coco["images"].push_back({{"id", i + 1}, {"file_name", m.name + ".jpg"}, {"width", m.width}, {"height", m.height}});
+    coco["images"].push_back(
+        {{"id", i + 1}, {"file_name", m.name + ".jpg"}, {"width", m.width}, {"height", m.height}});
     for (std::size_t b = 0; b < m.boxes.size(); ++b) {
       const Box& box = m.boxes.boxes()[b];
       coco["annotations"].push_back({{"id", annotation++},
@@ -179,9 +185,11 @@ void write_coco(const Options& options, const std::vector<Made>& made) {
                                      {"iscrowd", 0}});
     }
   }
-  for (int c = 1; c <= options.classes; ++c) coco["categories"].push_back({{"id", c}, {"name", "shape_" + std::to_string(c)}});
+  for (int c = 1; c <= options.classes; ++c)
+    coco["categories"].push_back({{"id", c}, {"name", "shape_" + std::to_string(c)}});
   const std::string text = coco.dump();
-  data::write_file(options.out / "instances.json", {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
+  data::write_file(options.out / "instances.json",
+                   {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
 }
 
 void write_shards(const Options& options, const std::vector<Made>& made) {
@@ -203,8 +211,10 @@ void write_shards(const Options& options, const std::vector<Made>& made) {
     const std::vector<std::uint8_t> png = data::read_file(options.out / "masks" / (m.name + ".png"));
     const std::string fields = boxes_json(m.boxes).dump(), cls = std::to_string(m.label);
     std::uint64_t sample = 0;
-    for (const auto& [ext, size] : {std::pair{".jpg", jpeg.size()}, {".mask.png", png.size()},
-                                    {".json", fields.size()}, {".cls", cls.size()}})
+    for (const auto& [ext, size] : {std::pair{".jpg", jpeg.size()},
+                                    {".mask.png", png.size()},
+                                    {".json", fields.size()},
+                                    {".cls", cls.size()}})
       sample += data::TarWriter::member_bytes(m.name + ext, size) - data::TarWriter::kEndBytes;
     if (writer && bytes + sample + data::TarWriter::kEndBytes > limit) close();
     if (!writer) {
@@ -236,13 +246,19 @@ std::string recipe(const Options& o) {
 
 int main(int argc, char** argv) {
   Options options;
-  CLI::App app{"make_fields: segmentation masks and boxes over photos, as a segmentation folder, COCO JSON and shards"};
+  CLI::App app{
+      "make_fields: segmentation masks and boxes over photos, as a segmentation folder, COCO JSON and "
+      "shards"};
   app.add_option("--input", options.input, "an ImageFolder of JPEG photos");
   app.add_option("--out", options.out, "the output folder (new or empty)");
   app.add_option("--count", options.count, "photos to use, from the first (0: all)")->capture_default_str();
   app.add_option("--seed", options.seed, "seed of the shapes")->capture_default_str();
-  app.add_option("--classes", options.classes, "shape classes (mask ids 1..N)")->capture_default_str()->check(CLI::Range(1, 254));
-  app.add_option("--max-shapes", options.max_shapes, "shapes per photo, 1..N")->capture_default_str()->check(CLI::Range(1, 254));
+  app.add_option("--classes", options.classes, "shape classes (mask ids 1..N)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 254));
+  app.add_option("--max-shapes", options.max_shapes, "shapes per photo, 1..N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 254));
   app.add_option("--shard-size", options.shard_mb, "MB per shard")->capture_default_str();
   app.add_option("--threads", options.threads, "threads (0: all cores)")->capture_default_str();
   app.add_flag("--recipe", options.recipe, "print the line that identifies the output, and exit");
@@ -275,8 +291,9 @@ int main(int argc, char** argv) {
     write_shards(options, made);
     std::size_t boxes = 0;
     for (const Made& m : made) boxes += m.boxes.size();
-    std::printf("make_fields: %zu images, %zu boxes, %d classes in %s (images/ masks/ instances.json shards/)\n",
-                count, boxes, options.classes, options.out.c_str());
+    std::printf(
+        "make_fields: %zu images, %zu boxes, %d classes in %s (images/ masks/ instances.json shards/)\n",
+        count, boxes, options.classes, options.out.c_str());
   } catch (const std::exception& error) {
     std::fprintf(stderr, "make_fields: %s\n", error.what());
     return 1;

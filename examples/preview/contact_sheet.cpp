@@ -60,8 +60,9 @@ conveyor::Image contact_sheet(const std::vector<conveyor::Sample>& samples, int 
   canvas.setTo(cv::Scalar(32, 32, 32));
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const int column = static_cast<int>(i) % columns, row = static_cast<int>(i) / columns;
-    tile_of(samples[i]).copyTo(canvas(cv::Rect(kGap + column * (one.width + kGap), kGap + row * (one.height + kGap),
-                                               one.width, one.height)));
+    tile_of(samples[i])
+        .copyTo(canvas(cv::Rect(kGap + column * (one.width + kGap), kGap + row * (one.height + kGap),
+                                one.width, one.height)));
   }
   return sheet;
 }

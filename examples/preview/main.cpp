@@ -50,7 +50,8 @@ Dataset open_shards(const std::string& pattern) {
   options.parallel_shards = 1;
   options.mask_extension = "mask.png";
   options.fields_extension = "json";
-  SampleIterator probe = Dataset::tar_shards(shards, options).take(1).with_options({.on_error = OnError::skip}).begin();
+  SampleIterator probe =
+      Dataset::tar_shards(shards, options).take(1).with_options({.on_error = OnError::skip}).begin();
   while (probe.next()) {
   }
   const PipelineStats stats = probe.stats();
@@ -63,7 +64,8 @@ Dataset open_data(const Options& o) {
   if (o.format == "folder") return Dataset::image_folder(o.data);
   if (o.format == "segmentation") return Dataset::segmentation_folder(o.data);
   if (o.format == "coco") {
-    if (o.annotations.empty()) throw InvalidArgument("--format coco needs --annotations FILE (the instances JSON)");
+    if (o.annotations.empty())
+      throw InvalidArgument("--format coco needs --annotations FILE (the instances JSON)");
     return Dataset::coco_detection(o.annotations, o.data);
   }
   if (o.format == "shards") return open_shards(o.data);
@@ -83,7 +85,8 @@ std::string numbered(std::size_t i, const char* suffix) {
 }
 
 nlohmann::json fields_json(const Sample& sample) {
-  nlohmann::json json{{"label", sample.label}, {"boxes", nlohmann::json::array()}, {"classes", nlohmann::json::array()}};
+  nlohmann::json json{
+      {"label", sample.label}, {"boxes", nlohmann::json::array()}, {"classes", nlohmann::json::array()}};
   for (std::size_t b = 0; b < sample.boxes.size(); ++b) {
     const Box& box = sample.boxes.boxes()[b];
     json["boxes"].push_back({box.x0, box.y0, box.x1, box.y1});
@@ -107,7 +110,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     // Checked here rather than with required(): CLI11 would report them before an unknown flag.
-    for (const auto& [value, name] : {std::pair{&o.data, "--data"}, {&o.format, "--format"}, {&o.out, "--out"}})
+    for (const auto& [value, name] :
+         {std::pair{&o.data, "--data"}, {&o.format, "--format"}, {&o.out, "--out"}})
       if (value->empty()) throw CLI::RequiredError(name);
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;  // --help: 0; a usage error: its message and 2
@@ -125,9 +129,11 @@ int main(int argc, char** argv) {
     for (const Sample& sample : samples) {
       const std::size_t i = kept.size();
       write(fs::path(o.out) / numbered(i, ".png"), ops::encode_png(sample.image()));
-      if (!sample.mask().empty()) write(fs::path(o.out) / numbered(i, ".mask.png"), ops::encode_png(sample.mask()));
+      if (!sample.mask().empty())
+        write(fs::path(o.out) / numbered(i, ".mask.png"), ops::encode_png(sample.mask()));
       const std::string json = fields_json(sample).dump();
-      write(fs::path(o.out) / numbered(i, ".json"), {reinterpret_cast<const std::uint8_t*>(json.data()), json.size()});
+      write(fs::path(o.out) / numbered(i, ".json"),
+            {reinterpret_cast<const std::uint8_t*>(json.data()), json.size()});
       kept.push_back(sample);
     }
     if (kept.empty()) throw InvalidArgument("the data set has no sample");
@@ -135,7 +141,8 @@ int main(int argc, char** argv) {
     const Image sheet = preview::contact_sheet(kept, columns);
     write(fs::path(o.out) / "sheet.png", ops::encode_png(sheet.view()));
     std::printf("preview: %zu samples of %s (%s) in %s: IIII.png%s, IIII.json, sheet.png\n", kept.size(),
-                o.data.c_str(), o.format.c_str(), o.out.c_str(), kept.front().mask().empty() ? "" : ", IIII.mask.png");
+                o.data.c_str(), o.format.c_str(), o.out.c_str(),
+                kept.front().mask().empty() ? "" : ", IIII.mask.png");
   } catch (const std::exception& error) {
     std::fprintf(stderr, "preview: %s\n", error.what());
     return 1;

@@ -43,7 +43,7 @@ struct DeferredSlot {
 
 // A complete batch's boxes, padded to max_boxes per sample (the batch's most, or BatchOptions::max_boxes).
 struct PackedBoxes {
-  Box* boxes = nullptr;             // [N, max_boxes] boxes (as floats [N, max_boxes, 4]), zeros past a sample's count
+  Box* boxes = nullptr;  // [N, max_boxes] boxes (as floats [N, max_boxes, 4]), zeros past a sample's count
   std::int64_t* classes = nullptr;  // [N, max_boxes], -1 past a sample's count
   std::uint8_t* crowd = nullptr;    // [N, max_boxes]
   std::int64_t* counts = nullptr;   // [N]

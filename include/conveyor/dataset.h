@@ -307,7 +307,8 @@ class Dataset {
   // ids; the decoding ops decode it with the image). An image without its mask or a mask without its image
   // is InvalidArgument naming both paths, or left out and counted (Unpaired::skip). Throws IoError when a
   // folder cannot be listed, InvalidArgument when no pair is found.
-  static Dataset segmentation_folder(const std::filesystem::path& root, const SegmentationFolderOptions& options = {});
+  static Dataset segmentation_folder(const std::filesystem::path& root,
+                                     const SegmentationFolderOptions& options = {});
   // Object detection from a COCO "instances" JSON (parsed once, here): its images under `images` (each
   // image's file_name relative to it), each sample's boxes from its annotations' bbox [x, y, w, h] as
   // (x, y, x + w, y + h) with the category as class (see CocoOptions: crowd boxes, class ids); degenerate

@@ -40,7 +40,10 @@ struct BasicMaskView {
 
   BasicMaskView() = default;
   BasicMaskView(Byte* data_, MaskShape shape, std::ptrdiff_t stride_ = 0) noexcept
-      : data(data_), height(shape.height), width(shape.width), type(shape.type),
+      : data(data_),
+        height(shape.height),
+        width(shape.width),
+        type(shape.type),
         stride(stride_ ? stride_ : static_cast<std::ptrdiff_t>(shape.width * mask_type_size(shape.type))) {}
   template <class Other>
   BasicMaskView(const BasicMaskView<Other>& other) noexcept  // NOLINT(google-explicit-constructor)

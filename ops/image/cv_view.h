@@ -22,7 +22,8 @@ inline cv::Mat as_mat(ConstImageView view) {
 inline int cv_type(MaskType type) { return type == MaskType::uint16 ? CV_16UC1 : CV_8UC1; }
 
 inline cv::Mat as_mat(MaskView view) {
-  return cv::Mat(view.height, view.width, cv_type(view.type), view.data, static_cast<std::size_t>(view.stride));
+  return cv::Mat(view.height, view.width, cv_type(view.type), view.data,
+                 static_cast<std::size_t>(view.stride));
 }
 
 inline cv::Mat as_mat(ConstMaskView view) {

@@ -44,12 +44,13 @@ void check_decode_size(int height, int width, const char* op) {
 // PNG goes to the JPEG decoder, which names what is wrong with it.
 struct OpenedImage {
   bool png = false;
-  ImageShape full;       // as delivered: upright, in the colour mode asked for
-  int orientation = 1;   // the EXIF orientation the JPEG decode applies
+  ImageShape full;      // as delivered: upright, in the colour mode asked for
+  int orientation = 1;  // the EXIF orientation the JPEG decode applies
   const JpegHeader* jpeg = nullptr;
 
   std::size_t memory_estimate(Rect window, int scale_denom) const {
-    return png ? thread_png_decoder().memory_estimate() : thread_decoder().memory_estimate(window, scale_denom);
+    return png ? thread_png_decoder().memory_estimate()
+               : thread_decoder().memory_estimate(window, scale_denom);
   }
 };
 
@@ -81,20 +82,21 @@ void decode_window(const OpenedImage& image, const DecodeOptions& options, Rect 
 }  // namespace
 
 SampleOp decode(DecodeOptions options) {
-  return {"decode", [options](Sample& sample) {
-            const OpenedImage image = open_image(sample, options);
-            const detail::EncodedMask mask(sample, options.max_pixels);
-            mask.check_image(sample, image.full.height, image.full.width, image.orientation);
-            const auto memory = sample.reserve_decode_memory(
-                image.memory_estimate({0, 0, image.full.width, image.full.height}, 1) + mask.memory_estimate());
-            if (image.png) {
-              thread_png_decoder().read_image(sample.output(image.full), options.color);
-            } else {
-              thread_decoder().read(sample.output(image.full));
-            }
-            sample.publish();
-            mask.decode_whole(sample);
-          }};
+  return {
+      "decode", [options](Sample& sample) {
+        const OpenedImage image = open_image(sample, options);
+        const detail::EncodedMask mask(sample, options.max_pixels);
+        mask.check_image(sample, image.full.height, image.full.width, image.orientation);
+        const auto memory = sample.reserve_decode_memory(
+            image.memory_estimate({0, 0, image.full.width, image.full.height}, 1) + mask.memory_estimate());
+        if (image.png) {
+          thread_png_decoder().read_image(sample.output(image.full), options.color);
+        } else {
+          thread_decoder().read(sample.output(image.full));
+        }
+        sample.publish();
+        mask.decode_whole(sample);
+      }};
 }
 
 SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) {
@@ -116,9 +118,10 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             crop_resize_boxes(sample.boxes, window, size, size, sample.field_options());
             const ImageShape output{size, size, full.channels};
             if (policy && policy->should_defer(sample)) {
-              const char* refusal = image.png ? "png"
-                                              : deferral_refusal(*image.jpeg, options.decode, full.channels,
-                                                                 options.interpolation, sample.slot().shape());
+              const char* refusal = image.png
+                                        ? "png"
+                                        : deferral_refusal(*image.jpeg, options.decode, full.channels,
+                                                           options.interpolation, sample.slot().shape());
               if (refusal == nullptr) {
                 // The image goes to the stage after batching; the mask is made here (it is small, and the
                 // batch needs it in its slot either way).
@@ -161,7 +164,8 @@ SampleOp decode_center_crop(int size, DecodeOptions options) {
             const auto memory = sample.reserve_decode_memory(
                 image.memory_estimate(window, choose_dct_scale(window.width, window.height, size, size)) +
                 mask.memory_estimate());
-            decode_window(image, options, window, sample.output({size, size, full.channels}), Interpolation::linear);
+            decode_window(image, options, window, sample.output({size, size, full.channels}),
+                          Interpolation::linear);
             sample.publish();
             mask.decode_window(sample, window, size, size);
             crop_resize_boxes(sample.boxes, window, size, size, sample.field_options());

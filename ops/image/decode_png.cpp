@@ -45,7 +45,8 @@ DecodeFailure failure_of(int error) {
 }
 
 void check_spng(int error, const char* stage) {
-  if (error != 0) throw DecodeError(failure_of(error), std::string("png: ") + stage + ": " + spng_strerror(error));
+  if (error != 0)
+    throw DecodeError(failure_of(error), std::string("png: ") + stage + ": " + spng_strerror(error));
 }
 
 // Unpacks 1, 2 or 4-bit samples (most significant bits first) into bytes, optionally scaled to 0-255.
@@ -137,7 +138,8 @@ void PngDecoder::read_image(ImageView out, ColorMode color) {
       return;
     }
     const std::size_t row = state_->decode_to_scratch(SPNG_FMT_RGB8);
-    const ConstImageView rgb(state_->scratch.data(), {h.height, h.width, 3}, static_cast<std::ptrdiff_t>(row));
+    const ConstImageView rgb(state_->scratch.data(), {h.height, h.width, 3},
+                             static_cast<std::ptrdiff_t>(row));
     cv::Mat dst = detail::as_mat(out);
     if (shape.channels == 3) {
       detail::as_mat(rgb).copyTo(dst);
@@ -169,9 +171,11 @@ MaskShape PngDecoder::mask_shape() const {
   state_->get();
   const PngHeader& h = state_->header;
   if (!h.one_channel())
-    throw DecodeError(DecodeFailure::unsupported,
-                      "png: a mask must be one channel of class ids (gray or palette, no alpha); this PNG has "
-                      "colour type " + std::to_string(h.color_type));
+    throw DecodeError(
+        DecodeFailure::unsupported,
+        "png: a mask must be one channel of class ids (gray or palette, no alpha); this PNG has "
+        "colour type " +
+            std::to_string(h.color_type));
   return {h.height, h.width, h.bit_depth == 16 ? MaskType::uint16 : MaskType::uint8};
 }
 
@@ -237,8 +241,13 @@ std::vector<std::uint8_t> encode(const std::uint8_t* rows, std::ptrdiff_t stride
     if (error != 0) throw Error(std::string("encode_png: ") + spng_strerror(error));
   };
   fail(spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1));
-  spng_ihdr ihdr{static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height),
-                 static_cast<std::uint8_t>(depth), static_cast<std::uint8_t>(color_type), 0, 0, 0};
+  spng_ihdr ihdr{static_cast<std::uint32_t>(width),
+                 static_cast<std::uint32_t>(height),
+                 static_cast<std::uint8_t>(depth),
+                 static_cast<std::uint8_t>(color_type),
+                 0,
+                 0,
+                 0};
   fail(spng_set_ihdr(ctx.get(), &ihdr));
   fail(spng_encode_image(ctx.get(), packed.data(), packed.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE));
   std::size_t size = 0;

@@ -48,7 +48,8 @@ void copy_window(ConstMaskView mask, Rect window, MaskView out, PadMode mode, T 
     const T* src = reinterpret_cast<const T*>(mask.row(sy));
     for (int ox = 0; ox < window.width; ++ox) {
       if (ox == left && inside_end > inside_begin) {
-        std::memcpy(dst + ox, src + inside_begin, static_cast<std::size_t>(inside_end - inside_begin) * sizeof(T));
+        std::memcpy(dst + ox, src + inside_begin,
+                    static_cast<std::size_t>(inside_end - inside_begin) * sizeof(T));
         ox += inside_end - inside_begin - 1;
         continue;
       }
@@ -76,16 +77,19 @@ void crop_resize_mask(ConstMaskView mask, Rect window, MaskView out, PadMode mod
   }
   if (!window.inside(mask.width, mask.height))
     throw InvalidArgument("crop_resize_mask: a window that is resized must lie inside the mask");
-  const ConstMaskView cropped(mask.row(window.y) + static_cast<std::ptrdiff_t>(window.x) * mask.element_size(),
-                              {window.height, window.width, mask.type}, mask.stride);
+  const ConstMaskView cropped(
+      mask.row(window.y) + static_cast<std::ptrdiff_t>(window.x) * mask.element_size(),
+      {window.height, window.width, mask.type}, mask.stride);
   cv::Mat dst = detail::as_mat(out);
   cv::resize(detail::as_mat(cropped), dst, dst.size(), 0, 0, cv::INTER_NEAREST_EXACT);
   if (dst.data != out.data) throw Error("crop_resize_mask: OpenCV reallocated the output");
 }
 
-void crop_resize_boxes(BoxList& boxes, Rect window, int out_width, int out_height, const FieldOptions& options) {
+void crop_resize_boxes(BoxList& boxes, Rect window, int out_width, int out_height,
+                       const FieldOptions& options) {
   if (boxes.empty()) return;
-  if (window.empty() || out_width <= 0 || out_height <= 0) throw InvalidArgument("crop_resize_boxes: empty window");
+  if (window.empty() || out_width <= 0 || out_height <= 0)
+    throw InvalidArgument("crop_resize_boxes: empty window");
   const double sx = static_cast<double>(out_width) / window.width;
   const double sy = static_cast<double>(out_height) / window.height;
   const std::span<Box> all = boxes.boxes();
@@ -99,7 +103,8 @@ void crop_resize_boxes(BoxList& boxes, Rect window, int out_width, int out_heigh
     const double cy0 = std::clamp(y0, 0.0, static_cast<double>(out_height));
     const double cy1 = std::clamp(y1, 0.0, static_cast<double>(out_height));
     const double visible = std::max(0.0, cx1 - cx0) * std::max(0.0, cy1 - cy0);
-    box = {static_cast<float>(cx0), static_cast<float>(cy0), static_cast<float>(cx1), static_cast<float>(cy1)};
+    box = {static_cast<float>(cx0), static_cast<float>(cy0), static_cast<float>(cx1),
+           static_cast<float>(cy1)};
     return visible > 0 && visible >= options.min_box_area && visible >= options.min_box_visibility * mapped;
   });
 }
@@ -117,11 +122,13 @@ void flip_mask_vertical(MaskView mask) {
 }
 
 void flip_boxes_horizontal(BoxList& boxes, int width) {
-  for (Box& box : boxes.boxes()) box = {static_cast<float>(width) - box.x1, box.y0, static_cast<float>(width) - box.x0, box.y1};
+  for (Box& box : boxes.boxes())
+    box = {static_cast<float>(width) - box.x1, box.y0, static_cast<float>(width) - box.x0, box.y1};
 }
 
 void flip_boxes_vertical(BoxList& boxes, int height) {
-  for (Box& box : boxes.boxes()) box = {box.x0, static_cast<float>(height) - box.y1, box.x1, static_cast<float>(height) - box.y0};
+  for (Box& box : boxes.boxes())
+    box = {box.x0, static_cast<float>(height) - box.y1, box.x1, static_cast<float>(height) - box.y0};
 }
 
 }  // namespace conveyor::ops

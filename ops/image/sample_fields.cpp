@@ -82,7 +82,8 @@ void EncodedMask::decode_window(Sample& sample, Rect window, int out_height, int
   sample.publish_mask();
 }
 
-void window_fields(Sample& sample, ImageShape image, Rect window, int out_height, int out_width, PadMode mode) {
+void window_fields(Sample& sample, ImageShape image, Rect window, int out_height, int out_width,
+                   PadMode mode) {
   const ConstMaskView mask = current_mask(sample, image.height, image.width);
   if (!mask.empty()) {
     const MaskView out = sample.mask_output({out_height, out_width, mask.type});
@@ -99,7 +100,8 @@ void flip_fields(Sample& sample, bool horizontal) {
     horizontal ? flip_mask_horizontal(mask) : flip_mask_vertical(mask);
   }
   if (sample.boxes.empty()) return;
-  horizontal ? flip_boxes_horizontal(sample.boxes, image.width) : flip_boxes_vertical(sample.boxes, image.height);
+  horizontal ? flip_boxes_horizontal(sample.boxes, image.width)
+             : flip_boxes_vertical(sample.boxes, image.height);
 }
 
 }  // namespace conveyor::ops::detail

@@ -36,9 +36,9 @@ class EncodedMask {
 };
 
 // After a geometric op took `window` of the image of shape `image` (the current one before the op, in its
-// coordinates) to an out_height x out_width image: the sample's current mask follows (made up pixels: FieldOptions::mask_fill under constant
-// padding, else `mode`), and so do its boxes. Throws InvalidArgument when the sample has an encoded mask
-// that no op decoded, or a mask of another size than the image.
+// coordinates) to an out_height x out_width image: the sample's current mask follows (made up pixels:
+// FieldOptions::mask_fill under constant padding, else `mode`), and so do its boxes. Throws InvalidArgument
+// when the sample has an encoded mask that no op decoded, or a mask of another size than the image.
 void window_fields(Sample& sample, ImageShape image, Rect window, int out_height, int out_width,
                    PadMode mode = PadMode::constant);
 

@@ -55,8 +55,8 @@ SampleOp pad(int top, int bottom, int left, int right, PadMode mode, std::uint8_
   if (top < 0 || bottom < 0 || left < 0 || right < 0) throw InvalidArgument("pad: negative margin");
   return {"pad", [=](Sample& sample) {
             const ConstImageView image = current_image(sample, "pad");
-            apply_window(sample, image, {-left, -top, image.width + left + right, image.height + top + bottom},
-                         mode, value);
+            apply_window(sample, image,
+                         {-left, -top, image.width + left + right, image.height + top + bottom}, mode, value);
           }};
 }
 

@@ -59,24 +59,24 @@ TensorView Batch::box_tensor() const noexcept {
   if (!has_boxes()) return {};
   const detail::PackedBoxes& p = buffer_->packed;
   return TensorView::contiguous(p.boxes, DType::float32,
-                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(p.max_boxes), 4}, -1,
-                                buffer_->pinned);
+                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(p.max_boxes), 4},
+                                -1, buffer_->pinned);
 }
 
 TensorView Batch::box_class_tensor() const noexcept {
   if (!has_boxes()) return {};
   const detail::PackedBoxes& p = buffer_->packed;
   return TensorView::contiguous(p.classes, DType::int64,
-                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(p.max_boxes)}, -1,
-                                buffer_->pinned);
+                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(p.max_boxes)},
+                                -1, buffer_->pinned);
 }
 
 TensorView Batch::box_crowd_tensor() const noexcept {
   if (!has_boxes()) return {};
   const detail::PackedBoxes& p = buffer_->packed;
   return TensorView::contiguous(p.crowd, DType::uint8,
-                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(p.max_boxes)}, -1,
-                                buffer_->pinned);
+                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(p.max_boxes)},
+                                -1, buffer_->pinned);
 }
 
 TensorView Batch::box_count_tensor() const noexcept {
@@ -87,9 +87,10 @@ TensorView Batch::box_count_tensor() const noexcept {
 
 TensorView Batch::multi_hot_tensor() const noexcept {
   if (!has_multi_hot()) return {};
-  return TensorView::contiguous(buffer_->multi_hot, DType::uint8,
-                                {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(buffer_->num_classes)},
-                                -1, buffer_->pinned);
+  return TensorView::contiguous(
+      buffer_->multi_hot, DType::uint8,
+      {static_cast<std::int64_t>(size_), static_cast<std::int64_t>(buffer_->num_classes)}, -1,
+      buffer_->pinned);
 }
 
 }  // namespace conveyor

@@ -153,7 +153,7 @@ void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, const Batch& batc
 }
 
 std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& batch,
-                                  std::array<TensorView, 6>& fields) {
+                                   std::array<TensorView, 6>& fields) {
   const std::array<TensorView, 6> host = DeviceBatchAccess::field_tensors(batch);
   std::size_t total = 0;
   for (const TensorView& t : host) total += t ? round_up(t.bytes()) : 0;
@@ -163,8 +163,9 @@ std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& b
     // Boxes per sample change from batch to batch: grow by doubling, so that a warm feeder stops allocating.
     const std::size_t bytes = std::max(total, 2 * slot.fields.bytes());
     slot.fields.reset();  // stream-ordered, after the slot's release point (stage() waited for it)
-    slot.fields = pool_->allocate(bytes, stream, "DeviceFeeder ring slot " + std::to_string(index) +
-                                                     " (masks, boxes and multi-hot labels)");
+    slot.fields = pool_->allocate(
+        bytes, stream,
+        "DeviceFeeder ring slot " + std::to_string(index) + " (masks, boxes and multi-hot labels)");
     std::lock_guard lock(mutex_);
     ++stats_.allocations;
   }
@@ -174,7 +175,8 @@ std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& b
     const TensorView& t = host[k];
     if (!t) continue;
     if (t.bytes() > 0)
-      CONVEYOR_CUDA(cudaMemcpyAsync(base + offset, t.data, t.bytes(), cudaMemcpyHostToDevice, stream), kFeederContext);
+      CONVEYOR_CUDA(cudaMemcpyAsync(base + offset, t.data, t.bytes(), cudaMemcpyHostToDevice, stream),
+                    kFeederContext);
     fields[k] = t;
     fields[k].data = base + offset;
     fields[k].device = device_;

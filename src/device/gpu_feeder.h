@@ -111,7 +111,8 @@ class GpuFeeder final : public FeederBackend {
   void ensure_capacity(Slot& slot, std::size_t index, const Batch& batch);
   // Copies the batch's other fields into the slot on the copy stream; their device views into `fields`.
   // Returns the bytes copied.
-  std::size_t copy_fields(Slot& slot, std::size_t index, const Batch& batch, std::array<TensorView, 6>& fields);
+  std::size_t copy_fields(Slot& slot, std::size_t index, const Batch& batch,
+                          std::array<TensorView, 6>& fields);
   // Decodes the batch's deferred samples into the slot on the copy stream; returns the host seconds spent.
   double decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
                          const DecodeSplit* split);

@@ -25,7 +25,7 @@ std::shared_ptr<BatchPool> BatchPool::create(std::size_t max_buffers, std::size_
 
 std::shared_ptr<BatchPool> BatchPool::create_with_layout(std::size_t max_buffers, std::size_t capacity,
                                                          const BatchLayout& layout,
-                                             std::shared_ptr<HostMemoryResource> memory) {
+                                                         std::shared_ptr<HostMemoryResource> memory) {
   if (max_buffers == 0 || capacity == 0 || layout.image.empty())
     throw InvalidArgument("BatchPool: needs at least one buffer, a capacity and a non-empty sample shape");
   if (!memory) memory = pageable_host_memory();
@@ -95,7 +95,8 @@ PackedBoxes BatchPool::GrowingBoxStorage::reserve(std::size_t samples, std::size
   const std::size_t class_bytes = round_up(boxes * sizeof(std::int64_t));
   const std::size_t count_bytes = round_up(std::max<std::size_t>(samples, 1) * sizeof(std::int64_t));
   const std::size_t bytes = box_bytes + class_bytes + count_bytes + round_up(boxes);
-  if (allocation_.size() < bytes) allocation_ = HostAllocation(std::max(bytes, 2 * allocation_.size()), memory_);
+  if (allocation_.size() < bytes)
+    allocation_ = HostAllocation(std::max(bytes, 2 * allocation_.size()), memory_);
   std::byte* const base = allocation_.data();
   PackedBoxes packed;
   packed.boxes = reinterpret_cast<Box*>(base);

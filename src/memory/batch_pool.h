@@ -20,10 +20,10 @@ namespace conveyor::detail {
 // What one buffer holds per sample besides its pixels, label and SampleInfo (conveyor/fields.h).
 struct BatchLayout {
   ImageShape image;
-  MaskShape mask;                // empty: no masks
-  bool boxes = false;            // each slot's BoxList, packed when the batch is complete
-  std::size_t max_boxes = 0;     // boxes per sample in the packed tensors; 0: each batch's most
-  std::size_t num_classes = 0;   // multi-hot width; 0: none
+  MaskShape mask;               // empty: no masks
+  bool boxes = false;           // each slot's BoxList, packed when the batch is complete
+  std::size_t max_boxes = 0;    // boxes per sample in the packed tensors; 0: each batch's most
+  std::size_t num_classes = 0;  // multi-hot width; 0: none
 };
 
 class BatchPool : public std::enable_shared_from_this<BatchPool> {

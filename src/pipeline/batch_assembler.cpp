@@ -150,7 +150,8 @@ void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
     fallback_label_ = buffer.labels[first_kept];
     fallback_info_ = buffer.samples[first_kept];
     if (buffer.masks)
-      fallback_mask_.assign(buffer.masks + first_kept * mask_bytes, buffer.masks + (first_kept + 1) * mask_bytes);
+      fallback_mask_.assign(buffer.masks + first_kept * mask_bytes,
+                            buffer.masks + (first_kept + 1) * mask_bytes);
     if (buffer.multi_hot)
       fallback_multi_hot_.assign(buffer.multi_hot + first_kept * buffer.num_classes,
                                  buffer.multi_hot + (first_kept + 1) * buffer.num_classes);

@@ -136,7 +136,8 @@ Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions
       source_node(shard_source(detail::make_shard_set(detail::parse_shard_index(text, index), options))));
 }
 
-Dataset Dataset::segmentation_folder(const std::filesystem::path& root, const SegmentationFolderOptions& options) {
+Dataset Dataset::segmentation_folder(const std::filesystem::path& root,
+                                     const SegmentationFolderOptions& options) {
   return from_source(detail::segmentation_folder(root, options));
 }
 
@@ -342,7 +343,8 @@ Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
   if (options.stall_limit.count() < 0) throw InvalidArgument("PipelineOptions: stall_limit must be >= 0");
   if (!(options.fields.min_box_area >= 0) || !(options.fields.min_box_visibility >= 0) ||
       !(options.fields.min_box_visibility <= 1))
-    throw InvalidArgument("PipelineOptions: fields.min_box_area must be >= 0 and fields.min_box_visibility in [0, 1]");
+    throw InvalidArgument(
+        "PipelineOptions: fields.min_box_area must be >= 0 and fields.min_box_visibility in [0, 1]");
   auto node = child();
   node->options = std::move(options);
   return Dataset(std::move(node));

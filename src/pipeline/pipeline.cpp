@@ -222,8 +222,8 @@ std::optional<BatchLayout> Pipeline::probe_layout() {
 }
 
 void Pipeline::start_batching(const BatchLayout& layout) {
-  assembler_.emplace(plan_.batch_size, layout.image, plan_.drop_remainder, pool_capacity_, order_.state_words(),
-                     first_sequence_, plan_.even);
+  assembler_.emplace(plan_.batch_size, layout.image, plan_.drop_remainder, pool_capacity_,
+                     order_.state_words(), first_sequence_, plan_.even);
   fields_in_batch_ = !layout.mask.empty() || layout.boxes || layout.num_classes > 0;
   std::shared_ptr<BatchPool> pool =
       BatchPool::create_with_layout(pool_capacity_, plan_.batch_size, layout, plan_.options.host_memory);

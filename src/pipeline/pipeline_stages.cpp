@@ -360,18 +360,20 @@ void Pipeline::place_fields(Element& element) {
       for (int y = 0; y < mask.height; ++y) std::memcpy(out.row(y), mask.row(y), row_bytes);
     }
   } else if (!mask.empty()) {
-    throw InvalidArgument("the sample has a mask but the batch has none (its source gives none, and neither did "
-                          "its first sample)");
+    throw InvalidArgument(
+        "the sample has a mask but the batch has none (its source gives none, and neither did "
+        "its first sample)");
   }
   if (buffer.boxes != nullptr) {
     if (buffer.fixed_max_boxes != 0 && sample.boxes.size() > buffer.fixed_max_boxes)
       throw InvalidArgument("the sample has " + std::to_string(sample.boxes.size()) +
-                            " boxes, more than BatchOptions::max_boxes (" + std::to_string(buffer.fixed_max_boxes) +
-                            ")");
+                            " boxes, more than BatchOptions::max_boxes (" +
+                            std::to_string(buffer.fixed_max_boxes) + ")");
     buffer.boxes[slot].swap(sample.boxes);  // the slot's old list goes to the sample, which recycles it
   } else if (!sample.boxes.empty()) {
-    throw InvalidArgument("the sample has boxes but the batch has none (its source gives none, and neither did its "
-                          "first sample)");
+    throw InvalidArgument(
+        "the sample has boxes but the batch has none (its source gives none, and neither did its "
+        "first sample)");
   }
   if (buffer.multi_hot != nullptr) {
     std::uint8_t* row = buffer.multi_hot + slot * buffer.num_classes;
@@ -383,8 +385,9 @@ void Pipeline::place_fields(Element& element) {
       row[tag] = 1;
     }
   } else if (!sample.tags.empty()) {
-    throw InvalidArgument("the sample has multi-label tags but the batch has no multi-hot field: set "
-                          "BatchOptions::num_classes");
+    throw InvalidArgument(
+        "the sample has multi-label tags but the batch has no multi-hot field: set "
+        "BatchOptions::num_classes");
   }
 }
 

@@ -134,7 +134,8 @@ class CocoDetection final : public SampleSource {
     sample.path.assign(paths_[i]);
     read_file(paths_.c_str(i), sample.encoded, limits.max_file_bytes);
     sample.boxes.reserve(first_[i + 1] - first_[i]);
-    for (std::size_t b = first_[i]; b < first_[i + 1]; ++b) sample.boxes.add(boxes_[b], classes_[b], crowd_[b] != 0);
+    for (std::size_t b = first_[i]; b < first_[i + 1]; ++b)
+      sample.boxes.add(boxes_[b], classes_[b], crowd_[b] != 0);
   }
   FieldSet fields() const override { return {.boxes = true}; }
   std::string describe() const override {

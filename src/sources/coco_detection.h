@@ -10,6 +10,7 @@
 namespace conveyor::detail {
 
 std::shared_ptr<const SampleSource> coco_detection(const std::filesystem::path& annotations,
-                                                   const std::filesystem::path& images, const CocoOptions& options);
+                                                   const std::filesystem::path& images,
+                                                   const CocoOptions& options);
 
 }  // namespace conveyor::detail

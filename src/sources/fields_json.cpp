@@ -18,14 +18,16 @@ const nlohmann::json* list_member(const nlohmann::json& object, const char* name
 }
 
 std::int64_t json_integer(const nlohmann::json& value, const char* what) {
-  if (!value.is_number_integer()) bad_fields(std::string("a ") + what + " that is not an integer: " + value.dump());
+  if (!value.is_number_integer())
+    bad_fields(std::string("a ") + what + " that is not an integer: " + value.dump());
   return value.get<std::int64_t>();
 }
 
 }  // namespace
 
 void parse_fields_json(std::span<const std::uint8_t> text, Sample& sample) {
-  const nlohmann::json json = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json json =
+      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) bad_fields("not JSON");
   if (!json.is_object()) bad_fields("not a JSON object");
   const nlohmann::json* boxes = list_member(json, "boxes");
@@ -33,15 +35,19 @@ void parse_fields_json(std::span<const std::uint8_t> text, Sample& sample) {
   const nlohmann::json* crowd = list_member(json, "crowd");
   const std::size_t n = boxes ? boxes->size() : 0;
   if ((classes ? classes->size() : 0) != n)
-    bad_fields(std::to_string(n) + " boxes but " + std::to_string(classes ? classes->size() : 0) + " classes");
-  if (crowd && crowd->size() != n) bad_fields(std::to_string(n) + " boxes but " + std::to_string(crowd->size()) + " crowd flags");
+    bad_fields(std::to_string(n) + " boxes but " + std::to_string(classes ? classes->size() : 0) +
+               " classes");
+  if (crowd && crowd->size() != n)
+    bad_fields(std::to_string(n) + " boxes but " + std::to_string(crowd->size()) + " crowd flags");
   sample.boxes.reserve(sample.boxes.size() + n);
   for (std::size_t i = 0; i < n; ++i) {
     const nlohmann::json& box = (*boxes)[i];
-    if (!box.is_array() || box.size() != 4) bad_fields("box " + std::to_string(i) + " is not [x0, y0, x1, y1]: " + box.dump());
+    if (!box.is_array() || box.size() != 4)
+      bad_fields("box " + std::to_string(i) + " is not [x0, y0, x1, y1]: " + box.dump());
     float corners[4];
     for (std::size_t k = 0; k < 4; ++k) {
-      if (!box[k].is_number()) bad_fields("box " + std::to_string(i) + " has a corner that is not a number: " + box.dump());
+      if (!box[k].is_number())
+        bad_fields("box " + std::to_string(i) + " has a corner that is not a number: " + box.dump());
       corners[k] = box[k].get<float>();
     }
     sample.boxes.add({corners[0], corners[1], corners[2], corners[3]}, json_integer((*classes)[i], "class"),

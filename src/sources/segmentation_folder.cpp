@@ -24,13 +24,15 @@ std::string lower_extension(const fs::path& path) {
 
 // Regular files (or links to them) below `folder` whose extension is one of `extensions`, by their path
 // below it without the extension ("city/0001"). Two files of one name throw.
-std::map<std::string, std::string> list_files(const fs::path& folder, std::initializer_list<const char*> extensions) {
+std::map<std::string, std::string> list_files(const fs::path& folder,
+                                              std::initializer_list<const char*> extensions) {
   std::error_code error;
   fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, error);
   if (error) throw IoError("segmentation_folder: cannot list '" + folder.string() + "': " + error.message());
   std::map<std::string, std::string> files;
   for (; it != fs::recursive_directory_iterator(); it.increment(error)) {
-    if (error) throw IoError("segmentation_folder: cannot list '" + folder.string() + "': " + error.message());
+    if (error)
+      throw IoError("segmentation_folder: cannot list '" + folder.string() + "': " + error.message());
     const std::string ext = lower_extension(it->path());
     if (std::none_of(extensions.begin(), extensions.end(), [&](const char* e) { return ext == e; })) continue;
     std::error_code status_error;

@@ -166,7 +166,8 @@ void ShardMembers::read(std::size_t i, Sample& sample, std::size_t max_bytes) co
       parse_fields_json(text, sample);
     } catch (const ShardReadError& error) {
       throw ShardReadError(error.kind(), "'" + location + "': the boxes at byte " +
-                                             std::to_string(member.extents.fields.offset) + ": " + error.what());
+                                             std::to_string(member.extents.fields.offset) + ": " +
+                                             error.what());
     }
   }
 }

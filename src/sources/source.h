@@ -68,7 +68,9 @@ class Source {
   const std::shared_ptr<const SampleSource>& sample_source() const noexcept { return custom_; }
 
   // Elements (for tar shards: their total when every shard's count is known, else 0).
-  std::size_t size() const noexcept { return shards_ ? stream_size_ : custom_ ? custom_size_ : paths_.size(); }
+  std::size_t size() const noexcept {
+    return shards_ ? stream_size_ : custom_ ? custom_size_ : paths_.size();
+  }
   // Not for a SampleSource (see sample_source()).
   std::string_view path(std::size_t i) const noexcept { return paths_[i]; }
   std::int64_t label(std::size_t i) const noexcept { return labels_[i]; }

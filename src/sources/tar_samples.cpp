@@ -177,7 +177,7 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
     }
     if (located_ != nullptr) {
       (mask ? located_->mask : located_->fields) = {static_cast<std::uint64_t>(member.data_offset),
-                                                     static_cast<std::uint64_t>(member.size)};
+                                                    static_cast<std::uint64_t>(member.size)};
       return skip_data(member);
     }
     return read_data(member, mask ? out->mask_bytes : out->fields_json);
@@ -196,7 +196,8 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
       return skip_data(member);
     }
     if (located_ != nullptr) {
-      located_->image = {static_cast<std::uint64_t>(member.data_offset), static_cast<std::uint64_t>(member.size)};
+      located_->image = {static_cast<std::uint64_t>(member.data_offset),
+                         static_cast<std::uint64_t>(member.size)};
       return skip_data(member);  // a truncated shard fails here, as when the bytes are read
     }
     return read_data(member, out->bytes);
@@ -211,8 +212,8 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
     return skip_data(member);
   }
   read_data(member, label_text_);
-  const std::string_view text =
-      trim_label_text(std::string_view(reinterpret_cast<const char*>(label_text_.data()), label_text_.size()));
+  const std::string_view text = trim_label_text(
+      std::string_view(reinterpret_cast<const char*>(label_text_.data()), label_text_.size()));
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
@@ -259,7 +260,8 @@ bool TarSampleReader::group(StreamedSample* out) {
       // The shard broke off after this sample's members. A sample that has what it needs is still good:
       // the failure belongs to the next one.
       if (!has_image_ || (!format_.label_extension.empty() && !has_label_) ||
-          (!format_.mask_extension.empty() && !has_mask_) || (!format_.fields_extension.empty() && !has_fields_))
+          (!format_.mask_extension.empty() && !has_mask_) ||
+          (!format_.fields_extension.empty() && !has_fields_))
         throw;
       deferred_ = std::current_exception();
       ended_ = true;
@@ -286,8 +288,9 @@ bool TarSampleReader::group(StreamedSample* out) {
     set_error(*out, "no_mask",
               where(first) + ": sample '" + key + "' has no '." + format_.mask_extension + "' mask member");
   if (!format_.fields_extension.empty() && !has_fields_)
-    set_error(*out, "no_fields",
-              where(first) + ": sample '" + key + "' has no '." + format_.fields_extension + "' boxes member");
+    set_error(
+        *out, "no_fields",
+        where(first) + ": sample '" + key + "' has no '." + format_.fields_extension + "' boxes member");
   return true;
 }
 

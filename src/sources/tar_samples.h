@@ -52,7 +52,7 @@ struct SampleExtents {
 struct TarFormat {
   std::vector<std::string> image_extensions{"jpg", "jpeg"};  // lower case
   std::string label_extension = "cls";                       // lower case; empty: no labels
-  std::size_t max_member_bytes = 0;  // image, mask and boxes members over this are refused; 0: none
+  std::size_t max_member_bytes = 0;   // image, mask and boxes members over this are refused; 0: none
   std::string mask_extension = {};    // lower case; empty: no masks
   std::string fields_extension = {};  // lower case; empty: no boxes
 

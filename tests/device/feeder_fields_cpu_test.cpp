@@ -50,7 +50,8 @@ TEST(FeederFields, ACpuFeedersBatchShowsThePipelinesFields) {
 }
 
 TEST(FeederFields, TheDefaultPlacementKeepsTheFlipOfSamplesWithFields) {
-  const Placement gpu{.gpu = true, .device = 0, .description = "gpu:0 (for the placement rule only)", .reason = ""};
+  const Placement gpu{
+      .gpu = true, .device = 0, .description = "gpu:0 (for the placement rule only)", .reason = ""};
   FeederOptions with_fields{.normalize = ops::NormalizeParams{}};
   const BatchedDataset placed = place_pixel_ops(fields_dataset(), gpu, with_fields);
   EXPECT_TRUE(with_fields.augment.distort.has_value());

@@ -78,7 +78,8 @@ TEST(FeederFieldsGpu, FieldsAndImagesEqualTheCpuFeeders) {
   const auto a = everything(on_gpu, placed);
   const auto b = everything(on_cpu, fields_dataset());
   ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "tensor " << i % 7 << " of batch " << i / 7;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i], b[i]) << "tensor " << i % 7 << " of batch " << i / 7;
 }
 
 TEST(FeederFieldsGpu, HybridDecodingLeavesSamplesWithFieldsToTheCpu) {

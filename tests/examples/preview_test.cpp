@@ -38,11 +38,12 @@ class Preview : public ::testing::Test {
     dir_ = new TempDir;
     for (int c = 0; c < 2; ++c)
       for (int i = 0; i < 4; ++i)
-        testing::write_file(dir_->path() / "photos" / ("class_" + std::to_string(c)) / (std::to_string(i) + ".jpg"),
-                            testing::make_jpeg(90, 120, 3, static_cast<std::uint64_t>(c * 10 + i)));
-    const testing::ProcessResult made =
-        run({testing::program_path("CONVEYOR_MAKE_FIELDS", CONVEYOR_MAKE_FIELDS), "--input",
-             (dir_->path() / "photos").string(), "--out", (dir_->path() / "fields").string(), "--threads", "1"});
+        testing::write_file(
+            dir_->path() / "photos" / ("class_" + std::to_string(c)) / (std::to_string(i) + ".jpg"),
+            testing::make_jpeg(90, 120, 3, static_cast<std::uint64_t>(c * 10 + i)));
+    const testing::ProcessResult made = run(
+        {testing::program_path("CONVEYOR_MAKE_FIELDS", CONVEYOR_MAKE_FIELDS), "--input",
+         (dir_->path() / "photos").string(), "--out", (dir_->path() / "fields").string(), "--threads", "1"});
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -53,9 +54,19 @@ class Preview : public ::testing::Test {
   static std::vector<nlohmann::json> preview(const std::string& format, const fs::path& data, bool masks,
                                              const std::vector<std::string>& extra = {}) {
     const fs::path out = at("out-" + format);
-    std::vector<std::string> args{testing::program_path("CONVEYOR_PREVIEW", CONVEYOR_PREVIEW), "--data", data.string(),
-                                  "--format", format, "--size", std::to_string(kSize), "--count",
-                                  std::to_string(kCount), "--seed", "3", "--out", out.string()};
+    std::vector<std::string> args{testing::program_path("CONVEYOR_PREVIEW", CONVEYOR_PREVIEW),
+                                  "--data",
+                                  data.string(),
+                                  "--format",
+                                  format,
+                                  "--size",
+                                  std::to_string(kSize),
+                                  "--count",
+                                  std::to_string(kCount),
+                                  "--seed",
+                                  "3",
+                                  "--out",
+                                  out.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     const testing::ProcessResult shown = run(args);
     EXPECT_EQ(shown.exit_code, 0) << shown.err;
@@ -83,8 +94,10 @@ class Preview : public ::testing::Test {
           const auto& box = json["boxes"][b];
           const auto cls = json["classes"][b].get<std::uint32_t>();
           int inside = 0;
-          for (int y = static_cast<int>(box[1].get<double>()); y < static_cast<int>(std::ceil(box[3].get<double>())); ++y)
-            for (int x = static_cast<int>(box[0].get<double>()); x < static_cast<int>(std::ceil(box[2].get<double>())); ++x)
+          for (int y = static_cast<int>(box[1].get<double>());
+               y < static_cast<int>(std::ceil(box[3].get<double>())); ++y)
+            for (int x = static_cast<int>(box[0].get<double>());
+                 x < static_cast<int>(std::ceil(box[2].get<double>())); ++x)
               inside += mask.view().at(std::min(y, kSize - 1), std::min(x, kSize - 1)) == cls ? 1 : 0;
           EXPECT_GT(inside, 0) << format << " " << name << " box " << b;
         }
@@ -119,7 +132,9 @@ TEST_F(Preview, FolderWritesImagesAndLabelsWithoutMasksOrBoxes) {
 TEST_F(Preview, SegmentationWritesMasks) { preview("segmentation", at("fields"), true); }
 
 TEST_F(Preview, CocoWritesBoxes) {
-  EXPECT_GT(box_count(preview("coco", at("fields/images"), false, {"--annotations", at("fields/instances.json").string()})), 0u);
+  EXPECT_GT(box_count(preview("coco", at("fields/images"), false,
+                              {"--annotations", at("fields/instances.json").string()})),
+            0u);
 }
 
 TEST_F(Preview, ShardsWriteMasksAndBoxes) {
@@ -128,10 +143,12 @@ TEST_F(Preview, ShardsWriteMasksAndBoxes) {
 
 TEST_F(Preview, ABadFormatOrAMissingAnnotationsFileIsAnError) {
   const std::string preview_program = testing::program_path("CONVEYOR_PREVIEW", CONVEYOR_PREVIEW);
-  const auto bad = run({preview_program, "--data", at("fields").string(), "--format", "voc", "--out", at("x").string()});
+  const auto bad =
+      run({preview_program, "--data", at("fields").string(), "--format", "voc", "--out", at("x").string()});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("voc"), std::string::npos) << bad.err;
-  const auto coco = run({preview_program, "--data", at("fields").string(), "--format", "coco", "--out", at("x").string()});
+  const auto coco =
+      run({preview_program, "--data", at("fields").string(), "--format", "coco", "--out", at("x").string()});
   EXPECT_EQ(coco.exit_code, 1);
   EXPECT_NE(coco.err.find("--annotations"), std::string::npos) << coco.err;
 }

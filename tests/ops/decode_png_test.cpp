@@ -19,12 +19,18 @@ namespace {
 
 // A PNG of raw rows in any colour type and depth, written with libspng directly (encode_png writes only
 // the layouts conveyor itself needs); with a palette for colour type 3.
-std::vector<std::uint8_t> raw_png(int width, int height, int depth, int color_type, const std::vector<std::uint8_t>& rows,
+std::vector<std::uint8_t> raw_png(int width, int height, int depth, int color_type,
+                                  const std::vector<std::uint8_t>& rows,
                                   const std::vector<std::array<std::uint8_t, 3>>& palette = {}) {
   spng_ctx* ctx = spng_ctx_new(SPNG_CTX_ENCODER);
   spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
-  spng_ihdr ihdr{static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(height), static_cast<std::uint8_t>(depth),
-                 static_cast<std::uint8_t>(color_type), 0, 0, 0};
+  spng_ihdr ihdr{static_cast<std::uint32_t>(width),
+                 static_cast<std::uint32_t>(height),
+                 static_cast<std::uint8_t>(depth),
+                 static_cast<std::uint8_t>(color_type),
+                 0,
+                 0,
+                 0};
   spng_set_ihdr(ctx, &ihdr);
   if (!palette.empty()) {
     spng_plte plte{};
@@ -44,7 +50,8 @@ std::vector<std::uint8_t> raw_png(int width, int height, int depth, int color_ty
   return out;
 }
 
-DecodeFailure failure_of(const std::vector<std::uint8_t>& png, std::size_t max_pixels = DecodeOptions{}.max_pixels) {
+DecodeFailure failure_of(const std::vector<std::uint8_t>& png,
+                         std::size_t max_pixels = DecodeOptions{}.max_pixels) {
   try {
     decode_png_mask(png, max_pixels);
   } catch (const DecodeError& error) {

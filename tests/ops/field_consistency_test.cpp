@@ -77,7 +77,8 @@ void expect_consistent(const testing::Scene& scene, const Sample& sample, const 
     for (int y = y0; y < y1; ++y)
       for (int x = x0; x < x1; ++x)
         for (int c = 0; c < 3; ++c) diff += std::abs(image.at(y, x)[c] - colour[static_cast<std::size_t>(c)]);
-    EXPECT_LT(diff / ((x1 - x0) * (y1 - y0) * 3), 30) << context << ": class " << cls << " image off its mask";
+    EXPECT_LT(diff / ((x1 - x0) * (y1 - y0) * 3), 30)
+        << context << ": class " << cls << " image off its mask";
   }
   for (std::size_t i = 0; i < scene.boxes.size(); ++i) {
     const std::int64_t cls = scene.boxes.classes()[i];

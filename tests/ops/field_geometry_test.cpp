@@ -16,7 +16,8 @@ Mask numbered(int height, int width, MaskType type) {
   Mask mask({height, width, type});
   for (int y = 0; y < height; ++y)
     for (int x = 0; x < width; ++x) {
-      const std::uint16_t value = static_cast<std::uint16_t>(type == MaskType::uint16 ? 300 + y * width + x : (y * width + x) % 200);
+      const std::uint16_t value =
+          static_cast<std::uint16_t>(type == MaskType::uint16 ? 300 + y * width + x : (y * width + x) % 200);
       if (type == MaskType::uint16) {
         std::memcpy(mask.view().row(y) + 2 * x, &value, 2);
       } else {
@@ -63,14 +64,15 @@ TEST(FieldGeometry, PaddedMaskPixelsTakeTheFillUnderConstantPadding) {
   Mask wide_out({6, 6, MaskType::uint16});
   crop_resize_mask(wide.view(), {-1, -1, 6, 6}, wide_out.view(), PadMode::constant, 60000);
   EXPECT_EQ(wide_out.view().at(0, 0), 60000u);
-  EXPECT_THROW(crop_resize_mask(mask.view(), {-1, -1, 6, 6}, out.view(), PadMode::constant, 300), InvalidArgument);
+  EXPECT_THROW(crop_resize_mask(mask.view(), {-1, -1, 6, 6}, out.view(), PadMode::constant, 300),
+               InvalidArgument);
 }
 
 TEST(FieldGeometry, BoxesMapClipAndDropWithTheirClasses) {
   BoxList boxes;
-  boxes.add({10, 10, 30, 30}, 1);            // inside
-  boxes.add({-10, 40, 10, 60}, 2, true);     // half outside on the left
-  boxes.add({200, 200, 210, 210}, 3);        // outside
+  boxes.add({10, 10, 30, 30}, 1);         // inside
+  boxes.add({-10, 40, 10, 60}, 2, true);  // half outside on the left
+  boxes.add({200, 200, 210, 210}, 3);     // outside
   crop_resize_boxes(boxes, {0, 0, 100, 100}, 50, 50, FieldOptions{});
   ASSERT_EQ(boxes.size(), 2u);
   EXPECT_EQ(boxes.boxes()[0], (Box{5, 5, 15, 15}));
@@ -86,8 +88,8 @@ TEST(FieldGeometry, BoxesMapClipAndDropWithTheirClasses) {
   EXPECT_EQ(visible.classes()[0], 1);
 
   BoxList small;
-  small.add({0, 0, 4, 4}, 1);   // 16 px before, 1 after a 4x shrink
-  small.add({0, 0, 8, 8}, 2);   // 4 px after
+  small.add({0, 0, 4, 4}, 1);  // 16 px before, 1 after a 4x shrink
+  small.add({0, 0, 8, 8}, 2);  // 4 px after
   crop_resize_boxes(small, {0, 0, 100, 100}, 25, 25, FieldOptions{.min_box_area = 2});
   ASSERT_EQ(small.size(), 1u);
   EXPECT_EQ(small.classes()[0], 2);

@@ -58,7 +58,8 @@ double ks_uniform(std::vector<double> values, double lo, double hi) {
   const auto n = static_cast<double>(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const double cdf = std::clamp((values[i] - lo) / (hi - lo), 0.0, 1.0);
-    distance = std::max({distance, std::abs(cdf - static_cast<double>(i) / n), std::abs(cdf - static_cast<double>(i + 1) / n)});
+    distance = std::max({distance, std::abs(cdf - static_cast<double>(i) / n),
+                         std::abs(cdf - static_cast<double>(i + 1) / n)});
   }
   return distance;
 }

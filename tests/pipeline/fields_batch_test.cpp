@@ -24,8 +24,8 @@ constexpr int kSize = 24;
 // 5}, label i; element `crowded` has 9 rectangles.
 class SceneSource final : public SampleSource {
  public:
-  explicit SceneSource(std::size_t count, std::size_t crowded = static_cast<std::size_t>(-1), bool tags = true,
-                       bool left_out = false)
+  explicit SceneSource(std::size_t count, std::size_t crowded = static_cast<std::size_t>(-1),
+                       bool tags = true, bool left_out = false)
       : tags_(tags), left_out_(left_out) {
     for (std::size_t i = 0; i < count; ++i)
       scenes_.push_back(testing::make_scene(40, 50, i == crowded ? 9 : 1 + static_cast<int>(i % 4), i + 1));
@@ -55,9 +55,7 @@ Dataset scenes(std::size_t count, std::size_t crowded = static_cast<std::size_t>
   return Dataset::from_source(std::make_shared<SceneSource>(count, crowded, tags));
 }
 
-std::vector<SampleOp> chain() {
-  return {ops::decode_random_resized_crop(kSize), ops::flip_horizontal(0.5)};
-}
+std::vector<SampleOp> chain() { return {ops::decode_random_resized_crop(kSize), ops::flip_horizontal(0.5)}; }
 
 Dataset mapped(const Dataset& dataset) {
   Dataset d = dataset;
@@ -93,8 +91,9 @@ void expect_sample_matches(const Batch& batch, std::size_t k, const Sample& want
 
 TEST(FieldBatches, MasksAreStackedAndBoxesPaddedToTheBatchsMost) {
   const auto source = std::make_shared<SceneSource>(10);
-  const BatchedDataset batches =
-      mapped(Dataset::from_source(source)).with_options({.threads = 2}).batch(4, BatchOptions{.num_classes = 6});
+  const BatchedDataset batches = mapped(Dataset::from_source(source))
+                                     .with_options({.threads = 2})
+                                     .batch(4, BatchOptions{.num_classes = 6});
   std::size_t seen = 0;
   for (const Batch& batch : batches) {
     ASSERT_TRUE(batch.has_masks());
@@ -148,8 +147,10 @@ TEST(FieldBatches, AFixedMaxBoxesPadsToItAndRefusesMore) {
 TEST(FieldBatches, FieldsAreTheSameAtAnyThreadCount) {
   const auto run = [](int threads) {
     std::vector<std::uint8_t> bytes;
-    for (const Batch& batch : mapped(scenes(13)).with_options({.threads = threads}).batch(4, BatchOptions{.num_classes = 6})) {
-      const TensorView masks = batch.mask_tensor(), boxes = batch.box_tensor(), hot = batch.multi_hot_tensor();
+    for (const Batch& batch :
+         mapped(scenes(13)).with_options({.threads = threads}).batch(4, BatchOptions{.num_classes = 6})) {
+      const TensorView masks = batch.mask_tensor(), boxes = batch.box_tensor(),
+                       hot = batch.multi_hot_tensor();
       for (const TensorView& t : {masks, boxes, hot}) {
         const auto* p = static_cast<const std::uint8_t*>(t.data);
         bytes.insert(bytes.end(), p, p + t.bytes());
@@ -202,8 +203,8 @@ TEST(FieldBatches, TagsNeedAMultiHotFieldAndAClassRange) {
     return it.stats().skipped;
   };
   const Dataset tagged = mapped(scenes(4)).with_options({.threads = 1, .on_error = OnError::skip});
-  EXPECT_EQ(count_skips(tagged.batch(2)), 4u);                                      // no num_classes
-  EXPECT_EQ(count_skips(tagged.batch(2, BatchOptions{.num_classes = 5})), 4u);      // tag 5 is out of range
+  EXPECT_EQ(count_skips(tagged.batch(2)), 4u);                                  // no num_classes
+  EXPECT_EQ(count_skips(tagged.batch(2, BatchOptions{.num_classes = 5})), 4u);  // tag 5 is out of range
   EXPECT_EQ(count_skips(tagged.batch(2, BatchOptions{.num_classes = 6})), 0u);
 }
 
@@ -237,7 +238,8 @@ TEST(FieldBatches, TheSourceOrdersSplitsAndResumesLikeFiles) {
 
 TEST(FieldBatches, WhatTheSourceLeftOutIsCountedAsSkipped) {
   const Dataset source = Dataset::from_source(std::make_shared<SceneSource>(2, -1, true, /*left_out=*/true));
-  BatchIterator it = mapped(source).with_options({.threads = 1}).batch(2, BatchOptions{.num_classes = 6}).begin();
+  BatchIterator it =
+      mapped(source).with_options({.threads = 1}).batch(2, BatchOptions{.num_classes = 6}).begin();
   while (it.next()) {
   }
   const PipelineStats stats = it.stats();
@@ -247,11 +249,13 @@ TEST(FieldBatches, WhatTheSourceLeftOutIsCountedAsSkipped) {
 }
 
 TEST(FieldBatches, FieldTensorsGoThroughDlpack) {
-  BatchIterator it = mapped(scenes(3)).with_options({.threads = 1}).batch(3, BatchOptions{.num_classes = 6}).begin();
+  BatchIterator it =
+      mapped(scenes(3)).with_options({.threads = 1}).batch(3, BatchOptions{.num_classes = 6}).begin();
   const std::optional<Batch> batch = it.next();
   ASSERT_TRUE(batch);
-  for (const TensorView& view : {batch->mask_tensor(), batch->box_tensor(), batch->box_class_tensor(),
-                                 batch->box_crowd_tensor(), batch->box_count_tensor(), batch->multi_hot_tensor()}) {
+  for (const TensorView& view :
+       {batch->mask_tensor(), batch->box_tensor(), batch->box_class_tensor(), batch->box_crowd_tensor(),
+        batch->box_count_tensor(), batch->multi_hot_tensor()}) {
     DLManagedTensor* tensor = to_dlpack(view, batch->share_memory());
     EXPECT_EQ(tensor->dl_tensor.ndim, view.ndim);
     tensor->deleter(tensor);

@@ -139,9 +139,9 @@ TEST(CocoDetection, BoxesComeFromBboxWithContiguousClassesAndCrowdDropped) {
 TEST(CocoDetection, CrowdBoxesKeptAreFlaggedAndOriginalIdsCanStay) {
   const TempDir dir;
   make_coco_folder(dir);
-  const Dataset dataset = Dataset::coco_detection(
-      dir / "instances.json", dir / "images",
-      {.crowd = CrowdBoxes::keep, .contiguous_classes = false, .skip_empty = true});
+  const Dataset dataset =
+      Dataset::coco_detection(dir / "instances.json", dir / "images",
+                              {.crowd = CrowdBoxes::keep, .contiguous_classes = false, .skip_empty = true});
   EXPECT_EQ(dataset.source_size(), 2u);
   EXPECT_TRUE(dataset.class_names().empty());
   const std::vector<Sample> samples = all_samples(dataset);
@@ -258,14 +258,16 @@ TEST(FieldShards, StreamedAndReadAtRandomSamplesCarryTheirMaskAndBoxes) {
 TEST(FieldShards, OverHttpToo) {
   const std::vector<std::uint8_t> shard = testing::tar_bytes(scene_members(3));
   testing::HttpTestServer server(testing::serve_files({{"/a.tar", shard}}));
-  expect_scene_samples(all_samples(Dataset::tar_shards({server.url("/a.tar")}, field_shards(false)).map(ops::decode())), 3);
+  expect_scene_samples(
+      all_samples(Dataset::tar_shards({server.url("/a.tar")}, field_shards(false)).map(ops::decode())), 3);
 }
 
 TEST(FieldShards, AMissingMemberOrBadJsonFailsTheSampleByKind) {
   TempDir dir;
   std::vector<testing::TarMember> members = scene_members(3);
-  members.erase(members.begin() + 1);                                  // s0 without its mask
-  members[5] = testing::text_member("s1.json", R"({"boxes": [[1, 2, 3]], "classes": [1]})");  // s1: a box of 3
+  members.erase(members.begin() + 1);  // s0 without its mask
+  members[5] =
+      testing::text_member("s1.json", R"({"boxes": [[1, 2, 3]], "classes": [1]})");  // s1: a box of 3
   testing::write_tar(dir / "a.tar", members);
   for (bool random_access : {false, true}) {
     SampleIterator it = Dataset::tar_shards({(dir / "a.tar").string()}, field_shards(random_access))

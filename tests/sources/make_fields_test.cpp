@@ -20,10 +20,12 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-testing::ProcessResult make_fields(const fs::path& input, const fs::path& output, const std::string& threads) {
-  return testing::run_process({testing::program_path("CONVEYOR_MAKE_FIELDS", CONVEYOR_MAKE_FIELDS), "--input",
-                               input.string(), "--out", output.string(), "--threads", threads, "--classes", "5"},
-                              {}, std::chrono::seconds(60));
+testing::ProcessResult make_fields(const fs::path& input, const fs::path& output,
+                                   const std::string& threads) {
+  return testing::run_process(
+      {testing::program_path("CONVEYOR_MAKE_FIELDS", CONVEYOR_MAKE_FIELDS), "--input", input.string(),
+       "--out", output.string(), "--threads", threads, "--classes", "5"},
+      {}, std::chrono::seconds(60));
 }
 
 std::vector<std::uint8_t> contents(const fs::path& path) {
@@ -33,7 +35,8 @@ std::vector<std::uint8_t> contents(const fs::path& path) {
 
 std::vector<Sample> read_all(const Dataset& dataset) {
   std::vector<Sample> samples;
-  for (const Sample& sample : dataset.map(ops::decode()).with_options({.threads = 2})) samples.push_back(sample);
+  for (const Sample& sample : dataset.map(ops::decode()).with_options({.threads = 2}))
+    samples.push_back(sample);
   return samples;
 }
 
@@ -52,8 +55,8 @@ TEST(MakeFields, ThreeLayoutsOfOneDataSetTheSameAtAnyThreadCount) {
   }
 
   const std::vector<Sample> segmentation = read_all(Dataset::segmentation_folder(dir / "one"));
-  const std::vector<Sample> coco = read_all(Dataset::coco_detection(dir / "one/instances.json", dir / "one/images",
-                                                                    {.contiguous_classes = false}));
+  const std::vector<Sample> coco = read_all(
+      Dataset::coco_detection(dir / "one/instances.json", dir / "one/images", {.contiguous_classes = false}));
   TarShardOptions options;
   options.mask_extension = "mask.png";
   options.fields_extension = "json";

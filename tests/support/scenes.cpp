@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <cstring>
+#include <utility>
 
 #include "conveyor/ops/decode_png.h"
 #include "conveyor/random.h"
@@ -29,7 +29,8 @@ Scene make_scene(int height, int width, int count, std::uint64_t seed, MaskType 
   scene.image = make_picture(height, width, 3, seed);
   scene.mask = Mask({height, width, type});
   const MaskView mask = scene.mask.view();
-  for (int y = 0; y < height; ++y) std::memset(mask.row(y), 0, static_cast<std::size_t>(width) * mask.element_size());
+  for (int y = 0; y < height; ++y)
+    std::memset(mask.row(y), 0, static_cast<std::size_t>(width) * mask.element_size());
   Rng rng(seed, 0x5CE7E);
   const int columns = std::max(1, static_cast<int>(std::ceil(std::sqrt(count))));
   const int rows = (count + columns - 1) / columns;
@@ -40,7 +41,8 @@ Scene make_scene(int height, int width, int count, std::uint64_t seed, MaskType 
     const int h = 8 + static_cast<int>(rng.below(static_cast<std::uint64_t>(std::max(1, cell_h - 10))));
     const int x0 = cx + static_cast<int>(rng.below(static_cast<std::uint64_t>(std::max(1, cell_w - w))));
     const int y0 = cy + static_cast<int>(rng.below(static_cast<std::uint64_t>(std::max(1, cell_h - h))));
-    const std::uint32_t value = type == MaskType::uint16 ? 1000u + static_cast<std::uint32_t>(c) - 1 : static_cast<std::uint32_t>(c);
+    const std::uint32_t value =
+        type == MaskType::uint16 ? 1000u + static_cast<std::uint32_t>(c) - 1 : static_cast<std::uint32_t>(c);
     const auto fill = colour_of(value);
     for (int y = y0; y < y0 + h; ++y) {
       for (int x = x0; x < x0 + w; ++x) {
@@ -53,7 +55,8 @@ Scene make_scene(int height, int width, int count, std::uint64_t seed, MaskType 
         }
       }
     }
-    scene.boxes.add({static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x0 + w), static_cast<float>(y0 + h)},
+    scene.boxes.add({static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x0 + w),
+                     static_cast<float>(y0 + h)},
                     static_cast<std::int64_t>(value));
   }
   scene.jpeg = encode_jpeg(scene.image.view(), 95, Subsampling::s444);
@@ -72,7 +75,8 @@ std::optional<Box> mask_box(ConstMaskView mask, std::uint32_t value) {
         y1 = std::max(y1, y);
       }
   if (x1 < 0) return std::nullopt;
-  return Box{static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x1 + 1), static_cast<float>(y1 + 1)};
+  return Box{static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x1 + 1),
+             static_cast<float>(y1 + 1)};
 }
 
 namespace {
@@ -80,7 +84,8 @@ namespace {
 class SceneSource final : public SampleSource {
  public:
   SceneSource(std::size_t count, int height, int width) {
-    for (std::size_t i = 0; i < count; ++i) scenes_.push_back(make_scene(height, width, 1 + static_cast<int>(i % 4), i + 1));
+    for (std::size_t i = 0; i < count; ++i)
+      scenes_.push_back(make_scene(height, width, 1 + static_cast<int>(i % 4), i + 1));
   }
   std::size_t size() const override { return scenes_.size(); }
   void read(std::size_t i, Sample& sample, const ReadLimits&) const override {

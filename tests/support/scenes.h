@@ -16,9 +16,9 @@
 namespace conveyor::testing {
 
 struct Scene {
-  Image image;     // RGB
-  Mask mask;       // 0 background, 1..count the rectangles (class c: rectangle c - 1)
-  BoxList boxes;   // rectangle c - 1 as the box of class c, in pixel corners
+  Image image;                         // RGB
+  Mask mask;                           // 0 background, 1..count the rectangles (class c: rectangle c - 1)
+  BoxList boxes;                       // rectangle c - 1 as the box of class c, in pixel corners
   std::vector<std::uint8_t> jpeg;      // the image, quality 95, 4:4:4
   std::vector<std::uint8_t> mask_png;  // the mask
   std::array<std::uint8_t, 3> colour(std::int64_t cls) const;  // the fill of class cls's rectangle

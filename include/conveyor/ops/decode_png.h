@@ -44,7 +44,8 @@ class PngDecoder {
   PngDecoder(PngDecoder&&) noexcept;
   PngDecoder& operator=(PngDecoder&&) noexcept;
 
-  const PngHeader& open(std::span<const std::uint8_t> png, std::size_t max_pixels = DecodeOptions{}.max_pixels);
+  const PngHeader& open(std::span<const std::uint8_t> png,
+                        std::size_t max_pixels = DecodeOptions{}.max_pixels);
 
   // The image as read_image delivers it: 3 channels for ColorMode::rgb, 1 for gray, and for keep 1 when
   // the PNG is gray (with or without alpha), else 3.

@@ -27,7 +27,8 @@ void crop_resize_mask(ConstMaskView mask, Rect window, MaskView out, PadMode mod
 // (x - window.x) * out_width / window.width (likewise y), then the box is clipped to the output; a box
 // whose clipped area is below options.min_box_area, or below options.min_box_visibility times its mapped
 // area before clipping, is dropped with its class.
-void crop_resize_boxes(BoxList& boxes, Rect window, int out_width, int out_height, const FieldOptions& options);
+void crop_resize_boxes(BoxList& boxes, Rect window, int out_width, int out_height,
+                       const FieldOptions& options);
 
 // Mirrors in place.
 void flip_mask_horizontal(MaskView mask);
