@@ -85,6 +85,38 @@ PipelineOptionChanges options_from(const py::object& options, const py::kwargs& 
   return out;
 }
 
+// Dataset.from_source: a Python object with __len__ and read(i, sample) (and optionally `fields`, names
+// among "mask", "boxes", "tags") as a SampleSource. read runs under the GIL on the pipeline's threads, one
+// element at a time: a source of Python code is as slow as a Python map.
+class PythonSource final : public SampleSource {
+ public:
+  explicit PythonSource(const py::object& source)
+      : size_(py::len(source)), read_(python_read(source.attr("read"))), name_(py::str(py::type::of(source).attr("__name__"))) {
+    if (py::hasattr(source, "fields"))
+      for (const py::handle field : source.attr("fields")) {
+        const std::string name = py::str(field);
+        if (name == "mask")
+          fields_.mask = true;
+        else if (name == "boxes")
+          fields_.boxes = true;
+        else if (name == "tags")
+          fields_.tags = true;
+        else
+          throw InvalidArgument("Dataset.from_source: no field '" + name + "' (mask, boxes, tags)");
+      }
+  }
+  std::size_t size() const override { return size_; }
+  void read(std::size_t i, Sample& sample, const ReadLimits&) const override { read_(i, sample); }
+  FieldSet fields() const override { return fields_; }
+  std::string describe() const override { return "python source " + name_ + " " + std::to_string(size_); }
+
+ private:
+  std::size_t size_;
+  std::function<void(std::size_t, Sample&)> read_;
+  std::string name_;
+  FieldSet fields_;
+};
+
 std::vector<std::string> paths_of(const py::iterable& paths) {
   std::vector<std::string> out;
   const py::object fspath = py::module_::import("os").attr("fspath");
@@ -261,6 +293,14 @@ void bind_dataset_class(py::module_& module) {
           "when asked for, its mask (mask_extension=\"mask.png\") and boxes (fields_extension=\"json\": "
           "{\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). random_access reads local, "
           "uncompressed shards like files (shuffle() over the whole epoch).")
+      .def_static(
+          "from_source", [](const py::object& source) { return Dataset::from_source(std::make_shared<PythonSource>(source)); },
+          py::arg("source"),
+          "A source of your own: an object with __len__() and read(i, sample), which fills element i into the "
+          "conveyor.Sample (sample.encoded = JPEG or PNG bytes, sample.encoded_mask, sample.set_boxes(...), "
+          "sample.tags, sample.label, sample.path), and optionally `fields` (names among \"mask\", \"boxes\", "
+          "\"tags\") so that batches have room for them. Every ordering method, sharding and resume work on it "
+          "as on files; read runs under the GIL, one element at a time (slow, like a Python map).")
       .def_static(
           "memory",
           [](const py::iterable& buffers, std::vector<std::int64_t> labels) {

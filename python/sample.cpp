@@ -134,12 +134,13 @@ class PythonCallable {
   PythonCallable(const PythonCallable&) = delete;
   PythonCallable& operator=(const PythonCallable&) = delete;
 
-  // Calls it with a borrowed conveyor.Sample (expired afterwards); the GIL must be held.
-  py::object operator()(Sample& sample, bool writable) const {
+  // Calls it with a borrowed conveyor.Sample (expired afterwards), after `before` (an element's index) when
+  // given; the GIL must be held.
+  py::object operator()(Sample& sample, bool writable, const py::object& before = py::object()) const {
     py::object view = py::cast(PySample(sample, writable));
     auto* borrowed = view.cast<PySample*>();
     try {
-      py::object result = callable_(view);
+      py::object result = before ? callable_(before, view) : callable_(view);
       borrowed->expire();
       return result;
     } catch (py::error_already_set& error) {
@@ -169,26 +170,35 @@ void bind_sample_class(py::module_& module) {
       .def_property(
           "label", [](const PySample& s) { return s.get().label; },
           [](const PySample& s, std::int64_t label) { s.get_writable().label = label; })
-      .def_property_readonly(
+      .def_property(
           "path", [](const PySample& s) { return s.get().path; },
-          "The file, or \"<memory:N>\" for in-memory sources.")
-      .def_property_readonly(
+          [](const PySample& s, const std::string& path) { s.get_writable().path = path; },
+          "The file, or \"<memory:N>\" for in-memory sources (what errors and skips name).")
+      .def_property(
           "encoded",
           [](const PySample& s) {
             const std::vector<std::uint8_t>& bytes = s.get().encoded;
             return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
           },
-          "The bytes as read (a copy).")
+          [](const PySample& s, const py::bytes& bytes) {
+            const std::string_view view = bytes;
+            s.get_writable().encoded.assign(view.begin(), view.end());
+          },
+          "The bytes as read (a copy); a source's read sets them (a JPEG or PNG).")
       .def_property(
           "image", [](const PySample& s) { return image_copy(s.get()); },
           [](const PySample& s, const py::buffer& pixels) { set_image(s.get_writable(), pixels); },
           "The current pixels as an (H, W, C) uint8 memoryview (numpy.asarray takes it), a copy; None "
           "before an op produced pixels. Assign a (H, W) or (H, W, C) uint8 array to replace them.")
-      .def_property_readonly(
+      .def_property(
           "encoded_mask",
           [](const PySample& s) {
             const std::vector<std::uint8_t>& bytes = s.get().encoded_mask;
             return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+          },
+          [](const PySample& s, const py::bytes& bytes) {
+            const std::string_view view = bytes;
+            s.get_writable().encoded_mask.assign(view.begin(), view.end());
           },
           "The mask's bytes as read (a PNG of class ids), a copy; empty when the sample has none.")
       .def_property_readonly(
@@ -270,6 +280,14 @@ std::function<bool(const Sample&)> python_filter(py::function callable) {
       throw Error("a Python filter returned a value without a truth value");
     }
     return keep == 1;
+  };
+}
+
+std::function<void(std::size_t, Sample&)> python_read(py::function read) {
+  auto shared = std::make_shared<const PythonCallable>(std::move(read));
+  return [shared](std::size_t i, Sample& sample) {
+    py::gil_scoped_acquire gil;
+    (*shared)(sample, /*writable=*/true, py::int_(i));
   };
 }
 

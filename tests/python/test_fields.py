@@ -153,3 +153,35 @@ def test_shards_with_mask_and_boxes_members(annotated, tmp_path):
         labels.append(sample.label)
         assert sample.box_classes == [sample.label] and sample.mask is not None
     assert labels == [0, 1, 2, 3]
+
+
+def test_a_python_source_plugs_into_the_chain_with_its_fields(annotated):
+    class Annotated:
+        fields = ["mask", "boxes"]
+
+        def __init__(self, root):
+            self.images = sorted((root / "images").iterdir())
+            self.root = root
+
+        def __len__(self):
+            return len(self.images)
+
+        def read(self, i, sample):
+            image = self.images[i]
+            sample.path = str(image)
+            sample.encoded = image.read_bytes()
+            sample.encoded_mask = (self.root / "masks" / (image.stem + ".png")).read_bytes()
+            sample.set_boxes([(20, 20, 30, 30)], [i])  # inside every centre crop of these images
+            sample.label = i
+
+    dataset = conveyor.Dataset.from_source(Annotated(annotated))
+    assert dataset.source_size() == 24 and dataset.fields == ["mask", "boxes"]
+    chain = (dataset.shuffle().shard(2, 1).map(conveyor.ops.decode_center_crop(16))
+             .with_options(threads=2, seed=5).batch(4))
+    seen = []
+    for batch in chain:
+        assert numpy.asarray(batch.masks).shape == (len(batch), 16, 16)
+        labels = numpy.asarray(batch.labels)
+        assert numpy.array_equal(numpy.asarray(batch.box_classes)[:, 0], labels)
+        seen += [info.index for info in batch.samples]
+    assert len(seen) == 12 and all(index % 2 == 1 for index in seen)
