@@ -559,9 +559,9 @@ PICK
             IFS=: read -r format size <<<"$f"
             [ "$format" = detection ] && d=$fields/instances.json || d=$fields
             run 120 "$bin/pipeline_throughput" --format "$format" --data "$d" --threads 16 --batch 32 --size "$size" \
-              --epochs 2 --seed 7 --json "$r/fields_${format}_${i}_conveyor.json" | grep -E '^threads 16'
+              --epochs 1 --seed 7 --json "$r/fields_${format}_${i}_conveyor.json" | grep -E '^threads 16'
             run 240 python3 "$root/bench/peers/torch_fields.py" --format "$format" --data "$d" --workers 16 --batch 32 \
-              --size "$size" --epochs 2 --seed 7 --antialias both --json "$r/fields_${format}_${i}_torch.json" \
+              --size "$size" --epochs 1 --seed 7 --antialias both --json "$r/fields_${format}_${i}_torch.json" \
               --conveyor-json "$r/fields_${format}_${i}_conveyor.json" | grep -E '^torch|^conveyor'
           done
         done

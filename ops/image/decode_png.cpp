@@ -11,7 +11,19 @@
 #include "ops/image/cv_view.h"
 
 namespace conveyor::ops {
+namespace detail {
+
+// A libspng context, freed with it. Not in the anonymous namespace: PngDecoder::State holds one.
+struct SpngContextDeleter {
+  void operator()(spng_ctx* ctx) const noexcept { spng_ctx_free(ctx); }
+};
+using SpngContext = std::unique_ptr<spng_ctx, SpngContextDeleter>;
+
+}  // namespace detail
+
 namespace {
+
+using Context = detail::SpngContext;
 
 constexpr std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 // Ancillary chunks (text, ICC profiles, ...) libspng may keep in memory at most: a hostile file cannot make
@@ -19,11 +31,6 @@ constexpr std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a
 constexpr std::size_t kChunkCacheLimit = std::size_t{8} << 20;
 // zlib's inflate state and window, and libspng's context: a bound, not a measurement.
 constexpr std::size_t kInflateBytes = std::size_t{256} << 10;
-
-struct ContextDeleter {
-  void operator()(spng_ctx* ctx) const noexcept { spng_ctx_free(ctx); }
-};
-using Context = std::unique_ptr<spng_ctx, ContextDeleter>;
 
 DecodeFailure failure_of(int error) {
   switch (error) {
@@ -69,7 +76,7 @@ ImageFormat detect_image_format(std::span<const std::uint8_t> bytes) noexcept {
 }
 
 struct PngDecoder::State {
-  Context ctx;
+  detail::SpngContext ctx;
   PngHeader header;
   std::vector<std::uint8_t> scratch;  // the raw rows when they cannot go straight to the output
 
