@@ -52,6 +52,12 @@
 #             hardware buffering off (the default) and on, alternating, 3 rounds
 #   fvp-nsys  issue 20: prefetch at share 0.5 fixed under Nsight Systems (when the machine has nsys): the
 #             GPU kernels' and the CUDA calls' summaries as CSV (the report itself is not kept)
+#   fields    issue 35 (after data): make_fields over the data phase's photos (segmentation folder + COCO),
+#             then pipeline_throughput --format segmentation (RRC 512, batch 32) and detection (RRC 640,
+#             batch 32) against bench/peers/torch_fields.py (DataLoader, 16 workers, tv_tensors, both antialias
+#             settings), alternating, 3 pairs each; then classification (RRC 224, batch 256) against the
+#             previous binary $fields_baseline (default $bin/pipeline_throughput_prev), 3 pairs; medians and
+#             ratios in fields_summary.json (bench/summarize_fields.py)
 #   shards-ready  issue 16: shards_vs_files.sh (files, local shards, HTTP) in order, as ready
 #             (--deterministic 0), and in order with the server at nice -10; 3 rounds each. shard_mb: the
 #             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ...";
@@ -775,6 +781,34 @@ PICK
         for part in hang scale fvp start prepared; do
           [ -d "$r/i36/$part" ] && python3 "$root/bench/summarize_issue36.py" "$part" "$r/i36/$part"
         done ;;
+      fields)
+        log "issue 35: segmentation and detection against the DataLoader, classification against the previous binary"
+        [ -d "$imagenet" ] || run 120 "$bin/make_imagenet_like" --out "$data/imagenet-like-5000" --count 5000 --sources "$root/.carry/photos"
+        fields=$data/fields-5000
+        [ -f "$fields/instances.json" ] || run 120 "$bin/make_fields" --input "$imagenet" --out "$fields"
+        for i in 1 2 3; do
+          for f in segmentation:512 detection:640; do
+            IFS=: read -r format size <<<"$f"
+            [ "$format" = detection ] && d=$fields/instances.json || d=$fields
+            run 120 "$bin/pipeline_throughput" --format "$format" --data "$d" --threads 16 --batch 32 --size "$size" \
+              --epochs 1 --seed 7 --json "$r/fields_${format}_${i}_conveyor.json" | grep -E '^threads 16'
+            run 240 python3 "$root/bench/peers/torch_fields.py" --format "$format" --data "$d" --workers 16 --batch 32 \
+              --size "$size" --epochs 1 --seed 7 --antialias both --json "$r/fields_${format}_${i}_torch.json" \
+              --conveyor-json "$r/fields_${format}_${i}_conveyor.json" | grep -E '^torch|^conveyor'
+          done
+        done
+        baseline=${fields_baseline:-$bin/pipeline_throughput_prev}
+        if [ -x "$baseline" ]; then
+          for i in 1 2 3; do
+            run 120 "$bin/pipeline_throughput" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 \
+              --json "$r/fields_classification_${i}_conveyor.json" | grep -E '^threads 16'
+            run 120 "$baseline" --data "$imagenet" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 \
+              --json "$r/fields_classification_${i}_baseline.json" | grep -E '^threads 16'
+          done
+        else
+          echo "!!! fields: no previous binary at $baseline (set fields_baseline): classification not compared"
+        fi
+        python3 "$root/bench/summarize_fields.py" "$r" | tee "$r/fields_summary.txt" ;;
       *) echo "unknown phase $phase" ;;
     esac
   done

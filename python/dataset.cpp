@@ -21,6 +21,15 @@ namespace conveyor::python {
 namespace {
 
 constexpr Choice<OnError> kOnError[] = {{"fail", OnError::fail}, {"skip", OnError::skip}};
+constexpr Choice<Unpaired> kUnpaired[] = {{"fail", Unpaired::fail}, {"skip", Unpaired::skip}};
+constexpr Choice<CrowdBoxes> kCrowd[] = {{"drop", CrowdBoxes::drop}, {"keep", CrowdBoxes::keep}};
+constexpr Choice<MaskType> kMaskTypes[] = {{"uint8", MaskType::uint8}, {"uint16", MaskType::uint16}};
+
+// The FieldOptions in effect where keywords change some of them.
+FieldOptions& fields_of(PipelineOptionChanges& options) {
+  if (!options.fields) options.fields = FieldOptions{};
+  return *options.fields;
+}
 
 // Sets one option from a keyword argument; false when there is no option of that name.
 bool set_option(PipelineOptionChanges& options, const std::string& name, const py::handle& value) {
@@ -42,28 +51,71 @@ bool set_option(PipelineOptionChanges& options, const std::string& name, const p
     options.held_batches = value.cast<std::size_t>();
   else if (name == "max_file_bytes")
     options.max_file_bytes = value.cast<std::size_t>();
+  else if (name == "mask_fill")
+    fields_of(options).mask_fill = value.cast<std::uint16_t>();
+  else if (name == "min_box_area")
+    fields_of(options).min_box_area = value.cast<double>();
+  else if (name == "min_box_visibility")
+    fields_of(options).min_box_visibility = value.cast<double>();
   else
     return false;
   return true;
 }
 
 constexpr const char* kOptionNames =
-    "threads, worker_nice, deterministic, on_error, seed, max_in_flight, trace, held_batches, max_file_bytes";
+    "threads, worker_nice, deterministic, on_error, seed, max_in_flight, trace, held_batches, "
+    "max_file_bytes, "
+    "mask_fill, min_box_area, min_box_visibility";
 
 // with_options(options) or with_options(**keywords), as in C++: a PipelineOptions sets every option, keywords
 // set the options they name and keep the others as the dataset had them.
-PipelineOptionChanges options_from(const py::object& options, const py::kwargs& keywords) {
+PipelineOptionChanges options_from(const py::object& options, const py::kwargs& keywords,
+                                   const FieldOptions& current_fields = {}) {
   if (!options.is_none() && !keywords.empty())
     throw InvalidArgument("with_options takes a PipelineOptions or keywords, not both");
   PipelineOptionChanges out = options.is_none() ? PipelineOptionChanges{}
                                                 : PipelineOptionChanges::all(options.cast<PipelineOptions>());
   for (const auto& [key, value] : keywords) {
     const std::string name = py::str(key);
+    if ((name == "mask_fill" || name == "min_box_area" || name == "min_box_visibility") && !out.fields)
+      out.fields = current_fields;
     if (!set_option(out, name, value))
       throw InvalidArgument("with_options: no option '" + name + "' (options: " + kOptionNames + ")");
   }
   return out;
 }
+
+// Dataset.from_source: a Python object with __len__ and read(i, sample) (and optionally `fields`, names
+// among "mask", "boxes", "tags") as a SampleSource. read runs under the GIL on the pipeline's threads, one
+// element at a time: a source of Python code is as slow as a Python map.
+class PythonSource final : public SampleSource {
+ public:
+  explicit PythonSource(const py::object& source)
+      : size_(py::len(source)), read_(python_read(source.attr("read"))), name_(py::str(py::type::of(source).attr("__name__"))) {
+    if (py::hasattr(source, "fields"))
+      for (const py::handle field : source.attr("fields")) {
+        const std::string name = py::str(field);
+        if (name == "mask")
+          fields_.mask = true;
+        else if (name == "boxes")
+          fields_.boxes = true;
+        else if (name == "tags")
+          fields_.tags = true;
+        else
+          throw InvalidArgument("Dataset.from_source: no field '" + name + "' (mask, boxes, tags)");
+      }
+  }
+  std::size_t size() const override { return size_; }
+  void read(std::size_t i, Sample& sample, const ReadLimits&) const override { read_(i, sample); }
+  FieldSet fields() const override { return fields_; }
+  std::string describe() const override { return "python source " + name_ + " " + std::to_string(size_); }
+
+ private:
+  std::size_t size_;
+  std::function<void(std::size_t, Sample&)> read_;
+  std::string name_;
+  FieldSet fields_;
+};
 
 std::vector<std::string> paths_of(const py::iterable& paths) {
   std::vector<std::string> out;
@@ -130,6 +182,18 @@ void bind_options(py::module_& module) {
                      "Batches the consumer may keep alive while it asks for the next one.")
       .def_readwrite("max_file_bytes", &PipelineOptions::max_file_bytes,
                      "The read stage refuses larger files; 0: no limit.")
+      .def_property(
+          "mask_fill", [](const PipelineOptions& o) { return o.fields.mask_fill; },
+          [](PipelineOptions& o, std::uint16_t value) { o.fields.mask_fill = value; },
+          "The class id of mask pixels a geometric op makes up (padding): the id the loss ignores (255).")
+      .def_property(
+          "min_box_area", [](const PipelineOptions& o) { return o.fields.min_box_area; },
+          [](PipelineOptions& o, double value) { o.fields.min_box_area = value; },
+          "After each geometric op, boxes with less area in the picture (output pixels squared) are dropped.")
+      .def_property(
+          "min_box_visibility", [](const PipelineOptions& o) { return o.fields.min_box_visibility; },
+          [](PipelineOptions& o, double value) { o.fields.min_box_visibility = value; },
+          "... and so are boxes that keep less than this share of their area in the picture.")
       .def("__repr__", [](const PipelineOptions& o) {
         return "conveyor.PipelineOptions(threads=" + std::to_string(o.threads) +
                ", worker_nice=" + std::to_string(o.worker_nice) +
@@ -166,6 +230,77 @@ void bind_dataset_class(py::module_& module) {
           },
           py::arg("list"), py::arg("root") = std::filesystem::path(),
           "A text file of \"<path> <label>\" lines; paths relative to root (default: the list's folder).")
+      .def_static(
+          "segmentation_folder",
+          [](const std::filesystem::path& root, const std::string& images, const std::string& masks,
+             const std::string& unpaired) {
+            const SegmentationFolderOptions options{images, masks,
+                                                    parse_choice("unpaired", unpaired, kUnpaired)};
+            py::gil_scoped_release released;
+            return Dataset::segmentation_folder(root, options);
+          },
+          py::arg("root"), py::kw_only(), py::arg("images") = "images", py::arg("masks") = "masks",
+          py::arg("unpaired") = "fail",
+          "Semantic segmentation: root/images/NAME.jpg (.jpeg, .png) with root/masks/NAME.png, matched by "
+          "their path without the extension; each sample's mask is decoded with its image by the decoding "
+          "ops. An unpaired file raises (naming both paths) or, with unpaired=\"skip\", is left out and "
+          "counted in stats().")
+      .def_static(
+          "coco_detection",
+          [](const std::filesystem::path& annotations, const std::filesystem::path& images,
+             const std::string& crowd, bool contiguous_classes, bool skip_empty) {
+            const CocoOptions options{parse_choice("crowd", crowd, kCrowd), contiguous_classes, skip_empty};
+            py::gil_scoped_release released;
+            return Dataset::coco_detection(annotations, images, options);
+          },
+          py::arg("annotations"), py::arg("images"), py::kw_only(), py::arg("crowd") = "drop",
+          py::arg("contiguous_classes") = true, py::arg("skip_empty") = false,
+          "Object detection from a COCO instances JSON: boxes from each annotation's bbox [x, y, w, h] as "
+          "(x, y, x + w, y + h), classes 0..K-1 in category-id order (class_names) unless "
+          "contiguous_classes=False; crowd=\"drop\" or \"keep\" (flagged in box_crowd); skip_empty leaves "
+          "out images without a box.")
+      .def_static(
+          "tar_shards",
+          [](const py::object& shards, const std::vector<std::string>& image_extensions,
+             const std::string& label_extension, const std::string& mask_extension,
+             const std::string& fields_extension, bool random_access, bool shuffle_shards, std::uint64_t seed,
+             std::size_t parallel_shards) {
+            std::vector<std::string> names;
+            if (py::isinstance<py::str>(shards)) {
+              names = expand_shard_pattern(shards.cast<std::string>());
+            } else {
+              names = paths_of(shards);
+            }
+            TarShardOptions options;
+            options.image_extensions = image_extensions;
+            options.label_extension = label_extension;
+            options.mask_extension = mask_extension;
+            options.fields_extension = fields_extension;
+            options.random_access = random_access;
+            options.shuffle_shards = shuffle_shards;
+            options.seed = seed;
+            options.parallel_shards = parallel_shards;
+            py::gil_scoped_release released;
+            return Dataset::tar_shards(std::move(names), options);
+          },
+          py::arg("shards"), py::kw_only(),
+          py::arg("image_extensions") = std::vector<std::string>{"jpg", "jpeg"},
+          py::arg("label_extension") = "cls", py::arg("mask_extension") = "",
+          py::arg("fields_extension") = "", py::arg("random_access") = false,
+          py::arg("shuffle_shards") = true, py::arg("seed") = 0, py::arg("parallel_shards") = 4,
+          "WebDataset tar shards: a pattern (\"shard-{000000..000009}.tar\", a glob, a URL) or a list of "
+          "shards. A sample is the members sharing a key: its image (image_extensions), label (.cls), and, "
+          "when asked for, its mask (mask_extension=\"mask.png\") and boxes (fields_extension=\"json\": "
+          "{\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). random_access reads local, "
+          "uncompressed shards like files (shuffle() over the whole epoch).")
+      .def_static(
+          "from_source", [](const py::object& source) { return Dataset::from_source(std::make_shared<PythonSource>(source)); },
+          py::arg("source"),
+          "A source of your own: an object with __len__() and read(i, sample), which fills element i into the "
+          "conveyor.Sample (sample.encoded = JPEG or PNG bytes, sample.encoded_mask, sample.set_boxes(...), "
+          "sample.tags, sample.label, sample.path), and optionally `fields` (names among \"mask\", \"boxes\", "
+          "\"tags\") so that batches have room for them. Every ordering method, sharding and resume work on it "
+          "as on files; read runs under the GIL, one element at a time (slow, like a Python map).")
       .def_static(
           "memory",
           [](const py::iterable& buffers, std::vector<std::int64_t> labels) {
@@ -217,7 +352,7 @@ void bind_dataset_class(py::module_& module) {
       .def(
           "with_options",
           [](const Dataset& self, const py::object& options, const py::kwargs& keywords) {
-            return self.with_options(options_from(options, keywords));
+            return self.with_options(options_from(options, keywords, self.options().fields));
           },
           py::arg("options") = py::none(),
           (std::string(
@@ -229,21 +364,40 @@ void bind_dataset_class(py::module_& module) {
       .def("prefetch", &Dataset::prefetch, py::arg("samples"), "Samples kept ready ahead of the consumer.")
       .def(
           "batch",
-          [](const Dataset& self, std::size_t batch_size, const py::object& sample_shape,
-             bool drop_remainder) {
-            const std::optional<ImageShape> shape = shape_of(sample_shape);
-            return shape ? self.batch(batch_size, *shape, drop_remainder)
-                         : self.batch(batch_size, drop_remainder);
+          [](const Dataset& self, std::size_t batch_size, const py::object& sample_shape, bool drop_remainder,
+             const std::string& mask_type, std::size_t max_boxes, std::size_t num_classes) {
+            BatchOptions options;
+            options.sample_shape = shape_of(sample_shape);
+            options.drop_remainder = drop_remainder;
+            options.mask_type = parse_choice("mask_type", mask_type, kMaskTypes);
+            options.max_boxes = max_boxes;
+            options.num_classes = num_classes;
+            return self.batch(batch_size, options);
           },
           py::arg("batch_size"), py::arg("sample_shape") = py::none(), py::arg("drop_remainder") = false,
+          py::kw_only(), py::arg("mask_type") = "uint8", py::arg("max_boxes") = 0, py::arg("num_classes") = 0,
           "Groups samples into batches of fixed-size images (sample_shape (H, W, C), or that of the first "
-          "element); the last, smaller batch is kept unless drop_remainder.")
+          "element); the last, smaller batch is kept unless drop_remainder. Samples with masks: stacked "
+          "(N, H, W) (mask_type when sample_shape is given, else the first element's); with boxes: padded "
+          "to (N, M, 4), M each batch's most or max_boxes; tags: multi-hot (N, num_classes).")
       .def("__iter__", &iterate_samples, "Runs the pipeline, yielding conveyor.Sample (owning copies).")
       .def("source_size", &Dataset::source_size, "Elements in the source (before shuffle, repeat, ...).")
       .def("source_path", &Dataset::source_path, py::arg("i"))
       .def("source_label", &Dataset::source_label, py::arg("i"))
       .def_property_readonly("class_names", &Dataset::class_names,
-                             "An image_folder's classes, in label order.")
+                             "An image_folder's (or coco_detection's) classes, in label order.")
+      .def_property_readonly(
+          "fields",
+          [](const Dataset& self) {
+            const FieldSet f = self.fields();
+            py::list names;
+            if (f.mask) names.append("mask");
+            if (f.boxes) names.append("boxes");
+            if (f.tags) names.append("tags");
+            return names;
+          },
+          "The fields the source's samples carry besides image and label: among \"mask\", \"boxes\", "
+          "\"tags\".")
       .def_property_readonly("options", &Dataset::options);
 }
 
@@ -256,7 +410,7 @@ void bind_batched_dataset(py::module_& module) {
       .def(
           "with_options",
           [](const BatchedDataset& self, const py::object& options, const py::kwargs& keywords) {
-            return self.with_options(options_from(options, keywords));
+            return self.with_options(options_from(options, keywords, self.options().fields));
           },
           py::arg("options") = py::none(), "As Dataset.with_options.")
       .def(

@@ -114,6 +114,16 @@ Tensor batch_tensor(const PyDeviceBatch& handle, Part part) {
   return {view, owner, batch.on_device() ? owner : nullptr};
 }
 
+// One of the device batch's other fields as a Tensor, or None when the batch has none.
+py::object field_tensor(const PyDeviceBatch& handle,
+                        const TensorView& (DeviceBatch::*field)() const noexcept) {
+  const DeviceBatch& batch = handle.lease->get();
+  const TensorView& view = (batch.*field)();
+  if (!view) return py::none();
+  const std::shared_ptr<const DeviceBatch> owner = handle.lease->item;
+  return py::cast(Tensor{view, owner, batch.on_device() ? owner : nullptr});
+}
+
 std::string device_name(int device) { return device >= 0 ? "cuda:" + std::to_string(device) : "cpu"; }
 
 class DeviceIteration {
@@ -214,6 +224,24 @@ void bind_device_batch(py::module_& module) {
           "(N, H, W, C) uint8 as the pipeline made them.")
       .def_property_readonly(
           "labels", [](const PyDeviceBatch& b) { return batch_tensor(b, Part::labels); }, "(N,) int64.")
+      .def_property_readonly(
+          "masks", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::masks); },
+          "(N, H, W) uint8 or uint16 class ids, or None (as Batch.masks, where the batch is).")
+      .def_property_readonly(
+          "boxes", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::boxes); },
+          "(N, M, 4) float32, or None (as Batch.boxes).")
+      .def_property_readonly(
+          "box_classes", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::box_classes); },
+          "(N, M) int64, -1 padding.")
+      .def_property_readonly(
+          "box_crowd", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::box_crowd); },
+          "(N, M) uint8.")
+      .def_property_readonly(
+          "box_counts", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::box_counts); },
+          "(N,) int64.")
+      .def_property_readonly(
+          "multi_hot", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::multi_hot); },
+          "(N, K) uint8, or None.")
       .def_property_readonly("normalized",
                              [](const PyDeviceBatch& b) { return bool(b.lease->get().images()); })
       .def_property_readonly(

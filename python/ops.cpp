@@ -141,6 +141,32 @@ void bind_ops(py::module_& ops_module) {
       },
       py::arg("height"), py::arg("width"), py::arg("interpolation") = "linear",
       "The image resized to height x width (OpenCV); interpolation \"linear\", \"nearest\" or \"area\".");
+
+  ops_module.def(
+      "random_resized_crop",
+      [](int size, double scale_min, double scale_max, double ratio_min, double ratio_max,
+         const std::string& interpolation) {
+        return ops::random_resized_crop(
+            size, {.scale_min = scale_min,
+                   .scale_max = scale_max,
+                   .ratio_min = ratio_min,
+                   .ratio_max = ratio_max,
+                   .interpolation = parse_choice("interpolation", interpolation, kInterpolations),
+                   .decode = {}});
+      },
+      py::arg("size"), py::kw_only(), py::arg("scale_min") = 0.08, py::arg("scale_max") = 1.0,
+      py::arg("ratio_min") = 3.0 / 4, py::arg("ratio_max") = 4.0 / 3, py::arg("interpolation") = "linear",
+      "RandomResizedCrop of decoded pixels (after decode(); decode_random_resized_crop decodes only the "
+      "window): the same draws.");
+  ops_module.def("center_crop", &ops::center_crop, py::arg("height"), py::arg("width"),
+                 "The centre height x width of the image (padded when larger: zeros, masks mask_fill).");
+  ops_module.def(
+      "crop",
+      [](int x, int y, int width, int height) {
+        return ops::crop(ops::Rect{x, y, width, height});
+      },
+      py::arg("x"), py::arg("y"), py::arg("width"), py::arg("height"),
+      "The fixed window [x, x + width) x [y, y + height) (reaching outside: padded as center_crop).");
 }
 
 #undef CONVEYOR_DECODE_ARGS

@@ -1,5 +1,6 @@
 #include "python/sample.h"
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -85,6 +86,38 @@ void set_image(Sample& sample, const py::buffer& pixels) {
   sample.publish();
 }
 
+// The current mask as a new (H, W) uint8 or uint16 memoryview (a copy), or None.
+py::object mask_copy(const Sample& sample) {
+  const ConstMaskView mask = sample.mask();
+  if (mask.empty()) return py::none();
+  const std::size_t row = static_cast<std::size_t>(mask.width) * mask.element_size();
+  PyObject* array = PyByteArray_FromStringAndSize(nullptr, static_cast<py::ssize_t>(row * mask.height));
+  if (array == nullptr) throw py::error_already_set();
+  const py::object owner = py::reinterpret_steal<py::object>(array);
+  char* out = PyByteArray_AsString(array);
+  for (int y = 0; y < mask.height; ++y)
+    std::memcpy(out + static_cast<std::size_t>(y) * row, mask.row(y), row);
+  return py::memoryview(owner).attr("cast")(mask.type == MaskType::uint16 ? "H" : "B",
+                                            py::make_tuple(mask.height, mask.width));
+}
+
+py::list boxes_of(const BoxList& boxes) {
+  py::list out;
+  for (const Box& box : boxes.boxes()) out.append(py::make_tuple(box.x0, box.y0, box.x1, box.y1));
+  return out;
+}
+
+// sample.boxes = [(x0, y0, x1, y1), ...] with classes (and crowd flags) of the same length.
+void set_boxes(Sample& sample, const std::vector<std::array<float, 4>>& boxes,
+               const std::vector<std::int64_t>& classes, const std::vector<bool>& crowd) {
+  if (classes.size() != boxes.size() || (!crowd.empty() && crowd.size() != boxes.size()))
+    throw InvalidArgument("conveyor.Sample.set_boxes: one class (and crowd flag, when given) per box");
+  sample.boxes.clear();
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    sample.boxes.add({boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]}, classes[i],
+                     !crowd.empty() && crowd[i]);
+}
+
 // Holds a Python callable for C++ code that copies and drops it on any thread: the last copy lets go of
 // it under the GIL (or not at all once the interpreter is gone).
 class PythonCallable {
@@ -101,12 +134,13 @@ class PythonCallable {
   PythonCallable(const PythonCallable&) = delete;
   PythonCallable& operator=(const PythonCallable&) = delete;
 
-  // Calls it with a borrowed conveyor.Sample (expired afterwards); the GIL must be held.
-  py::object operator()(Sample& sample, bool writable) const {
+  // Calls it with a borrowed conveyor.Sample (expired afterwards), after `before` (an element's index) when
+  // given; the GIL must be held.
+  py::object operator()(Sample& sample, bool writable, const py::object& before = py::object()) const {
     py::object view = py::cast(PySample(sample, writable));
     auto* borrowed = view.cast<PySample*>();
     try {
-      py::object result = callable_(view);
+      py::object result = before ? callable_(before, view) : callable_(view);
       borrowed->expire();
       return result;
     } catch (py::error_already_set& error) {
@@ -136,21 +170,69 @@ void bind_sample_class(py::module_& module) {
       .def_property(
           "label", [](const PySample& s) { return s.get().label; },
           [](const PySample& s, std::int64_t label) { s.get_writable().label = label; })
-      .def_property_readonly(
+      .def_property(
           "path", [](const PySample& s) { return s.get().path; },
-          "The file, or \"<memory:N>\" for in-memory sources.")
-      .def_property_readonly(
+          [](const PySample& s, const std::string& path) { s.get_writable().path = path; },
+          "The file, or \"<memory:N>\" for in-memory sources (what errors and skips name).")
+      .def_property(
           "encoded",
           [](const PySample& s) {
             const std::vector<std::uint8_t>& bytes = s.get().encoded;
             return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
           },
-          "The bytes as read (a copy).")
+          [](const PySample& s, const py::bytes& bytes) {
+            const std::string_view view = bytes;
+            s.get_writable().encoded.assign(view.begin(), view.end());
+          },
+          "The bytes as read (a copy); a source's read sets them (a JPEG or PNG).")
       .def_property(
           "image", [](const PySample& s) { return image_copy(s.get()); },
           [](const PySample& s, const py::buffer& pixels) { set_image(s.get_writable(), pixels); },
           "The current pixels as an (H, W, C) uint8 memoryview (numpy.asarray takes it), a copy; None "
           "before an op produced pixels. Assign a (H, W) or (H, W, C) uint8 array to replace them.")
+      .def_property(
+          "encoded_mask",
+          [](const PySample& s) {
+            const std::vector<std::uint8_t>& bytes = s.get().encoded_mask;
+            return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+          },
+          [](const PySample& s, const py::bytes& bytes) {
+            const std::string_view view = bytes;
+            s.get_writable().encoded_mask.assign(view.begin(), view.end());
+          },
+          "The mask's bytes as read (a PNG of class ids), a copy; empty when the sample has none.")
+      .def_property_readonly(
+          "mask", [](const PySample& s) { return mask_copy(s.get()); },
+          "The current mask, (H, W) uint8 or uint16 class ids as a memoryview (a copy); None before an op "
+          "decoded it, or without one.")
+      .def_property_readonly(
+          "boxes", [](const PySample& s) { return boxes_of(s.get().boxes); },
+          "[(x0, y0, x1, y1), ...] in the current image's pixels (a copy).")
+      .def_property_readonly(
+          "box_classes",
+          [](const PySample& s) {
+            const auto classes = s.get().boxes.classes();
+            return std::vector<std::int64_t>(classes.begin(), classes.end());
+          },
+          "The class of each box.")
+      .def_property_readonly(
+          "box_crowd",
+          [](const PySample& s) {
+            const auto crowd = s.get().boxes.crowd();
+            return std::vector<bool>(crowd.begin(), crowd.end());
+          },
+          "Whether each box is a crowd region (COCO's iscrowd).")
+      .def(
+          "set_boxes",
+          [](const PySample& s, const std::vector<std::array<float, 4>>& boxes,
+             const std::vector<std::int64_t>& classes,
+             const std::vector<bool>& crowd) { set_boxes(s.get_writable(), boxes, classes, crowd); },
+          py::arg("boxes"), py::arg("classes"), py::arg("crowd") = std::vector<bool>{},
+          "Replaces the boxes ((x0, y0, x1, y1) in the current image's pixels) and their classes.")
+      .def_property(
+          "tags", [](const PySample& s) { return s.get().tags; },
+          [](const PySample& s, std::vector<std::int64_t> tags) { s.get_writable().tags = std::move(tags); },
+          "The class ids of a multi-label sample (multi-hot rows in batches).")
       .def_property_readonly(
           "shape",
           [](const PySample& s) -> py::object {
@@ -198,6 +280,14 @@ std::function<bool(const Sample&)> python_filter(py::function callable) {
       throw Error("a Python filter returned a value without a truth value");
     }
     return keep == 1;
+  };
+}
+
+std::function<void(std::size_t, Sample&)> python_read(py::function read) {
+  auto shared = std::make_shared<const PythonCallable>(std::move(read));
+  return [shared](std::size_t i, Sample& sample) {
+    py::gil_scoped_acquire gil;
+    (*shared)(sample, /*writable=*/true, py::int_(i));
   };
 }
 

@@ -16,5 +16,7 @@ py::object owned_sample(Sample sample);
 // (the pipeline adds the path and the stage). The callable may be dropped on any thread.
 std::function<void(Sample&)> python_map(py::function callable);
 std::function<bool(const Sample&)> python_filter(py::function callable);
+// A Python source's read(i, sample) (Dataset.from_source), called the same way.
+std::function<void(std::size_t, Sample&)> python_read(py::function read);
 
 }  // namespace conveyor::python

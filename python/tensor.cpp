@@ -108,6 +108,9 @@ py::dict array_interface(const Tensor& tensor) {
     case DType::float16:
       type = "<f2";
       break;
+    case DType::uint16:
+      type = "<u2";
+      break;
     case DType::bfloat16:
       throw py::buffer_error(
           "conveyor.Tensor: numpy has no bfloat16; use a DLPack consumer that knows it (torch.from_dlpack)");
@@ -166,7 +169,7 @@ void bind_tensor(py::module_& module) {
       .def_property_readonly("ndim", [](const Tensor& self) { return self.view.ndim; })
       .def_property_readonly(
           "dtype", [](const Tensor& self) { return std::string(to_string(self.view.dtype)); },
-          "\"uint8\", \"int64\", \"float32\", \"float16\" or \"bfloat16\".")
+          "\"uint8\", \"uint16\", \"int64\", \"float32\", \"float16\" or \"bfloat16\".")
       .def_property_readonly(
           "device", [](const Tensor& self) { return device_name(self.view); },
           "\"cpu\" (host memory, page-locked or not) or \"cuda:N\".")

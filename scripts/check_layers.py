@@ -10,7 +10,7 @@ conveyor is built in wings, each a CMake target, whose dependencies point only d
     ops       ops/, include/conveyor/ops.h, include/conveyor/ops/      conveyor::data
     core      src/core/, include/conveyor/{error,image,sample,random,  conveyor::data
               batch,batch_checksum,host_memory,version,tensor,dlpack,memory_budget,
-              atomic_file,defer,ranks}.h
+              atomic_file,defer,ranks,mask,boxes,fields}.h
 
 A file may include files of its own wing and of the wings below it, never above. The data wing (core,
 ops, pipeline) includes no CUDA header and the device wing none of cuDNN, cuBLAS or NCCL.
@@ -28,7 +28,8 @@ import sys
 WINGS = ["core", "ops", "pipeline", "device", "train"]
 RANK = {wing: i for i, wing in enumerate(WINGS)}
 CORE_HEADERS = {"error.h", "image.h", "sample.h", "random.h", "batch.h", "batch_checksum.h", "host_memory.h",
-                "version.h", "tensor.h", "dlpack.h", "memory_budget.h", "atomic_file.h", "defer.h", "ranks.h"}
+                "version.h", "tensor.h", "dlpack.h", "memory_budget.h", "atomic_file.h", "defer.h", "ranks.h",
+                "mask.h", "boxes.h", "fields.h"}
 # System headers a wing may not use: the libraries of the wings above it.
 CUDA_HEADERS = re.compile(r"^(cuda[a-z_]*\.h|cuda/.*|cuda_runtime.*|cudnn.*\.h|cublas.*\.h|nccl\.h|nvjpeg\.h|"
                           r"cuda_(bf16|fp16)\.h|curand.*\.h)$")

@@ -80,8 +80,8 @@ mutation batch-slots-reversed src/pipeline/pipeline_stages.cpp \
   'element.slot = plan_.batch_size - 1 - current_used_++;' \
   'conveyor_pipeline_tests Batch.*:Holes.*'
 mutation host-memory-ignored src/pipeline/pipeline.cpp \
-  'BatchPool::create(pool_capacity_, plan_.batch_size, shape, plan_.options.host_memory)' \
-  'BatchPool::create(pool_capacity_, plan_.batch_size, shape)' \
+  'BatchPool::create_with_layout(pool_capacity_, plan_.batch_size, layout, plan_.options.host_memory)' \
+  'BatchPool::create_with_layout(pool_capacity_, plan_.batch_size, layout)' \
   'conveyor_pipeline_tests Pool.*'
 mutation buffer-does-not-hold-its-pool src/memory/batch_pool.cpp \
   $'std::shared_ptr<BatchPool> pool;\n    Slot* slot;\n    void operator()(BatchBuffer*) const noexcept { pool->give_back(slot); }' \

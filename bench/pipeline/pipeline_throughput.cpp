@@ -14,6 +14,13 @@
 // consumer does no work at all, as bench/pipeline/pipeline_throughput.py (the same run from Python) does.
 // See --help for the options.
 //
+// --format segmentation|detection (issue 35) runs the same chain over samples with fields: a segmentation
+// folder (--data ROOT with images/ and masks/: JPEG + PNG mask, the mask moved with the image) or COCO
+// detection (--data instances.json, images in --images or images/ beside it: JPEG + boxes); the batches then
+// also hold the masks or the padded boxes, and the checksum covers them too. The issue's settings:
+// segmentation --size 512 --batch 32, detection --size 640 --batch 32 (the peer:
+// bench/peers/torch_fields.py).
+//
 // With --device gpu the run ends on the device instead (issue 20): a DeviceFeeder copies each batch to the
 // GPU, decodes there the share of the images the hybrid split gives it (nvJPEG; --gpu-decode), runs flip
 // and distort fused with the normalize that makes a model's input (--gpu-augment), and the images are
@@ -27,7 +34,8 @@
 // --hardware-pool (nvJPEG's hardware decoder keeps a pool instead of freeing in its calls), and
 // --kernel-blocks N (the feeder's kernels on at most N blocks per image; 0, the default, one pass's worth).
 //
-//   pipeline_throughput --data DIR|LIST|SHARDS|URL [--threads N] [--batch 256] [--size 224] [--epochs 1]
+//   pipeline_throughput --data DIR|LIST|SHARDS|URL|ROOT|JSON [--format classification|segmentation|detection]
+//                       [--images DIR] [--threads N] [--batch 256] [--size 224] [--epochs 1]
 //                       [--seed 0] [--on-error fail|skip] [--json FILE] [--trace FILE] [--sweep 1,2,4,8,16]
 //                       [--limit N] [--prefetch 4] [--repeat 1] [--in-flight N] [--deterministic 1|0]
 //                       [--checksum 1|0] [--shards N --shard I] [--state-out FILE] [--resume FILE ...]
@@ -80,6 +88,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Config {
   std::string data;
+  std::string format = "classification";  // or segmentation, detection (issue 35)
+  std::string images;                     // detection: the images folder (default: images/ beside --data)
   int threads = 0;
   std::size_t batch = 256;
   int size = 224;
@@ -227,6 +237,12 @@ Config parse(int argc, char** argv) {
   app.add_option("--batch-log", config.batch_log, "write \"epoch first_index checksum\" per batch to FILE");
   app.add_option("--sample-log", config.sample_log,
                  "write \"epoch index checksum label\" per sample to FILE");
+  app.add_option("--format", config.format,
+                 "classification (DIR, LIST, shards), segmentation (--data ROOT with images/ and masks/) or "
+                 "detection (--data: a COCO instances JSON)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"classification", "segmentation", "detection"}));
+  app.add_option("--images", config.images, "detection: the images folder (default: images/ beside --data)");
   add_device_options(app, config);
   try {
     app.parse(argc, argv);
@@ -342,6 +358,13 @@ struct DataSource {
 // (--shard-random-access 1), take the whole-epoch shuffle.
 DataSource open_data(const Config& config) {
   const std::string& data = config.data;
+  if (config.format == "segmentation") return {conveyor::Dataset::segmentation_folder(data), 0};
+  if (config.format == "detection") {
+    const std::filesystem::path images = config.images.empty()
+                                             ? std::filesystem::absolute(data).parent_path() / "images"
+                                             : std::filesystem::path(config.images);
+    return {conveyor::Dataset::coco_detection(data, images), 0};
+  }
   const bool url = data.starts_with("http://") || data.starts_with("https://");
   if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 0};
   conveyor::TarShardOptions shards;
@@ -410,7 +433,8 @@ conveyor::BatchedDataset make_batches(const Config& config, int threads,
            .seed = config.seed,
            .max_in_flight = config.in_flight,
            .trace = trace})
-      .batch(config.batch, conveyor::ImageShape{config.size, config.size, 3})
+      .batch(config.batch,
+             conveyor::BatchOptions{.sample_shape = conveyor::ImageShape{config.size, config.size, 3}})
       .prefetch(config.prefetch);
 }
 
@@ -438,6 +462,10 @@ Result run_once_on_host(const Config& config, int threads,
     if (!config.checksum) continue;
     conveyor::TraceScope scope(trace.get(), consumer_track, "checksum");
     checksum.add(*batch);
+    // The masks and boxes too (issue 35): they must not depend on the thread count either.
+    for (const conveyor::TensorView& field :
+         {batch->mask_tensor(), batch->box_tensor(), batch->box_class_tensor(), batch->box_count_tensor()})
+      if (field) checksum.add({static_cast<const std::uint8_t*>(field.data), field.bytes()});
   }
   set_rates(result, arrivals, start, Clock::now(), threads);
   result.checksum = config.checksum ? checksum.hex() : "off";
@@ -468,7 +496,12 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   normalize.layout = ops::TensorLayout::hwc;
   options.normalize = normalize;
   std::vector<conveyor::SampleOp> maps = augmentation(config.size);
-  if (config.gpu_augment) maps = conveyor::place_pixel_ops(std::move(maps), placement, options);
+  // Samples with masks or boxes keep their flip in the pipeline (place_pixel_ops' rule for fields).
+  if (config.gpu_augment) {
+    const conveyor::FieldSet fields =
+        config.format == "classification" ? conveyor::FieldSet{} : open_data(config).dataset.fields();
+    maps = conveyor::place_pixel_ops(std::move(maps), placement, options, fields);
+  }
   options.decode.enabled = config.gpu_decode;
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
@@ -608,7 +641,9 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["machine"] = {{"hostname", hostname()},
                     {"nproc", std::thread::hardware_concurrency()},
                     {"commit", conveyor::bench::recorded_commit()}};
+  out["format"] = config.format;
   out["config"] = {{"data", config.data},
+                   {"format", config.format},
                    {"batch", config.batch},
                    {"size", config.size},
                    {"epochs", config.epochs},

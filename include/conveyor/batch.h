@@ -1,5 +1,8 @@
 // A batch of fixed-size samples: NHWC uint8 pixels and int64 labels in one buffer from a bounded pool
 // (page-locked when a GPU is present). The buffer goes back to its pool when the last Batch handle dies.
+// When the samples have other fields (conveyor/fields.h) the batch holds them too, in the same memory:
+// masks stacked (N, H, W), boxes padded to (N, M, 4) with classes (N, M), crowd flags (N, M) and counts
+// (N), multi-hot labels (N, K).
 #pragma once
 
 #include <array>
@@ -9,8 +12,10 @@
 #include <span>
 #include <vector>
 
+#include "conveyor/boxes.h"
 #include "conveyor/defer.h"
 #include "conveyor/image.h"
+#include "conveyor/mask.h"
 #include "conveyor/tensor.h"
 
 namespace conveyor {
@@ -36,6 +41,24 @@ struct DeferredSlot {
   std::size_t descriptor_size = 0;
 };
 
+// A complete batch's boxes, padded to max_boxes per sample (the batch's most, or BatchOptions::max_boxes).
+struct PackedBoxes {
+  Box* boxes = nullptr;  // [N, max_boxes] boxes (as floats [N, max_boxes, 4]), zeros past a sample's count
+  std::int64_t* classes = nullptr;  // [N, max_boxes], -1 past a sample's count
+  std::uint8_t* crowd = nullptr;    // [N, max_boxes]
+  std::int64_t* counts = nullptr;   // [N]
+  std::size_t max_boxes = 0;
+};
+
+// Room for packed boxes, owned by the buffer's pool (page-locked like the rest when the pool is): it grows
+// when a batch has more boxes per sample than the buffer had room for, and is kept for later batches.
+class BoxStorage {
+ public:
+  virtual ~BoxStorage() = default;
+  // Pointers for `samples` samples of up to max_boxes boxes each (never null, also for 0 boxes).
+  virtual PackedBoxes reserve(std::size_t samples, std::size_t max_boxes) = 0;
+};
+
 // The memory behind a batch. Owned by a BatchPool; a Batch holds it through a shared_ptr whose
 // deleter hands it back to the pool.
 struct BatchBuffer {
@@ -46,6 +69,16 @@ struct BatchBuffer {
   ImageShape shape;
   bool pinned = false;               // page-locked: eligible for asynchronous copies to a GPU
   DeferredSlot* deferred = nullptr;  // capacity entries, or null where nothing may be deferred
+
+  // ---- other fields (conveyor/fields.h); null when the batch has none ----
+  std::uint8_t* masks = nullptr;  // capacity * mask_shape.bytes()
+  MaskShape mask_shape;
+  std::uint8_t* multi_hot = nullptr;  // capacity * num_classes
+  std::size_t num_classes = 0;
+  BoxList* boxes = nullptr;         // capacity entries: each slot's boxes until the batch is complete
+  std::size_t fixed_max_boxes = 0;  // 0: each batch pads to its own most
+  BoxStorage* box_storage = nullptr;
+  PackedBoxes packed;  // the delivered batch's boxes (set when it is complete)
 };
 }  // namespace detail
 
@@ -95,6 +128,30 @@ class Batch {
   // The same as tensors: pixels (N, H, W, C) uint8 and labels (N) int64, in host memory.
   TensorView pixel_tensor() const noexcept;
   TensorView label_tensor() const noexcept;
+
+  // ---- other fields (conveyor/fields.h): empty views when the batch has none ----
+  bool has_masks() const noexcept { return buffer_ && buffer_->masks; }
+  MaskShape mask_shape() const noexcept { return has_masks() ? buffer_->mask_shape : MaskShape{}; }
+  ConstMaskView mask(std::size_t i) const noexcept {
+    return ConstMaskView(buffer_->masks + i * buffer_->mask_shape.bytes(), buffer_->mask_shape);
+  }
+  // (N, H, W) uint8 or uint16 class ids.
+  TensorView mask_tensor() const noexcept;
+  bool has_boxes() const noexcept { return buffer_ && buffer_->boxes; }
+  // M: boxes per sample in the padded tensors.
+  std::size_t max_boxes() const noexcept { return has_boxes() ? buffer_->packed.max_boxes : 0; }
+  // Sample i's boxes (its count of them), classes and crowd flags.
+  std::span<const Box> boxes(std::size_t i) const noexcept;
+  std::span<const std::int64_t> box_classes(std::size_t i) const noexcept;
+  // (N, M, 4) float32 x0, y0, x1, y1 in the batch's pixels; (N, M) int64 classes (-1 padding); (N, M) uint8
+  // crowd flags; (N) int64 counts.
+  TensorView box_tensor() const noexcept;
+  TensorView box_class_tensor() const noexcept;
+  TensorView box_crowd_tensor() const noexcept;
+  TensorView box_count_tensor() const noexcept;
+  bool has_multi_hot() const noexcept { return buffer_ && buffer_->multi_hot; }
+  // (N, K) uint8: 1 where the sample has the tag (BatchOptions::num_classes = K).
+  TensorView multi_hot_tensor() const noexcept;
   // Keeps the batch's memory from going back to its pool while the returned reference lives (for views
   // handed to other libraries, e.g. conveyor/dlpack.h). The pool's bound counts such buffers as held.
   std::shared_ptr<const void> share_memory() const noexcept { return buffer_; }

@@ -51,12 +51,15 @@
 
 #include "conveyor/batch.h"
 #include "conveyor/defer.h"
+#include "conveyor/fields.h"
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"
 #include "conveyor/iterator_state.h"
+#include "conveyor/mask.h"
 #include "conveyor/ranks.h"
 #include "conveyor/sample.h"
 #include "conveyor/shards.h"
+#include "conveyor/source.h"
 #include "conveyor/stats.h"
 
 namespace conveyor {
@@ -144,6 +147,30 @@ struct PipelineOptions {
   // takes one thread per CPU given. For several pipelines on one host (two ranks, or one process feeding
   // two GPUs), each gets its own cores instead of all competing for every core.
   std::vector<int> cpus{};
+
+  // ---- fields (conveyor/fields.h) ----
+  // What the geometric ops do to masks and boxes: the mask's fill for made-up pixels, which boxes drop.
+  FieldOptions fields;
+};
+
+// How Dataset::batch lays out a batch besides its size.
+struct BatchOptions {
+  // The samples' image shape; nullopt: the shape of the first element that makes it through the maps (which
+  // runs once more for that).
+  std::optional<ImageShape> sample_shape = std::nullopt;
+  // Leave out the last batch when it is smaller.
+  bool drop_remainder = false;
+  // Masks (when the source gives them): stacked (N, H, W) at the image's height and width. Their type is the
+  // first element's; with a given sample_shape, this one. An element whose mask differs fails in the
+  // "batch" stage.
+  MaskType mask_type = MaskType::uint8;
+  // Boxes (when the source gives them): padded to (N, M, 4). 0: M is each batch's most boxes in one sample
+  // (so M changes from batch to batch); M > 0: fixed, and an element with more boxes fails in the "batch"
+  // stage.
+  std::size_t max_boxes = 0;
+  // Multi-label tags as multi-hot rows (N, num_classes) uint8; 0: no multi-hot field (an element with
+  // tags then fails in the "batch" stage, and so does a tag outside 0..num_classes-1).
+  std::size_t num_classes = 0;
 };
 
 // The `part`-th of `parts` contiguous, near-equal shares of the CPUs the calling thread may run on, for
@@ -174,6 +201,7 @@ struct PipelineOptionChanges {
   std::optional<std::size_t> decode_memory_budget = std::nullopt;
   std::optional<std::shared_ptr<DeferPolicy>> defer = std::nullopt;
   std::optional<std::vector<int>> cpus = std::nullopt;
+  std::optional<FieldOptions> fields = std::nullopt;
 
   static PipelineOptionChanges all(const PipelineOptions& options);
   // `options` with the set fields replaced.
@@ -287,6 +315,22 @@ class Dataset {
   // of {"url", "nsamples"}; relative urls are relative to the index), a path or a URL.
   static Dataset tar_shard_index(const std::string& index, const TarShardOptions& options);
   static Dataset tar_shard_index(const std::string& index);
+  // Semantic segmentation: ROOT/images/NAME.jpg (.jpeg, .png) with ROOT/masks/NAME.png, matched by stem
+  // (see SegmentationFolderOptions), in sorted order; each sample's encoded_mask is its mask PNG (class
+  // ids; the decoding ops decode it with the image). An image without its mask or a mask without its image
+  // is InvalidArgument naming both paths, or left out and counted (Unpaired::skip). Throws IoError when a
+  // folder cannot be listed, InvalidArgument when no pair is found.
+  static Dataset segmentation_folder(const std::filesystem::path& root,
+                                     const SegmentationFolderOptions& options = {});
+  // Object detection from a COCO "instances" JSON (parsed once, here): its images under `images` (each
+  // image's file_name relative to it), each sample's boxes from its annotations' bbox [x, y, w, h] as
+  // (x, y, x + w, y + h) with the category as class (see CocoOptions: crowd boxes, class ids); degenerate
+  // boxes (w or h <= 0) are left out. The label is -1. Throws IoError when the file cannot be read,
+  // InvalidArgument naming what is wrong with the JSON (with the annotation or image id).
+  static Dataset coco_detection(const std::filesystem::path& annotations, const std::filesystem::path& images,
+                                const CocoOptions& options = {});
+  // A user's own source (conveyor/source.h): every method of the chain works on it as on the built-in ones.
+  static Dataset from_source(std::shared_ptr<const SampleSource> source);
 
   // ---- which elements, in what order ----
   // The whole epoch in a random order, a new one every epoch: a keyed pseudo-random permutation of the
@@ -358,6 +402,8 @@ class Dataset {
   // of another shape fails in the "batch" stage. The last, smaller batch is kept unless drop_remainder.
   BatchedDataset batch(std::size_t batch_size, bool drop_remainder = false) const;
   BatchedDataset batch(std::size_t batch_size, ImageShape sample_shape, bool drop_remainder = false) const;
+  // With the layout of the samples' other fields (masks, boxes, multi-hot labels; see BatchOptions).
+  BatchedDataset batch(std::size_t batch_size, const BatchOptions& options) const;
 
   // Iterating a Dataset yields Samples, owning copies of every element's identity, bytes and pixels:
   // for tests and for variable-size data.
@@ -377,6 +423,8 @@ class Dataset {
   std::int64_t source_label(std::size_t i) const;
   // The class names of an image_folder source, in label order; empty for other sources.
   const std::vector<std::string>& class_names() const noexcept;
+  // The fields the source's elements carry besides the image and label (conveyor/fields.h).
+  FieldSet fields() const noexcept;
   const PipelineOptions& options() const noexcept;
 
  private:
@@ -408,24 +456,23 @@ class BatchedDataset {
   std::default_sentinel_t end() const noexcept { return {}; }
 
   std::size_t batch_size() const noexcept { return batch_size_; }
-  bool drop_remainder() const noexcept { return drop_remainder_; }
+  bool drop_remainder() const noexcept { return options_.drop_remainder; }
   std::size_t prefetch_depth() const noexcept { return prefetch_; }
   // The given sample shape, or nullopt when it is taken from the first element.
-  std::optional<ImageShape> sample_shape() const noexcept { return shape_; }
+  std::optional<ImageShape> sample_shape() const noexcept { return options_.sample_shape; }
+  const BatchOptions& batch_options() const noexcept { return options_; }
   const Dataset& samples() const noexcept { return samples_; }
   const std::vector<std::string>& class_names() const noexcept { return samples_.class_names(); }
   const PipelineOptions& options() const noexcept { return samples_.options(); }
 
  private:
   friend class Dataset;
-  BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape,
-                 bool drop_remainder);
+  BatchedDataset(Dataset samples, std::size_t batch_size, BatchOptions options);
   detail::PipelinePlan plan() const;
 
   Dataset samples_;
   std::size_t batch_size_;
-  std::optional<ImageShape> shape_;
-  bool drop_remainder_;
+  BatchOptions options_;
   std::size_t prefetch_ = 2;
 };
 

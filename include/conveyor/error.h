@@ -15,19 +15,20 @@ class Error : public std::runtime_error {
 
 // Why an encoded image could not be turned into pixels.
 enum class DecodeFailure : std::uint8_t {
-  empty,           // zero bytes
-  not_jpeg,        // no JPEG SOI marker (PNG, GIF, random bytes, ...)
-  truncated,       // the data ends before the image does
-  corrupt,         // libjpeg rejected the stream
-  unsupported,     // valid JPEG that this build cannot decode (12-bit, arithmetic coding, ...)
-  too_large,       // declared size is over the pixel limit
-  warnings,        // decodable, but libjpeg warned and warnings were asked to be errors
+  empty,        // zero bytes
+  not_jpeg,     // neither a JPEG SOI marker nor a PNG signature (GIF, WebP, random bytes, ...)
+  truncated,    // the data ends before the image does
+  corrupt,      // the decoder (libjpeg, libspng) rejected the stream
+  unsupported,  // valid but not decodable here (12-bit JPEG, ...), or a colour PNG given as a mask
+  too_large,    // declared size is over the pixel limit
+  warnings,     // decodable, but libjpeg warned and warnings were asked to be errors
+  not_png,      // a mask that is not a PNG (masks are PNGs of class ids)
 };
 
 // Short, stable name of a DecodeFailure ("truncated", "too_large", ...).
 const char* to_string(DecodeFailure failure) noexcept;
 
-// A JPEG (or anything handed to the decoder) could not be decoded.
+// A JPEG or PNG (or anything handed to a decoder) could not be decoded.
 class DecodeError : public Error {
  public:
   DecodeError(DecodeFailure failure, const std::string& detail);

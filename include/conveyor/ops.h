@@ -1,12 +1,15 @@
-// All of conveyor's image operations: JPEG decoding (with ROI and DCT scaling), crops, padding, flips,
-// colour distortion, resizing, and their SampleOp factories for pipelines.
+// All of conveyor's image operations: JPEG decoding (with ROI and DCT scaling), PNG decoding (images and
+// masks), crops, padding, flips, colour distortion, resizing, what they do to masks and boxes, and their
+// SampleOp factories for pipelines.
 #pragma once
 
 #include "conveyor/ops/center_crop.h"
 #include "conveyor/ops/crop.h"
 #include "conveyor/ops/decode_jpeg.h"
+#include "conveyor/ops/decode_png.h"
 #include "conveyor/ops/distort.h"
 #include "conveyor/ops/encode_jpeg.h"
+#include "conveyor/ops/field_geometry.h"
 #include "conveyor/ops/flip.h"
 #include "conveyor/ops/normalize.h"
 #include "conveyor/ops/pad.h"

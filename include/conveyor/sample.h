@@ -1,5 +1,7 @@
 // One element on its way through the pipeline: who it is (index, epoch, seed, label, path), its encoded
-// bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer.
+// bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer; and,
+// when its source gives them, its other fields (conveyor/fields.h): a mask (encoded, then class ids that
+// go to a mask slot the same way), boxes with classes, multi-label tags.
 #pragma once
 
 #include <any>
@@ -10,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/boxes.h"
 #include "conveyor/defer.h"
+#include "conveyor/fields.h"
 #include "conveyor/image.h"
+#include "conveyor/mask.h"
 #include "conveyor/memory_budget.h"
 #include "conveyor/random.h"
 
@@ -33,6 +38,13 @@ class Sample {
   // seed, pixels) as its original, to be left out of the loss.
   bool padding = false;
 
+  // ---- the other fields: empty when the source gives none (conveyor/fields.h) ----
+  std::vector<std::uint8_t> encoded_mask;  // the mask's bytes as read (a PNG of class ids); empty: no mask
+  // In the pixels of the current image (before the first op: of the image as stored). Geometric ops move
+  // them with the image.
+  BoxList boxes;
+  std::vector<std::int64_t> tags;  // class ids of a multi-label sample (multi-hot in batches)
+
   // The generator of the op now running, of kind `kind` (its stream constant):
   // Rng(seed, op_stream(kind, op_position)). The only randomness an op may use.
   Rng rng(std::uint64_t kind) const noexcept { return Rng(seed, op_stream(kind, op_position)); }
@@ -52,6 +64,17 @@ class Sample {
 
   // True when the current pixels are in the batch slot, so the batch stage has nothing to copy.
   bool in_slot() const noexcept { return current_ == kSlot; }
+
+  // The decoded mask, as image() / output() / publish() for pixels: empty until an op decodes
+  // encoded_mask; mask_output(shape) is the batch's mask slot when `shape` is the batch's mask shape.
+  ConstMaskView mask() const noexcept;
+  MaskView mutable_mask() noexcept;
+  MaskView mask_output(MaskShape shape);
+  void publish_mask();
+  bool mask_in_slot() const noexcept { return mask_current_ == kSlot; }
+  // The rules geometric ops follow for masks and boxes: PipelineOptions::fields inside a pipeline, the
+  // defaults outside.
+  const FieldOptions& field_options() const noexcept;
 
   // A decode that is about to allocate `bytes` (estimated from its header) takes them from the pipeline's
   // decode-memory budget first (PipelineOptions::decode_memory_budget): this may wait for other decodes to
@@ -76,6 +99,11 @@ class Sample {
   // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
   void bind_slot(ImageView slot) noexcept { slot_ = slot; }
   ImageView slot() const noexcept { return slot_; }
+  // The same for the sample's mask slot (batches whose samples have masks).
+  void bind_mask_slot(MaskView slot) noexcept { mask_slot_ = slot; }
+  MaskView mask_slot() const noexcept { return mask_slot_; }
+  // The rules field_options() returns (null: the defaults); they must outlive the sample's processing.
+  void set_field_options(const FieldOptions* options) noexcept { field_options_ = options; }
   // The budget reserve_decode_memory() draws from (null: none); it must outlive the sample's processing.
   void set_decode_budget(MemoryBudget* budget) noexcept { decode_budget_ = budget; }
   // Offers deferral to the op about to run (null: none).
@@ -90,6 +118,11 @@ class Sample {
   MemoryBudget* decode_budget_ = nullptr;
   int current_ = kNone;
   int pending_ = kNone;
+  Mask mask_scratch_[2];
+  MaskView mask_slot_;
+  int mask_current_ = kNone;
+  int mask_pending_ = kNone;
+  const FieldOptions* field_options_ = nullptr;
   DeferPolicy* defer_policy_ = nullptr;
   std::array<std::byte, kMaxDeferredDescriptor> descriptor_{};
   std::size_t descriptor_size_ = 0;

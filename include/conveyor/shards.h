@@ -73,6 +73,14 @@ struct TarShardOptions {
   // conveyor/ops/raw_image.h): the decode ops read them as they read a JPEG.
   std::vector<std::string> image_extensions{"jpg", "jpeg", "ppm", "pgm"};
   std::string label_extension = "cls";  // empty: no labels (every label is -1)
+  // A sample's other fields (conveyor/fields.h), off by default: the member with this extension is its mask
+  // (a PNG of class ids, Sample::encoded_mask), e.g. "mask.png" ...
+  std::string mask_extension;
+  // ... and the one with this extension its boxes, as JSON in the image's pixels: {"boxes": [[x0, y0, x1,
+  // y1], ...], "classes": [c, ...]}, optionally "crowd": [0 or 1, ...] and "tags": [t, ...] (multi-label),
+  // e.g. "json". A sample without the member fails ("no_mask", "no_fields"), and so does a JSON that does
+  // not say that ("bad_fields").
+  std::string fields_extension;
   HttpOptions http;
   // Local, uncompressed shards only: locate every sample once, when the dataset is made (the members'
   // headers and the labels' few bytes, one shard per task), then read each image with one pread() from its

@@ -9,7 +9,7 @@
 
 namespace conveyor {
 
-enum class DType : std::uint8_t { uint8, int64, float32, float16, bfloat16 };
+enum class DType : std::uint8_t { uint8, int64, float32, float16, bfloat16, uint16 };
 
 // Bytes of one element.
 constexpr std::size_t dtype_size(DType type) noexcept {
@@ -22,6 +22,7 @@ constexpr std::size_t dtype_size(DType type) noexcept {
       return 4;
     case DType::float16:
     case DType::bfloat16:
+    case DType::uint16:
       return 2;
   }
   return 0;

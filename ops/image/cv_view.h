@@ -4,6 +4,7 @@
 #include <opencv2/core.hpp>
 
 #include "conveyor/image.h"
+#include "conveyor/mask.h"
 
 namespace conveyor::ops::detail {
 
@@ -15,6 +16,18 @@ inline cv::Mat as_mat(ImageView view) {
 // OpenCV has no const Mat header; callers only ever pass the result as an input array.
 inline cv::Mat as_mat(ConstImageView view) {
   return cv::Mat(view.height, view.width, CV_8UC(view.channels), const_cast<std::uint8_t*>(view.data),
+                 static_cast<std::size_t>(view.stride));
+}
+
+inline int cv_type(MaskType type) { return type == MaskType::uint16 ? CV_16UC1 : CV_8UC1; }
+
+inline cv::Mat as_mat(MaskView view) {
+  return cv::Mat(view.height, view.width, cv_type(view.type), view.data,
+                 static_cast<std::size_t>(view.stride));
+}
+
+inline cv::Mat as_mat(ConstMaskView view) {
+  return cv::Mat(view.height, view.width, cv_type(view.type), const_cast<std::uint8_t*>(view.data),
                  static_cast<std::size_t>(view.stride));
 }
 

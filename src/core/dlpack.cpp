@@ -27,6 +27,8 @@ DLDataType dlpack_type(DType type) {
       return {kDLFloat, 16, 1};
     case DType::bfloat16:
       return {kDLBfloat, 16, 1};
+    case DType::uint16:
+      return {kDLUInt, 16, 1};
   }
   throw InvalidArgument("to_dlpack: unknown element type");
 }

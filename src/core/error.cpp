@@ -11,6 +11,8 @@ const char* to_string(DecodeFailure failure) noexcept {
     case DecodeFailure::unsupported: return "unsupported";
     case DecodeFailure::too_large: return "too_large";
     case DecodeFailure::warnings: return "warnings";
+    case DecodeFailure::not_png:
+      return "not_png";
   }
   return "unknown";
 }

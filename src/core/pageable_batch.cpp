@@ -18,9 +18,12 @@ PageableBatchBuffer::PageableBatchBuffer(std::size_t capacity, ImageShape shape)
   storage_->pixels.resize(capacity * shape.bytes());
   storage_->labels.resize(capacity, -1);
   storage_->samples.resize(capacity);
-  storage_->buffer = {
-      storage_->pixels.data(), storage_->labels.data(), storage_->samples.data(), capacity, shape,
-      /*pinned=*/false,        /*deferred=*/nullptr};
+  detail::BatchBuffer& buffer = storage_->buffer;
+  buffer.pixels = storage_->pixels.data();
+  buffer.labels = storage_->labels.data();
+  buffer.samples = storage_->samples.data();
+  buffer.capacity = capacity;
+  buffer.shape = shape;
 }
 
 std::size_t PageableBatchBuffer::capacity() const noexcept { return storage_->buffer.capacity; }

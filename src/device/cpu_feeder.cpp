@@ -68,10 +68,12 @@ DeviceBatch CpuFeeder::stage(Batch batch, StageMode mode) {
   auto hold = std::make_shared<SlotHold>(shared_from_this(), index);  // from here on, release() undoes take()
   Slot& slot = slots_[index];
   const ImageShape shape = batch.sample_shape();
+  if (!mode.augmented) DeviceBatchAccess::check_augment(options_, batch);
   const std::size_t decoded = batch.deferred_count() > 0 ? decode_deferred(batch) : 0;
   DeviceBatchAccess::Parts parts;
   parts.pixels = batch.pixel_tensor();
   parts.labels = batch.label_tensor();
+  parts.fields = DeviceBatchAccess::field_tensors(batch);
   parts.samples = batch.samples();
   parts.size = batch.size();
   parts.shape = shape;

@@ -19,6 +19,12 @@ DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts&
   batch.pixels_ = parts.pixels;
   batch.labels_ = parts.labels;
   batch.images_ = parts.images;
+  batch.masks_ = parts.fields[0];
+  batch.boxes_ = parts.fields[1];
+  batch.box_classes_ = parts.fields[2];
+  batch.box_crowd_ = parts.fields[3];
+  batch.box_counts_ = parts.fields[4];
+  batch.multi_hot_ = parts.fields[5];
   batch.normalization_ = parts.normalization;
   batch.augmented_ = parts.augmented;
   batch.samples_ = parts.samples;
@@ -28,6 +34,14 @@ DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts&
   batch.sequence_ = parts.sequence;
   batch.epoch_ = parts.epoch;
   return batch;
+}
+
+void DeviceBatchAccess::check_augment(const FeederOptions& options, const Batch& batch) {
+  if (options.augment.flip_horizontal && (batch.has_masks() || batch.has_boxes()))
+    throw InvalidArgument(
+        "DeviceFeeder: FeederOptions::augment flips images only, and this batch has masks or boxes that "
+        "would have to flip with them: flip in the pipeline (ops::flip_horizontal), as place_pixel_ops "
+        "does for chains whose samples have masks or boxes");
 }
 
 void throw_all_slots_held(std::size_t depth) {

@@ -136,6 +136,7 @@ GpuFeeder::~GpuFeeder() {
     for (Slot& slot : slots_) {
       cudaStreamWaitEvent(copy_->get(), slot.released.get(), 0);
       slot.buffer.reset();
+      slot.fields.reset();
     }
     cudaStreamSynchronize(copy_->get());
   } catch (const Error&) {
@@ -278,6 +279,41 @@ void GpuFeeder::remember_split() noexcept {
   }
 }
 
+std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& batch,
+                                   std::array<TensorView, 6>& fields) {
+  const std::array<TensorView, 6> host = DeviceBatchAccess::field_tensors(batch);
+  std::size_t total = 0;
+  for (const TensorView& t : host) total += t ? round_up(t.bytes()) : 0;
+  if (total == 0) return 0;
+  const cudaStream_t stream = copy_->get();
+  if (slot.fields.bytes() < total) {
+    // Boxes per sample change from batch to batch: grow by doubling, so that a warm feeder stops allocating.
+    const std::size_t bytes = std::max(total, 2 * slot.fields.bytes());
+    slot.fields.reset();  // stream-ordered, after the slot's release point (stage() waited for it)
+    slot.fields = pool_->allocate(
+        bytes, stream,
+        "DeviceFeeder ring slot " + std::to_string(index) + " (masks, boxes and multi-hot labels)");
+    std::lock_guard lock(mutex_);
+    ++stats_.allocations;
+  }
+  auto* base = slot.fields.as<std::uint8_t>();
+  std::size_t offset = 0, copied = 0;
+  for (std::size_t k = 0; k < host.size(); ++k) {
+    const TensorView& t = host[k];
+    if (!t) continue;
+    if (t.bytes() > 0)
+      CONVEYOR_CUDA(cudaMemcpyAsync(base + offset, t.data, t.bytes(), cudaMemcpyHostToDevice, stream),
+                    kFeederContext);
+    fields[k] = t;
+    fields[k].data = base + offset;
+    fields[k].device = device_;
+    fields[k].pinned = false;
+    offset += round_up(t.bytes());
+    copied += t.bytes();
+  }
+  return copied;
+}
+
 std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dataset,
                                                        const PipelineOptions& pipeline, int threads) {
   on_error_ = pipeline.on_error;
@@ -407,6 +443,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
       }
       rethrow_failure_locked();
     }
+    DeviceBatchAccess::check_augment(options_, batch);
     CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.released.get(), 0), kFeederContext);
     ensure_capacity(slot, index, std::max(batch.capacity(), batch.size()), batch.sample_shape());
     const std::span<const std::uint8_t> pixels = batch.pixels();
@@ -421,6 +458,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     CONVEYOR_CUDA(
         cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
         kFeederContext);
+    const std::size_t field_bytes = copy_fields(slot, index, batch, parts.fields);
     if (deferred > 0) {
       // The copy above wrote whatever the deferred slots held on the host; their pixels come now.
       slot.decode_start.record(stream);
@@ -440,7 +478,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     }
     slot.ready.record(stream);
     if (mode.hand_over) CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kFeederContext);
-    copied = pixels.size_bytes() + labels.size_bytes();
+    copied = pixels.size_bytes() + labels.size_bytes() + field_bytes;
     parts.pixels = TensorView::contiguous(device_pixels, DType::uint8,
                                           {n, shape.height, shape.width, shape.channels}, device_);
     parts.labels = TensorView::contiguous(device_labels, DType::int64, {n}, device_);

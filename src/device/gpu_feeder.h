@@ -22,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -86,6 +87,7 @@ class GpuFeeder final : public FeederBackend {
   struct Slot {
     cuda::DeviceBuffer buffer;  // pixels, labels at label_offset, normalized images at images_offset
     std::size_t pixel_capacity = 0, label_offset = 0, images_offset = 0;
+    cuda::DeviceBuffer fields;  // masks, boxes, ... (conveyor/fields.h), grown to the largest batch's
     cuda::Event start{true};  // copy begins (timing)
     cuda::Event ready{true,
                       true};  // copy (and normalize) ends: consumers wait on it, the returner sleeps on it
@@ -120,6 +122,10 @@ class GpuFeeder final : public FeederBackend {
   bool ensure_decoder();
   // The current split's settled share, written to the split memory (when asked for and measured enough).
   void remember_split() noexcept;
+  // Copies the batch's other fields into the slot on the copy stream; their device views into `fields`.
+  // Returns the bytes copied.
+  std::size_t copy_fields(Slot& slot, std::size_t index, const Batch& batch,
+                          std::array<TensorView, 6>& fields);
   // Decodes the batch's deferred samples into the slot on the copy stream; returns the host seconds spent.
   double decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
                          const DecodeSplit* split);

@@ -17,6 +17,15 @@
 
 namespace conveyor::detail {
 
+// What one buffer holds per sample besides its pixels, label and SampleInfo (conveyor/fields.h).
+struct BatchLayout {
+  ImageShape image;
+  MaskShape mask;               // empty: no masks
+  bool boxes = false;           // each slot's BoxList, packed when the batch is complete
+  std::size_t max_boxes = 0;    // boxes per sample in the packed tensors; 0: each batch's most
+  std::size_t num_classes = 0;  // multi-hot width; 0: none
+};
+
 class BatchPool : public std::enable_shared_from_this<BatchPool> {
   struct Key {
     explicit Key() = default;
@@ -29,7 +38,11 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   // Buffers of `capacity` samples of `shape`, from `memory` (pageable memory when null).
   static std::shared_ptr<BatchPool> create(std::size_t max_buffers, std::size_t capacity, ImageShape shape,
                                            std::shared_ptr<HostMemoryResource> memory = nullptr);
-  BatchPool(Key, std::size_t max_buffers, std::size_t capacity, ImageShape shape,
+  // The same with other fields per sample.
+  static std::shared_ptr<BatchPool> create_with_layout(std::size_t max_buffers, std::size_t capacity,
+                                                       const BatchLayout& layout,
+                                                       std::shared_ptr<HostMemoryResource> memory = nullptr);
+  BatchPool(Key, std::size_t max_buffers, std::size_t capacity, const BatchLayout& layout,
             std::shared_ptr<HostMemoryResource> memory);
   BatchPool(const BatchPool&) = delete;
   BatchPool& operator=(const BatchPool&) = delete;
@@ -53,9 +66,21 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   bool pinned() const noexcept { return pinned_; }
 
  private:
+  // Packed boxes in memory of the pool's resource, grown to the largest batch seen (doubling).
+  class GrowingBoxStorage final : public BoxStorage {
+   public:
+    explicit GrowingBoxStorage(std::shared_ptr<HostMemoryResource> memory) : memory_(std::move(memory)) {}
+    PackedBoxes reserve(std::size_t samples, std::size_t max_boxes) override;
+
+   private:
+    std::shared_ptr<HostMemoryResource> memory_;
+    HostAllocation allocation_;
+  };
   struct Slot {
     HostAllocation memory;
     std::unique_ptr<DeferredSlot[]> deferred;  // what ops that defer leave per sample (conveyor/defer.h)
+    std::unique_ptr<BoxList[]> boxes;          // per sample, when the layout has boxes
+    std::unique_ptr<GrowingBoxStorage> box_storage;
     BatchBuffer buffer;
   };
   // Makes one buffer; runs without the lock held (a pinned allocation takes milliseconds).
@@ -68,11 +93,14 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   const std::size_t max_buffers_;
   const std::size_t capacity_;
   const ImageShape shape_;
+  const BatchLayout layout_;
   const std::shared_ptr<HostMemoryResource> memory_;
   const bool pinned_;
   const std::size_t pixel_bytes_;
   const std::size_t label_bytes_;
   const std::size_t info_bytes_;
+  const std::size_t mask_bytes_;
+  const std::size_t multi_hot_bytes_;
 
   mutable std::mutex mutex_;
   std::condition_variable returned_;

@@ -10,6 +10,10 @@
 // then delivered as soon as it completes, at its full size, and each hole becomes a padding sample (a copy of
 // the first kept sample of the same buffer, or else of the last kept sample of an earlier one; zeros with
 // label 0 before any sample was kept), flagged SampleInfo::padding.
+//
+// The samples' other fields (conveyor/fields.h) move with their pixels: masks and multi-hot rows are copied
+// with them, each slot's boxes swapped; when a batch is complete its boxes are packed into the padded
+// tensors (BatchBuffer::packed).
 #pragma once
 
 #include <cstddef>
@@ -49,6 +53,8 @@ class BatchAssembler {
   // Source stage: a state for a fresh buffer, and the view of one of its slots.
   BufferState* open(std::shared_ptr<BatchBuffer> buffer);
   ImageView slot(const BufferState& state, std::size_t position) const noexcept;
+  // The slot's mask (an empty view when the batch has no masks).
+  MaskView mask_slot(const BufferState& state, std::size_t position) const noexcept;
 
   // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
   // to `sink`.
@@ -65,6 +71,7 @@ class BatchAssembler {
   void complete(BufferState& state, std::size_t used, const Sink& sink);
   void fill_holes(BufferState& state, std::size_t used);
   void move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept;
+  void pack_boxes(BatchBuffer& buffer, std::size_t size);
   void emit(BufferState& state, std::size_t size, const Sink& sink);
   void close(BufferState& state) noexcept;
 
@@ -80,6 +87,8 @@ class BatchAssembler {
   std::vector<std::uint8_t> fallback_pixels_;
   std::int64_t fallback_label_ = 0;
   SampleInfo fallback_info_;
+  std::vector<std::uint8_t> fallback_mask_, fallback_multi_hot_;
+  BoxList fallback_boxes_;
 
   // The partial batch waiting for more kept elements (collect stage only).
   BufferState* partial_ = nullptr;

@@ -6,6 +6,8 @@
 #include "src/pipeline/element_order.h"
 #include "src/pipeline/pipeline.h"
 #include "src/pipeline/worker_affinity.h"
+#include "src/sources/coco_detection.h"
+#include "src/sources/segmentation_folder.h"
 #include "src/sources/shard_members.h"
 #include "src/sources/shard_set.h"
 
@@ -135,6 +137,20 @@ Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions
       source_node(shard_source(detail::make_shard_set(detail::parse_shard_index(text, index), options))));
 }
 
+Dataset Dataset::segmentation_folder(const std::filesystem::path& root,
+                                     const SegmentationFolderOptions& options) {
+  return from_source(detail::segmentation_folder(root, options));
+}
+
+Dataset Dataset::coco_detection(const std::filesystem::path& annotations, const std::filesystem::path& images,
+                                const CocoOptions& options) {
+  return from_source(detail::coco_detection(annotations, images, options));
+}
+
+Dataset Dataset::from_source(std::shared_ptr<const SampleSource> source) {
+  return Dataset(source_node(detail::Source::custom(std::move(source))));
+}
+
 // ---- chaining ----
 
 std::shared_ptr<detail::DatasetNode> Dataset::child() const {
@@ -262,7 +278,8 @@ PipelineOptionChanges PipelineOptionChanges::all(const PipelineOptions& o) {
           .abandon_stalled = o.abandon_stalled,
           .decode_memory_budget = o.decode_memory_budget,
           .defer = o.defer,
-          .cpus = o.cpus};
+          .cpus = o.cpus,
+          .fields = o.fields};
 }
 
 PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
@@ -282,6 +299,7 @@ PipelineOptions PipelineOptionChanges::applied_to(PipelineOptions o) const {
   if (decode_memory_budget) o.decode_memory_budget = *decode_memory_budget;
   if (defer) o.defer = *defer;
   if (cpus) o.cpus = *cpus;
+  if (fields) o.fields = *fields;
   return o;
 }
 
@@ -328,6 +346,10 @@ Dataset Dataset::with_options(const PipelineOptionChanges& changes) const {
                           "); an unprivileged process cannot raise its threads' priority");
   if (options.stall_limit.count() < 0) throw InvalidArgument("PipelineOptions: stall_limit must be >= 0");
   check_cpus(options.cpus, "PipelineOptions::cpus");
+  if (!(options.fields.min_box_area >= 0) || !(options.fields.min_box_visibility >= 0) ||
+      !(options.fields.min_box_visibility <= 1))
+    throw InvalidArgument(
+        "PipelineOptions: fields.min_box_area must be >= 0 and fields.min_box_visibility in [0, 1]");
   auto node = child();
   node->options = std::move(options);
   return Dataset(std::move(node));
@@ -341,12 +363,17 @@ Dataset Dataset::prefetch(std::size_t samples) const {
 }
 
 BatchedDataset Dataset::batch(std::size_t batch_size, bool drop_remainder) const {
-  return BatchedDataset(*this, batch_size, std::nullopt, drop_remainder);
+  return BatchedDataset(*this, batch_size, BatchOptions{.drop_remainder = drop_remainder});
 }
 
 BatchedDataset Dataset::batch(std::size_t batch_size, ImageShape sample_shape, bool drop_remainder) const {
-  if (sample_shape.empty()) throw InvalidArgument("Dataset::batch: empty sample shape");
-  return BatchedDataset(*this, batch_size, sample_shape, drop_remainder);
+  return batch(batch_size, BatchOptions{.sample_shape = sample_shape, .drop_remainder = drop_remainder});
+}
+
+BatchedDataset Dataset::batch(std::size_t batch_size, const BatchOptions& options) const {
+  if (options.sample_shape && options.sample_shape->empty())
+    throw InvalidArgument("Dataset::batch: empty sample shape");
+  return BatchedDataset(*this, batch_size, options);
 }
 
 SampleIterator Dataset::begin() const {
@@ -361,21 +388,23 @@ std::size_t Dataset::source_size() const noexcept { return node_->source->size()
 std::string Dataset::source_path(std::size_t i) const {
   if (node_->source->streamed()) throw InvalidArgument("Dataset::source_path: tar shards are streamed");
   if (i >= source_size()) throw InvalidArgument("Dataset::source_path: index out of range");
+  if (const auto& custom = node_->source->sample_source()) return custom->path(i);
   return std::string(node_->source->path(i));
 }
 std::int64_t Dataset::source_label(std::size_t i) const {
   if (node_->source->streamed()) throw InvalidArgument("Dataset::source_label: tar shards are streamed");
   if (i >= source_size()) throw InvalidArgument("Dataset::source_label: index out of range");
+  if (const auto& custom = node_->source->sample_source()) return custom->label(i);
   return node_->source->label(i);
 }
+FieldSet Dataset::fields() const noexcept { return node_->source->fields(); }
 const std::vector<std::string>& Dataset::class_names() const noexcept { return node_->source->class_names(); }
 const PipelineOptions& Dataset::options() const noexcept { return node_->options; }
 
 // ---- batches ----
 
-BatchedDataset::BatchedDataset(Dataset samples, std::size_t batch_size, std::optional<ImageShape> shape,
-                               bool drop_remainder)
-    : samples_(std::move(samples)), batch_size_(batch_size), shape_(shape), drop_remainder_(drop_remainder) {
+BatchedDataset::BatchedDataset(Dataset samples, std::size_t batch_size, BatchOptions options)
+    : samples_(std::move(samples)), batch_size_(batch_size), options_(options) {
   if (batch_size == 0) throw InvalidArgument("Dataset::batch: batch_size must be at least 1");
 }
 
@@ -402,8 +431,11 @@ detail::PipelinePlan BatchedDataset::plan() const {
   detail::PipelinePlan plan = detail::make_plan(*samples_.node_);
   plan.batched = true;
   plan.batch_size = batch_size_;
-  plan.shape = shape_;
-  plan.drop_remainder = drop_remainder_;
+  plan.shape = options_.sample_shape;
+  plan.drop_remainder = options_.drop_remainder;
+  plan.mask_type = options_.mask_type;
+  plan.max_boxes = options_.max_boxes;
+  plan.num_classes = options_.num_classes;
   plan.prefetch = prefetch_;
   return plan;
 }

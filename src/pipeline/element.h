@@ -39,6 +39,7 @@ struct Element {
   bool streamed = false;          // the bytes came with the element (tar shards): nothing to load
   std::string stream_error_kind;  // a streamed sample that could not be read: why (empty: it was)
   std::string stream_error_reason;
+  std::vector<std::uint8_t> fields_json;  // a streamed sample's boxes member, parsed in the read stage
   BufferState* buffer = nullptr;  // batches only: the buffer that holds this element's slot
   std::size_t slot = 0;
   Outcome outcome = Outcome::kept;

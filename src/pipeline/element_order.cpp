@@ -481,6 +481,9 @@ std::string hex(std::uint64_t value) {
 // The line describe() gives the source: a streamed one names what decides its stream (the shards, their
 // order and this rank's share), so that a state refuses another set of shards or another rank.
 std::string describe_source(const Source& source) {
+  // A SampleSource names itself, so that a state saved over another source is refused.
+  if (const auto& custom = source.sample_source())
+    return "source " + std::to_string(source.size()) + " " + custom->describe();
   if (!source.streamed()) return "source " + std::to_string(source.size());
   const ShardSet& set = *source.shard_set();
   const TarShardOptions& options = set.options;

@@ -80,6 +80,10 @@ Pipeline::Pipeline(PipelinePlan plan, const IteratorState& start)
     delivered_epoch_ = state->epoch;
   }
   first_sequence_ = delivered_items_;
+  // What the source left out when it was made (an image without its mask, ...) counts as skipped here.
+  if (const auto& custom = plan_.source->sample_source())
+    for (const SkippedSample& left_out : custom->left_out())
+      counters_.record_skip(left_out.path, left_out.stage, "left_out", left_out.reason);
   start_state_.resize(order_.state_words());
   order_.save(start_state_);
   delivered_state_ = start_state_;
@@ -138,10 +142,9 @@ void Pipeline::drive() noexcept {
   try {
     arena_.execute([this] {
       if (plan_.batched) {
-        std::optional<ImageShape> shape = plan_.shape;
-        if (!shape) shape = probe_shape();
-        if (!shape) return;  // no element, a failure at the first one, or a cancel
-        start_batching(*shape);
+        const std::optional<BatchLayout> layout = batch_layout();
+        if (!layout) return;  // no element, a failure at the first one, or a cancel
+        start_batching(*layout);
       }
       run_pipeline();
     });
@@ -158,7 +161,25 @@ void Pipeline::drive() noexcept {
   queue_.close();
 }
 
-std::optional<ImageShape> Pipeline::probe_shape() {
+BatchLayout Pipeline::layout_for(ImageShape image, const Sample* probed) const {
+  BatchLayout layout;
+  layout.image = image;
+  const FieldSet fields = plan_.source->fields();
+  const bool probed_mask = probed != nullptr && !probed->mask().empty();
+  if (fields.mask || probed_mask)
+    layout.mask = {image.height, image.width, probed_mask ? probed->mask().type : plan_.mask_type};
+  layout.boxes = fields.boxes || (probed != nullptr && !probed->boxes.empty());
+  layout.max_boxes = plan_.max_boxes;
+  layout.num_classes = plan_.num_classes;
+  return layout;
+}
+
+std::optional<BatchLayout> Pipeline::batch_layout() {
+  if (plan_.shape) return layout_for(*plan_.shape, nullptr);
+  return probe_layout();
+}
+
+std::optional<BatchLayout> Pipeline::probe_layout() {
   // The first element that makes it through the maps gives the batch's sample shape. It runs again in
   // the pipeline proper (a pure function of its bytes and seed): the probe costs one element's work.
   ElementOrder order(*plan_.source, plan_.order, plan_.options.max_file_bytes, in_order_);
@@ -184,7 +205,7 @@ std::optional<ImageShape> Pipeline::probe_shape() {
     process(element, /*probing=*/true);
     if (element.outcome == Outcome::kept) {
       const ImageShape shape = element.sample.image().shape();
-      if (!shape.empty()) return shape;
+      if (!shape.empty()) return layout_for(shape, &element.sample);
       element.outcome = Outcome::failed;
       element.failed_stage = batch_stage_;
       element.error_kind = "no_image";
@@ -202,11 +223,12 @@ std::optional<ImageShape> Pipeline::probe_shape() {
   return std::nullopt;
 }
 
-void Pipeline::start_batching(ImageShape shape) {
-  assembler_.emplace(plan_.batch_size, shape, plan_.drop_remainder, pool_capacity_, order_.state_words(),
-                     first_sequence_, plan_.even);
+void Pipeline::start_batching(const BatchLayout& layout) {
+  assembler_.emplace(plan_.batch_size, layout.image, plan_.drop_remainder, pool_capacity_,
+                     order_.state_words(), first_sequence_, plan_.even);
+  fields_in_batch_ = !layout.mask.empty() || layout.boxes || layout.num_classes > 0;
   std::shared_ptr<BatchPool> pool =
-      BatchPool::create(pool_capacity_, plan_.batch_size, shape, plan_.options.host_memory);
+      BatchPool::create_with_layout(pool_capacity_, plan_.batch_size, layout, plan_.options.host_memory);
   std::lock_guard lock(setup_mutex_);
   pool_ = std::move(pool);
   if (cancelled_.load()) pool_->cancel();

@@ -59,8 +59,11 @@ class Pipeline {
  private:
   // ---- driver (pipeline.cpp) ----
   void drive() noexcept;
-  std::optional<ImageShape> probe_shape();
-  void start_batching(ImageShape shape);
+  // The batch's layout: the sample shape as given or probed, and the fields the samples carry.
+  std::optional<BatchLayout> batch_layout();
+  std::optional<BatchLayout> probe_layout();
+  BatchLayout layout_for(ImageShape image, const Sample* probed) const;
+  void start_batching(const BatchLayout& layout);
   void run_pipeline();
   OutputQueue::Popped pop();
   void deliver(OutputQueue::Item item, std::span<const std::uint64_t> state = {});
@@ -92,6 +95,9 @@ class Pipeline {
   void end_of_stream();
   void finish_if_complete();
   void copy_into_slot(Element& element);
+  // The sample's mask, boxes and tags into its slot (called from the "batch" stage); throws when they do not
+  // fit the batch's layout.
+  void place_fields(Element& element);
   PipelineError error_of(const Element& element) const;
   int worker_track();
 
@@ -141,6 +147,7 @@ class Pipeline {
   bool finished_early_ = false;
   bool failed_ = false;
   std::optional<BatchAssembler> assembler_;  // made by the driver before the pipeline starts
+  bool fields_in_batch_ = false;             // the batches hold masks, boxes or multi-hot rows (idem)
   const BatchAssembler::Sink sink_;
 
   // ---- elements ----

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -12,6 +13,7 @@
 #include "src/pipeline/pipeline.h"
 #include "src/pipeline/worker_affinity.h"
 #include "src/pipeline/worker_priority.h"
+#include "src/sources/fields_json.h"
 #include "src/sources/shard_read_error.h"
 
 namespace conveyor::detail {
@@ -43,6 +45,25 @@ const char* kind_of(const std::exception& error) {
 std::string describe(ImageShape shape) {
   return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
          std::to_string(shape.channels);
+}
+
+std::string describe(MaskShape shape) {
+  return std::to_string(shape.height) + "x" + std::to_string(shape.width) + " " + to_string(shape.type);
+}
+
+// Whether the sample carries any field besides its pixels and label: then the batch stage runs to place
+// them (or to say that the batch has no room for them).
+bool has_fields(const Sample& sample) noexcept {
+  return !sample.mask().empty() || !sample.boxes.empty() || !sample.tags.empty();
+}
+
+// A SampleSource names its elements in its read; until then (an error before it) the element is "<source:i>".
+void name_element(std::string& path, std::uint64_t index) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, index).ptr;
+  path.assign("<source:");
+  path.append(digits, end);
+  path.push_back('>');
 }
 
 // The sample's op deferred it: its bytes and descriptor go with the batch (the sample takes the slot's old
@@ -165,18 +186,26 @@ void Pipeline::prepare(Element& element, OrderedElement& order) const {
   element.outcome = Outcome::kept;
   element.fate.store(Fate::running, std::memory_order_relaxed);
   sample.set_decode_budget(const_cast<MemoryBudget*>(&decode_budget_));
+  sample.set_field_options(&plan_.options.fields);
   sample.index = order.index;
   sample.epoch = order.epoch;
   sample.seed = sample_seed(plan_.options.seed, order.epoch, order.index);
   sample.padding = order.padding;
   if (element.streamed) {
     StreamedSample& streamed = *order.streamed;
-    std::swap(sample.encoded, streamed.bytes);  // the streamed sample goes back with the old buffer
+    std::swap(sample.encoded, streamed.bytes);  // the streamed sample goes back with the old buffers
+    std::swap(sample.encoded_mask, streamed.mask_bytes);
+    std::swap(element.fields_json, streamed.fields_json);
     sample.label = streamed.label;
     sample.path.assign(streamed.path);
     element.stream_error_kind.assign(streamed.error_kind);
     element.stream_error_reason.assign(streamed.error_reason);
     order.streamed.reset();
+    return;
+  }
+  if (plan_.source->sample_source()) {
+    sample.label = -1;
+    name_element(sample.path, order.source_index);
     return;
   }
   sample.label = plan_.source->label(order.source_index);
@@ -215,7 +244,10 @@ bool Pipeline::reserve_slot(Element& element, int track, std::chrono::nanosecond
   element.slot = current_used_++;
   // An op that may be abandoned must never hold the slot (it could write there after the batch left):
   // it works in the element's own images and the pipeline copies the result (copy_into_slot).
-  if (!abandoning_) element.sample.bind_slot(assembler_->slot(*current_, element.slot));
+  if (!abandoning_) {
+    element.sample.bind_slot(assembler_->slot(*current_, element.slot));
+    element.sample.bind_mask_slot(assembler_->mask_slot(*current_, element.slot));
+  }
   return true;
 }
 
@@ -234,10 +266,16 @@ void Pipeline::process(Element& element, bool probing) noexcept {
   Sample& sample = element.sample;
   if (!run_stage(element, read_stage_, track, probing, [&] {
         if (!element.streamed) {
-          plan_.source->load(element.source_index, sample.encoded, plan_.options.max_file_bytes);
+          plan_.source->load(element.source_index, sample, plan_.options.max_file_bytes);
         } else if (!element.stream_error_kind.empty()) {
           // The reader found the problem ahead of time; it fails here, at the element's place.
           throw ShardReadError(element.stream_error_kind, element.stream_error_reason);
+        } else if (plan_.source->fields().boxes) {
+          try {
+            parse_fields_json(element.fields_json, sample);
+          } catch (const ShardReadError& error) {
+            throw ShardReadError(error.kind(), "'" + sample.path + "': its boxes: " + error.what());
+          }
         }
       }))
     return;
@@ -274,7 +312,9 @@ void Pipeline::process(Element& element, bool probing) noexcept {
     if (abandoning_ && !element.fate.compare_exchange_strong(expected, Fate::finishing)) return;
     counters_.deferred.fetch_add(1, std::memory_order_relaxed);
     keep_deferred(sample, element.buffer->buffer->deferred[element.slot]);
-  } else if (!sample.in_slot()) {
+    if (fields_in_batch_ || has_fields(sample))
+      run_stage(element, batch_stage_, track, probing, [&] { place_fields(element); });
+  } else if (!sample.in_slot() || fields_in_batch_ || has_fields(sample)) {
     run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(element); });
   }
 }
@@ -287,15 +327,69 @@ void Pipeline::copy_into_slot(Element& element) {
     Fate expected = Fate::running;
     if (!element.fate.compare_exchange_strong(expected, Fate::finishing)) return;
   }
-  const ConstImageView image = element.sample.image();
-  const ImageView slot = assembler_->slot(*element.buffer, element.slot);
-  if (image.empty())
-    throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
-  if (image.shape() != slot.shape())
-    throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " +
-                        describe(slot.shape()));
-  const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
-  for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
+  if (!element.sample.in_slot()) {
+    const ConstImageView image = element.sample.image();
+    const ImageView slot = assembler_->slot(*element.buffer, element.slot);
+    if (image.empty())
+      throw InvalidArgument("no image after the maps: batch() needs an op that produces pixels");
+    if (image.shape() != slot.shape())
+      throw ShapeMismatch("image is " + describe(image.shape()) + " but the batch's samples are " +
+                          describe(slot.shape()));
+    const std::size_t row_bytes = static_cast<std::size_t>(image.width) * image.channels;
+    for (int y = 0; y < image.height; ++y) std::memcpy(slot.row(y), image.row(y), row_bytes);
+  }
+  place_fields(element);
+}
+
+void Pipeline::place_fields(Element& element) {
+  Sample& sample = element.sample;
+  BatchBuffer& buffer = *element.buffer->buffer;
+  const std::size_t slot = element.slot;
+  const ConstMaskView mask = sample.mask();
+  if (buffer.masks != nullptr) {
+    if (mask.empty())
+      throw InvalidArgument(sample.encoded_mask.empty()
+                                ? "no mask: the batch's samples have masks and this one has none"
+                                : "no mask after the maps: decode it with the image (ops::decode, "
+                                  "decode_random_resized_crop or decode_center_crop)");
+    if (mask.shape() != buffer.mask_shape)
+      throw ShapeMismatch("mask is " + describe(mask.shape()) + " but the batch's masks are " +
+                          describe(buffer.mask_shape));
+    if (!sample.mask_in_slot()) {
+      const MaskView out = assembler_->mask_slot(*element.buffer, slot);
+      const std::size_t row_bytes = static_cast<std::size_t>(mask.width) * mask.element_size();
+      for (int y = 0; y < mask.height; ++y) std::memcpy(out.row(y), mask.row(y), row_bytes);
+    }
+  } else if (!mask.empty()) {
+    throw InvalidArgument(
+        "the sample has a mask but the batch has none (its source gives none, and neither did "
+        "its first sample)");
+  }
+  if (buffer.boxes != nullptr) {
+    if (buffer.fixed_max_boxes != 0 && sample.boxes.size() > buffer.fixed_max_boxes)
+      throw InvalidArgument("the sample has " + std::to_string(sample.boxes.size()) +
+                            " boxes, more than BatchOptions::max_boxes (" +
+                            std::to_string(buffer.fixed_max_boxes) + ")");
+    buffer.boxes[slot].swap(sample.boxes);  // the slot's old list goes to the sample, which recycles it
+  } else if (!sample.boxes.empty()) {
+    throw InvalidArgument(
+        "the sample has boxes but the batch has none (its source gives none, and neither did its "
+        "first sample)");
+  }
+  if (buffer.multi_hot != nullptr) {
+    std::uint8_t* row = buffer.multi_hot + slot * buffer.num_classes;
+    std::fill_n(row, buffer.num_classes, std::uint8_t{0});
+    for (const std::int64_t tag : sample.tags) {
+      if (tag < 0 || static_cast<std::uint64_t>(tag) >= buffer.num_classes)
+        throw InvalidArgument("tag " + std::to_string(tag) + " is outside 0.." +
+                              std::to_string(buffer.num_classes - 1) + " (BatchOptions::num_classes)");
+      row[tag] = 1;
+    }
+  } else if (!sample.tags.empty()) {
+    throw InvalidArgument(
+        "the sample has multi-label tags but the batch has no multi-hot field: set "
+        "BatchOptions::num_classes");
+  }
 }
 
 template <class F>

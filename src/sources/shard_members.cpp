@@ -13,6 +13,7 @@
 #include "conveyor/error.h"
 #include "src/core/tsan.h"
 #include "src/sources/byte_stream.h"
+#include "src/sources/fields_json.h"
 #include "src/sources/shard_read_error.h"
 #include "src/sources/tar_samples.h"
 
@@ -36,8 +37,8 @@ struct ShardMembers::ShardIndex {
   std::vector<std::pair<std::size_t, Failure>> failures;  // by place in this shard
   std::exception_ptr refused;                             // the shard cannot be read at random at all
 
-  void add(std::uint32_t shard, MemberExtent image, std::string path, std::int64_t label) {
-    members.push_back({shard, image});
+  void add(std::uint32_t shard, SampleExtents extents, std::string path, std::int64_t label) {
+    members.push_back({shard, extents});
     paths.push_back(std::move(path));
     labels.push_back(label);
   }
@@ -46,7 +47,7 @@ struct ShardMembers::ShardIndex {
   }
 };
 
-ShardMembers::ShardMembers(const ShardSet& set) {
+ShardMembers::ShardMembers(const ShardSet& set) : format_(set.format) {
   for (const ShardInfo& shard : set.shards) {
     if (is_url(shard.location))
       throw InvalidArgument("Dataset::tar_shards: random_access reads local files, and '" + shard.location +
@@ -58,14 +59,14 @@ ShardMembers::ShardMembers(const ShardSet& set) {
     ShardIndex& index = shards[s];
     const auto shard = static_cast<std::uint32_t>(s);
     StreamedSample sample;
-    MemberExtent image;
+    SampleExtents extents;
     try {
       TarSampleReader reader(open_file_stream(locations_[s]), set.format);
       if (reader.compressed())
         throw InvalidArgument("Dataset::tar_shards: random_access needs uncompressed shards, and '" +
                               locations_[s] + "' is compressed (stream it: random_access = false)");
-      while (reader.locate_next(sample, image)) {
-        index.add(shard, image, sample.path, sample.label);
+      while (reader.locate_next(sample, extents)) {
+        index.add(shard, extents, sample.path, sample.label);
         if (!sample.error_kind.empty()) index.fail_last(sample.error_kind, sample.error_reason);
       }
     } catch (const ShardReadError& error) {
@@ -116,18 +117,37 @@ ShardMembers::ShardMembers(const ShardSet& set) {
 
 ShardMembers::~ShardMembers() = default;
 
-void ShardMembers::read(std::size_t i, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const {
+void ShardMembers::read_member(int fd, const std::string& location, MemberExtent extent, const char* what,
+                               std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const {
+  const auto where = [&] {
+    return "'" + location + "': the " + what + " at byte " + std::to_string(extent.offset);
+  };
+  if (max_bytes != 0 && extent.size > max_bytes)
+    throw ShardReadError("too_large", where() + ": " + std::to_string(extent.size) +
+                                          " bytes, over the limit of " + std::to_string(max_bytes) +
+                                          " (PipelineOptions::max_file_bytes)");
+  bytes.resize(static_cast<std::size_t>(extent.size));
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n =
+        ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(extent.offset + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ShardReadError("io", io_failure("cannot read", location, errno) + " at byte " +
+                                     std::to_string(extent.offset + got));
+    }
+    if (n == 0)  // the shard was cut after it was indexed
+      throw ShardReadError("truncated", where() + ": the shard ends " + std::to_string(got) +
+                                            " bytes into its " + std::to_string(bytes.size()));
+    got += static_cast<std::size_t>(n);
+  }
+}
+
+void ShardMembers::read(std::size_t i, Sample& sample, std::size_t max_bytes) const {
   if (const auto failed = failures_.find(i); failed != failures_.end())
     throw ShardReadError(failed->second.kind, failed->second.reason);
   const Member& member = members_[i];
   const std::string& location = locations_[member.shard];
-  const auto where = [&] {
-    return "'" + location + "': the image at byte " + std::to_string(member.image.offset);
-  };
-  if (max_bytes != 0 && member.image.size > max_bytes)
-    throw ShardReadError("too_large", where() + ": " + std::to_string(member.image.size) +
-                                          " bytes, over the limit of " + std::to_string(max_bytes) +
-                                          " (PipelineOptions::max_file_bytes)");
   FileDescriptor opened;
   int fd = open_.empty() ? -1 : open_[member.shard].get();
   if (fd < 0) {
@@ -135,20 +155,20 @@ void ShardMembers::read(std::size_t i, std::vector<std::uint8_t>& bytes, std::si
     if (opened.get() < 0) throw ShardReadError("io", io_failure("cannot open", location, errno));
     fd = opened.get();
   }
-  bytes.resize(static_cast<std::size_t>(member.image.size));
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n =
-        ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(member.image.offset + got));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw ShardReadError("io", io_failure("cannot read", location, errno) + " at byte " +
-                                     std::to_string(member.image.offset + got));
+  read_member(fd, location, member.extents.image, "image", sample.encoded, max_bytes);
+  if (!format_.mask_extension.empty())
+    read_member(fd, location, member.extents.mask, "mask", sample.encoded_mask, max_bytes);
+  if (!format_.fields_extension.empty()) {
+    // One buffer per thread for the JSON text: its capacity stays from one sample to the next.
+    thread_local std::vector<std::uint8_t> text;
+    read_member(fd, location, member.extents.fields, "boxes", text, max_bytes);
+    try {
+      parse_fields_json(text, sample);
+    } catch (const ShardReadError& error) {
+      throw ShardReadError(error.kind(), "'" + location + "': the boxes at byte " +
+                                             std::to_string(member.extents.fields.offset) + ": " +
+                                             error.what());
     }
-    if (n == 0)  // the shard was cut after it was indexed
-      throw ShardReadError("truncated", where() + ": the shard ends " + std::to_string(got) +
-                                            " bytes into its " + std::to_string(bytes.size()));
-    got += static_cast<std::size_t>(n);
   }
 }
 

@@ -34,20 +34,27 @@ class ShardMembers {
   // Moved out once, into the Source's tables.
   FileListing take_listing() { return std::move(listing_); }
 
-  // Sample i's image bytes into `bytes`. Throws ShardReadError: the sample's own error, "too_large" for
-  // an image over max_bytes (0: no limit), or "io".
-  void read(std::size_t i, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const;
+  // Sample i's image bytes into sample.encoded, and its mask and boxes when the format has them. Throws
+  // ShardReadError: the sample's own error, "too_large" for a member over max_bytes (0: no limit), "io",
+  // "bad_fields".
+  void read(std::size_t i, Sample& sample, std::size_t max_bytes) const;
+  FieldSet fields() const noexcept { return format_.fields(); }
 
  private:
   struct Member {
     std::uint32_t shard = 0;
-    MemberExtent image;
+    SampleExtents extents;
   };
   struct Failure {
     std::string kind, reason;
   };
   struct ShardIndex;  // one shard's samples, as its task found them
 
+  // One member's bytes (`what`: "image", "mask", ...) from the shard open as fd.
+  void read_member(int fd, const std::string& location, MemberExtent extent, const char* what,
+                   std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const;
+
+  TarFormat format_;
   std::vector<std::string> locations_;  // the shards' paths
   // The shards, open while the set is small enough to keep them open (see the constructor); else each
   // read opens its shard.

@@ -70,6 +70,8 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
   for (const std::string& extension : options.image_extensions)
     set.format.image_extensions.push_back(extension_of(extension));
   set.format.label_extension = extension_of(options.label_extension);
+  set.format.mask_extension = extension_of(options.mask_extension);
+  set.format.fields_extension = extension_of(options.fields_extension);
   set.shards = std::move(shards);
   // Splitting the epoch's samples across ranks needs every shard's count: a rank must know where its
   // share begins without reading the shards before it. Interleaving several shards (parallel_shards > 1,

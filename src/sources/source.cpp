@@ -45,6 +45,7 @@ std::shared_ptr<const Source> Source::memory(std::vector<std::vector<std::uint8_
 std::shared_ptr<const Source> Source::shards(std::shared_ptr<const ShardSet> shards) {
   auto source = std::make_shared<Source>();
   source->stream_size_ = static_cast<std::size_t>(shards->total());
+  source->fields_ = shards->format.fields();
   source->shards_ = std::move(shards);
   return source;
 }
@@ -54,17 +55,30 @@ std::shared_ptr<const Source> Source::shard_members(std::shared_ptr<ShardMembers
   FileListing listing = members->take_listing();
   source->paths_ = std::move(listing.paths);
   source->labels_ = std::move(listing.labels);
+  source->fields_ = members->fields();
   source->members_ = std::move(members);
   return source;
 }
 
-void Source::load(std::size_t i, std::vector<std::uint8_t>& bytes, std::size_t max_bytes) const {
-  if (members_) {
-    members_->read(i, bytes, max_bytes);
+std::shared_ptr<const Source> Source::custom(std::shared_ptr<const SampleSource> custom) {
+  if (!custom) throw InvalidArgument("Dataset::from_source: no source");
+  auto source = std::make_shared<Source>();
+  source->custom_size_ = custom->size();
+  source->class_names_ = custom->class_names();
+  source->fields_ = custom->fields();
+  source->custom_ = std::move(custom);
+  return source;
+}
+
+void Source::load(std::size_t i, Sample& sample, std::size_t max_bytes) const {
+  if (custom_) {
+    custom_->read(i, sample, ReadLimits{max_bytes});
+  } else if (members_) {
+    members_->read(i, sample, max_bytes);
   } else if (buffers_.empty()) {
-    read_file(paths_.c_str(i), bytes, max_bytes);
+    read_file(paths_.c_str(i), sample.encoded, max_bytes);
   } else {
-    bytes.assign(buffers_[i].begin(), buffers_[i].end());
+    sample.encoded.assign(buffers_[i].begin(), buffers_[i].end());
   }
 }
 

@@ -28,6 +28,8 @@ StreamedSamplePtr StreamedSamplePool::acquire() {
 StreamedSamplePtr StreamedSamplePool::copy(const StreamedSample& sample) {
   StreamedSamplePtr out = acquire();
   out->bytes = sample.bytes;
+  out->mask_bytes = sample.mask_bytes;
+  out->fields_json = sample.fields_json;
   out->label = sample.label;
   out->path = sample.path;
   out->error_kind = sample.error_kind;

@@ -13,7 +13,9 @@
 namespace conveyor::detail {
 
 struct StreamedSample {
-  std::vector<std::uint8_t> bytes;  // the image member
+  std::vector<std::uint8_t> bytes;        // the image member
+  std::vector<std::uint8_t> mask_bytes;   // the mask member (TarFormat::mask_extension), or empty
+  std::vector<std::uint8_t> fields_json;  // the boxes member (TarFormat::fields_extension), or empty
   std::int64_t label = -1;
   std::string path;  // "<shard>#<member>": the shard's path or URL and the image member's name
   // Set when the sample cannot be used: the element then fails in the "read" stage with this kind

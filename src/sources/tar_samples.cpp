@@ -20,7 +20,7 @@ void lower_in_place(std::string& text) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
 }
 
-std::string_view trim(std::string_view text) {
+std::string_view trim_label_text(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
   return text;
@@ -157,10 +157,30 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
   const bool image = std::find(format_.image_extensions.begin(), format_.image_extensions.end(),
                                member.extension) != format_.image_extensions.end();
   const bool label = !format_.label_extension.empty() && member.extension == format_.label_extension;
-  if (out == nullptr || (!image && !label)) {
+  const bool mask = !format_.mask_extension.empty() && member.extension == format_.mask_extension;
+  const bool fields = !format_.fields_extension.empty() && member.extension == format_.fields_extension;
+  if (out == nullptr || (!image && !label && !mask && !fields)) {
     has_image_ |= image;
     has_label_ |= label;
+    has_mask_ |= mask;
+    has_fields_ |= fields;
     return skip_data(member);
+  }
+  if (mask || fields) {
+    // Each extension appears once per sample (group() checks), so these are the sample's only ones.
+    (mask ? has_mask_ : has_fields_) = true;
+    if (format_.max_member_bytes != 0 && static_cast<std::uint64_t>(member.size) > format_.max_member_bytes) {
+      set_error(*out, "too_large",
+                where(member) + ": " + std::to_string(member.size) + " bytes, over the limit of " +
+                    std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
+      return skip_data(member);
+    }
+    if (located_ != nullptr) {
+      (mask ? located_->mask : located_->fields) = {static_cast<std::uint64_t>(member.data_offset),
+                                                    static_cast<std::uint64_t>(member.size)};
+      return skip_data(member);
+    }
+    return read_data(member, mask ? out->mask_bytes : out->fields_json);
   }
   if (image) {
     if (has_image_) {
@@ -176,7 +196,8 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
       return skip_data(member);
     }
     if (located_ != nullptr) {
-      *located_ = {static_cast<std::uint64_t>(member.data_offset), static_cast<std::uint64_t>(member.size)};
+      located_->image = {static_cast<std::uint64_t>(member.data_offset),
+                         static_cast<std::uint64_t>(member.size)};
       return skip_data(member);  // a truncated shard fails here, as when the bytes are read
     }
     return read_data(member, out->bytes);
@@ -191,8 +212,8 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
     return skip_data(member);
   }
   read_data(member, label_text_);
-  const std::string_view text =
-      trim(std::string_view(reinterpret_cast<const char*>(label_text_.data()), label_text_.size()));
+  const std::string_view text = trim_label_text(
+      std::string_view(reinterpret_cast<const char*>(label_text_.data()), label_text_.size()));
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
@@ -211,9 +232,11 @@ bool TarSampleReader::group(StreamedSample* out) {
   Member& first = first_;
   key = pending_.key;
   first = pending_;
-  has_image_ = has_label_ = false;
+  has_image_ = has_label_ = has_mask_ = has_fields_ = false;
   if (out != nullptr) {
     out->bytes.clear();
+    out->mask_bytes.clear();
+    out->fields_json.clear();
     out->label = -1;
     set_path(*out, key);
     out->clear_error();
@@ -236,7 +259,10 @@ bool TarSampleReader::group(StreamedSample* out) {
     } catch (const ShardReadError&) {
       // The shard broke off after this sample's members. A sample that has what it needs is still good:
       // the failure belongs to the next one.
-      if (!has_image_ || (!format_.label_extension.empty() && !has_label_)) throw;
+      if (!has_image_ || (!format_.label_extension.empty() && !has_label_) ||
+          (!format_.mask_extension.empty() && !has_mask_) ||
+          (!format_.fields_extension.empty() && !has_fields_))
+        throw;
       deferred_ = std::current_exception();
       ended_ = true;
       more = false;
@@ -258,16 +284,23 @@ bool TarSampleReader::group(StreamedSample* out) {
   if (!format_.label_extension.empty() && !has_label_)
     set_error(*out, "no_label",
               where(first) + ": sample '" + key + "' has no '." + format_.label_extension + "' label member");
+  if (!format_.mask_extension.empty() && !has_mask_)
+    set_error(*out, "no_mask",
+              where(first) + ": sample '" + key + "' has no '." + format_.mask_extension + "' mask member");
+  if (!format_.fields_extension.empty() && !has_fields_)
+    set_error(
+        *out, "no_fields",
+        where(first) + ": sample '" + key + "' has no '." + format_.fields_extension + "' boxes member");
   return true;
 }
 
 bool TarSampleReader::next(StreamedSample& out) { return group(&out); }
 
-bool TarSampleReader::locate_next(StreamedSample& out, MemberExtent& image) {
-  image = {};
-  located_ = &image;
+bool TarSampleReader::locate_next(StreamedSample& out, SampleExtents& extents) {
+  extents = {};
+  located_ = &extents;
   struct Reset {
-    MemberExtent*& pointer;
+    SampleExtents*& pointer;
     ~Reset() { pointer = nullptr; }
   } reset{located_};
   return group(&out);

@@ -5,11 +5,14 @@
 // "train/n01/img_7"); what follows the dot is the member's extension. Directories, links and members whose
 // last component has no dot or starts with one are not part of any sample. Of a sample's members, the one
 // with an image extension is its bytes and the one with the label extension holds its label as decimal
-// text; others are passed over.
+// text; when asked for, the one with the mask extension ("mask.png") is its mask and the one with the fields
+// extension ("json") its boxes, classes and tags (fields_json.h); others are passed over.
 //
 // Rules, each checked per sample (the sample then carries the error and the reader goes on):
 //   no_image          no member with an image extension (a stray README, a label without its image)
 //   no_label          no member with the label extension (when labels are asked for)
+//   no_mask           no member with the mask extension (when masks are asked for)
+//   no_fields         no member with the fields extension (when boxes are asked for)
 //   bad_label         the label member is not a decimal integer
 //   duplicate_member  two members of one sample with the same extension, or two images
 //   duplicate_key     the key appeared in an earlier sample of the shard (members not kept together)
@@ -25,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "conveyor/fields.h"
 #include "src/sources/byte_stream.h"
 #include "src/sources/streamed_sample.h"
 
@@ -39,11 +43,20 @@ struct MemberExtent {
   std::uint64_t size = 0;
 };
 
+// Where a sample's members lie (size 0: it has none of that kind).
+struct SampleExtents {
+  MemberExtent image, mask, fields;
+};
+
 // What a shard's samples look like.
 struct TarFormat {
   std::vector<std::string> image_extensions{"jpg", "jpeg"};  // lower case
   std::string label_extension = "cls";                       // lower case; empty: no labels
-  std::size_t max_member_bytes = 0;                          // image members over this are refused; 0: none
+  std::size_t max_member_bytes = 0;   // image, mask and boxes members over this are refused; 0: none
+  std::string mask_extension = {};    // lower case; empty: no masks
+  std::string fields_extension = {};  // lower case; empty: no boxes
+
+  FieldSet fields() const noexcept { return {!mask_extension.empty(), !fields_extension.empty(), false}; }
 };
 
 class TarSampleReader {
@@ -56,9 +69,9 @@ class TarSampleReader {
   // The next sample into `out` (bytes, label, path "<shard>#<image member>", or an error as listed above);
   // false at the end of the shard. Throws ShardReadError when the shard cannot go on.
   bool next(StreamedSample& out);
-  // Like next(), but the image member's bytes are passed over, not read: `image` gets where they lie in the
-  // archive (out.bytes stays empty). Byte offsets of the file only when the shard is not compressed.
-  bool locate_next(StreamedSample& out, MemberExtent& image);
+  // Like next(), but the members' bytes are passed over, not read: `extents` gets where they lie in the
+  // archive (out's byte vectors stay empty). Byte offsets of the file only when the shard is not compressed.
+  bool locate_next(StreamedSample& out, SampleExtents& extents);
   // The shard's bytes go through a decompression filter (gzip, ...).
   bool compressed() const;
   // Passes over up to `count` samples, reading headers only (a file stream seeks over the data); returns
@@ -104,14 +117,14 @@ class TarSampleReader {
   bool ended_ = false;
   std::exception_ptr deferred_;  // a failure met while finishing a complete sample: the next call's
   std::uint64_t samples_ = 0;
-  MemberExtent* located_ = nullptr;  // locate_next's: the image's extent goes here instead of its bytes
+  SampleExtents* located_ = nullptr;  // locate_next's: the extents go here instead of the bytes
   std::unordered_map<std::string, std::int64_t> keys_;  // key -> header offset of its first member
 
   // The sample being grouped.
   std::string key_;
   Member first_;
   std::vector<std::string> extensions_;
-  bool has_image_ = false, has_label_ = false;
+  bool has_image_ = false, has_label_ = false, has_mask_ = false, has_fields_ = false;
   std::vector<std::uint8_t> label_text_;
 };
 

@@ -66,8 +66,10 @@ std::vector<FileCase> file_cases() {
   // Not JPEG at all.
   cases.push_back(bad("zero_bytes", {}, "empty"));
   cases.push_back(bad("random_bytes", random_bytes(4096, 17), "not_jpeg"));
+  // A PNG signature goes to the PNG decoder (images may be PNGs, issue 35): random bytes after it are a
+  // corrupt PNG.
   cases.push_back(
-      bad("png_signature", signature_then_payload("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"sv, 18), "not_jpeg"));
+      bad("png_signature", signature_then_payload("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"sv, 18), "corrupt"));
   cases.push_back(bad("gif_signature", signature_then_payload("GIF89a\x10\0\x10\0"sv, 19), "not_jpeg"));
   cases.push_back(bad("webp_signature", signature_then_payload("RIFF\xd0\0\0\0WEBPVP8 "sv, 20), "not_jpeg"));
   // Cut at several points.

@@ -58,6 +58,17 @@ class DeviceBatch {
   // Who each sample is (host memory, valid while the handle lives).
   std::span<const SampleInfo> samples() const noexcept { return samples_; }
 
+  // The batch's other fields (conveyor/fields.h), where pixels() are, as the pipeline made them; empty
+  // views when the batch has none: masks (N, H, W) uint8 or uint16; boxes (N, M, 4) float32 with their
+  // classes (N, M) int64 (-1 padding), crowd flags (N, M) uint8 and counts (N) int64; multi-hot labels
+  // (N, K) uint8.
+  const TensorView& masks() const noexcept { return masks_; }
+  const TensorView& boxes() const noexcept { return boxes_; }
+  const TensorView& box_classes() const noexcept { return box_classes_; }
+  const TensorView& box_crowd() const noexcept { return box_crowd_; }
+  const TensorView& box_counts() const noexcept { return box_counts_; }
+  const TensorView& multi_hot() const noexcept { return multi_hot_; }
+
   // Gives the batch back now (the destructor does the same).
   void release() noexcept { hold_.reset(); }
   // Keeps the batch held while the returned reference lives, after this handle is gone: for views
@@ -68,6 +79,7 @@ class DeviceBatch {
   friend struct detail::DeviceBatchAccess;
   std::shared_ptr<detail::SlotHold> hold_;
   TensorView pixels_, labels_, images_;
+  TensorView masks_, boxes_, box_classes_, box_crowd_, box_counts_, multi_hot_;
   std::optional<ops::NormalizeParams> normalization_;
   bool augmented_ = false;
   std::span<const SampleInfo> samples_;

@@ -6,8 +6,15 @@
 // Randomness comes only from sample.rng(<the op's stream below>), that is Rng(sample.seed,
 // op_stream(stream::<op>, sample.op_position)): a sample's result never depends on the thread that ran
 // it, and two instances of the same random op in one chain (at two positions) draw independently.
-// Decoding ops keep one JpegDecoder per thread for its buffers; it holds no state between samples.
-// A decode failure throws DecodeError; the pipeline adds the path and the stage.
+// Decoding ops keep one decoder per thread for its buffers; it holds no state between samples. They take
+// JPEG and PNG images (PNG: decoded whole, then cut). A decode failure throws DecodeError; the pipeline adds
+// the path and the stage.
+//
+// Fields (conveyor/fields.h): the decoding ops also decode the sample's mask (sample.encoded_mask, a PNG of
+// class ids of the image's size), through the same window, by nearest neighbour. Every geometric op (the
+// crops, pad, resize, the flips) draws its parameters once and moves the mask and the boxes with the
+// image; distort touches the image only. PipelineOptions::fields says what pixels made up outside the
+// image hold in the mask and which boxes are dropped.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +38,7 @@ inline constexpr std::uint64_t flip_vertical = 0x666c6970'00000004;
 inline constexpr std::uint64_t distort = 0x64697374'00000005;
 }  // namespace stream
 
-// sample.encoded -> the whole image (shape from the header).
+// sample.encoded -> the whole image (shape from the header); encoded_mask -> the whole mask.
 SampleOp decode(DecodeOptions options = {});
 
 // sample.encoded -> size x size: a random window (RandomResizedCrop), only the window decoded, at the DCT
@@ -46,6 +53,18 @@ SampleOp decode_center_crop(int size, DecodeOptions options = {});
 
 // image -> height x width at a random place of the image padded by `padding` (torchvision RandomCrop).
 SampleOp random_crop(int height, int width, int padding = 0, PadMode mode = PadMode::constant);
+
+// image -> height x width: a random window (RandomResizedCrop) of decoded pixels, resized. For images that
+// are decoded already (decode_random_resized_crop decodes only the window); draws what that op draws.
+SampleOp random_resized_crop(int size, RandomResizedCropOptions options = {});
+
+// image -> height x width, the centre (torchvision's CenterCrop; a crop larger than the image pads it
+// with zeros, and the mask with FieldOptions::mask_fill).
+SampleOp center_crop(int height, int width);
+
+// image -> window.height x window.width: the fixed window (it may reach outside the image: padded as
+// center_crop pads).
+SampleOp crop(Rect window);
 
 // image -> image with margins.
 SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant,
