@@ -630,34 +630,48 @@ PICK
           fi
         done ;;
       seam)
-        log "issue 34: Fashion-MNIST JPEGs, then the default recipe, seeds 1-3"
-        mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
-        [ -f "$data/fashion-mnist/train.txt" ] || run 180 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
-        run 240 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --seeds 1,2,3 --json "$r/seam_fashion.json" \
-          | grep -E '^(final|recipe|fast|warm-up)'
-        log "issue 34: train_step_bench ResNet-18 bf16 batch 256, new and previous binary alternating"
-        prev=${seam_prev:-$bin/train_step_bench_prev}
-        [ -x "$prev" ] || echo "!!! no previous train_step_bench at $prev (seam_prev=PATH)"
-        step=(--model resnet18 --batch 256 --precision bf16 --steps 100 --warmup 10)
-        cache=$(mktemp -d /tmp/conveyor-seam-algorithms.XXXXXX)
-        CONVEYOR_ALGORITHM_CACHE=$cache run 120 "$bin/train_step_bench" "${step[@]}" --json "$r/seam_step_cold.json" \
-          | grep -E '^(warm-up|algorithm|steady)'
-        for i in $(seq 1 "${seam_pairs:-4}"); do
-          # The order alternates too (previous first, then new first), so a drift of the machine falls on both.
-          order="prev new"; [ $((i % 2)) -eq 0 ] && order="new prev"
-          for which in $order; do
-            exe=$bin/train_step_bench; [ "$which" = prev ] && exe=$prev
-            echo "--- pair $i, $which"
-            CONVEYOR_ALGORITHM_CACHE=$cache run 120 "$exe" "${step[@]}" --json "$r/seam_step_${which}_$i.json" \
-              | grep -E '^(warm-up|algorithm|steady)'
+        # seam_parts picks the parts (default all four), so that one call can take some and the next the rest:
+        # fashion, step (the new and previous binary alternating), custom (custom_network on the GPU), torch
+        # (max-autotune). A call with torch should take step too: the comparison is within one call.
+        seam_parts=" ${seam_parts:-fashion step custom torch} "
+        if [[ $seam_parts == *" fashion "* || $seam_parts == *" custom "* ]]; then
+          mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
+          [ -f "$data/fashion-mnist/train.txt" ] || run 180 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
+        fi
+        if [[ $seam_parts == *" fashion "* ]]; then
+          log "issue 34: Fashion-MNIST, the default recipe, seeds 1-3"
+          run 240 "$bin/train_fashion_mnist" --data "$data/fashion-mnist" --seeds 1,2,3 --json "$r/seam_fashion.json" \
+            | grep -E '^(final|recipe|fast|warm-up)'
+        fi
+        if [[ $seam_parts == *" step "* ]]; then
+          log "issue 34: train_step_bench ResNet-18 bf16 batch 256, new and previous binary alternating"
+          prev=${seam_prev:-$bin/train_step_bench_prev}
+          [ -x "$prev" ] || echo "!!! no previous train_step_bench at $prev (seam_prev=PATH)"
+          step=(--model resnet18 --batch 256 --precision bf16 --steps 100 --warmup 10)
+          cache=$(mktemp -d /tmp/conveyor-seam-algorithms.XXXXXX)
+          CONVEYOR_ALGORITHM_CACHE=$cache run 120 "$bin/train_step_bench" "${step[@]}" --json "$r/seam_step_cold.json" \
+            | grep -E '^(warm-up|algorithm|steady)'
+          for i in $(seq 1 "${seam_pairs:-4}"); do
+            # The order alternates too (previous first, then new first), so a drift of the machine falls on both.
+            order="prev new"; [ $((i % 2)) -eq 0 ] && order="new prev"
+            for which in $order; do
+              exe=$bin/train_step_bench; [ "$which" = prev ] && exe=$prev
+              echo "--- pair $i, $which"
+              CONVEYOR_ALGORITHM_CACHE=$cache run 120 "$exe" "${step[@]}" --json "$r/seam_step_${which}_$i.json" \
+                | grep -E '^(warm-up|algorithm|steady)'
+            done
           done
-        done
-        log "issue 34: custom_network on the GPU, 60 steps"
-        run 120 "$bin/custom_network" --data "$data/fashion-mnist" --device gpu --steps 60 >"$r/seam_custom_network_gpu.log" 2>&1
-        grep -E '^(cuDNN|warm-up|step (1|60)/|final)' "$r/seam_custom_network_gpu.log"
-        log "issue 34: PyTorch ResNet-18, torch.compile max-autotune (its first step takes minutes)"
-        run 420 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 100 --warmup 10 \
-          --variants compile-max-autotune --json "$r/seam_torch_max_autotune.json" | tail -4
+        fi
+        if [[ $seam_parts == *" custom "* ]]; then
+          log "issue 34: custom_network on the GPU, 60 steps"
+          run 120 "$bin/custom_network" --data "$data/fashion-mnist" --device gpu --steps 60 >"$r/seam_custom_network_gpu.log" 2>&1
+          grep -E '^(cuDNN|warm-up|step (1|60)/|final)' "$r/seam_custom_network_gpu.log"
+        fi
+        if [[ $seam_parts == *" torch "* ]]; then
+          log "issue 34: PyTorch ResNet-18, torch.compile max-autotune (its first step takes minutes)"
+          run 420 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 100 --warmup 10 \
+            --variants compile-max-autotune --json "$r/seam_torch_max_autotune.json" | tail -4
+        fi
         python3 "$root/bench/train/summarize_seam.py" "$r" ;;
       issue36-tests)
         log "issue 36: nvJPEG ABI check, then the feeder's warm-up and hybrid-decode GPU tests"
