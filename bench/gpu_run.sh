@@ -63,7 +63,7 @@
 #             shards' size (default 64: 6 shards of the data set); shard_blocks: "NAME:DETERMINISTIC:NICE ...";
 #             shard_kinds: shards_vs_files.sh's KINDS (default "files shards http")
 #   headline  (after data) every row of bench/results/headline.json that this machine measures, counted
-#             from the first batch, three alternating rounds (round 2 reversed): pipeline_throughput CPU-only
+#             from the first batch, three alternating rounds (headline_rounds) (round 2 reversed): pipeline_throughput CPU-only
 #             and hybrid (--device gpu), 16 threads, split adapting; the DataLoader (16 workers, antialias on
 #             and off); torchvision's GPU decode (jitter per image and per batch); feed_vs_prefetch prefetch
 #             (ResNet-18 bf16, batch 256, 300 steps) and train_step_bench (200 steps); then
@@ -183,13 +183,15 @@ gpu_tests() {
       tests)
         # The GPU programs only; scripts/gpu_test_run.sh runs the whole suite. A failure fails this script.
         log "gpu tests"
-        for t in conveyor_device_gpu_tests conveyor_train_gpu_tests; do
+        for t in conveyor_device_gpu_tests conveyor_train_gpu_tests conveyor_data_parallel_gpu_tests; do
           if [ ! -x "$bin/$t" ]; then
             echo "!!! $t is not in the bundle"; echo "$t missing" >>"$r/tests_failed"; continue
           fi
           timeout 300 "$bin/$t" --gtest_output=json:"$r/$t.json" >"$r/$t.log" 2>&1 ||
             { echo "!!! $t failed (rc $?)"; echo "$t" >>"$r/tests_failed"; }
-          tail -60 "$r/$t.log"
+          # The failures in full, then the counts: the console keeps only the end of a long log.
+          grep -B2 -A20 -E 'Failure$|Segmentation|terminate called' "$r/$t.log" | head -120
+          grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\]' "$r/$t.log" | head -40
         done ;;
       data)
         log data
@@ -587,7 +589,7 @@ PICK
           --warmup 5 --gpu-decode 0 --json "$r/fvp_device_cpu_decode.json" 2>&1 | grep -E '^prefetch|^mode|feed_vs_prefetch:'
         python3 "$root/bench/summarize_hybrid.py" "$r" | tee "$r/hybrid_summary.txt" ;;
       headline)
-        log "headline rows, from the first batch: three alternating rounds"
+        log "headline rows, from the first batch: ${headline_rounds:-3} alternating rounds"
         h=$r/headline && mkdir -p "$h"
         common=(--data "$imagenet" --batch 256 --size 224 --epochs 4 --seed 7)
         headline_side() {
@@ -608,7 +610,7 @@ PICK
           esac
         }
         sides=(cpu gpu torch tvgpu step fvp)
-        for i in 1 2 3; do
+        for i in $(seq "${headline_rounds:-3}"); do
           order=("${sides[@]}")
           [ "$i" = 2 ] && order=(fvp step tvgpu torch gpu cpu)
           for side in "${order[@]}"; do echo "--- round $i: $side"; headline_side "$side" "$i"; done
