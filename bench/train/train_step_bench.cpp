@@ -122,13 +122,15 @@ int main(int argc, char** argv) try {
     for (std::size_t b = 0; b < shape.bytes(); ++b) image.data[b] = static_cast<std::uint8_t>(rng.below(256));
     host.labels()[i] = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(o.num_classes)));
   }
+  // The trainer first: its stream reads the batch (conveyor::cuda::read_on), and a reader stream must live
+  // until the batch is released, so the batch (declared after it) goes first.
+  train::Trainer trainer(o);
   Placement placement;
   placement.gpu = args.device >= 0;
   placement.device = args.device;
   DeviceFeeder feeder(placement, {.depth = 1, .normalize = std::nullopt});
   const DeviceBatch batch = feeder.stage(host.batch(n));
 
-  train::Trainer trainer(o);
   auto start = Clock::now();
   trainer.warmup();
   const double warmup_s = std::chrono::duration<double>(Clock::now() - start).count();

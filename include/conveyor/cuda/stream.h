@@ -22,6 +22,8 @@ void set_consumer_stream(DeviceFeeder& feeder, cudaStream_t stream);
 
 // Lets `stream` read `batch` as well: it waits for the batch's data now, and the batch's memory is not
 // reused before `stream` has passed the point where the batch is released. The same stream twice is fine.
+// The release joins `stream` (an event recorded on it), so `stream` must outlive the batch: release the
+// batch before destroying the stream (a Trainer that stepped on it is such a reader until it is destroyed).
 void read_on(const DeviceBatch& batch, cudaStream_t stream);
 
 // ops::normalize_batch on the GPU for a batch on the device: batch.size() images into `out` (device memory,

@@ -172,7 +172,8 @@ class Trainer {
   // One SGD step on a full batch (batch.size() == options.batch). On a GPU it only enqueues: the step's
   // stream becomes a reader of the batch (conveyor::cuda::read_on), takes its images() when they are the
   // model's input (input_normalization()) or else normalizes its uint8 pixels on the GPU, and runs forward,
-  // loss, backward and SGD; the batch may be released as soon as step() returns. On the CPU it runs the
+  // loss, backward and SGD; the batch may be released as soon as step() returns, and must be released
+  // before the trainer is destroyed (its release joins the trainer's stream). On the CPU it runs the
   // reference to completion (normalizing on the CPU, or copying images()). Throws InvalidArgument when
   // images() carry the feeder's augmentation in another form than the model's input.
   void step(const DeviceBatch& batch);
