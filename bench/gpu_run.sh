@@ -622,7 +622,9 @@ PICK
       pip)
         log "pip install into this machine's Python, import elsewhere, the README's PyTorch example"
         # Without device-env's library path: the package must find its libraries through its RPATH.
-        run 580 env -u LD_LIBRARY_PATH "$root/scripts/pip_install_on_gpu_machine.sh" /tmp/bundle "$imagenet" ;;
+        # The example on the data phase's set when it ran, else on the script's own small folder.
+        examples=""; [ -d "$imagenet" ] && examples=$imagenet
+        run 580 env -u LD_LIBRARY_PATH "$root/scripts/pip_install_on_gpu_machine.sh" /tmp/bundle $examples ;;
       seam-tests)
         log "issue 34: the train wing's GPU tests"
         for t in conveyor_train_gpu_tests conveyor_data_parallel_gpu_tests; do

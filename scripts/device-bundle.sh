@@ -9,7 +9,7 @@
 # the module links into bundle/lib, make_test_jpegs for its tests (scripts/build_python_on_gpu_machine.sh),
 # and for a pip install there (scripts/pip_install_on_gpu_machine.sh) Debian's pybind11 (bundle/pybind11,
 # used where the machine's Python has none), setuptools wheel and wheel package (bundle/python, used where
-# its environment lacks them).
+# its environment lacks them) and patchelf (bundle/bin).
 #   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] [--python] [--symbols] BINARY_NAME...
 # (--symbols keeps the binaries' symbol tables, so that bench/gpu_run.sh's stacks of a hang name functions)
 # On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
@@ -52,6 +52,8 @@ if [ $python -eq 1 ]; then
   cp -r /usr/lib/cmake/pybind11 "$stage/bundle/pybind11/lib/cmake/"
   mkdir -p "$stage/bundle/python"
   cp /usr/share/python-wheels/setuptools-*.whl "$stage/bundle/python/"
+  # patchelf renames the package's libraries at install (python/cmake/BundleRuntimeLibraries.cmake).
+  cp "$(command -v patchelf)" "$stage/bundle/bin/patchelf"
   cp -r "$(python3 -c 'import os, wheel; print(os.path.dirname(wheel.__file__))' 2>/dev/null ||
            echo /usr/lib/python3/dist-packages/wheel)" "$stage/bundle/python/"
 fi

@@ -34,6 +34,8 @@ fi
 
 # The build backend (pyproject.toml): setuptools >= 61 and a bdist_wheel (setuptools >= 70.1 has its own,
 # older ones need the wheel package). The bundle carries Debian's for an environment that lacks them.
+# patchelf (the package's libraries are renamed at install): the bundle's where the machine has none.
+command -v patchelf >/dev/null || export PATH="$bundle/bin:$PATH"
 settings=(--config-settings "conveyor-prefix=$bundle/prefix"
           --config-settings "cmake.define.CONVEYOR_RUNTIME_LIBRARY_DIR=$bundle/lib")
 if ! "$python" -c 'import setuptools, sys; v = tuple(int(x) for x in setuptools.__version__.split(".")[:2]); sys.exit(v < (61, 0))' 2>/dev/null; then
@@ -63,6 +65,8 @@ if ldd "$module" | grep 'not found'; then
   exit 1
 fi
 ldd "$module" | grep -E 'libtbb|libopencv_core|libjpeg|libcudart' | sed 's/^\s*/  /'
+# conveyor imported before torch: the package's libraries must not stand in for torch's or Python's own.
+"$python" -c 'import conveyor, torch; print("import conveyor, then torch", torch.__version__, "and", torch.nn.__name__)'
 
 # The README's example as written, where its "photos/train" is the image folder.
 mkdir -p photos

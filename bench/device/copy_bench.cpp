@@ -90,13 +90,13 @@ void BM_Feeder_stage(benchmark::State& state) {
   PinnedBytes host(bytes);
   std::memset(host.data, 7, bytes);
   std::vector<SampleInfo> samples(kBatch);
-  detail::BatchBuffer buffer{
-      static_cast<std::uint8_t*>(host.data),
-      reinterpret_cast<std::int64_t*>(static_cast<std::uint8_t*>(host.data) + kPixelBytes),
-      samples.data(),
-      kBatch,
-      kShape,
-      true};
+  detail::BatchBuffer buffer;
+  buffer.pixels = static_cast<std::uint8_t*>(host.data);
+  buffer.labels = reinterpret_cast<std::int64_t*>(static_cast<std::uint8_t*>(host.data) + kPixelBytes);
+  buffer.samples = samples.data();
+  buffer.capacity = kBatch;
+  buffer.shape = kShape;
+  buffer.pinned = true;
   DeviceFeeder feeder(placement, {.depth = static_cast<int>(state.range(0))});
   cuda::Stream compute;
   cuda::Event start(true), end(true);

@@ -16,6 +16,7 @@
 //                                                     classes as the mask's ids), .cls (the photo's
 //                                                     folder label), and a wids index
 // Everything is a function of (seed, i) and the photos, so the output does not depend on the thread count.
+#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -37,6 +38,7 @@
 #include "conveyor/random.h"
 #include "data/common/tool_support.h"
 #include "data/make_shards/tar_writer.h"
+#include "src/core/tsan.h"
 
 namespace {
 
@@ -281,12 +283,27 @@ int main(int argc, char** argv) {
     fs::create_directories(options.out / "masks");
     std::vector<Made> made(count);
     tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
-    arena.execute([&] {
-      tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
-        thread_local data::JpegEncoder encoder;
-        made[i] = make_one(options, i, photos.source_path(i), photos.source_label(i), encoder);
-      });
-    });
+    std::vector<std::string> errors(count);
+    {
+      // oneTBB's hand-offs, as ThreadSanitizer must see them (src/core/tsan.h): the loop's fork and join.
+      const conveyor::detail::ForkJoin fork_join;
+      const auto make_range = [&](const tbb::blocked_range<std::size_t>& range) {
+        fork_join.begin_iteration();
+        for (std::size_t i = range.begin(); i != range.end(); ++i) {
+          thread_local data::JpegEncoder encoder;
+          try {
+            made[i] = make_one(options, i, photos.source_path(i), photos.source_label(i), encoder);
+          } catch (const std::exception& error) {
+            errors[i] = photos.source_path(i) + ": " + error.what();
+          }
+        }
+        fork_join.end_iteration();
+      };
+      fork_join.fork();
+      arena.execute([&] { tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, 1), make_range); });
+    }
+    for (const std::string& error : errors)
+      if (!error.empty()) throw std::runtime_error(error);
     write_coco(options, made);
     write_shards(options, made);
     std::size_t boxes = 0;

@@ -1,6 +1,11 @@
 # Install-time script (ConveyorPythonPackage.cmake): copies the shared libraries CONVEYOR_MODULE needs, and
-# theirs, into <prefix>/conveyor/_libs, each under the name the loader asks for (its soname) and as a file,
-# not a symbolic link (a wheel is a zip, which keeps none).
+# theirs, into <prefix>/conveyor/_libs as files, not symbolic links (a wheel is a zip, which keeps none),
+# each renamed with a digest of its contents the way auditwheel does (libssl.so.3 -> libssl-1a2b3c4d.so.3):
+# its soname set to that name, and the installed module's and the other copies' entries for it rewritten
+# (patchelf). A process keeps the first library of a name it loads and hands it to every later library
+# that asks for that name: under its own name, a copy made on one distribution was given to Python's _ssl
+# and to torch on another (Ubuntu's, on the GPU machine), and importing torch after conveyor aborted.
+# Renamed, the package's copies serve only the package. Each copy's RPATH is $ORIGIN: they find each other.
 # Left out, as shared/tools/device-libs leaves them out of what travels to the GPU machine: the C and C++
 # runtimes (every Linux has them, and a second copy in one process breaks it) and the CUDA libraries (the
 # driver's, and the runtime the user's CUDA or PyTorch installation provides: a process must share one).
@@ -35,11 +40,43 @@ foreach(name ${conflicting_FILENAMES})
   endif()
   list(APPEND resolved "${chosen}")
 endforeach()
+find_program(CONVEYOR_PATCHELF patchelf)
+if(NOT CONVEYOR_PATCHELF)
+  message(FATAL_ERROR "conveyor: the Python package's libraries are renamed with patchelf, which is not "
+                      "installed (Debian: apt-get install patchelf; ./conveyor.sh deps installs it)")
+endif()
 set(destination "${CMAKE_INSTALL_PREFIX}/conveyor/_libs")
+file(REMOVE_RECURSE "${destination}")  # no copy of an earlier install under another digest
 file(MAKE_DIRECTORY "${destination}")
+set(copies "")
+set(replacements "")  # --replace-needed OLD NEW, for every copy
 foreach(library ${resolved})
   get_filename_component(name "${library}" NAME)
   file(REAL_PATH "${library}" file)
-  message(STATUS "Bundling: ${destination}/${name}")
-  file(COPY_FILE "${file}" "${destination}/${name}" ONLY_IF_DIFFERENT)
+  file(SHA256 "${file}" digest)
+  string(SUBSTRING "${digest}" 0 8 digest)
+  string(REGEX REPLACE "^(.*)\\.so(\\..*)?$" "\\1-${digest}.so\\2" renamed "${name}")
+  message(STATUS "Bundling: ${destination}/${renamed} (${name})")
+  file(COPY_FILE "${file}" "${destination}/${renamed}")
+  list(APPEND copies "${destination}/${renamed}")
+  list(APPEND replacements --replace-needed "${name}" "${renamed}")
 endforeach()
+function(conveyor_patchelf)
+  execute_process(COMMAND "${CONVEYOR_PATCHELF}" ${ARGN} RESULT_VARIABLE failed ERROR_VARIABLE error)
+  if(failed)
+    message(FATAL_ERROR "conveyor: patchelf ${ARGN} failed: ${error}")
+  endif()
+endfunction()
+foreach(copy ${copies})
+  get_filename_component(renamed "${copy}" NAME)
+  # Copied from the system's folders, read-only for all but root: writable for patchelf.
+  file(CHMOD "${copy}" PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+  # One change per call: patchelf 0.14 (Debian 12's) mixes up the string table when one call changes the
+  # soname and other entries together.
+  conveyor_patchelf(${replacements} "${copy}")
+  conveyor_patchelf(--set-soname "${renamed}" "${copy}")
+  conveyor_patchelf(--set-rpath "$ORIGIN" "${copy}")
+endforeach()
+if(replacements)
+  conveyor_patchelf(${replacements} "${CONVEYOR_INSTALLED_MODULE}")
+endif()

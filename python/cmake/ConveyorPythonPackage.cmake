@@ -18,6 +18,7 @@ install(DIRECTORY conveyor/ DESTINATION conveyor COMPONENT python_package EXCLUD
         FILES_MATCHING PATTERN "*.py" PATTERN __pycache__ EXCLUDE)
 # The libraries are found from the module in the build folder, whose RPATH still names where they lie.
 install(CODE "set(CONVEYOR_MODULE \"$<TARGET_FILE:conveyor_python>\")
+              set(CONVEYOR_INSTALLED_MODULE \"\${CMAKE_INSTALL_PREFIX}/conveyor/$<TARGET_FILE_NAME:conveyor_python>\")
               set(CONVEYOR_LIBRARY_DIRS \"${CONVEYOR_RUNTIME_LIBRARY_DIR}\")
               include(\"${CMAKE_CURRENT_LIST_DIR}/BundleRuntimeLibraries.cmake\")"
         COMPONENT python_package EXCLUDE_FROM_ALL)

@@ -90,7 +90,29 @@ def test_the_libraries_it_needs_are_in_the_package_and_found_through_its_rpath(v
             name, path = line.split("=>")
             resolved[name.strip()] = path.split("(")[0].strip()
     for library in LIBRARIES:
-        names = [name for name in resolved if name.startswith(library + ".so")]
-        assert names, f"the module does not need {library}?"
+        # Renamed with a digest of the copy (libtbb-1a2b3c4d.so.12), as auditwheel does.
+        names = [name for name in resolved if re.fullmatch(re.escape(library) + r"-[0-9a-f]{8}\.so(\..*)?", name)]
+        assert names, f"the module does not need {library}, or not under a renamed copy? {sorted(resolved)}"
         for name in names:
             assert pathlib.Path(resolved[name]).parent == libs, f"{name} resolves to {resolved[name]}"
+    for copy in libs.iterdir():
+        soname = re.search(r"\(SONAME\)\s+Library soname: \[(.*)\]", run(["readelf", "-d", str(copy)], cwd=elsewhere))
+        assert soname and soname.group(1) == copy.name, f"{copy.name}: soname {soname and soname.group(1)}"
+
+
+def test_a_library_of_the_system_loaded_after_conveyor_is_the_systems_own(venv):
+    """The package's copies serve only the package: a later library asking for libtbb.so.12 (torch, Python's
+    own _ssl asking for libssl.so.3) gets the system's, not conveyor's copy made on another distribution.
+    Under the system's names, the copies were handed to torch on the GPU machine and its import aborted."""
+    python, elsewhere = venv
+    printed = installed(python, elsewhere, """
+        import conveyor, ctypes
+        for name in ("libtbb.so.12", "libssl.so.3"):
+            ctypes.CDLL(name)
+        for line in sorted({line.split()[-1] for line in open("/proc/self/maps") if "libtbb" in line or "libssl" in line}):
+            print(line)""").split()
+    libs = [line for line in printed if "/conveyor/_libs/" in line]
+    system = [line for line in printed if "/conveyor/_libs/" not in line]
+    assert sorted(pathlib.Path(line).name.split("-")[0] for line in libs) == ["libssl", "libtbb"], printed
+    names = sorted(pathlib.Path(line).name for line in system)  # libtbb.so.12 is a link to libtbb.so.12.N
+    assert len(names) == 2 and names[0].startswith("libssl.so.3") and names[1].startswith("libtbb.so.12"), printed
