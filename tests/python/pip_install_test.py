@@ -95,6 +95,10 @@ def test_the_libraries_it_needs_are_in_the_package_and_found_through_its_rpath(v
         assert names, f"the module does not need {library}, or not under a renamed copy? {sorted(resolved)}"
         for name in names:
             assert pathlib.Path(resolved[name]).parent == libs, f"{name} resolves to {resolved[name]}"
+    # The module exports its init function alone (python/CMakeLists.txt): nothing of it stands in for
+    # libstdc++'s or any other library's symbols in the process.
+    exported = run(["nm", "-D", "--defined-only", module], cwd=elsewhere).split()
+    assert exported[1:] == ["T", "PyInit__conveyor"], exported
     for copy in libs.iterdir():
         soname = re.search(r"\(SONAME\)\s+Library soname: \[(.*)\]", run(["readelf", "-d", str(copy)], cwd=elsewhere))
         assert soname and soname.group(1) == copy.name, f"{copy.name}: soname {soname and soname.group(1)}"
