@@ -73,7 +73,8 @@ mkdir -p photos
 if [ -n "$images" ]; then
   ln -s "$(cd "$images" && pwd)" photos/train
 else
-  "$bundle/bin/make_test_jpegs" photos/train 4 64 256 320
+  # A tool of the bundle, not of the package: it finds its libraries in the bundle's folder.
+  LD_LIBRARY_PATH="$bundle/lib" "$bundle/bin/make_test_jpegs" photos/train 4 64 256 320
 fi
 "$python" - "$root/README.md" >readme_example.py <<'EXTRACT'
 import re, sys
