@@ -640,7 +640,11 @@ PICK
         # (max-autotune). A call with torch should take step too: the comparison is within one call.
         seam_parts=" ${seam_parts:-fashion step custom torch} "
         if [[ $seam_parts == *" fashion "* || $seam_parts == *" custom "* ]]; then
-          mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz; do gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")"; done
+          # .xz where the bundle must be smaller than Debian's .gz (the 64 MiB that travel)
+          mkdir -p "$data/idx" && for f in "$root"/.carry/fashion-mnist/*.gz "$root"/.carry/fashion-mnist/*.xz; do
+            [ -f "$f" ] || continue
+            case "$f" in *.gz) gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")" ;; *.xz) xz -dc "$f" >"$data/idx/$(basename "${f%.xz}")" ;; esac
+          done
           [ -f "$data/fashion-mnist/train.txt" ] || run 180 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$data/fashion-mnist"
         fi
         if [[ $seam_parts == *" fashion "* ]]; then
