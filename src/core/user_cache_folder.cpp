@@ -1,5 +1,6 @@
 #include "src/core/user_cache_folder.h"
 
+#include <cctype>
 #include <string>
 
 namespace conveyor::detail {
@@ -16,6 +17,14 @@ std::optional<std::filesystem::path> user_cache_folder(const std::filesystem::pa
     return std::filesystem::path(xdg_env) / "conveyor";
   if (home_env && *home_env) return std::filesystem::path(home_env) / ".cache" / "conveyor";
   return std::nullopt;
+}
+
+std::string cache_file_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  return out;
 }
 
 }  // namespace conveyor::detail

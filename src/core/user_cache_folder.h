@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace conveyor::detail {
 
@@ -14,5 +16,9 @@ namespace conveyor::detail {
 std::optional<std::filesystem::path> user_cache_folder(const std::filesystem::path& option,
                                                        const char* conveyor_env, const char* xdg_env,
                                                        const char* home_env);
+
+// A part of a file name in that folder from any text (a GPU's name, a driver version): letters, digits,
+// '.' and '-' kept, everything else '_'.
+std::string cache_file_safe(std::string_view text);
 
 }  // namespace conveyor::detail

@@ -85,11 +85,11 @@ TEST(SplitMemory, AFolderThatCannotBeMadeIsReportedNotThrown) {
 }
 
 TEST(SplitMemory, ItLivesWhereTheAlgorithmCacheLives) {
-  EXPECT_EQ(user_cache_folder("", "/opt/cache", "/xdg", "/home/u"), std::filesystem::path("/opt/cache"));
-  EXPECT_FALSE(user_cache_folder("", "off", "/xdg", "/home/u"));
-  EXPECT_EQ(user_cache_folder("", nullptr, "/xdg", "/home/u"), std::filesystem::path("/xdg/conveyor"));
-  EXPECT_EQ(user_cache_folder("", nullptr, "relative", "/home/u"),
-            std::filesystem::path("/home/u/.cache/conveyor"));
+  EXPECT_EQ(user_cache_folder("", "/opt/cache", "/xdg", "/fake-home"), std::filesystem::path("/opt/cache"));
+  EXPECT_FALSE(user_cache_folder("", "off", "/xdg", "/fake-home"));
+  EXPECT_EQ(user_cache_folder("", nullptr, "/xdg", "/fake-home"), std::filesystem::path("/xdg/conveyor"));
+  EXPECT_EQ(user_cache_folder("", nullptr, "relative", "/fake-home"),
+            std::filesystem::path("/fake-home/.cache/conveyor"));
   EXPECT_EQ(user_cache_folder("/given", "/opt/cache", nullptr, nullptr), std::filesystem::path("/given"));
 }
 

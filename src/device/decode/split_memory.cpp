@@ -1,6 +1,5 @@
 #include "src/device/decode/split_memory.h"
 
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -8,6 +7,7 @@
 
 #include "conveyor/atomic_file.h"
 #include "conveyor/error.h"
+#include "src/core/user_cache_folder.h"
 
 namespace conveyor::detail {
 namespace {
@@ -16,13 +16,6 @@ using nlohmann::json;
 
 constexpr const char* kFormat = "conveyor decode split";
 constexpr int kVersion = 1;
-
-std::string file_safe(const std::string& text) {
-  std::string out;
-  for (const char c : text)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
-  return out;
-}
 
 bool usable(const SplitRecord& r) {
   const auto cost = [](double s) { return std::isfinite(s) && s >= 0 && s < 1; };
@@ -71,7 +64,7 @@ json read_entries(const std::filesystem::path& file, const std::string& environm
 
 SplitMemory::SplitMemory(std::filesystem::path folder, std::string environment)
     : folder_(std::move(folder)), environment_(std::move(environment)) {
-  file_ = folder_ / ("decode-split-" + file_safe(environment_) + ".json");
+  file_ = folder_ / ("decode-split-" + cache_file_safe(environment_) + ".json");
 }
 
 std::optional<SplitRecord> SplitMemory::recall(const std::string& key) const {

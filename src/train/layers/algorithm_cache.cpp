@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,14 +20,6 @@ using nlohmann::json;
 constexpr const char* kFormat = "conveyor cuDNN convolution algorithms";
 constexpr int kVersion = 1;
 constexpr std::size_t kMaxMessages = 16;
-
-// A file name from any text: letters, digits, '.', '-' kept, everything else '_'.
-std::string file_safe(const std::string& text) {
-  std::string out;
-  for (const char c : text)
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
-  return out;
-}
 
 json environment_json(const AlgorithmEnvironment& e) {
   return {{"gpu", e.gpu},
@@ -115,7 +106,7 @@ std::optional<std::filesystem::path> write_beside(const std::filesystem::path& f
 }  // namespace
 
 std::string AlgorithmEnvironment::file_name() const {
-  return "cudnn-algorithms-" + file_safe(gpu) + "-sm" + std::to_string(compute_major) +
+  return "cudnn-algorithms-" + detail::cache_file_safe(gpu) + "-sm" + std::to_string(compute_major) +
          std::to_string(compute_minor) + "-" + std::to_string(sm_count) + "sm-driver" +
          std::to_string(driver) + "-cuda" + std::to_string(runtime) + "-cudnn" + std::to_string(cudnn) +
          ".json";
