@@ -3,8 +3,8 @@
 # each renamed with a digest of its contents the way auditwheel does (libssl.so.3 -> libssl-1a2b3c4d.so.3):
 # its soname set to that name, and the installed module's and the other copies' entries for it rewritten
 # (patchelf). A process keeps the first library of a name it loads and hands it to every later library
-# that asks for that name: under its own name, a copy made on one distribution was given to Python's _ssl
-# and to torch on another (Ubuntu's, on the GPU machine), and importing torch after conveyor aborted.
+# that asks for that name: under its own name, a copy made on one distribution (Debian's, in a package
+# installed on the GPU machine's Ubuntu) would serve Python's _ssl and torch too, in place of the system's.
 # Renamed, the package's copies serve only the package. Each copy's RPATH is $ORIGIN: they find each other.
 # Left out, as shared/tools/device-libs leaves them out of what travels to the GPU machine: the C and C++
 # runtimes (every Linux has them, and a second copy in one process breaks it) and the CUDA libraries (the

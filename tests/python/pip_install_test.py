@@ -106,8 +106,8 @@ def test_the_libraries_it_needs_are_in_the_package_and_found_through_its_rpath(v
 
 def test_a_library_of_the_system_loaded_after_conveyor_is_the_systems_own(venv):
     """The package's copies serve only the package: a later library asking for libtbb.so.12 (torch, Python's
-    own _ssl asking for libssl.so.3) gets the system's, not conveyor's copy made on another distribution.
-    Under the system's names, the copies were handed to torch on the GPU machine and its import aborted."""
+    own _ssl asking for libssl.so.3) gets the system's, not conveyor's copy, which may come from another
+    distribution than the system's (python/cmake/BundleRuntimeLibraries.cmake)."""
     python, elsewhere = venv
     printed = installed(python, elsewhere, """
         import conveyor, ctypes
