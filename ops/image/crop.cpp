@@ -6,23 +6,10 @@
 #include <string>
 
 #include "conveyor/error.h"
+#include "ops/image/cv_view.h"
 
 namespace conveyor::ops {
 namespace {
-
-int border_type(PadMode mode) {
-  switch (mode) {
-    case PadMode::constant:
-      return cv::BORDER_CONSTANT;
-    case PadMode::edge:
-      return cv::BORDER_REPLICATE;
-    case PadMode::reflect:
-      return cv::BORDER_REFLECT_101;
-    case PadMode::symmetric:
-      return cv::BORDER_REFLECT;
-  }
-  return cv::BORDER_CONSTANT;
-}
 
 std::string describe(Rect r) {
   return std::to_string(r.width) + "x" + std::to_string(r.height) + "+" + std::to_string(r.x) + "+" +
@@ -49,7 +36,7 @@ void crop_copy(ConstImageView image, Rect window, ImageView out, PadMode mode, s
   if (out.shape() != ImageShape{window.height, window.width, image.channels})
     throw InvalidArgument("crop: output shape differs from the window " + describe(window));
   const int channels = image.channels;
-  const int border = border_type(mode);
+  const int border = detail::cv_border(mode);
   const bool constant = mode == PadMode::constant;
   const int inside_begin = std::clamp(window.x, 0, image.width);
   const int inside_end = std::max(inside_begin, std::clamp(window.right(), 0, image.width));

@@ -5,6 +5,7 @@
 
 #include "conveyor/image.h"
 #include "conveyor/mask.h"
+#include "conveyor/ops/pad.h"
 
 namespace conveyor::ops::detail {
 
@@ -17,6 +18,21 @@ inline cv::Mat as_mat(ImageView view) {
 inline cv::Mat as_mat(ConstImageView view) {
   return cv::Mat(view.height, view.width, CV_8UC(view.channels), const_cast<std::uint8_t*>(view.data),
                  static_cast<std::size_t>(view.stride));
+}
+
+// OpenCV's border rule for a pad mode, for images and masks alike.
+inline int cv_border(PadMode mode) {
+  switch (mode) {
+    case PadMode::constant:
+      return cv::BORDER_CONSTANT;
+    case PadMode::edge:
+      return cv::BORDER_REPLICATE;
+    case PadMode::reflect:
+      return cv::BORDER_REFLECT_101;
+    case PadMode::symmetric:
+      return cv::BORDER_REFLECT;
+  }
+  return cv::BORDER_CONSTANT;
 }
 
 inline int cv_type(MaskType type) { return type == MaskType::uint16 ? CV_16UC1 : CV_8UC1; }

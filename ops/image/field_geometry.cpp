@@ -12,25 +12,11 @@
 namespace conveyor::ops {
 namespace {
 
-int mask_border_type(PadMode mode) {
-  switch (mode) {
-    case PadMode::constant:
-      return cv::BORDER_CONSTANT;
-    case PadMode::edge:
-      return cv::BORDER_REPLICATE;
-    case PadMode::reflect:
-      return cv::BORDER_REFLECT_101;
-    case PadMode::symmetric:
-      return cv::BORDER_REFLECT;
-  }
-  return cv::BORDER_CONSTANT;
-}
-
 // crop_copy (crop.cpp) for class ids of type T: rows and columns outside the mask are `fill` or mapped
 // back inside by the border rule, the part inside is one memcpy per row.
 template <class T>
 void copy_window(ConstMaskView mask, Rect window, MaskView out, PadMode mode, T fill) {
-  const int border = mask_border_type(mode);
+  const int border = detail::cv_border(mode);
   const bool constant = mode == PadMode::constant;
   const int inside_begin = std::clamp(window.x, 0, mask.width);
   const int inside_end = std::max(inside_begin, std::clamp(window.right(), 0, mask.width));
