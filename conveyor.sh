@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 root=$PWD
-jobs=$(nproc)
+# CONVEYOR_JOBS overrides the parallelism of builds and test runs (default: every core).
+jobs=${CONVEYOR_JOBS:-$(nproc)}
 
 # Everything the project needs, from Debian 12's packages.
 packages=(
