@@ -16,18 +16,8 @@ unavailable() {
   exit 77
 }
 
-# The server, installed as the C++ tests install it (support/s3_server.cpp): once per lock file.
-command -v npm >/dev/null && command -v node >/dev/null || unavailable "node or npm is not installed"
-mkdir -p "$prefix"
-(
-  flock 9
-  if ! cmp -s "$source/package-lock.json" "$prefix/installed-lock.json" 2>/dev/null; then
-    cp "$source/package.json" "$source/package-lock.json" "$prefix/"
-    (cd "$prefix" && npm ci --no-audit --no-fund --engine-strict=false --fetch-retries=1 --loglevel=error) >&2 || exit 3
-    cp "$source/package-lock.json" "$prefix/installed-lock.json"
-  fi
-  cp "$source/serve.js" "$prefix/"
-) 9>"$prefix/.install.lock" || unavailable "npm ci failed"
+# The server, installed as the C++ tests install it.
+"$source/install.sh" "$prefix" || unavailable "the S3 test server cannot be installed (install.sh exited $?)"
 
 work=$(mktemp -d)
 server_pid=
