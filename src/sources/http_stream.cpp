@@ -32,6 +32,9 @@ namespace conveyor::detail {
 namespace {
 
 constexpr std::size_t kMaxErrorBody = 16 * 1024;
+// One curl_multi_perform may read a hundred buffers from a fast socket; past this much in the chunk the
+// transfer pauses until the reader has taken it, so the stream holds at most about this much.
+constexpr std::size_t kMaxChunk = std::size_t{1} << 20;
 
 struct MultiDeleter {
   void operator()(CURLM* multi) const noexcept { curl_multi_cleanup(multi); }
@@ -68,6 +71,15 @@ class HttpStream final : public ByteStream {
 
   std::span<const std::uint8_t> read() override {
     chunk_.clear();  // the caller is done with the previous chunk
+    if (paused_) {   // hands over what libcurl held back (on_body, at once)
+      paused_ = false;
+      curl_easy_pause(easy_.get(), CURLPAUSE_CONT);
+      if (!chunk_.empty()) {
+        delivered_ += chunk_.size();
+        new_bytes_ = true;
+        return {chunk_.data(), chunk_.size()};
+      }
+    }
     for (;;) {
       if (finished_) return {};
       if (cancellation_ != nullptr && cancellation_->cancelled())
@@ -103,6 +115,7 @@ class HttpStream final : public ByteStream {
  private:
   // A transfer from the first byte not yet delivered.
   void start() {
+    paused_ = false;
     error_buffer_[0] = '\0';
     response_started_ = false;
     refused_ = false;
@@ -234,6 +247,10 @@ class HttpStream final : public ByteStream {
       self->error_body_.append(data, std::min(room, bytes));
       return bytes;
     }
+    if (!self->chunk_.empty() && self->chunk_.size() + bytes > kMaxChunk) {
+      self->paused_ = true;  // libcurl keeps these bytes and gives them again after CURLPAUSE_CONT
+      return CURL_WRITEFUNC_PAUSE;
+    }
     if (self->counters_ != nullptr) RemoteCounters::add(self->counters_->bytes_fetched, bytes);
     std::size_t offset = 0;
     if (self->repeat_ > 0) {
@@ -267,6 +284,7 @@ class HttpStream final : public ByteStream {
   int attempts_ = 0;                    // failed attempts since bytes last moved the stream on
   bool running_ = false;
   bool finished_ = false;
+  bool paused_ = false;  // on_body paused the transfer: the chunk was full
 
   // The current response.
   ResponseHeaders response_;

@@ -20,12 +20,20 @@ namespace {
 constexpr std::size_t kMaxBody = 16 * 1024;
 
 struct Answer {
+  CURL* easy = nullptr;
   ResponseHeaders headers;
   std::string body;
+  bool whole = false;  // a 200: the server ignored the Range and sends the whole object
 
   static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* self) {
     auto* answer = static_cast<Answer*>(self);
     const std::size_t bytes = size * count;
+    long status = 0;
+    curl_easy_getinfo(answer->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 200) {  // the headers said what we asked: stop before the object comes
+      answer->whole = true;
+      return 0;
+    }
     answer->body.append(data, std::min(bytes, kMaxBody - std::min(kMaxBody, answer->body.size())));
     return bytes;
   }
@@ -47,6 +55,7 @@ ObjectVersion probe_object(const RemoteRequest& request, const HttpOptions& http
     HeaderList headers;
     configure_request(easy.get(), request, http, headers);
     Answer answer;
+    answer.easy = easy.get();
     char error[CURL_ERROR_SIZE] = {};
     curl_easy_setopt(easy.get(), CURLOPT_RANGE, "0-0");
     curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, error);
@@ -59,7 +68,7 @@ ObjectVersion probe_object(const RemoteRequest& request, const HttpOptions& http
     curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
     std::string kind, what;
     bool transient = false;
-    if (result == CURLE_OK && (status == 200 || status == 206)) {
+    if ((result == CURLE_OK || (result == CURLE_WRITE_ERROR && answer.whole)) && (status == 200 || status == 206)) {
       ObjectVersion version;
       version.etag = answer.headers.etag;
       version.size = status == 206 ? answer.headers.range_total : answer.headers.content_length;

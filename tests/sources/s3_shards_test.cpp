@@ -270,7 +270,8 @@ TEST(S3ShardCache, TwoProcessesShareOneCache) {
   EXPECT_NE(third.out.find("hits 5 misses 0 "), std::string::npos) << third.out;
 }
 
-// A shard large enough that the kill lands while it streams: 96 samples of 256 KB, read one at a time.
+// A shard large enough that the kill lands while it streams: 128 samples of 256 KB (32 MB) read one at a
+// time, where the reader holds a sample and a chunk of 1 MB and the sockets a few MB.
 struct BigShard {
   static TarShardOptions options() {
     TarShardOptions options = in_order();
@@ -294,7 +295,7 @@ TEST(S3Shards, AServerKilledMidShardAndRestartedIsResumedWithARange) {
   CONVEYOR_REQUIRE_S3_SERVER();
   Watchdog watchdog(std::chrono::seconds(120), "S3 server killed and restarted");
   TempDir dir;
-  testing::write_tar(dir / "up" / "big.tar", big_members(96));
+  testing::write_tar(dir / "up" / "big.tar", big_members(128));
   S3TestServer server({dir / "server", {"bkt"}, dir / "up", "bkt/", "127.0.0.1"});
   ScopedEnvironment environment(testing::s3_environment(server));
   TarShardOptions options = BigShard::options();
@@ -316,11 +317,11 @@ TEST(S3Shards, AServerKilledMidShardAndRestartedIsResumedWithARange) {
   server.restart();  // killed (SIGKILL: its connection drops), then started again on the same port
   while (take()) {
   }
-  std::vector<int> expected(96);
+  std::vector<int> expected(128);
   std::iota(expected.begin(), expected.end(), 0);
   EXPECT_EQ(seen, expected);
   EXPECT_GE(it.stats().remote.retries, 1u);
-  const std::uint64_t size = 96 * (512 + 256 * 1024) + 1024;
+  const std::uint64_t size = 128 * (512 + 256 * 1024) + 1024;
   EXPECT_LT(it.stats().remote.bytes_fetched, size + size / 2) << "resumed, not fetched again from the start";
 }
 
@@ -328,7 +329,7 @@ TEST(S3Shards, AServerKilledForGoodFailsNamingTheObjectAndTheByte) {
   CONVEYOR_REQUIRE_S3_SERVER();
   Watchdog watchdog(std::chrono::seconds(120), "S3 server killed");
   TempDir dir;
-  testing::write_tar(dir / "up" / "big.tar", big_members(96));
+  testing::write_tar(dir / "up" / "big.tar", big_members(128));
   S3TestServer server({dir / "server", {"bkt"}, dir / "up", "bkt/", "127.0.0.1"});
   ScopedEnvironment environment(testing::s3_environment(server));
   SampleIterator it = Dataset::tar_shards({"s3://bkt/big.tar"}, BigShard::options()).with_options({.threads = 1}).begin();
