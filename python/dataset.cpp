@@ -297,10 +297,10 @@ void bind_dataset_class(py::module_& module) {
           "or a list of shards; \"s3://bucket/prefix/\" lists the shards under it (endpoint, region and keys "
           "from AWS's variables or credentials file). cache_bytes > 0 keeps remote shards on local disk "
           "(cache_folder, default conveyor's cache folder). A sample without its label member has label -1 "
-          "unless require_label. A sample is the members sharing a key: its image (image_extensions), label (.cls), and, "
-          "when asked for, its mask (mask_extension=\"mask.png\") and boxes (fields_extension=\"json\": "
-          "{\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). random_access reads local, "
-          "uncompressed shards like files (shuffle() over the whole epoch).")
+          "unless require_label. A sample is the members sharing a key: its image (image_extensions), "
+          "label (.cls), and, when asked for, its mask (mask_extension=\"mask.png\") and boxes "
+          "(fields_extension=\"json\": {\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). "
+          "random_access reads local, uncompressed shards like files (shuffle() over the whole epoch).")
       .def_static(
           "from_source", [](const py::object& source) { return Dataset::from_source(std::make_shared<PythonSource>(source)); },
           py::arg("source"),

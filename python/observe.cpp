@@ -75,7 +75,8 @@ void bind_stats(py::module_& module) {
       .def_readonly("pool_buffers", &PipelineStats::pool_buffers, "Batch buffers allocated so far.")
       .def_readonly("pool_capacity", &PipelineStats::pool_capacity, "The most the pool may allocate.")
       .def_readonly("pinned", &PipelineStats::pinned)
-      .def_readonly("remote", &PipelineStats::remote, "Remote shards: the cache's hits and misses, bytes fetched.")
+      .def_readonly("remote", &PipelineStats::remote,
+                    "Remote shards: the cache's hits and misses, bytes fetched.")
       .def("__str__", &format_stats);
   py::class_<FeederStats>(module, "FeederStats", "What a DeviceFeeder has done so far.")
       .def_readonly("batches", &FeederStats::batches)

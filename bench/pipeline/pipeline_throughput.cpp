@@ -385,7 +385,8 @@ DataSource open_data(const Config& config) {
   const std::size_t buffer = shards.random_access ? 0 : 1'000;  // read at random: the whole-epoch shuffle
   if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), buffer};
   // An s3:// prefix ("s3://bucket/train/") lists its shards.
-  if (data.starts_with("s3://") && data.ends_with('/')) return {conveyor::Dataset::tar_shards({data}, shards), buffer};
+  if (data.starts_with("s3://") && data.ends_with('/'))
+    return {conveyor::Dataset::tar_shards({data}, shards), buffer};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
   if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), buffer};
@@ -706,10 +707,10 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["queue"] = {{"max", main.stats.queue.max}, {"mean_seen_by_consumer", main.stats.queue.mean}};
   out["consumer_wait_s"] = static_cast<double>(main.stats.consumer_wait_ns) / 1e9;
   const conveyor::RemoteReadStats& remote = main.stats.remote;
-  out["remote"] = {{"shards_opened", remote.shards_opened},   {"cache_hits", remote.cache_hits},
-                   {"cache_misses", remote.cache_misses},     {"uncached", remote.uncached},
-                   {"bytes_fetched", remote.bytes_fetched},   {"bytes_from_cache", remote.bytes_from_cache},
-                   {"evictions", remote.evictions},           {"retries", remote.retries}};
+  out["remote"] = {{"shards_opened", remote.shards_opened}, {"cache_hits", remote.cache_hits},
+                   {"cache_misses", remote.cache_misses},   {"uncached", remote.uncached},
+                   {"bytes_fetched", remote.bytes_fetched}, {"bytes_from_cache", remote.bytes_from_cache},
+                   {"evictions", remote.evictions},         {"retries", remote.retries}};
   out["checksums_equal"] =
       std::all_of(sweep.begin(), sweep.end(), [&](const Result& r) { return r.checksum == main.checksum; });
   if (main.feeder) out["device"] = device_json(config, *main.feeder, main.stats);

@@ -136,8 +136,8 @@ Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions
   auto opener = std::make_shared<detail::ShardOpener>(options);
   opener->prepare({index});
   const std::string text = detail::read_small_file(index, *opener, kMaxIndexBytes);
-  return Dataset(source_node(
-      shard_source(detail::make_shard_set(detail::parse_shard_index(text, index), options, std::move(opener)))));
+  return Dataset(source_node(shard_source(
+      detail::make_shard_set(detail::parse_shard_index(text, index), options, std::move(opener)))));
 }
 
 Dataset Dataset::segmentation_folder(const std::filesystem::path& root,

@@ -38,14 +38,16 @@ std::optional<AwsCredentials> find_aws_credentials(const AwsEnvironment& environ
     if (environment.access_key_id.empty() || environment.secret_access_key.empty())
       throw InvalidArgument(
           "AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together (one is empty)");
-    return AwsCredentials{environment.access_key_id, environment.secret_access_key, environment.session_token};
+    return AwsCredentials{environment.access_key_id, environment.secret_access_key,
+                          environment.session_token};
   }
   const std::string named = !profile.empty() ? profile : environment.profile;
   const std::string wanted = named.empty() ? "default" : named;
   std::filesystem::path file = environment.credentials_file;
   if (file.empty()) {
     if (environment.home.empty()) {
-      if (!named.empty()) throw InvalidArgument("AWS credentials: profile '" + named + "' asked for, but HOME is not set");
+      if (!named.empty())
+        throw InvalidArgument("AWS credentials: profile '" + named + "' asked for, but HOME is not set");
       return std::nullopt;
     }
     file = std::filesystem::path(environment.home) / ".aws" / "credentials";
@@ -58,7 +60,8 @@ std::optional<AwsCredentials> find_aws_credentials(const AwsEnvironment& environ
     return std::nullopt;
   }
   const INIReader reader(file.string());
-  if (reader.ParseError() == -1) throw InvalidArgument("AWS credentials: cannot read '" + file.string() + "'");
+  if (reader.ParseError() == -1)
+    throw InvalidArgument("AWS credentials: cannot read '" + file.string() + "'");
   if (reader.ParseError() != 0)
     throw InvalidArgument("AWS credentials: '" + file.string() + "' is not an INI file (line " +
                           std::to_string(reader.ParseError()) + ")");

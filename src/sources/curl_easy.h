@@ -35,6 +35,8 @@ void configure_request(CURL* easy, const RemoteRequest& request, const HttpOptio
 std::chrono::milliseconds retry_wait(const HttpOptions& options, int attempt, std::minstd_rand& random);
 
 // HTTP statuses worth asking again: 408, 429 and 5xx (an object store's SlowDown is 503).
-constexpr bool transient_status(long status) noexcept { return status == 408 || status == 429 || status >= 500; }
+constexpr bool transient_status(long status) noexcept {
+  return status == 408 || status == 429 || status >= 500;
+}
 
 }  // namespace conveyor::detail

@@ -21,7 +21,8 @@ class FileLock {
   FileLock(const std::filesystem::path& path, bool wait) {
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) return;
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 || ::fstat(fd_, &held) != 0 ||
         ::stat(path.c_str(), &named) != 0 || held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
       close();
@@ -30,7 +31,8 @@ class FileLock {
     locked_ = true;
   }
   ~FileLock() { close(); }
-  FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)), locked_(std::exchange(other.locked_, false)) {}
+  FileLock(FileLock&& other) noexcept
+      : fd_(std::exchange(other.fd_, -1)), locked_(std::exchange(other.locked_, false)) {}
   FileLock& operator=(FileLock&& other) noexcept {
     if (this != &other) {
       close();

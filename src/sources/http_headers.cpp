@@ -9,7 +9,8 @@ namespace {
 bool starts_with_nocase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(text[i])) != std::tolower(static_cast<unsigned char>(prefix[i])))
+    if (std::tolower(static_cast<unsigned char>(text[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i])))
       return false;
   return true;
 }
@@ -38,7 +39,8 @@ void ResponseHeaders::add(std::string_view line) {
     const std::size_t space = line.find("bytes ");
     const std::size_t dash = line.find('-', space);
     const std::size_t slash = line.find('/', dash);
-    if (space != std::string_view::npos && dash != std::string_view::npos && slash != std::string_view::npos) {
+    if (space != std::string_view::npos && dash != std::string_view::npos &&
+        slash != std::string_view::npos) {
       range_start = parse_number(line.substr(space + 6, dash - space - 6));
       range_total = parse_number(line.substr(slash + 1));
     }

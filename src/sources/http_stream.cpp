@@ -127,7 +127,8 @@ class HttpStream final : public ByteStream {
     const std::string range = std::to_string(delivered_) + "-";
     curl_easy_setopt(easy_.get(), CURLOPT_RANGE, delivered_ > 0 ? range.c_str() : nullptr);
     const CURLMcode code = curl_multi_add_handle(multi_.get(), easy_.get());
-    if (code != CURLM_OK) throw ShardReadError("http", "'" + request_.name + "': " + curl_multi_strerror(code));
+    if (code != CURLM_OK)
+      throw ShardReadError("http", "'" + request_.name + "': " + curl_multi_strerror(code));
     running_ = true;
   }
 
@@ -230,7 +231,8 @@ class HttpStream final : public ByteStream {
     }
     if (!response_.etag.empty()) {
       if (!etag_.empty() && etag_ != response_.etag) {
-        protocol_error_ = "the object changed (ETag " + etag_ + ", then " + response_.etag + ") between two requests";
+        protocol_error_ =
+            "the object changed (ETag " + etag_ + ", then " + response_.etag + ") between two requests";
         return false;
       }
       etag_ = response_.etag;

@@ -68,13 +68,15 @@ ObjectVersion probe_object(const RemoteRequest& request, const HttpOptions& http
     curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
     std::string kind, what;
     bool transient = false;
-    if ((result == CURLE_OK || (result == CURLE_WRITE_ERROR && answer.whole)) && (status == 200 || status == 206)) {
+    if ((result == CURLE_OK || (result == CURLE_WRITE_ERROR && answer.whole)) &&
+        (status == 200 || status == 206)) {
       ObjectVersion version;
       version.etag = answer.headers.etag;
       version.size = status == 206 ? answer.headers.range_total : answer.headers.content_length;
       return version;
     }
-    if (result == CURLE_OK && status == 416) return {0, answer.headers.etag};  // an empty object has no byte 0
+    if (result == CURLE_OK && status == 416)
+      return {0, answer.headers.etag};  // an empty object has no byte 0
     if (result == CURLE_OK) {
       kind = "http_" + std::to_string(status);
       what = describe_http_failure(status, answer.body);

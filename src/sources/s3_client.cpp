@@ -20,7 +20,8 @@ struct CurlFree {
 // RFC 3986 percent-encoding of everything but the unreserved characters (curl_easy_escape), which is S3's
 // rule for the canonical request, so the path and query signed are the ones sent.
 std::string escape(const std::string& text) {
-  const std::unique_ptr<char, CurlFree> escaped(curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size())));
+  const std::unique_ptr<char, CurlFree> escaped(
+      curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size())));
   if (!escaped) throw std::bad_alloc();
   return escaped.get();
 }
@@ -52,7 +53,7 @@ S3Client::S3Client(const S3Options& options, const AwsEnvironment& environment) 
             : !environment.region.empty()         ? environment.region
             : !environment.default_region.empty() ? environment.default_region
                                                   : "us-east-1";
-  endpoint_ = !options.endpoint.empty()         ? options.endpoint
+  endpoint_ = !options.endpoint.empty()          ? options.endpoint
               : !environment.endpoint_s3.empty() ? environment.endpoint_s3
                                                  : environment.endpoint;
   custom_endpoint_ = !endpoint_.empty();
@@ -71,7 +72,8 @@ bool S3Client::virtual_hosted(const std::string& bucket) const {
   // break the TLS certificate's wildcard, so it goes path-style); other stores are served path-style by
   // default, which they all accept and which needs no DNS name per bucket.
   return addressing_ == S3Addressing::virtual_hosted ||
-         (addressing_ == S3Addressing::automatic && !custom_endpoint_ && bucket.find('.') == std::string::npos);
+         (addressing_ == S3Addressing::automatic && !custom_endpoint_ &&
+          bucket.find('.') == std::string::npos);
 }
 
 std::string S3Client::base_url(const std::string& bucket) const {

@@ -46,9 +46,9 @@ class S3Client {
                           const std::string& continuation_token, int page_size = 0) const;
   // Every object under the prefix, in the store's order (by key), following the continuation tokens.
   // Throws ShardReadError naming the s3:// prefix and the store's reason.
-  std::vector<ListedObject> list(const std::string& bucket, const std::string& prefix, const HttpOptions& http,
-                                 const Cancellation* cancellation, RemoteCounters* counters,
-                                 int page_size = 0) const;
+  std::vector<ListedObject> list(const std::string& bucket, const std::string& prefix,
+                                 const HttpOptions& http, const Cancellation* cancellation,
+                                 RemoteCounters* counters, int page_size = 0) const;
 
   const std::string& endpoint() const noexcept { return endpoint_; }
   const std::string& region() const noexcept { return region_; }

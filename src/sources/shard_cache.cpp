@@ -3,12 +3,12 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <vector>
-#include <xxhash.h>
 
 #include "conveyor/error.h"
 #include "src/sources/file_lock.h"
@@ -105,8 +105,10 @@ class CachingStream final : public ByteStream {
 
  private:
   void finish() {
-    // The entry's name promises this size and ETag: anything else (the object replaced meanwhile) is not kept.
-    const bool same_etag = version_.etag.empty() || remote_->etag().empty() || remote_->etag() == version_.etag;
+    // The entry's name promises this size and ETag: anything else (the object replaced meanwhile) is not
+    // kept.
+    const bool same_etag =
+        version_.etag.empty() || remote_->etag().empty() || remote_->etag() == version_.etag;
     if (remote_->position() != *version_.size || !same_etag) return abandon();
     if (::rename(part_of(entry_).c_str(), entry_.c_str()) != 0) return abandon();
     writing_ = false;
@@ -148,10 +150,12 @@ ShardCache::ShardCache(fs::path folder, std::uint64_t max_bytes, RemoteCounters&
 fs::path ShardCache::entry(const std::string& location, const ObjectVersion& version) const {
   const XXH128_hash_t where = XXH3_128bits(location.data(), location.size());
   const std::string what = version.etag + "|" + std::to_string(version.size.value_or(0));
-  return folder_ / (hex(where.high64) + hex(where.low64) + "-" + hex(XXH3_64bits(what.data(), what.size())) + ".shard");
+  return folder_ /
+         (hex(where.high64) + hex(where.low64) + "-" + hex(XXH3_64bits(what.data(), what.size())) + ".shard");
 }
 
-std::unique_ptr<ByteStream> ShardCache::open_cached(const std::string& location, const ObjectVersion& version) {
+std::unique_ptr<ByteStream> ShardCache::open_cached(const std::string& location,
+                                                    const ObjectVersion& version) {
   const fs::path path = entry(location, version);
   std::unique_ptr<ByteStream> file;
   try {

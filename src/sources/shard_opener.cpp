@@ -98,7 +98,8 @@ std::unique_ptr<ByteStream> ShardOpener::open(const std::string& location, const
   const ObjectVersion version = version_of(location, request, cancellation);
   if (version.size)
     if (std::unique_ptr<ByteStream> cached = cache_->open_cached(location, version)) return cached;
-  return cache_->fill(location, version, open_http_stream(std::move(request), http_, cancellation, &counters_));
+  return cache_->fill(location, version,
+                      open_http_stream(std::move(request), http_, cancellation, &counters_));
 }
 
 }  // namespace conveyor::detail

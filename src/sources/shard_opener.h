@@ -54,7 +54,7 @@ class ShardOpener {
   std::unique_ptr<ShardCache> cache_;  // null: no cache
 
   std::mutex mutex_;
-  std::optional<S3Client> s3_;                      // made on the first s3:// location
+  std::optional<S3Client> s3_;                     // made on the first s3:// location
   std::map<std::string, ObjectVersion> versions_;  // checked once per data set
 };
 

@@ -58,7 +58,8 @@ ShardSet make_shard_set(std::vector<ShardInfo> listed, const TarShardOptions& op
       shards.push_back(std::move(shard));
       continue;
     }
-    for (std::string& location : opener->list_shards(shard.location)) shards.push_back({std::move(location), std::nullopt});
+    for (std::string& location : opener->list_shards(shard.location))
+      shards.push_back({std::move(location), std::nullopt});
   }
   std::vector<std::string> locations;
   for (const ShardInfo& shard : shards) locations.push_back(shard.location);

@@ -15,7 +15,8 @@ StoreError parse_store_error(std::string_view body) {
 std::string describe_http_failure(long status, std::string_view body) {
   std::string out = "HTTP " + std::to_string(status);
   const StoreError error = parse_store_error(body);
-  if (!error.code.empty()) return out + " (" + error.code + (error.message.empty() ? "" : ": " + error.message) + ")";
+  if (!error.code.empty())
+    return out + " (" + error.code + (error.message.empty() ? "" : ": " + error.message) + ")";
   // Not an error document: a server's own page. Its first line, short, says more than nothing.
   std::string_view line = body.substr(0, body.find('\n'));
   if (line.size() > 200) line = line.substr(0, 200);

@@ -80,7 +80,8 @@ TEST(HttpStream, HoldsAtMostAboutOneMegabyteHoweverFastTheServer) {
   Watchdog watchdog(std::chrono::seconds(60), "HttpStream bounded");
   const Bytes data = pattern_bytes(24'000'000);
   HttpTestServer server(testing::serve_files({{"/big.bin", data}}));
-  std::unique_ptr<detail::ByteStream> stream = detail::open_http_stream(server.url("/big.bin"), quick(), nullptr);
+  std::unique_ptr<detail::ByteStream> stream =
+      detail::open_http_stream(server.url("/big.bin"), quick(), nullptr);
   std::size_t largest = 0, total = 0;
   for (std::span<const std::uint8_t> chunk = stream->read(); !chunk.empty(); chunk = stream->read()) {
     EXPECT_EQ(std::memcmp(chunk.data(), data.data() + total, chunk.size()), 0);
@@ -441,9 +442,8 @@ void expect_cached_second_time(bool ranges) {
     const RemoteReadStats remote = it.stats().remote;
     EXPECT_EQ(remote.cache_hits, hits) << (ranges ? "ranges" : "no ranges");
     EXPECT_EQ(remote.cache_misses, 2u - hits);
-    EXPECT_EQ(remote.bytes_fetched, hits == 0 ? std::filesystem::file_size(files[0]) +
-                                                     std::filesystem::file_size(files[1])
-                                              : 0u);
+    EXPECT_EQ(remote.bytes_fetched,
+              hits == 0 ? std::filesystem::file_size(files[0]) + std::filesystem::file_size(files[1]) : 0u);
   }
 }
 

@@ -65,7 +65,8 @@ TEST(LabelFreeShards, RequireLabelMakesAMissingClsAnError) {
     it.next();
     FAIL() << "no label";
   } catch (const PipelineError& error) {
-    EXPECT_NE(error.reason().find("sample 's10000' has no '.cls' label member"), std::string::npos) << error.reason();
+    EXPECT_NE(error.reason().find("sample 's10000' has no '.cls' label member"), std::string::npos)
+        << error.reason();
   }
 }
 

@@ -1,13 +1,14 @@
 // s3:// locations as requests, without a server: the URL of each addressing style, where the endpoint,
 // region and credentials come from (the environment, AWS's credentials file), and a store's error document
 // as a message.
+#include "src/sources/s3_client.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "conveyor/error.h"
 #include "src/sources/aws_credentials.h"
-#include "src/sources/s3_client.h"
 #include "src/sources/store_error.h"
 #include "support/temp_dir.h"
 
@@ -54,7 +55,8 @@ TEST(S3Client, ACustomEndpointIsPathStyleUnlessAsked) {
   EXPECT_EQ(S3Client({}, environment).object({"b", "k.tar"}).url, "http://127.0.0.1:9000/b/k.tar");
   S3Options virtual_hosted;
   virtual_hosted.addressing = S3Addressing::virtual_hosted;
-  EXPECT_EQ(S3Client(virtual_hosted, environment).object({"b", "k.tar"}).url, "http://b.127.0.0.1:9000/k.tar");
+  EXPECT_EQ(S3Client(virtual_hosted, environment).object({"b", "k.tar"}).url,
+            "http://b.127.0.0.1:9000/k.tar");
   // AWS_ENDPOINT_URL_S3 wins over AWS_ENDPOINT_URL, the option over both.
   environment.endpoint_s3 = "http://s3.local:1";
   EXPECT_EQ(S3Client({}, environment).endpoint(), "http://s3.local:1");
@@ -81,7 +83,8 @@ TEST(S3Client, ListingQueryIsInCanonicalOrderAndEncoded) {
   AwsEnvironment environment = keys();
   environment.endpoint = "http://127.0.0.1:9000";
   const S3Client client({}, environment);
-  EXPECT_EQ(client.list_page("b", "train/", "", 0).url, "http://127.0.0.1:9000/b?list-type=2&prefix=train%2F");
+  EXPECT_EQ(client.list_page("b", "train/", "", 0).url,
+            "http://127.0.0.1:9000/b?list-type=2&prefix=train%2F");
   EXPECT_EQ(client.list_page("b", "x y/", "t/1+=", 2).url,
             "http://127.0.0.1:9000/b?continuation-token=t%2F1%2B%3D&list-type=2&max-keys=2&prefix=x%20y%2F");
 }
@@ -150,8 +153,9 @@ TEST(AwsCredentials, AFileThatIsNotIniNamesItsLine) {
 
 TEST(StoreError, TheStoresCodeAndMessageMakeTheReason) {
   EXPECT_EQ(detail::describe_http_failure(
-                403, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
-                     "<Message>Access Denied</Message><RequestId>1</RequestId></Error>"),
+                403,
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
+                "<Message>Access Denied</Message><RequestId>1</RequestId></Error>"),
             "HTTP 403 (AccessDenied: Access Denied)");
   EXPECT_EQ(detail::parse_store_error("<Error><Code>SlowDown</Code></Error>").code, "SlowDown");
   EXPECT_EQ(detail::describe_http_failure(404, ""), "HTTP 404");

@@ -119,7 +119,8 @@ TEST(S3Shards, AnEpochFromAListedPrefixHasEverySampleOnce) {
   Watchdog watchdog(std::chrono::seconds(120), "S3 epoch from a prefix");
   ShardStore store;
   RemoteReadStats remote;
-  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, in_order()), &remote), all_numbers(kSamples));
+  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, in_order()), &remote),
+            all_numbers(kSamples));
   EXPECT_EQ(remote.shards_opened, kSizes.size());  // README.txt and index.json are not shards
   EXPECT_EQ(remote.bytes_fetched, bytes_of(store.local));
   EXPECT_EQ(remote.cache_hits + remote.cache_misses, 0u);
@@ -155,8 +156,8 @@ TEST(S3Shards, AnIndexSplitsRanksAndAPatternNamesShards) {
   }
   std::sort(both.begin(), both.end());
   EXPECT_EQ(both, all_numbers(kSamples));
-  EXPECT_EQ(read_numbers(Dataset::tar_shards(expand_shard_pattern("s3://bkt/train/shard-{000001..000002}.tar"),
-                                             in_order())),
+  EXPECT_EQ(read_numbers(Dataset::tar_shards(
+                expand_shard_pattern("s3://bkt/train/shard-{000001..000002}.tar"), in_order())),
             (std::vector<std::uint64_t>{7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}));
 }
 
@@ -174,7 +175,8 @@ TEST(S3ShardCache, ColdThenWarmAcrossEpochsAndRuns) {
   EXPECT_EQ(remote.bytes_from_cache, bytes_of(store.local));
   EXPECT_EQ(entries(store.cache()).size(), kSizes.size());
   // A later run (a new data set): every shard from the cache, nothing fetched.
-  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, cached(store)), &remote), all_numbers(kSamples));
+  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, cached(store)), &remote),
+            all_numbers(kSamples));
   EXPECT_EQ(remote.cache_hits, kSizes.size());
   EXPECT_EQ(remote.cache_misses, 0u);
   EXPECT_EQ(remote.bytes_fetched, 0u);
@@ -212,7 +214,8 @@ TEST(S3ShardCache, OverItsCapTheLeastRecentlyUsedShardsGo) {
   const std::uint64_t cap = 2 * shard_bytes + shard_bytes / 2;
   RemoteReadStats remote;
   // A whole epoch, four shards read at once: whatever the order they complete in, two stay.
-  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, cached(store, cap)), &remote), all_numbers(30));
+  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, cached(store, cap)), &remote),
+            all_numbers(30));
   EXPECT_EQ(remote.cache_misses, 5u);
   EXPECT_EQ(remote.evictions, 3u);
   std::vector<fs::path> kept = entries(store.cache());
@@ -245,7 +248,8 @@ TEST(S3ShardCache, AHalfWrittenOrDamagedEntryIsNeverRead) {
   std::ofstream(kept[0].string() + ".part") << "half a shard";
   fs::resize_file(kept[1], fs::file_size(kept[1]) / 2);
   RemoteReadStats remote;
-  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, cached(store)), &remote), all_numbers(kSamples));
+  EXPECT_EQ(read_numbers(Dataset::tar_shards({"s3://bkt/train/"}, cached(store)), &remote),
+            all_numbers(kSamples));
   EXPECT_EQ(remote.cache_hits, kSizes.size() - 1);
   EXPECT_EQ(remote.cache_misses, 1u);
   EXPECT_FALSE(fs::exists(kept[0].string() + ".part"));  // cleared by the filler's eviction pass
@@ -256,10 +260,12 @@ TEST(S3ShardCache, TwoProcessesShareOneCache) {
   Watchdog watchdog(std::chrono::seconds(180), "S3 cache shared by processes");
   ShardStore store;
   std::vector<std::string> environment;
-  for (const auto& [name, value] : testing::s3_environment(*store.server)) environment.push_back(name + "=" + value);
+  for (const auto& [name, value] : testing::s3_environment(*store.server))
+    environment.push_back(name + "=" + value);
   const std::vector<std::string> argv{CONVEYOR_S3_CACHE_READER, "s3://bkt/train/", store.cache().string()};
   testing::ChildProcess first(argv, environment), second(argv, environment);
-  const testing::ProcessResult a = first.wait(std::chrono::seconds(120)), b = second.wait(std::chrono::seconds(120));
+  const testing::ProcessResult a = first.wait(std::chrono::seconds(120)),
+                               b = second.wait(std::chrono::seconds(120));
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   // Each read every sample once (the sum of 0..29), whoever fetched what.
@@ -332,7 +338,8 @@ TEST(S3Shards, AServerKilledForGoodFailsNamingTheObjectAndTheByte) {
   testing::write_tar(dir / "up" / "big.tar", big_members(128));
   S3TestServer server({dir / "server", {"bkt"}, dir / "up", "bkt/", "127.0.0.1"});
   ScopedEnvironment environment(testing::s3_environment(server));
-  SampleIterator it = Dataset::tar_shards({"s3://bkt/big.tar"}, BigShard::options()).with_options({.threads = 1}).begin();
+  SampleIterator it =
+      Dataset::tar_shards({"s3://bkt/big.tar"}, BigShard::options()).with_options({.threads = 1}).begin();
   ASSERT_TRUE(it.next().has_value());
   server.kill();
   try {

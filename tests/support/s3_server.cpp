@@ -42,7 +42,8 @@ bool on_path(const std::string& program) {
 // on the lock meanwhile. A failure is remembered for a while, so that the tests after it skip at once
 // instead of each waiting for the registry again.
 std::optional<std::string> install() {
-  if (!on_path("node") || !on_path("npm")) return "node or npm is not installed (./conveyor.sh deps installs them)";
+  if (!on_path("node") || !on_path("npm"))
+    return "node or npm is not installed (./conveyor.sh deps installs them)";
   std::error_code error;
   fs::create_directories(kPrefix, error);
   const int lock = ::open((kPrefix / ".install.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -52,14 +53,16 @@ std::optional<std::string> install() {
     ~Unlock() { ::close(fd); }
   } unlock{lock};
   const std::string wanted = read_text(kSource / "package-lock.json");
-  for (const char* file : {"package.json", "serve.js"}) fs::copy_file(kSource / file, kPrefix / file, fs::copy_options::overwrite_existing, error);
+  for (const char* file : {"package.json", "serve.js"})
+    fs::copy_file(kSource / file, kPrefix / file, fs::copy_options::overwrite_existing, error);
   const fs::path installed = kPrefix / "installed-lock.json", failed = kPrefix / "install-failed.txt";
   if (fs::exists(installed) && read_text(installed) == wanted) return std::nullopt;
   if (fs::exists(failed)) {
     const auto age = fs::file_time_type::clock::now() - fs::last_write_time(failed, error);
     if (!error && age < std::chrono::minutes(10)) return "npm ci failed a moment ago: " + read_text(failed);
   }
-  fs::copy_file(kSource / "package-lock.json", kPrefix / "package-lock.json", fs::copy_options::overwrite_existing, error);
+  fs::copy_file(kSource / "package-lock.json", kPrefix / "package-lock.json",
+                fs::copy_options::overwrite_existing, error);
   const ProcessResult result = run_process(
       {"/bin/sh", "-c",
        "cd '" + kPrefix.string() +
@@ -67,7 +70,8 @@ std::optional<std::string> install() {
            "--loglevel=error"},
       {}, std::chrono::seconds(240));
   if (result.exit_code != 0) {
-    const std::string why = "npm ci exited " + std::to_string(result.exit_code) + ": " + result.err.substr(0, 2000);
+    const std::string why =
+        "npm ci exited " + std::to_string(result.exit_code) + ": " + result.err.substr(0, 2000);
     std::ofstream(failed) << why;
     return why;
   }
@@ -100,7 +104,9 @@ S3TestServer::S3TestServer(Options options) : options_(std::move(options)) {
 
 S3TestServer::~S3TestServer() { kill(); }
 
-std::string S3TestServer::endpoint() const { return "http://" + options_.address + ":" + std::to_string(port_); }
+std::string S3TestServer::endpoint() const {
+  return "http://" + options_.address + ":" + std::to_string(port_);
+}
 
 void S3TestServer::kill() {
   if (pid_ <= 0) return;
@@ -117,10 +123,17 @@ void S3TestServer::restart() {
 }
 
 void S3TestServer::start(bool upload) {
-  // The legacy provider: the server makes its continuation tokens with DES, which Node's OpenSSL 3 offers only
-  // there (without it a listing that has a next page fails with InternalError).
-  std::vector<std::string> args{"node", "--openssl-legacy-provider", s3_server_script().string(), "--directory", options_.directory.string(),
-                                "--address", options_.address, "--port", std::to_string(port_)};
+  // The legacy provider: the server makes its continuation tokens with DES, which Node's OpenSSL 3 offers
+  // only there (without it a listing that has a next page fails with InternalError).
+  std::vector<std::string> args{"node",
+                                "--openssl-legacy-provider",
+                                s3_server_script().string(),
+                                "--directory",
+                                options_.directory.string(),
+                                "--address",
+                                options_.address,
+                                "--port",
+                                std::to_string(port_)};
   for (const std::string& bucket : options_.buckets) args.insert(args.end(), {"--bucket", bucket});
   if (upload) args.insert(args.end(), {"--upload", options_.upload.string(), "--into", options_.into});
   std::vector<char*> argv;
@@ -143,16 +156,19 @@ void S3TestServer::start(bool upload) {
   std::string output;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (;;) {
-    if (const std::size_t at = output.find("listening "); at != std::string::npos && output.find('\n', at) != std::string::npos) {
+    if (const std::size_t at = output.find("listening ");
+        at != std::string::npos && output.find('\n', at) != std::string::npos) {
       const std::size_t colon = output.rfind(':', output.find('\n', at));
       port_ = std::stoi(output.substr(colon + 1));
       break;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd ready{out[0], POLLIN, 0};
     char buffer[4096];
     const ssize_t n = left.count() > 0 && ::poll(&ready, 1, static_cast<int>(left.count())) > 0
-                          ? ::read(out[0], buffer, sizeof buffer) : -1;
+                          ? ::read(out[0], buffer, sizeof buffer)
+                          : -1;
     if (n <= 0) {
       ::close(out[0]);
       kill();
@@ -163,7 +179,8 @@ void S3TestServer::start(bool upload) {
   ::close(out[0]);  // it writes nothing more
 }
 
-std::vector<std::pair<std::string, std::string>> s3_environment(const S3TestServer& server, const std::string& key,
+std::vector<std::pair<std::string, std::string>> s3_environment(const S3TestServer& server,
+                                                                const std::string& key,
                                                                 const std::string& secret) {
   return {{"AWS_ENDPOINT_URL", server.endpoint()},
           {"AWS_ACCESS_KEY_ID", key},

@@ -22,22 +22,22 @@ std::optional<std::string> s3_server_unavailable();
 std::filesystem::path s3_server_script();
 
 // Skips the test (or fails it under CONVEYOR_REQUIRE_S3=1) when the server cannot run.
-#define CONVEYOR_REQUIRE_S3_SERVER()                                                         \
-  do {                                                                                       \
+#define CONVEYOR_REQUIRE_S3_SERVER()                                                           \
+  do {                                                                                         \
     if (const std::optional<std::string> why = ::conveyor::testing::s3_server_unavailable()) { \
-      if (::conveyor::testing::s3_server_required())                                         \
-        FAIL() << "CONVEYOR_REQUIRE_S3=1, and the S3 test server cannot run: " << *why;      \
-      GTEST_SKIP() << "no S3 test server: " << *why;                                         \
-    }                                                                                        \
+      if (::conveyor::testing::s3_server_required())                                           \
+        FAIL() << "CONVEYOR_REQUIRE_S3=1, and the S3 test server cannot run: " << *why;        \
+      GTEST_SKIP() << "no S3 test server: " << *why;                                           \
+    }                                                                                          \
   } while (false)
 bool s3_server_required();
 
 class S3TestServer {
  public:
   struct Options {
-    std::filesystem::path directory;    // where the server keeps its buckets (kept across restarts)
-    std::vector<std::string> buckets;   // made at start-up
-    std::filesystem::path upload;       // when set: its files are put under `into` ("bucket/prefix/")
+    std::filesystem::path directory;   // where the server keeps its buckets (kept across restarts)
+    std::vector<std::string> buckets;  // made at start-up
+    std::filesystem::path upload;      // when set: its files are put under `into` ("bucket/prefix/")
     std::string into;
     std::string address = "127.0.0.1";
   };
