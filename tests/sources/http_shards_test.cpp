@@ -93,6 +93,43 @@ TEST(HttpStream, HoldsAtMostAboutOneMegabyteHoweverFastTheServer) {
   EXPECT_LE(largest, (std::size_t{1} << 20) + 256 * 1024);
 }
 
+Bytes text_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+TEST(HttpStream, AStoresSlowDownAndTooManyRequestsAreRetried) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpStream SlowDown");
+  const auto data = shared(pattern_bytes(10'000));
+  const auto slow_down = shared(text_bytes(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
+      "<Message>Please reduce your request rate.</Message></Error>"));
+  HttpTestServer server([&](const HttpTestServer::Request& request) {
+    HttpTestServer::Reply reply;
+    reply.status = request.attempt == 0 ? 503 : request.attempt == 1 ? 429 : 200;
+    reply.body = request.attempt < 2 ? slow_down : data;
+    return reply;
+  });
+  EXPECT_EQ(fetch(server.url("/x")), *data);
+  EXPECT_EQ(server.requests().size(), 3u);
+}
+
+TEST(HttpStream, AStoresRefusalIsNotRetriedAndGivesItsCodeAndMessage) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpStream AccessDenied");
+  const auto denied = shared(text_bytes(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
+      "<Message>Access Denied</Message><RequestId>7</RequestId></Error>"));
+  HttpTestServer server([&](const HttpTestServer::Request&) {
+    HttpTestServer::Reply reply;
+    reply.status = 403;
+    reply.body = denied;
+    return reply;
+  });
+  const detail::ShardReadError error = fetch_error(server.url("/private.tar"));
+  EXPECT_EQ(error.kind(), "http_403");
+  EXPECT_NE(std::string(error.what()).find("private.tar': HTTP 403 (AccessDenied: Access Denied) at byte 0"),
+            std::string::npos)
+      << error.what();
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
 TEST(HttpStream, RetriesFailuresBeforeTheFirstByte) {
   Watchdog watchdog(std::chrono::seconds(60), "HttpStream retries");
   const auto data = shared(pattern_bytes(10'000));
