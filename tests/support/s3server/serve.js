@@ -6,6 +6,13 @@
 //                 [--upload FOLDER --into BUCKET/PREFIX]
 // Prints "listening ADDRESS:PORT" once ready, then serves until killed.
 'use strict';
+// Debian 12's Node is 18 (conveyor.sh installs it where npm is missing); the server's router (@koa/router 15)
+// calls Array.prototype.toReversed, which came with Node 20. This is that method as Node 20 defines it.
+if (!Array.prototype.toReversed) {
+  Object.defineProperty(Array.prototype, 'toReversed', {
+    value: function toReversed() { return this.slice().reverse(); }, writable: true, configurable: true,
+  });
+}
 const fs = require('fs');
 const http = require('http');
 const path = require('path');
