@@ -86,15 +86,24 @@ DeviceBatch staged(const testing::HostBatch& batch, const train::TrainerOptions&
   return t.device >= 0 ? batch.on_gpu(t.device) : batch.staged();
 }
 
+// Milliseconds since the epoch: when a fault happened, for the measurements that time how long the others
+// take to end (bench/train/cpu_data_parallel_faults.sh).
+long long unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 void fault_if_asked(const Options& o, int rank, int step) {
   if (rank != o.rank_of_fault) return;
   if (step == o.die_at_step) {
-    std::printf("rank %d (pid %d) is killed before step %d\n", rank, static_cast<int>(::getpid()), step);
+    std::printf("rank %d (pid %d) is killed before step %d at %lld ms\n", rank, static_cast<int>(::getpid()), step,
+                unix_ms());
     std::fflush(stdout);
     ::raise(SIGKILL);
   }
   if (step == o.hang_at_step) {
-    std::printf("rank %d (pid %d) stops taking part before step %d\n", rank, static_cast<int>(::getpid()), step);
+    std::printf("rank %d (pid %d) stops taking part before step %d at %lld ms\n", rank,
+                static_cast<int>(::getpid()), step, unix_ms());
     std::fflush(stdout);
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
