@@ -48,10 +48,20 @@ NcclCommunicator::NcclCommunicator(const Ranks& ranks, int device, std::chrono::
 }
 
 NcclCommunicator::~NcclCommunicator() {
-  // The watch stops first; the handle then finalizes (or aborts) the communicator. The stream and events
-  // go last, once nothing of NCCL's can still use them.
+  // The watch stops first; the handle then finalizes (or aborts) the communicator. The device memory, the
+  // stream and events go last, once nothing of NCCL's can still use them, with the device current.
   watch_.reset();
   handle_.reset();
+  try {
+    cuda::DeviceGuard guard(device_);
+    values_.reset();
+    forks_.clear();
+    joined_.reset();
+    stream_.reset();
+    pool_.reset();
+  } catch (...) {
+    // Nothing to report from a destructor.
+  }
 }
 
 std::string NcclCommunicator::describe() const { return "NCCL " + nccl_version() + " (bootstrap: " + bootstrap_ + ")"; }
@@ -62,10 +72,15 @@ void NcclCommunicator::attach(nn::Context& context) {
     throw InvalidArgument(handle_->where() + ": the trainer must run on GPU " + std::to_string(device_));
   context_ = gpu;
   cuda::DeviceGuard guard(device_);
-  // Made with the device current (streams and events belong to the device current when they are made).
+  // Made with the device current (streams and events belong to the device current when they are made),
+  // once: a warm-up that failed and is tried again attaches a new context to the same communicator.
+  if (!pool_) pool_.emplace(device_);
   if (!stream_) stream_.emplace(highest_stream_priority());
   if (!joined_) joined_.emplace();
-  values_ = nn::Buffer();  // the earlier context's memory, if a failed warm-up made a new one
+  if (!values_) {
+    values_ = pool_->allocate(kMaxValues * sizeof(double), stream_->get(), "data parallel: values averaged");
+    stream_->synchronize();  // usable on the context's stream too from here on
+  }
 }
 
 void NcclCommunicator::check_usable() const {
@@ -129,8 +144,6 @@ void NcclCommunicator::after_step() {
 void NcclCommunicator::average_on_host(std::span<double> values) {
   check_usable();
   if (values.size() > kMaxValues) throw InvalidArgument("data parallel: too many values to average at once");
-  // Made on first use, after warm-up: a warm-up that fails drops the context and everything it lent.
-  if (!values_.data()) values_ = context_->allocate(kMaxValues * sizeof(double), "data parallel: values averaged");
   const cudaStream_t stream = context_->stream();
   CONVEYOR_CUDA(
       cudaMemcpyAsync(values_.data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice, stream),

@@ -20,10 +20,10 @@
 
 #include "conveyor/ranks.h"
 #include "src/device/cuda_handles.h"
+#include "src/device/device_memory.h"
 #include "src/train/distributed/collective_watch.h"
 #include "src/train/distributed/communicator.h"
 #include "src/train/distributed/nccl_handle.h"
-#include "src/train/layers/buffer.h"
 
 namespace conveyor::nn {
 class CudaContext;
@@ -61,13 +61,16 @@ class NcclCommunicator final : public Communicator {
   std::chrono::milliseconds collective_timeout_;
   std::unique_ptr<NcclHandle> handle_;
   std::unique_ptr<CollectiveWatch> watch_;  // after handle_: stopped before the communicator goes
-  // Made by attach(): the step's context and the communication stream with its events.
+  // Made by attach(): the step's context, and what the communicator keeps of its own on the device (it
+  // outlives the trainer's context, whose memory pool goes with it): the communication stream with its
+  // events, and a few doubles for average_on_host() from a pool of its own.
   nn::CudaContext* context_ = nullptr;
+  std::optional<cuda::DeviceMemoryPool> pool_;
   std::optional<cuda::Stream> stream_;
   std::vector<cuda::Event> forks_;  // one per fork between two joins: each is its own edge of a graph
   std::size_t forks_used_ = 0;
   std::optional<cuda::Event> joined_;
-  nn::Buffer values_;  // average_on_host(): a few doubles on the device
+  cuda::DeviceBuffer values_;  // given back on stream_, which it precedes in destruction
   std::size_t steps_ = 0;
 };
 
