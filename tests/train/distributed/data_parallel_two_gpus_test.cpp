@@ -125,7 +125,9 @@ TEST_P(TwoGpus, RanksFedTwoHalvesFollowOneGpuOnTheWholeBatch) {
   const double difference = testing::largest_weight_difference(dir / "rank0.step-000000000000.safetensors",
                                                                dir / "global.step-000000000000.safetensors");
   std::printf("[ weights  ] two GPUs of 32 against one of 64: largest difference %.3g\n", difference);
-  EXPECT_LT(difference, 1e-4);
+  // cuDNN may take TF32 (10-bit mantissas) for float32 convolutions, and other algorithms for a batch of 64
+  // than for 32: a looser bound than the CPU's 1e-6. A sum instead of the average would double every step.
+  EXPECT_LT(difference, 1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Launchers, TwoGpus, ::testing::Values("processes", "mpirun"),
