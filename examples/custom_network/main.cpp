@@ -65,7 +65,9 @@ Options parse(int argc, char** argv) {
   app.add_option("--device", o.device, "where the network trains")
       ->capture_default_str()
       ->check(example_support::device_spec());
-  app.add_option("--batch", o.batch, "images per step (per rank)")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--batch", o.batch, "images per step (per rank)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   app.add_option("--lr", o.lr, "SGD learning rate (momentum 0.9)")
       ->capture_default_str()
       ->check(CLI::Range(1e-9, 100.0));
@@ -95,28 +97,30 @@ int run(const Options& o) {
   const conveyor::Placement placement = example_support::rank_placement(o.device, ranks);
   constexpr conveyor::ImageShape kShape{28, 28, 1};
 
-  const auto train = conveyor::Dataset::list_file(list)
-                         .shuffle(conveyor::Dataset::whole_epoch, o.seed)
-                         .repeat()
-                         .shard(ranks)  // this rank's share of every epoch
-                         .map(conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray}))
-                         .map(conveyor::ops::flip_horizontal(0.5))
-                         .with_options({.threads = o.threads,
-                                        .seed = o.seed,
-                                        .cpus = conveyor::cpu_share(ranks.local_rank, ranks.local_world_size)})
-                         .batch(static_cast<std::size_t>(o.batch), kShape)
-                         .prefetch(4);
-  conveyor::train::DataParallelTrainer trainer({.network = fashion_network(),
-                                                .num_classes = 10,
-                                                .input = kShape,
-                                                .batch = o.batch,
-                                                .learning_rate = o.lr,
-                                                .weight_decay = 5e-4,
-                                                .mean = {72.94f, 72.94f, 72.94f},  // Fashion-MNIST's pixels, 0..255
-                                                .std = {90.02f, 90.02f, 90.02f},
-                                                .device = placement.gpu ? placement.device : -1,
-                                                .seed = o.seed},
-                                               ranks);
+  const auto train =
+      conveyor::Dataset::list_file(list)
+          .shuffle(conveyor::Dataset::whole_epoch, o.seed)
+          .repeat()
+          .shard(ranks)  // this rank's share of every epoch
+          .map(conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray}))
+          .map(conveyor::ops::flip_horizontal(0.5))
+          .with_options({.threads = o.threads,
+                         .seed = o.seed,
+                         .cpus = conveyor::cpu_share(ranks.local_rank, ranks.local_world_size)})
+          .batch(static_cast<std::size_t>(o.batch), kShape)
+          .prefetch(4);
+  conveyor::train::DataParallelTrainer trainer(
+      {.network = fashion_network(),
+       .num_classes = 10,
+       .input = kShape,
+       .batch = o.batch,
+       .learning_rate = o.lr,
+       .weight_decay = 5e-4,
+       .mean = {72.94f, 72.94f, 72.94f},  // Fashion-MNIST's pixels, 0..255
+       .std = {90.02f, 90.02f, 90.02f},
+       .device = placement.gpu ? placement.device : -1,
+       .seed = o.seed},
+      ranks);
   const bool main = ranks.is_main();
   if (main) {
     std::printf("network:\n%s", trainer.trainer().network().describe().c_str());
@@ -138,7 +142,8 @@ int run(const Options& o) {
     // Synchronises (fine for a demonstration), and averages over the ranks: every rank asks.
     const conveyor::train::StepStats s = trainer.last_step();
     losses.push_back(s.loss);
-    if (main) std::printf("step %d/%d: loss %.4f, accuracy %.1f%%\n", step, o.steps, s.loss, 100 * s.accuracy);
+    if (main)
+      std::printf("step %d/%d: loss %.4f, accuracy %.1f%%\n", step, o.steps, s.loss, 100 * s.accuracy);
     std::fflush(stdout);
   }
   if (!o.checkpoint.empty() && main) {  // the ranks' weights are identical: one copy is enough

@@ -47,7 +47,8 @@ struct Options {
   bool feeder_warmup = true;   // prefetch: DeviceFeeder::warmup after the trainer's warm-up
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
-  std::string cpus = "all";    // prefetch: the pipeline's CPUs: all, auto (this rank's share of the host), or a list
+  std::string cpus =
+      "all";  // prefetch: the pipeline's CPUs: all, auto (this rank's share of the host), or a list
   double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
   // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
   double collective_timeout = 60;

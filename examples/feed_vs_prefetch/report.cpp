@@ -23,9 +23,9 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
   char line[256];
   out << "feed_vs_prefetch: " << info.model << ", batch " << info.batch << ", " << info.size << "x"
       << info.size
-      << (info.world_size > 1
-              ? " per rank (rank " + std::to_string(info.rank) + " of " + std::to_string(info.world_size) + ")"
-              : std::string())
+      << (info.world_size > 1 ? " per rank (rank " + std::to_string(info.rank) + " of " +
+                                    std::to_string(info.world_size) + ")"
+                              : std::string())
       << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
       << "device: " << info.device << "\n\n";
   std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s",

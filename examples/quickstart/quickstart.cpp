@@ -25,17 +25,18 @@ int train(const std::string& dir, int steps) {
   const int batch_size = placement.gpu ? 256 : 8;
   const int size = placement.gpu ? 224 : 64;  // the CPU reference is slow: a small input there
 
-  auto train = conveyor::Dataset::image_folder(dir)  // (bytes, label) from class folders
-                   .shuffle(10'000, /*seed=*/42)
-                   .repeat()
-                   .shard(ranks)  // this rank's share: every rank gets as many batches
-                   .map(conveyor::ops::decode_random_resized_crop(size))  // decodes only the crop window
-                   .map(conveyor::ops::flip_horizontal(0.5))
-                   .map(conveyor::ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
-                   // this rank's share of the host's cores, a thread on each
-                   .with_options({.seed = 42, .cpus = conveyor::cpu_share(ranks.local_rank, ranks.local_world_size)})
-                   .batch(static_cast<std::size_t>(batch_size))  // straight into the batch's memory
-                   .prefetch(4);
+  auto train =
+      conveyor::Dataset::image_folder(dir)  // (bytes, label) from class folders
+          .shuffle(10'000, /*seed=*/42)
+          .repeat()
+          .shard(ranks)  // this rank's share: every rank gets as many batches
+          .map(conveyor::ops::decode_random_resized_crop(size))  // decodes only the crop window
+          .map(conveyor::ops::flip_horizontal(0.5))
+          .map(conveyor::ops::distort({.brightness = 0.4, .contrast = 0.4, .saturation = 0.4}))
+          // this rank's share of the host's cores, a thread on each
+          .with_options({.seed = 42, .cpus = conveyor::cpu_share(ranks.local_rank, ranks.local_world_size)})
+          .batch(static_cast<std::size_t>(batch_size))  // straight into the batch's memory
+          .prefetch(4);
   conveyor::DeviceFeeder feeder(placement, {.depth = 3});  // copies overlap the steps
   conveyor::train::DataParallelTrainer trainer({.model = conveyor::train::ModelKind::resnet18,
                                                 .num_classes = static_cast<int>(train.class_names().size()),

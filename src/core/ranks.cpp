@@ -102,8 +102,7 @@ std::optional<int> slurm_tasks_on_this_node(const Environment& environment) {
   if (!list) return std::nullopt;
   const std::vector<int> counts = expand_tasks_per_node(kSlurm.local_world_size, *list);
   const std::optional<int> node = read_count(environment, "SLURM_NODEID");
-  if (!node)
-    throw InvalidArgument(std::string(kSlurm.local_world_size) + " is set but SLURM_NODEID is not");
+  if (!node) throw InvalidArgument(std::string(kSlurm.local_world_size) + " is set but SLURM_NODEID is not");
   if (static_cast<std::size_t>(*node) >= counts.size())
     throw InvalidArgument("SLURM_NODEID=" + std::to_string(*node) + " has no entry in " +
                           quoted(kSlurm.local_world_size, *list));
@@ -187,7 +186,8 @@ Ranks ranks_from_environment(const Environment& environment) {
   if (!torch && !mpi && environment(kSlurm.world_size)) {
     if (const std::optional<Ranks> slurm = read_launcher(environment, kSlurm)) ranks = *slurm;
   }
-  ranks.mpi_launcher = environment("OMPI_COMM_WORLD_SIZE").has_value() || environment("PMIX_RANK").has_value();
+  ranks.mpi_launcher =
+      environment("OMPI_COMM_WORLD_SIZE").has_value() || environment("PMIX_RANK").has_value();
   if (const std::optional<std::string> addr = environment("MASTER_ADDR")) {
     if (addr->empty()) throw InvalidArgument("MASTER_ADDR is set but empty");
     ranks.master_addr = *addr;

@@ -45,7 +45,8 @@ std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device,
     return std::make_unique<MpiCommunicator>(ranks, options.connect_timeout, options.collective_timeout);
   }
 #ifdef CONVEYOR_HAVE_CUDA
-  return std::make_unique<NcclCommunicator>(ranks, device, options.connect_timeout, options.collective_timeout);
+  return std::make_unique<NcclCommunicator>(ranks, device, options.connect_timeout,
+                                            options.collective_timeout);
 #else
   throw InvalidArgument("data parallel: GPU " + std::to_string(device) +
                         " requested, but conveyor was built without CUDA");

@@ -45,7 +45,8 @@ struct CommunicatorOptions {
 // or, for a process that is the whole job and that no MPI launcher started, the single rank's (no engine at
 // all). Meets the other ranks. Throws InvalidArgument for CPU processes without an MPI launcher, a GPU
 // without CUDA, or ranks the engine's own world contradicts; CollectiveError when they do not meet in time.
-std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device, const CommunicatorOptions& options);
+std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device,
+                                                const CommunicatorOptions& options);
 
 // Makes `device` current for the scope and restores the caller's device afterwards; nothing for -1 (the
 // CPU).

@@ -143,9 +143,9 @@ TEST(Ranks, RejectsABadRendezvousAddress) {
 }
 
 // What srun gives the third task of a step of 7 tasks on three nodes, 3 + 2 + 2, the task on node 1.
-const Variables kSrunTask{{"SLURM_PROCID", "4"},        {"SLURM_STEP_NUM_TASKS", "7"}, {"SLURM_NTASKS", "7"},
-                          {"SLURM_LOCALID", "1"},       {"SLURM_NODEID", "1"},
-                          {"SLURM_STEP_TASKS_PER_NODE", "3,2(x2)"}};
+const Variables kSrunTask{{"SLURM_PROCID", "4"}, {"SLURM_STEP_NUM_TASKS", "7"},
+                          {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "1"},
+                          {"SLURM_NODEID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "3,2(x2)"}};
 
 TEST(Ranks, ReadsSlurmsVariablesWithThisNodesTaskCount) {
   Variables variables = kSrunTask;
@@ -167,8 +167,11 @@ TEST(Ranks, ReadsSlurmsVariablesWithThisNodesTaskCount) {
 
 TEST(Ranks, ABatchScriptsSlurmVariablesDescribeOneProcess) {
   // sbatch --ntasks=8 runs its script once, with SLURM_PROCID=0 and SLURM_NTASKS=8 but no step variables.
-  const Ranks ranks = read({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"},
-                            {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "8"}});
+  const Ranks ranks = read({{"SLURM_PROCID", "0"},
+                            {"SLURM_NTASKS", "8"},
+                            {"SLURM_LOCALID", "0"},
+                            {"SLURM_NODEID", "0"},
+                            {"SLURM_TASKS_PER_NODE", "8"}});
   EXPECT_EQ(ranks, Ranks{});
 }
 

@@ -12,8 +12,8 @@
 // Which engine carries what (docs/distributed.md):
 //   GPUs   NCCL. Its communicator is bootstrapped by NCCL itself: under an MPI launcher (mpirun, or srun
 //          --mpi=pmix) rank 0 makes the unique id and MPI_Bcast hands it out, as nccl-tests do; otherwise
-//          (torchrun, scripts/launch.sh without MPI, srun) every rank gets the same id from NCCL_COMM_ID, which
-//          the user may set and which is otherwise MASTER_ADDR:MASTER_PORT, or MASTER_PORT + 1 where
+//          (torchrun, scripts/launch.sh without MPI, srun) every rank gets the same id from NCCL_COMM_ID,
+//          which the user may set and which is otherwise MASTER_ADDR:MASTER_PORT, or MASTER_PORT + 1 where
 //          torchrun's agent holds MASTER_PORT itself (TORCHELASTIC_USE_AGENT_STORE=True).
 //   CPUs   Open MPI, which needs its launcher (mpirun -np N, srun --mpi=pmix, scripts/launch.sh N where
 //          mpirun is installed). A process started without one, alone, trains as a plain Trainer would.

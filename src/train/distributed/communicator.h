@@ -43,7 +43,8 @@ class Communicator {
   // place. Begun here; complete for the context's work issued after join(). `what` names it in errors.
   virtual void all_reduce_average(void* data, std::size_t count, nn::DType type, const std::string& what) = 0;
   // Rank `root`'s `count` elements at `data` replace every other rank's. Ordered as all_reduce_average.
-  virtual void broadcast(void* data, std::size_t count, nn::DType type, int root, const std::string& what) = 0;
+  virtual void broadcast(void* data, std::size_t count, nn::DType type, int root,
+                         const std::string& what) = 0;
   // The context's work issued from here on starts after every collective begun so far.
   virtual void join() = 0;
   // Lets begun collectives advance, between the backward pass's layers (MPI moves a nonblocking collective

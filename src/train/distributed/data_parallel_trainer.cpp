@@ -37,8 +37,9 @@ class DataParallelTrainer::Impl {
   }
   void check_usable() const {
     if (failed)
-      throw CollectiveError("data parallel: an earlier call failed part-way through a collective; make a "
-                            "new trainer");
+      throw CollectiveError(
+          "data parallel: an earlier call failed part-way through a collective; make a "
+          "new trainer");
   }
   void check_batch(const DeviceBatch& batch) const;
 
@@ -61,9 +62,9 @@ DataParallelTrainer::Impl::Impl(const TrainerOptions& options, const Ranks& rank
     : parallel(parallel), ranks(ranks), device(options.device) {
   if (parallel.bucket_bytes == 0) throw InvalidArgument("data parallel: bucket_bytes must be positive");
   trainer = std::make_unique<Trainer>(options);  // checks the options before the ranks meet
-  comm = make_communicator(ranks, options.device,
-                           {.connect_timeout = parallel.connect_timeout,
-                            .collective_timeout = parallel.collective_timeout});
+  comm = make_communicator(
+      ranks, options.device,
+      {.connect_timeout = parallel.connect_timeout, .collective_timeout = parallel.collective_timeout});
   Trainer::Impl& t = *trainer->impl_;
   // The reducer needs the trainer's context and bound parameters, which warm-up makes; its hooks must be
   // in place before warm-up's throwaway step and the capture of the step's graph.
@@ -90,7 +91,8 @@ void DataParallelTrainer::Impl::check_batch(const DeviceBatch& batch) const {
 
 // ---- the public class ----------------------------------------------------------------------------
 
-DataParallelTrainer::DataParallelTrainer(TrainerOptions options, const Ranks& ranks, DataParallelOptions parallel)
+DataParallelTrainer::DataParallelTrainer(TrainerOptions options, const Ranks& ranks,
+                                         DataParallelOptions parallel)
     : impl_(std::make_unique<Impl>(options, ranks, parallel)) {}
 
 DataParallelTrainer::~DataParallelTrainer() {

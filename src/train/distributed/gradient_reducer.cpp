@@ -40,8 +40,9 @@ void GradientReducer::made(const ParamRef& ref) {
   const ProgressWatch::Doing doing("beginning the all-reduce of gradient bucket",
                                    static_cast<long long>(*completed));
   comm_.fork();
-  comm_.all_reduce_average(static_cast<std::uint8_t*>(array.data) + bucket.begin * nn::element_size(array.type),
-                           bucket.end - bucket.begin, array.type, what);
+  comm_.all_reduce_average(
+      static_cast<std::uint8_t*>(array.data) + bucket.begin * nn::element_size(array.type),
+      bucket.end - bucket.begin, array.type, what);
 }
 
 void GradientReducer::finish() {

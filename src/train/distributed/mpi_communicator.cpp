@@ -125,8 +125,9 @@ void MpiCommunicator::wait_all(std::chrono::milliseconds limit, const std::strin
     requests_.clear();
     for (const Pending& p : pending_) requests_.push_back(p.request);
     int done = 0;
-    CONVEYOR_MPI(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
-                 where() + ": " + during);
+    CONVEYOR_MPI(
+        MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
+        where() + ": " + during);
     for (std::size_t i = 0; i < pending_.size(); ++i) pending_[i].request = requests_[i];
     if (done) break;
     if (Clock::now() - start > limit) {
@@ -135,7 +136,8 @@ void MpiCommunicator::wait_all(std::chrono::milliseconds limit, const std::strin
         if (p.request != MPI_REQUEST_NULL) waiting += (waiting.empty() ? "" : ", ") + p.what;
       fail(where() + ": " + during + " made no progress for " + seconds(limit) +
            ": another rank stopped taking part (it was killed, hangs, or was kept from the collectives for "
-           "longer than the timeout); still waiting for: " + waiting);
+           "longer than the timeout); still waiting for: " +
+           waiting);
     }
     std::this_thread::sleep_for(nap);
     nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(1));
@@ -150,8 +152,8 @@ void MpiCommunicator::wait_all(std::chrono::milliseconds limit, const std::strin
 void MpiCommunicator::average_on_host(std::span<double> values) {
   check_usable();
   Pending p{.what = "the average of " + std::to_string(values.size()) + " values"};
-  CONVEYOR_MPI(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
-                              comm_, &p.request),
+  CONVEYOR_MPI(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                              MPI_SUM, comm_, &p.request),
                where() + ": " + p.what);
   pending_.push_back(std::move(p));
   wait_all(collective_timeout_, "averaging values over the ranks");

@@ -59,7 +59,8 @@ void MpiSession::start(const Ranks& ranks) {
                  "data parallel (MPI_Init)");
     owned_ = true;
     if (provided < MPI_THREAD_SERIALIZED)
-      throw InvalidArgument("data parallel: this MPI library offers thread level " + std::to_string(provided) +
+      throw InvalidArgument("data parallel: this MPI library offers thread level " +
+                            std::to_string(provided) +
                             ", below MPI_THREAD_SERIALIZED (calls from more than the main thread)");
   } else {
     int provided = 0;
@@ -83,10 +84,11 @@ void MpiSession::check_world(const Ranks& ranks) const {
   CONVEYOR_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size), "data parallel (MPI's world)");
   CONVEYOR_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "data parallel (MPI's world)");
   if (size != ranks.world_size || rank != ranks.rank)
-    throw InvalidArgument("data parallel: MPI's launcher started this process as rank " + std::to_string(rank) +
-                          " of " + std::to_string(size) + ", but the ranks given say rank " +
-                          std::to_string(ranks.rank) + " of " + std::to_string(ranks.world_size) + " (from " +
-                          to_string(ranks.source) + "'s variables): a wrong world size");
+    throw InvalidArgument("data parallel: MPI's launcher started this process as rank " +
+                          std::to_string(rank) + " of " + std::to_string(size) +
+                          ", but the ranks given say rank " + std::to_string(ranks.rank) + " of " +
+                          std::to_string(ranks.world_size) + " (from " + to_string(ranks.source) +
+                          "'s variables): a wrong world size");
 }
 
 void MpiSession::abandoned() noexcept {
@@ -97,9 +99,10 @@ void MpiSession::abandoned() noexcept {
 MpiSession::~MpiSession() {
   if (!started_ || !owned_) return;
   if (abandoned_) {
-    std::fprintf(stderr,
-                 "conveyor: ending the MPI job with MPI_Abort: this rank left a collective half-done, and the "
-                 "other ranks would wait for it\n");
+    std::fprintf(
+        stderr,
+        "conveyor: ending the MPI job with MPI_Abort: this rank left a collective half-done, and the "
+        "other ranks would wait for it\n");
     // Does not return: ends this process and, through the launcher, the job.
     MPI_Abort(MPI_COMM_WORLD, 1);
   }

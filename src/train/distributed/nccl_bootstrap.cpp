@@ -21,7 +21,8 @@ NcclId broadcast_by_mpi(const Ranks& ranks, std::chrono::milliseconds timeout) {
   const std::string where = "data parallel (rank " + std::to_string(ranks.rank) + " of " +
                             std::to_string(ranks.world_size) + ", NCCL's id by MPI_Bcast)";
   MPI_Request request = MPI_REQUEST_NULL;
-  CONVEYOR_MPI(MPI_Ibcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD, &request), where);
+  CONVEYOR_MPI(MPI_Ibcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD, &request),
+               where);
   const auto start = Clock::now();
   for (int done = 0;;) {
     CONVEYOR_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE), where);

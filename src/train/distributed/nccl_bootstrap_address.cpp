@@ -16,8 +16,9 @@ NcclBootstrapAddress nccl_bootstrap_address(const Ranks& ranks, const Environmen
   const bool agent_store = environment("TORCHELASTIC_USE_AGENT_STORE") == std::optional<std::string>("True");
   const int port = ranks.master_port + (agent_store ? 1 : 0);
   if (port > 65535)
-    throw InvalidArgument("data parallel over NCCL: MASTER_PORT=65535 is torchrun's agent's, and NCCL's "
-                          "bootstrap takes the port above it: choose a lower MASTER_PORT, or set NCCL_COMM_ID");
+    throw InvalidArgument(
+        "data parallel over NCCL: MASTER_PORT=65535 is torchrun's agent's, and NCCL's "
+        "bootstrap takes the port above it: choose a lower MASTER_PORT, or set NCCL_COMM_ID");
   // An IPv6 address goes in brackets, as NCCL's address parser wants it.
   const std::string host =
       ranks.master_addr.find(':') != std::string::npos && ranks.master_addr.front() != '['

@@ -11,7 +11,8 @@
 //      whole job (torch.distributed.elastic: the static rendezvous's store, and the c10d rendezvous's shared
 //      store), so rank 0 could not listen there. The port above is none of torchrun's (its c10d endpoint is
 //      --rdzv-endpoint's port, 29400 by default); it is taken only from the moment NCCL's bootstrap starts.
-//   3. MASTER_ADDR:MASTER_PORT otherwise (scripts/launch.sh, torchrun with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1,
+//   3. MASTER_ADDR:MASTER_PORT otherwise (scripts/launch.sh, torchrun with
+//   TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1,
 //      a user's own srun script): the launcher reserved that port for the workers' rank 0, which is what
 //      NCCL's bootstrap root is.
 // A port already taken by something else is an error on rank 0 that names the address and this rule.
@@ -31,7 +32,8 @@ struct NcclBootstrapAddress {
 };
 
 // The address by the rule above. Throws InvalidArgument, naming the variables, when neither NCCL_COMM_ID
-// nor MASTER_ADDR and MASTER_PORT are set (for a job of more than one rank), or MASTER_PORT + 1 is past 65535.
+// nor MASTER_ADDR and MASTER_PORT are set (for a job of more than one rank), or MASTER_PORT + 1 is past
+// 65535.
 NcclBootstrapAddress nccl_bootstrap_address(const Ranks& ranks, const Environment& environment);
 
 }  // namespace conveyor::train

@@ -41,9 +41,9 @@ NcclCommunicator::NcclCommunicator(const Ranks& ranks, int device, std::chrono::
     : Communicator(ranks.rank, ranks.world_size), device_(device), collective_timeout_(collective_timeout) {
   const NcclBootstrap bootstrap = bootstrap_nccl(ranks, connect_timeout);
   bootstrap_ = bootstrap.how;
-  handle_ = std::make_unique<NcclHandle>(bootstrap.id, ranks.world_size, ranks.rank, device, connect_timeout,
-                                         collective_timeout,
-                                         where_of(ranks, device) + ", bootstrap " + bootstrap_);
+  handle_ =
+      std::make_unique<NcclHandle>(bootstrap.id, ranks.world_size, ranks.rank, device, connect_timeout,
+                                   collective_timeout, where_of(ranks, device) + ", bootstrap " + bootstrap_);
   watch_ = std::make_unique<CollectiveWatch>(*handle_, collective_timeout);
 }
 
@@ -64,7 +64,9 @@ NcclCommunicator::~NcclCommunicator() {
   }
 }
 
-std::string NcclCommunicator::describe() const { return "NCCL " + nccl_version() + " (bootstrap: " + bootstrap_ + ")"; }
+std::string NcclCommunicator::describe() const {
+  return "NCCL " + nccl_version() + " (bootstrap: " + bootstrap_ + ")";
+}
 
 void NcclCommunicator::attach(nn::Context& context) {
   auto* gpu = dynamic_cast<nn::CudaContext*>(&context);
@@ -119,9 +121,8 @@ void NcclCommunicator::broadcast(void* data, std::size_t count, nn::DType type, 
   check_usable();
   const ncclDataType_t nccl = nccl_type(type);
   const cudaStream_t stream = stream_->get();
-  handle_->run("ncclBroadcast", what, [&](ncclComm_t comm) {
-    return ncclBroadcast(data, data, count, nccl, root, comm, stream);
-  });
+  handle_->run("ncclBroadcast", what,
+               [&](ncclComm_t comm) { return ncclBroadcast(data, data, count, nccl, root, comm, stream); });
 }
 
 void NcclCommunicator::join() {
@@ -152,7 +153,8 @@ void NcclCommunicator::average_on_host(std::span<double> values) {
   const cudaStream_t comm_stream = stream_->get();
   void* device_values = values_.data();
   handle_->run("ncclAllReduce", "the average of the step's loss", [&](ncclComm_t comm) {
-    return ncclAllReduce(device_values, device_values, values.size(), ncclFloat64, ncclAvg, comm, comm_stream);
+    return ncclAllReduce(device_values, device_values, values.size(), ncclFloat64, ncclAvg, comm,
+                         comm_stream);
   });
   join();
   CONVEYOR_CUDA(

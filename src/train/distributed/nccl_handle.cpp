@@ -48,8 +48,9 @@ std::string nccl_version() {
          std::to_string(code % 100);
 }
 
-NcclHandle::NcclHandle(const NcclId& id, int size, int rank, int device, std::chrono::milliseconds connect_timeout,
-                       std::chrono::milliseconds call_timeout, std::string where)
+NcclHandle::NcclHandle(const NcclId& id, int size, int rank, int device,
+                       std::chrono::milliseconds connect_timeout, std::chrono::milliseconds call_timeout,
+                       std::string where)
     : device_(device), call_timeout_(call_timeout), where_(std::move(where)) {
   ncclUniqueId unique{};
   std::memcpy(&unique, id.data(), sizeof unique);
@@ -101,7 +102,8 @@ void NcclHandle::wait_ready_locked(std::chrono::milliseconds limit, const std::s
   for (;;) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t status = ncclCommGetAsyncError(comm_, &state);
-    if (status != ncclSuccess) fail_locked(what + ": ncclCommGetAsyncError failed: " + nccl_text(status, comm_));
+    if (status != ncclSuccess)
+      fail_locked(what + ": ncclCommGetAsyncError failed: " + nccl_text(status, comm_));
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) fail_locked(what + ": " + nccl_text(state, comm_));
     if (Clock::now() - start > limit)
@@ -116,7 +118,8 @@ void NcclHandle::wait_ready_locked(std::chrono::milliseconds limit, const std::s
 }
 
 void NcclHandle::fail_locked(const std::string& reason) {
-  const std::string message = where_ + ": " + reason + " (NCCL " + nccl_version() + "; NCCL_DEBUG=WARN prints more)";
+  const std::string message =
+      where_ + ": " + reason + " (NCCL " + nccl_version() + "; NCCL_DEBUG=WARN prints more)";
   abort_locked(message);
   throw CollectiveError(message);
 }
@@ -134,7 +137,8 @@ void NcclHandle::run(const char* call, const std::string& what,
   if (!failure_.empty()) throw CollectiveError(failure_);
   const ncclResult_t status = issue(comm_);
   if (status == ncclSuccess) return;
-  if (status != ncclInProgress) fail_locked(std::string(call) + " failed in " + what + ": " + nccl_text(status, comm_));
+  if (status != ncclInProgress)
+    fail_locked(std::string(call) + " failed in " + what + ": " + nccl_text(status, comm_));
   wait_ready_locked(call_timeout_, std::string(call) + " in " + what);
 }
 

@@ -53,8 +53,8 @@ TEST(DataParallelMpi, TwoRanksEndWithIdenticalWeightsThatFollowOneProcessOnTheGl
   // Every step's gradient is the global batch's, summed in another order: float rounding apart, the same
   // weights. After 6 steps at learning rate 0.05 the largest difference was 2.4e-8 of the weights' scale on
   // the build machine (2026-11-28).
-  const double difference = testing::largest_weight_difference(
-      dir / "rank0.step-000000000000.safetensors", dir / "global.step-000000000000.safetensors");
+  const double difference = testing::largest_weight_difference(dir / "rank0.step-000000000000.safetensors",
+                                                               dir / "global.step-000000000000.safetensors");
   EXPECT_LT(difference, 1e-6) << "two ranks of 8 against one process of 16";
   std::printf("[ weights  ] two ranks of 8 against one process of 16: largest difference %.3g\n", difference);
   const std::vector<std::string> one_steps = testing::lines_starting(one.result.out, "step ");
@@ -75,10 +75,13 @@ TEST(DataParallelMpi, OneRankThroughMpiTrainsExactlyAsAPlainTrainer) {
   ASSERT_EQ(mpi.result.exit_code, 0) << output_of(mpi);
   EXPECT_NE(output_of(mpi).find("data parallel over Open MPI"), std::string::npos) << output_of(mpi);
   const TimedRun plain = testing::run_timed(
-      peer({"--network", "batch-norm", "--global", "--steps", "4", "--checkpoint", dir.path().string()}), {}, 90s);
+      peer({"--network", "batch-norm", "--global", "--steps", "4", "--checkpoint", dir.path().string()}), {},
+      90s);
   ASSERT_EQ(plain.result.exit_code, 0) << output_of(plain);
-  EXPECT_EQ(testing::lines_starting(mpi.result.out, "step "), testing::lines_starting(plain.result.out, "step "));
-  EXPECT_TRUE(testing::checkpoint_bytes(dir.path(), "rank0") == testing::checkpoint_bytes(dir.path(), "global"));
+  EXPECT_EQ(testing::lines_starting(mpi.result.out, "step "),
+            testing::lines_starting(plain.result.out, "step "));
+  EXPECT_TRUE(testing::checkpoint_bytes(dir.path(), "rank0") ==
+              testing::checkpoint_bytes(dir.path(), "global"));
 }
 
 TEST(DataParallelMpi, ARankKilledMidRunEndsTheJobWithinSecondsAndMpirunNamesIt) {
@@ -119,8 +122,9 @@ TEST(DataParallelMpi, AWorldSizeThatIsNotMpisIsAClearErrorAtOnce) {
   const std::string text = output_of(run);
   EXPECT_FALSE(run.result.timed_out) << text;
   EXPECT_NE(run.result.exit_code, 0) << text;
-  EXPECT_NE(text.find("MPI's launcher started this process as rank 0 of 2, but the ranks given say rank 0 of 3"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("MPI's launcher started this process as rank 0 of 2, but the ranks given say rank 0 of 3"),
+      std::string::npos)
       << text;
   EXPECT_LT(run.seconds, 30.0) << text;
 }

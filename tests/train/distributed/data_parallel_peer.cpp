@@ -59,8 +59,8 @@ train::TrainerOptions trainer_options(const Options& o, int batch, int device) {
   if (o.network == "plain")
     t.network = {conv(8, 3), relu(), max_pool(2, 2), conv(16, 3, 2), relu(), global_avg_pool(), dense(4)};
   else
-    t.network = {conv(8, 3),    batch_norm(), relu(), max_pool(2, 2), conv(16, 3, 2), batch_norm(), relu(),
-                 global_avg_pool(), dense(4)};
+    t.network = {conv(8, 3), batch_norm(),      relu(),  max_pool(2, 2), conv(16, 3, 2), batch_norm(),
+                 relu(),     global_avg_pool(), dense(4)};
   t.num_classes = 4;
   t.input = kShape;
   t.batch = batch;
@@ -89,15 +89,16 @@ DeviceBatch staged(const testing::HostBatch& batch, const train::TrainerOptions&
 // Milliseconds since the epoch: when a fault happened, for the measurements that time how long the others
 // take to end (bench/train/cpu_data_parallel_faults.sh).
 long long unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 void fault_if_asked(const Options& o, int rank, int step) {
   if (rank != o.rank_of_fault) return;
   if (step == o.die_at_step) {
-    std::printf("rank %d (pid %d) is killed before step %d at %lld ms\n", rank, static_cast<int>(::getpid()), step,
-                unix_ms());
+    std::printf("rank %d (pid %d) is killed before step %d at %lld ms\n", rank, static_cast<int>(::getpid()),
+                step, unix_ms());
     std::fflush(stdout);
     ::raise(SIGKILL);
   }
@@ -125,8 +126,8 @@ int run(const Options& o) {
     train::Trainer trainer(trainer_options(o, world * o.batch, o.device == "gpu" ? 0 : -1));
     const train::TrainerOptions& t = trainer.options();
     for (int s = 0; s < o.steps; ++s) {
-      const testing::HostBatch batch =
-          testing::quadrant_batch(static_cast<std::size_t>(world * o.batch), kShape, 500 + static_cast<std::uint64_t>(s));
+      const testing::HostBatch batch = testing::quadrant_batch(static_cast<std::size_t>(world * o.batch),
+                                                               kShape, 500 + static_cast<std::uint64_t>(s));
       trainer.step(staged(batch, t));
       losses.push_back(trainer.last_step().loss);
       std::printf("step %d loss %.9g\n", s, losses.back());
@@ -146,11 +147,12 @@ int run(const Options& o) {
   const train::TrainerOptions& t = trainer.trainer().options();
   for (int s = 0; s < o.steps; ++s) {
     fault_if_asked(o, ranks.rank, s);
-    const testing::HostBatch global =
-        testing::quadrant_batch(static_cast<std::size_t>(world * o.batch), kShape, 500 + static_cast<std::uint64_t>(s));
-    const testing::HostBatch mine =
-        o.same_batch ? slice(global, 0, global.size)
-                     : slice(global, static_cast<std::size_t>(ranks.rank * o.batch), static_cast<std::size_t>(o.batch));
+    const testing::HostBatch global = testing::quadrant_batch(static_cast<std::size_t>(world * o.batch),
+                                                              kShape, 500 + static_cast<std::uint64_t>(s));
+    const testing::HostBatch mine = o.same_batch
+                                        ? slice(global, 0, global.size)
+                                        : slice(global, static_cast<std::size_t>(ranks.rank * o.batch),
+                                                static_cast<std::size_t>(o.batch));
     trainer.step(staged(mine, t));
     losses.push_back(trainer.last_step().loss);  // a collective: every rank asks
     std::printf("step %d loss %.9g\n", s, losses.back());
@@ -158,7 +160,8 @@ int run(const Options& o) {
   }
   trainer.synchronize();
   if (!o.checkpoint.empty())
-    trainer.trainer().save_checkpoint(std::filesystem::path(o.checkpoint) / ("rank" + std::to_string(ranks.rank) + ".json"));
+    trainer.trainer().save_checkpoint(std::filesystem::path(o.checkpoint) /
+                                      ("rank" + std::to_string(ranks.rank) + ".json"));
   trainer.barrier();
   print_final(losses);
   return 0;

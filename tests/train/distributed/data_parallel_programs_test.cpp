@@ -84,9 +84,10 @@ TEST_F(DataParallelPrograms, FeedVsPrefetchRecordsEveryStepsLossAndItsPlaceInThe
   testing::Watchdog watchdog(120s, "feed_vs_prefetch --record-loss");
   const std::string json = (dir / "run.json").string();
   const ProcessResult result = testing::run_process(
-      feed_vs_prefetch({"--device", "cpu", "--modes", "prefetch", "--threads", "2", "--batch", "4", "--warmup",
-                        "1", "--steps", "3", "--size", "16", "--width", "4", "--deterministic", "--record-loss",
-                        "--json", json}),
+      feed_vs_prefetch({"--device", "cpu", "--modes",  "prefetch", "--threads",       "2",
+                        "--batch",  "4",   "--warmup", "1",        "--steps",         "3",
+                        "--size",   "16",  "--width",  "4",        "--deterministic", "--record-loss",
+                        "--json",   json}),
       {}, 90s);
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   std::ifstream in(json);
@@ -129,23 +130,24 @@ TEST_F(DataParallelPrograms, FeedVsPrefetchOnTwoCpuRanksRecordsTheSameLossesOnEv
 
 TEST_F(DataParallelPrograms, UnderALauncherTheProgramsRefuseWhatTheyCannotDo) {
   testing::Watchdog watchdog(120s, "refusals under a launcher");
-  const std::vector<std::string> rank1{"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
-                                       "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500"};
+  const std::vector<std::string> rank1{
+      "RANK=1",           "WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+      "MASTER_PORT=29500"};
   ProcessResult result =
       testing::run_process(feed_vs_prefetch({"--device", "cpu", "--modes", "feed,prefetch"}), rank1, 60s);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("runs the prefetch mode only"), std::string::npos) << result.err;
   result = testing::run_process(feed_vs_prefetch({"--device", "gpu:1"}), rank1, 60s);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("each process trains on the GPU of its local rank"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("each process trains on the GPU of its local rank"), std::string::npos)
+      << result.err;
   // CPU ranks that no MPI launcher started: the CPU's collectives need one.
   result = testing::run_process(feed_vs_prefetch({"--device", "cpu", "--steps", "1"}), rank1, 60s);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("needs an MPI launcher"), std::string::npos) << result.err;
-  result = testing::run_process(
-      {testing::program_path("CONVEYOR_QUICKSTART", CONVEYOR_QUICKSTART), (dir / "photos").string(), "2",
-       "--gpus", "2"},
-      {}, 30s);
+  result = testing::run_process({testing::program_path("CONVEYOR_QUICKSTART", CONVEYOR_QUICKSTART),
+                                 (dir / "photos").string(), "2", "--gpus", "2"},
+                                {}, 30s);
   EXPECT_EQ(result.exit_code, 2) << "one process drives one GPU: no --gpus";
 }
 

@@ -52,7 +52,8 @@ TEST(DataParallelSingleProcess, TrainsExactlyAsAPlainTrainer) {
   testing::TempDir dir;
   plain.save_checkpoint(dir / "plain.json");
   parallel.trainer().save_checkpoint(dir / "parallel.json");
-  EXPECT_TRUE(testing::checkpoint_bytes(dir.path(), "plain") == testing::checkpoint_bytes(dir.path(), "parallel"))
+  EXPECT_TRUE(testing::checkpoint_bytes(dir.path(), "plain") ==
+              testing::checkpoint_bytes(dir.path(), "parallel"))
       << "the weights, statistics and momentum after 4 steps differ";
 }
 

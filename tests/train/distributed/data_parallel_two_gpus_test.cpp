@@ -94,9 +94,9 @@ TEST_P(TwoGpus, RanksFedTheSameBatchTrainExactlyLikeOneGpu) {
   EXPECT_NE(output_of(two).find(GetParam() == "mpirun" ? "bootstrap: MPI_Bcast" : "bootstrap: NCCL_COMM_ID="),
             std::string::npos)
       << output_of(two);
-  const TimedRun one = testing::run_timed(
-      gpu_peer({"--network", "batch-norm", "--global", "--world-size", "2", "--checkpoint", dir.path().string()}),
-      {}, 240s);
+  const TimedRun one = testing::run_timed(gpu_peer({"--network", "batch-norm", "--global", "--world-size",
+                                                    "2", "--checkpoint", dir.path().string()}),
+                                          {}, 240s);
   ASSERT_EQ(one.result.exit_code, 0) << output_of(one);
   // The average of two equal gradients is that gradient, exactly: every step's loss (printed by both
   // ranks), and the bytes.
@@ -118,9 +118,11 @@ TEST_P(TwoGpus, RanksFedTwoHalvesFollowOneGpuOnTheWholeBatch) {
   const std::vector<std::string> finals = testing::lines_starting(two.result.out, "final loss ");
   ASSERT_EQ(finals.size(), 2u) << output_of(two);
   EXPECT_EQ(finals[0], finals[1]);
-  EXPECT_TRUE(testing::checkpoint_bytes(dir.path(), "rank0") == testing::checkpoint_bytes(dir.path(), "rank1"));
+  EXPECT_TRUE(testing::checkpoint_bytes(dir.path(), "rank0") ==
+              testing::checkpoint_bytes(dir.path(), "rank1"));
   const TimedRun one = testing::run_timed(
-      gpu_peer({"--global", "--world-size", "2", "--batch", "32", "--checkpoint", dir.path().string()}), {}, 240s);
+      gpu_peer({"--global", "--world-size", "2", "--batch", "32", "--checkpoint", dir.path().string()}), {},
+      240s);
   ASSERT_EQ(one.result.exit_code, 0) << output_of(one);
   const double difference = testing::largest_weight_difference(dir / "rank0.step-000000000000.safetensors",
                                                                dir / "global.step-000000000000.safetensors");
@@ -140,8 +142,9 @@ TEST(TwoGpuFaults, ARankKilledMidRunEndsTheOtherWithinThirtySecondsWithoutALaunc
   const int port = unused_port();
   testing::ChildProcess rank1(gpu_peer({"--steps", "100000", "--die-at-step", "20"}),
                               torchrun_variables(1, 2, port));
-  const TimedRun rank0 = testing::run_timed(gpu_peer({"--steps", "100000", "--collective-timeout-ms", "10000"}),
-                                            torchrun_variables(0, 2, port), 90s);
+  const TimedRun rank0 =
+      testing::run_timed(gpu_peer({"--steps", "100000", "--collective-timeout-ms", "10000"}),
+                         torchrun_variables(0, 2, port), 90s);
   const testing::ProcessResult killed = rank1.wait(30s);
   EXPECT_EQ(killed.exit_code, -9) << killed.out << killed.err;
   const std::string text = output_of(rank0);
@@ -176,7 +179,8 @@ TEST(TwoGpuFaults, ARankZeroOutOfReachEndsTheOthersWithinTheConnectTimeout) {
   EXPECT_FALSE(run.result.timed_out) << text;
   EXPECT_EQ(run.result.exit_code, 1) << text;
   EXPECT_NE(text.find("rank 1 of 2"), std::string::npos) << text;
-  EXPECT_NE(text.find("NCCL_COMM_ID=127.0.0.1:"), std::string::npos) << "the error names the address: " << text;
+  EXPECT_NE(text.find("NCCL_COMM_ID=127.0.0.1:"), std::string::npos)
+      << "the error names the address: " << text;
   EXPECT_LT(run.seconds, 60.0) << text;
 }
 
@@ -204,12 +208,12 @@ TEST(TwoGpusBesideNvjpeg, RunAfterRunTrainsWithoutAHang) {
   int ended = 0;
   for (int run = 0; run < runs; ++run) {
     const testing::Watchdog watchdog(std::chrono::seconds(180 + steps), "two processes beside nvJPEG");
-    const TimedRun result = testing::launch(
-        2,
-        {program, "--data", (dir / "photos").string(), "--modes", "prefetch", "--batch", "32", "--size", "64",
-         "--model", "small", "--threads", "4", "--warmup", "3", "--steps", std::to_string(steps),
-         "--stall-report", "30"},
-        std::chrono::seconds(120 + steps), {"CONVEYOR_LAUNCHER=processes"});
+    const TimedRun result =
+        testing::launch(2,
+                        {program, "--data", (dir / "photos").string(), "--modes", "prefetch", "--batch", "32",
+                         "--size", "64", "--model", "small", "--threads", "4", "--warmup", "3", "--steps",
+                         std::to_string(steps), "--stall-report", "30"},
+                        std::chrono::seconds(120 + steps), {"CONVEYOR_LAUNCHER=processes"});
     EXPECT_FALSE(result.result.timed_out) << "run " << run << " hung:\n" << output_of(result);
     EXPECT_EQ(result.result.exit_code, 0) << "run " << run << ":\n" << output_of(result);
     ended += !result.result.timed_out && result.result.exit_code == 0;

@@ -2,8 +2,8 @@
 // joined by a veth pair, one rank on each, started by mpirun on the first with on_host.sh as its rsh agent.
 // The ranks end with bitwise-identical weights that follow one process on the global batch; a rank killed
 // on the second host ends the job within seconds with mpirun naming it; and a second host that cannot reach
-// the first (where mpirun, the job's rendezvous, runs) ends the run at once with Open MPI's error. Skipped where the hosts
-// cannot be made (no root), unless CONVEYOR_REQUIRE_TWO_HOSTS=1 (CI) makes that a failure.
+// the first (where mpirun, the job's rendezvous, runs) ends the run at once with Open MPI's error. Skipped
+// where the hosts cannot be made (no root), unless CONVEYOR_REQUIRE_TWO_HOSTS=1 (CI) makes that a failure.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,15 +23,14 @@ constexpr int kSkipped = 77;  // two_hosts.sh could not make the hosts
 
 std::string output_of(const TimedRun& run) { return run.result.out + run.result.err; }
 
-
 TEST(DataParallelTwoHosts, TwoRanksEndWithIdenticalWeightsThatFollowOneProcessOnTheGlobalBatch) {
   CONVEYOR_REQUIRE_MPIRUN();
   testing::Watchdog watchdog(180s, "two CPU ranks on two hosts");
   testing::TempDir dir;
-  const TimedRun run = testing::two_hosts(
-      testing::mpirun_across_two_hosts(
-          {testing::data_parallel_peer(), "--steps", "6", "--checkpoint", dir.path().string()}),
-      120s);
+  const TimedRun run =
+      testing::two_hosts(testing::mpirun_across_two_hosts({testing::data_parallel_peer(), "--steps", "6",
+                                                           "--checkpoint", dir.path().string()}),
+                         120s);
   if (run.result.exit_code == kSkipped) GTEST_SKIP() << output_of(run);
   ASSERT_EQ(run.result.exit_code, 0) << output_of(run);
   const std::vector<std::string> finals = testing::lines_starting(run.result.out, "final loss ");
@@ -53,9 +52,10 @@ TEST(DataParallelTwoHosts, TwoRanksEndWithIdenticalWeightsThatFollowOneProcessOn
 TEST(DataParallelTwoHosts, ARankKilledOnTheSecondHostEndsTheJobWithinSeconds) {
   CONVEYOR_REQUIRE_MPIRUN();
   testing::Watchdog watchdog(120s, "a rank killed on the second host");
-  const TimedRun run = testing::two_hosts(
-      testing::mpirun_across_two_hosts({testing::data_parallel_peer(), "--steps", "200", "--die-at-step", "3"}),
-      90s);
+  const TimedRun run =
+      testing::two_hosts(testing::mpirun_across_two_hosts(
+                             {testing::data_parallel_peer(), "--steps", "200", "--die-at-step", "3"}),
+                         90s);
   if (run.result.exit_code == kSkipped) GTEST_SKIP() << output_of(run);
   const std::string text = output_of(run);
   EXPECT_FALSE(run.result.timed_out) << text;

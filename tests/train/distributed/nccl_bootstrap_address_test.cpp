@@ -51,9 +51,9 @@ TEST(NcclBootstrapAddress, TakesThePortAboveWhenTorchrunsAgentHoldsMasterPort) {
 }
 
 TEST(NcclBootstrapAddress, TheUsersOwnNcclCommIdWins) {
-  const NcclBootstrapAddress address =
-      nccl_bootstrap_address(torchrun_ranks("10.0.0.7", 29500),
-                             from({{"NCCL_COMM_ID", "10.0.0.9:40000"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}}));
+  const NcclBootstrapAddress address = nccl_bootstrap_address(
+      torchrun_ranks("10.0.0.7", 29500),
+      from({{"NCCL_COMM_ID", "10.0.0.9:40000"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}}));
   EXPECT_EQ(address.comm_id, "10.0.0.9:40000");
   EXPECT_TRUE(address.set_by_user);
   // It is enough alone: no MASTER_ADDR needed.

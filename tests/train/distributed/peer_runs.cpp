@@ -14,7 +14,9 @@
 
 namespace conveyor::testing {
 
-std::string data_parallel_peer() { return program_path("CONVEYOR_DATA_PARALLEL_PEER", CONVEYOR_DATA_PARALLEL_PEER); }
+std::string data_parallel_peer() {
+  return program_path("CONVEYOR_DATA_PARALLEL_PEER", CONVEYOR_DATA_PARALLEL_PEER);
+}
 std::string launch_script() { return program_path("CONVEYOR_LAUNCH", CONVEYOR_LAUNCH); }
 std::string two_hosts_script() { return program_path("CONVEYOR_TWO_HOSTS", CONVEYOR_TWO_HOSTS); }
 
@@ -53,11 +55,11 @@ std::vector<std::string> mpirun(int ranks) {
 std::string mpirun_across_two_hosts(const std::vector<std::string>& command) {
   // One slot per host; the daemon on the second host is started by on_host.sh, and both Open MPI's own
   // messages and the ranks' traffic stay on the hosts' network (10.77.0.0/24).
-  std::string line =
-      "\"$CONVEYOR_ON_HOST\" \"$CONVEYOR_HOST_A\" mpirun" + std::string(::geteuid() == 0 ? " --allow-run-as-root" : "") +
-      " --host \"$CONVEYOR_HOST_A,$CONVEYOR_HOST_B\" -np 2 --bind-to none"
-      " --mca plm_rsh_agent \"$CONVEYOR_ON_HOST\" --mca btl tcp,self"
-      " --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24";
+  std::string line = "\"$CONVEYOR_ON_HOST\" \"$CONVEYOR_HOST_A\" mpirun" +
+                     std::string(::geteuid() == 0 ? " --allow-run-as-root" : "") +
+                     " --host \"$CONVEYOR_HOST_A,$CONVEYOR_HOST_B\" -np 2 --bind-to none"
+                     " --mca plm_rsh_agent \"$CONVEYOR_ON_HOST\" --mca btl tcp,self"
+                     " --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24";
   for (const std::string& word : command) line += " " + word;
   return line;
 }

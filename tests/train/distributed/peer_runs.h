@@ -11,7 +11,7 @@
 #include "support/subprocess.h"
 
 // Skips a test that runs its ranks with Open MPI's launcher where there is none (the GPU machine).
-#define CONVEYOR_REQUIRE_MPIRUN()                  \
+#define CONVEYOR_REQUIRE_MPIRUN()                     \
   if (::conveyor::testing::on_path("mpirun").empty()) \
   GTEST_SKIP() << "no mpirun on the PATH (Open MPI's launcher)"
 
