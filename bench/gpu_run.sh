@@ -114,6 +114,10 @@ export CONVEYOR_COMMIT
 # shellcheck disable=SC1091
 source /tmp/bundle/tools/device-env /tmp/bundle/lib
 bin=/tmp/bundle/bin
+# What the data-parallel GPU tests run besides themselves: this checkout's launcher and the bundle's programs
+# (the paths they were built with are the build machine's).
+export CONVEYOR_LAUNCH=$root/scripts/launch.sh CONVEYOR_TWO_HOSTS=$root/tests/support/two_hosts.sh
+export CONVEYOR_DATA_PARALLEL_PEER=$bin/data_parallel_peer CONVEYOR_FEED_VS_PREFETCH=$bin/feed_vs_prefetch
 data=/tmp/data
 imagenet=$data/imagenet-like-5000/train
 log() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
@@ -447,8 +451,7 @@ PICK
         log "two GPUs: topology, then the two-GPU tests, then two processes"
         nvidia-smi topo -m; df -h /dev/shm | tail -1; awk 'NR > 2 {print $1}' /proc/net/dev | tr '\n' ' '; echo
         rm -f "$r/failed_runs"
-        NCCL_DEBUG=INFO CONVEYOR_LAUNCH=$root/scripts/launch.sh CONVEYOR_DATA_PARALLEL_PEER=$bin/data_parallel_peer \
-          GPU_TEST_LIMIT=300 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='Launchers/TwoGpus*'
+        NCCL_DEBUG=INFO GPU_TEST_LIMIT=300 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='Launchers/TwoGpus*'
         NCCL_DEBUG=INFO run 100 bash "$root/scripts/launch.sh" 2 "$bin/feed_vs_prefetch" --data "$imagenet" \
           --modes prefetch --threads 16 --steps 10 --warmup 2 --deterministic --batch 256 \
           --json "$r/probe_2gpu.json" >"$r/probe_2gpu.log" 2>&1
@@ -693,9 +696,7 @@ PICK
         log "issue 36: two processes, two GPUs, beside nvJPEG: run after run without a hang"
         mkdir -p "$r/i36/hang"
         export NCCL_NVLS_ENABLE=0 CONVEYOR_LAUNCHER=processes  # NCCL's own bootstrap, as on a machine without MPI
-        CONVEYOR_HANG_RUNS=${i36_test_runs:-10} CONVEYOR_LAUNCH=$root/scripts/launch.sh \
-          CONVEYOR_DATA_PARALLEL_PEER=$bin/data_parallel_peer CONVEYOR_FEED_VS_PREFETCH=$bin/feed_vs_prefetch \
-          GPU_TEST_LIMIT=1200 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='TwoGpusBesideNvjpeg.*'
+        CONVEYOR_HANG_RUNS=${i36_test_runs:-10} GPU_TEST_LIMIT=1200 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='TwoGpusBesideNvjpeg.*'
         ended=0
         for i in $(seq "${i36_hang_runs:-20}"); do
           run 120 bash "$root/scripts/launch.sh" 2 "$bin/feed_vs_prefetch" --data "$imagenet" --threads 16 \
