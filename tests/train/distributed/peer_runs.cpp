@@ -30,6 +30,14 @@ std::string on_path(const std::string& program) {
   return "";
 }
 
+std::vector<std::string> mpi_sanitizer_environment() {
+#if defined(__SANITIZE_ADDRESS__)
+  return {"ASAN_OPTIONS=fast_unwind_on_malloc=0", std::string("LSAN_OPTIONS=suppressions=") + CONVEYOR_LSAN_SUPPRESSIONS};
+#else
+  return {};
+#endif
+}
+
 TimedRun run_timed(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
                    std::chrono::seconds limit) {
   const auto start = std::chrono::steady_clock::now();
@@ -42,7 +50,9 @@ TimedRun launch(int ranks, const std::vector<std::string>& command, std::chrono:
                 const std::vector<std::string>& environment) {
   std::vector<std::string> argv{launch_script(), std::to_string(ranks)};
   argv.insert(argv.end(), command.begin(), command.end());
-  return run_timed(argv, environment, limit);
+  std::vector<std::string> all = mpi_sanitizer_environment();
+  all.insert(all.end(), environment.begin(), environment.end());
+  return run_timed(argv, all, limit);
 }
 
 std::vector<std::string> mpirun(int ranks) {

@@ -31,10 +31,14 @@ std::string two_hosts_script();
 // The full path of `program` found on the PATH; empty when it is not there.
 std::string on_path(const std::string& program);
 
+// Under AddressSanitizer, what a program that runs MPI needs so that LeakSanitizer tells Open MPI's own
+// leaks (tests/lsan.supp) from ours: ASAN_OPTIONS and LSAN_OPTIONS; nothing in other builds.
+std::vector<std::string> mpi_sanitizer_environment();
+
 // `argv` run with `environment` added, killed after `limit`.
 TimedRun run_timed(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
                    std::chrono::seconds limit);
-// scripts/launch.sh N COMMAND...
+// scripts/launch.sh N COMMAND..., with mpi_sanitizer_environment() and `environment` added.
 TimedRun launch(int ranks, const std::vector<std::string>& command, std::chrono::seconds limit,
                 const std::vector<std::string>& environment = {});
 // "mpirun [--allow-run-as-root] -np N --bind-to none": the start of an mpirun command line on this host.
