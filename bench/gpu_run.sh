@@ -81,14 +81,15 @@
 #             writes seam_summary.json (with seam-tests' verdict when both run in one call)
 #   issue36-tests  issue 36 (one GPU): the nvJPEG ABI check (nvjpegDecodeBatchedPreAllocate and the padding
 #             calls too), the feeder's warm-up tests and the hybrid-decode tests (conveyor_device_gpu_tests)
-#   issue36-hang  issue 36 (two GPUs, after data): one process driving both GPUs beside nvJPEG, run after run:
-#             the GPU test (i36_test_runs, default 10) and feed_vs_prefetch --gpus 2 (i36_hang_runs, default
-#             20, of i36_hang_steps 100 steps), each with a stall report after 30 s; a hang's stacks land in
-#             results as for any run; i36/hang/summary.txt counts the runs that ended
+#   issue36-hang  issue 36 (two GPUs, after data): two processes (scripts/launch.sh's, NCCL's own bootstrap)
+#             beside nvJPEG, run after run: the GPU test (i36_test_runs, default 10) and feed_vs_prefetch
+#             (i36_hang_runs, default 20, of i36_hang_steps 100 steps), each with a stall report after 30 s;
+#             a hang's stacks land in results as for any run; i36/hang/summary.txt counts the runs that ended.
+#             (One process driving both GPUs, which this phase ran until 2026-11-28, was removed: it hung.)
 #   issue36-scale  issue 36 (two GPUs, after data): in i36_scale_rounds rounds (default 2; round 2 reversed): one
-#             GPU, two processes (scripts/launch.sh), one process --gpus 2, two processes with nvJPEG's pool
-#             off (--hardware-pool 0: the code before issue 36) and with --cpus auto; feed_vs_prefetch
-#             prefetch, ResNet-18 bf16, batch 256 per GPU, 16 threads per GPU, 300 steps
+#             GPU, two processes (scripts/launch.sh), two processes with nvJPEG's pool off (--hardware-pool
+#             0: the code before issue 36) and with --cpus auto; feed_vs_prefetch prefetch, ResNet-18 bf16,
+#             batch 256 per GPU, 16 threads per GPU, 300 steps
 #   issue36-fvp  issue 36 (one GPU, after data; on a two-GPU machine GPU 0): in i36_fvp_rounds rounds (3), train_step_bench
 #             (its CUDA graph: the target's peer) and prefetch with nvJPEG's pool on (the default) and off, and
 #             with the feeder's kernels on 2 blocks per image (i36_fvp_variants: "pool nopool blocks2")
@@ -113,6 +114,10 @@ export CONVEYOR_COMMIT
 # shellcheck disable=SC1091
 source /tmp/bundle/tools/device-env /tmp/bundle/lib
 bin=/tmp/bundle/bin
+# What the data-parallel GPU tests run besides themselves: this checkout's launcher and the bundle's programs
+# (the paths they were built with are the build machine's).
+export CONVEYOR_LAUNCH=$root/scripts/launch.sh CONVEYOR_TWO_HOSTS=$root/tests/support/two_hosts.sh
+export CONVEYOR_DATA_PARALLEL_PEER=$bin/data_parallel_peer CONVEYOR_FEED_VS_PREFETCH=$bin/feed_vs_prefetch
 data=/tmp/data
 imagenet=$data/imagenet-like-5000/train
 log() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
@@ -441,12 +446,12 @@ PICK
         done
         python3 "$root/bench/summarize_scale.py" "$r" | grep -E '^(fp32|bf16):' | tee "$r/losses_summary.txt" ;;
       two-gpus-probe)
-        # Before issue 17's run: NCCL across the two GPUs, first in one process (the two-GPU tests), then
+        # Before issue 17's run: NCCL across the two GPUs, first the two-GPU tests (two processes each), then
         # two processes through scripts/launch.sh for a few steps; NCCL says what it chose (NCCL_DEBUG=INFO).
-        log "two GPUs: topology, then NCCL in one process, then two processes"
+        log "two GPUs: topology, then the two-GPU tests, then two processes"
         nvidia-smi topo -m; df -h /dev/shm | tail -1; awk 'NR > 2 {print $1}' /proc/net/dev | tr '\n' ' '; echo
         rm -f "$r/failed_runs"
-        NCCL_DEBUG=INFO GPU_TEST_LIMIT=100 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='DataParallelTwoGpus*'
+        NCCL_DEBUG=INFO GPU_TEST_LIMIT=300 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='Launchers/TwoGpus*'
         NCCL_DEBUG=INFO run 100 bash "$root/scripts/launch.sh" 2 "$bin/feed_vs_prefetch" --data "$imagenet" \
           --modes prefetch --threads 16 --steps 10 --warmup 2 --deterministic --batch 256 \
           --json "$r/probe_2gpu.json" >"$r/probe_2gpu.log" 2>&1
@@ -688,23 +693,22 @@ PICK
         GPU_TEST_LIMIT=300 gpu_tests conveyor_device_gpu_tests \
           --gtest_filter='FeederWarmup.*:GpuFeederDecode.*:NvjpegDecoderGpu.*' ;;
       issue36-hang)
-        log "issue 36: one process, two GPUs, beside nvJPEG: run after run without a hang"
+        log "issue 36: two processes, two GPUs, beside nvJPEG: run after run without a hang"
         mkdir -p "$r/i36/hang"
-        export NCCL_NVLS_ENABLE=0  # multicast off in-process too (scripts/launch.sh does it for ranks)
-        CONVEYOR_HANG_RUNS=${i36_test_runs:-10} GPU_TEST_LIMIT=400 gpu_tests conveyor_data_parallel_gpu_tests \
-          --gtest_filter='DataParallelTwoGpusBesideNvjpeg.*'
+        export NCCL_NVLS_ENABLE=0 CONVEYOR_LAUNCHER=processes  # NCCL's own bootstrap, as on a machine without MPI
+        CONVEYOR_HANG_RUNS=${i36_test_runs:-10} GPU_TEST_LIMIT=1200 gpu_tests conveyor_data_parallel_gpu_tests --gtest_filter='TwoGpusBesideNvjpeg.*'
         ended=0
         for i in $(seq "${i36_hang_runs:-20}"); do
-          run 90 "$bin/feed_vs_prefetch" --data "$imagenet" --gpus 2 --threads 16 --batch 256 --warmup 5 \
-            --steps "${i36_hang_steps:-100}" --stall-report 30 --json "$r/i36/hang/fvp_$i.json" \
+          run 120 bash "$root/scripts/launch.sh" 2 "$bin/feed_vs_prefetch" --data "$imagenet" --threads 16 \
+            --batch 256 --warmup 5 --steps "${i36_hang_steps:-100}" --stall-report 30 --json "$r/i36/hang/fvp_$i.json" \
             >"$r/i36/hang/fvp_$i.log" 2>&1
           if grep -q '^prefetch ' "$r/i36/hang/fvp_$i.log"; then ended=$((ended + 1)); else echo "!!! run $i did not end"; fi
           grep -A12 'conveyor: no progress' "$r/i36/hang/fvp_$i.log" | head -14
           printf '%s ' "$(grep -E '^prefetch ' "$r/i36/hang/fvp_$i.log" | awk '{print $2}')"
         done
-        echo; echo "feed_vs_prefetch --gpus 2: $ended of ${i36_hang_runs:-20} runs ended" | tee "$r/i36/hang/summary.txt" ;;
+        echo; echo "feed_vs_prefetch, two processes: $ended of ${i36_hang_runs:-20} runs ended" | tee "$r/i36/hang/summary.txt" ;;
       issue36-scale)
-        log "issue 36: one GPU, two processes, one process with two GPUs, and the levers, alternating"
+        log "issue 36: one GPU, two processes, and the levers, alternating"
         mkdir -p "$r/i36/scale"
         export NCCL_NVLS_ENABLE=0
         fvp=("$bin/feed_vs_prefetch" --data "$imagenet" --modes prefetch --threads 16 --batch 256 --warmup 10
@@ -714,13 +718,12 @@ PICK
           case "$name" in
             one) run 150 env CUDA_VISIBLE_DEVICES=0 "${fvp[@]}" --json "$json" ;;
             two) run 150 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --json "$json" ;;
-            inproc) run 150 "${fvp[@]}" --gpus 2 --json "$json" ;;
             two_nopool) run 150 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --hardware-pool 0 --json "$json" ;;
             two_cpus) run 150 bash "$root/scripts/launch.sh" 2 "${fvp[@]}" --cpus auto --json "$json" ;;
           esac >"$r/i36/scale/$1_$2.log" 2>&1
           echo "$name round $round: $(grep -hE '^prefetch ' "$r/i36/scale/$1_$2.log" | awk '{printf "%s ", $2}')"
         }
-        variants=(${i36_scale_variants:-one two inproc two_nopool two_cpus})
+        variants=(${i36_scale_variants:-one two two_nopool two_cpus})
         for round in $(seq "${i36_scale_rounds:-2}"); do
           order=("${variants[@]}")
           [ $((round % 2)) = 0 ] && order=($(printf '%s\n' "${variants[@]}" | tac))

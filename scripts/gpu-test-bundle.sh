@@ -54,7 +54,7 @@ done <"$manifest"
 
 # device-bundle.sh starts from an empty .carry/: the manifest goes in after it.
 scripts/device-bundle.sh "$build" --fashion "${extra[@]}" "${names[@]}" feed_vs_prefetch train_fashion_mnist \
-  make_fashion_mnist quickstart make_shards resume_tool rendezvous_peer
+  make_fashion_mnist quickstart custom_network make_shards resume_tool data_parallel_peer
 printf '%s\n' "${rows[@]}" >.carry/tests.txt
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted changes"

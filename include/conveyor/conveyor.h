@@ -35,6 +35,5 @@
 #include "conveyor/trace.h"
 #include "conveyor/train/data_parallel.h"
 #include "conveyor/train/library_versions.h"
-#include "conveyor/train/rendezvous.h"
 #include "conveyor/train/trainer.h"
 #include "conveyor/version.h"
