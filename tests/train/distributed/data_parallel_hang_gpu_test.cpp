@@ -3,7 +3,7 @@
 // --gpus 2; shared/evidence/two-gpu-one-process-hang.txt). Run after run, each under a watchdog and a
 // ProgressWatch whose report (what every thread waits for) becomes the failure message, so a hang fails
 // the test with the cycle named instead of stalling the suite. CONVEYOR_HANG_RUNS and CONVEYOR_HANG_STEPS
-// set how many runs and steps (default 5 x 40; bench/gpu_run.sh's issue36-hang phase asks for 20). Skipped
+// set how many runs and steps (default 5 x 40; bench/gpu/multi_gpu_hangs.sh asks for 10). Skipped
 // with fewer than two GPUs or without nvJPEG.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# multi_gpu_hangs.sh [--gpus N] [--runs N] [--steps N] [--test-runs N]
+# One process driving N GPUs beside nvJPEG, run after run, each under a time limit with a stall report after
+# 30 s (stacks of a hang land in the results): first the data-parallel GPU test that does the same
+# (DataParallelTwoGpusBesideNvjpeg, CONVEYOR_HANG_RUNS times), then feed_vs_prefetch --gpus N. Counts the
+# runs that ended (bench/summarize_gpu_scripts.py multi_gpu_hangs: summary.txt). A failing test fails the script.
+source "$(dirname "$0")/lib.sh"
+gpus=2 runs=20 steps=100 test_runs=10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --gpus) gpus=$2 ;; --runs) runs=$2 ;; --steps) steps=$2 ;; --test-runs) test_runs=$2 ;;
+    *) echo "multi_gpu_hangs.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+bench_begin multi_gpu_hangs --gpus "$gpus" --runs "$runs" --steps "$steps" --test-runs "$test_runs"
+images=$(imagenet_like)
+export NCCL_NVLS_ENABLE=0
+if [ "$test_runs" -gt 0 ]; then
+  log=$r/conveyor_data_parallel_gpu_tests.log
+  CONVEYOR_HANG_RUNS=$test_runs bench_run 400 "$bin/conveyor_data_parallel_gpu_tests" \
+    --gtest_filter='DataParallelTwoGpusBesideNvjpeg.*' >"$log" 2>&1
+  grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\]' "$log"
+  grep -qE '^\[  FAILED  \]' "$log" || ! grep -q '^\[  PASSED  \]' "$log" && echo "hang test" >>"$r/tests_failed"
+fi
+for i in $(seq "$runs"); do
+  bench_run 90 "$bin/feed_vs_prefetch" --data "$images" --gpus "$gpus" --threads 16 --batch 256 --warmup 5 \
+    --steps "$steps" --stall-report 30 --json "$r/fvp_$i.json" >"$r/fvp_$i.log" 2>&1
+  grep -q '^prefetch ' "$r/fvp_$i.log" || echo "!!! run $i did not end"
+  grep -A12 'conveyor: no progress' "$r/fvp_$i.log" | head -14
+done
+python3 "$root/bench/summarize_gpu_scripts.py" multi_gpu_hangs "$r" | tee "$r/summary.txt"
+bench_end

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scaling.sh [--gpus N] [--rounds R] [--inproc] [--variant NAME="FLAGS"]...
+# ResNet-18 bf16 trained from JPEGs (feed_vs_prefetch's prefetch, batch 256 and 16 pipeline threads per GPU,
+# 300 steps) on one GPU against N GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink
+# multicast off), in alternating rounds. --inproc adds one process driving the N GPUs (--gpus N); each
+# --variant runs the N processes once more per round with FLAGS added (say --variant cpus="--cpus auto").
+# Files: one_R.json, procs_R.rankK.json, inproc_R.json, procs-NAME_R.rankK.json; every run's log beside
+# them. bench/summarize_gpu_scripts.py scaling: each variant's images/s over the round's one GPU, idle per
+# GPU (summary.txt).
+source "$(dirname "$0")/lib.sh"
+gpus=2 rounds=2 inproc=0 variants=() recorded=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --gpus) gpus=$2 ;; --rounds) rounds=$2 ;; --variant) variants+=("$2") ;;
+    --inproc) inproc=1 recorded=(--inproc); shift; continue ;;
+    *) echo "scaling.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+bench_begin scaling --gpus "$gpus" --rounds "$rounds" "${recorded[@]}" "${variants[@]/#/--variant=}"
+images=$(imagenet_like)
+export NCCL_NVLS_ENABLE=0  # multicast off in-process too (scripts/launch.sh does it for its ranks)
+fvp=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --threads 16 --batch 256 --warmup 10 --steps 300
+     --stall-report 30)
+declare -A flags=()
+sides=(one procs)
+[ "$inproc" = 1 ] && sides+=(inproc)
+for v in "${variants[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%=*}"); done
+
+# shellcheck disable=SC2086  # a variant's flags, split
+side() {
+  local json=$r/$1_$2.json
+  case "$1" in
+    one) bench_run 180 env CUDA_VISIBLE_DEVICES=0 "${fvp[@]}" --json "$json" ;;
+    inproc) bench_run 180 "${fvp[@]}" --gpus "$gpus" --json "$json" ;;
+    *) bench_run 180 bash "$root/scripts/launch.sh" "$gpus" "${fvp[@]}" ${flags[$1]:-} --json "$json" ;;
+  esac >"$r/$1_$2.log" 2>&1
+  echo "$1 round $2: $(grep -hE '^prefetch ' "$r/$1_$2.log" | awk '{printf "%s ", $2}')"
+}
+alternate "$rounds" side "${sides[@]}"
+python3 "$root/bench/summarize_gpu_scripts.py" scaling "$r" | tee "$r/summary.txt"
+bench_end
