@@ -5,23 +5,18 @@
 # The pipeline's rate at N threads over N x the one-core figure is then the pipeline's own loss, and the
 # copies' sum over N x the one-core figure the machine's (memory bandwidth, shared caches, turbo).
 source "$(dirname "$0")/lib.sh"
-seconds=8
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --seconds) seconds=$2 ;;
-    *) echo "cpu_ceiling.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin cpu_ceiling --seconds "$seconds"
+bench_options seconds=8 -- "$@"
+bench_begin cpu_ceiling "$@"
 images=$(imagenet_like)
 chain=(env CONVEYOR_BENCH_IMAGES="$images" "$bin/ops_bench" --benchmark_filter='^chain/rrc224_flip_distort$'
        --benchmark_min_time="$seconds" --benchmark_out_format=json)
-bench_run 120 taskset -c 0 "${chain[@]}" --benchmark_out="$r/one_core.json" | grep chain
+bench_run 120 taskset -c 0 "${chain[@]}" --benchmark_out="$r/one_core.json" 2>/dev/null | grep chain
+copies=()
 for c in $(seq 0 $(($(nproc) - 1))); do
-  bench_run 180 taskset -c "$c" "${chain[@]}" --benchmark_out="$r/every_core_$c.json" >/dev/null &
+  bench_run 180 taskset -c "$c" "${chain[@]}" --benchmark_out="$r/every_core_$c.json" >/dev/null 2>&1 &
+  copies+=($!)
 done
-wait
+wait "${copies[@]}"  # these only: a bare wait would wait for the console's tee too
 python3 - "$r" <<'SUM' | tee "$r/summary.txt"
 import glob, json, sys
 rate = lambda path: json.load(open(path))["benchmarks"][0]["items_per_second"]

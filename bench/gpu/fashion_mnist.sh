@@ -6,18 +6,11 @@
 # data decoded once into GPU memory, and a DataLoader over the files). The headline's Fashion-MNIST row:
 # conveyor's median of the seeds against the GPU-memory anchor, accuracy beside time.
 source "$(dirname "$0")/lib.sh"
-seeds=1,2,3 recipe="" feeds=gpu,dataloader
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --seeds) seeds=$2 ;; --recipe) recipe=$2 ;; --torch-feeds) feeds=$2 ;;
-    *) echo "fashion_mnist.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin fashion_mnist --seeds "$seeds" --recipe "$recipe" --torch-feeds "$feeds"
+bench_options seeds=1,2,3 recipe= torch-feeds=gpu,dataloader -- "$@"
+bench_begin fashion_mnist "$@"
 set=$(fashion_mnist)
 bench_run 400 "$bin/train_fashion_mnist" --data "$set" --seeds "$seeds" ${recipe:+--recipe "$recipe"} \
   --json "$r/conveyor.json" | grep -E '^(final|recipe|fast|warm-up)'
-bench_run 400 python3 "$root/bench/peers/torch_fashion_mnist.py" --data "$set" --feeds "$feeds" \
+bench_run 400 python3 "$root/bench/peers/torch_fashion_mnist.py" --data "$set" --feeds "$torch_feeds" \
   ${recipe:+--recipe "$recipe"} --seeds 1 --json "$r/torch.json" | grep -E 'final|median|FAILED'
 bench_end

@@ -8,19 +8,12 @@
 # (bench/summarize_headline.py: entries.json) and every variant's share of the step
 # (bench/summarize_gpu_scripts.py feed_vs_step: summary.txt).
 source "$(dirname "$0")/lib.sh"
-rounds=3 steps=300 variants=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) rounds=$2 ;; --steps) steps=$2 ;; --variant) variants+=("$2") ;;
-    *) echo "feed_vs_step.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin feed_vs_step --rounds "$rounds" --steps "$steps" "${variants[@]/#/--variant=}"
+bench_options rounds=3 steps=300 variant+= -- "$@"
+bench_begin feed_vs_step "$@"
 images=$(imagenet_like)
 declare -A flags=([fvp]="")
 sides=(step fvp)
-for v in "${variants[@]}"; do flags[fvp-${v%%=*}]=${v#*=}; sides+=("fvp-${v%%=*}"); done
+for v in "${variant[@]}"; do flags[fvp-${v%%=*}]=${v#*=}; sides+=("fvp-${v%%=*}"); done
 
 side() {
   if [ "$1" = step ]; then

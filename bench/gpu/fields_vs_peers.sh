@@ -6,15 +6,8 @@
 # make_fields builds over the ImageNet-like photos. The headline's segmentation and detection rows:
 # bench/summarize_fields.py writes fields_summary.json.
 source "$(dirname "$0")/lib.sh"
-rounds=3 formats="segmentation:512 detection:640"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) rounds=$2 ;; --formats) formats=$2 ;;
-    *) echo "fields_vs_peers.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin fields_vs_peers --rounds "$rounds" --formats "$formats"
+bench_options rounds=3 formats="segmentation:512 detection:640" -- "$@"
+bench_begin fields_vs_peers "$@"
 fields=$(fields_set)
 
 pair() {  # FORMAT:SIZE ROUND: conveyor, then the DataLoader (the pair's order alternates with the rounds)

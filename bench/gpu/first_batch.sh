@@ -8,16 +8,8 @@
 # torch_R.json; bench/summarize_gpu_scripts.py first_batch: time to the first batch and the rates
 # (summary.txt).
 source "$(dirname "$0")/lib.sh"
-rounds=3 variants=() torch=1 recorded=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) rounds=$2 ;; --variant) variants+=("$2") ;;
-    --no-torch) torch=0 recorded=(--no-torch); shift; continue ;;
-    *) echo "first_batch.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin first_batch --rounds "$rounds" "${variants[@]/#/--variant=}" "${recorded[@]}"
+bench_options rounds=3 variant+= no-torch! -- "$@"
+bench_begin first_batch "$@"
 images=$(imagenet_like)
 pt=("$bin/pipeline_throughput" --data "$images" --limit 4800 --epochs 5 --threads 16 --batch 256 --size 224 --seed 7
     --deterministic 0)
@@ -26,8 +18,8 @@ CONVEYOR_ALGORITHM_CACHE=$(mktemp -d /tmp/conveyor-split.XXXXXX)  # the split's 
 bench_run 180 "${pt[@]}" --device gpu --json "$r/prime.json" | grep -E '^threads 16:|^split:'
 declare -A flags=([gpu]="")
 sides=(cpu gpu)
-for v in "${variants[@]}"; do flags[gpu-${v%%=*}]=${v#*=}; sides+=("gpu-${v%%=*}"); done
-[ "$torch" = 1 ] && sides+=(torch)
+for v in "${variant[@]}"; do flags[gpu-${v%%=*}]=${v#*=}; sides+=("gpu-${v%%=*}"); done
+[ "$no_torch" = 0 ] && sides+=(torch)
 
 # shellcheck disable=SC2086  # a variant's flags, split
 side() {

@@ -11,6 +11,7 @@ programs=("$@")
 if [ ${#programs[@]} -eq 0 ]; then
   for exe in "$bin"/conveyor_*gpu_tests; do [ -x "$exe" ] && programs+=("$(basename "$exe")"); done
 fi
+[ ${#programs[@]} -gt 0 ] || { echo "!!! no GPU test program in the bundle"; echo "no GPU test program" >>"$r/tests_failed"; }
 nvjpeg_abi_check
 for program in "${programs[@]}"; do
   name=${program%%:*} filter=

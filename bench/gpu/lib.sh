@@ -2,6 +2,10 @@
 # from the repository root, with the bundle that scripts/device-bundle.sh (or scripts/gpu-test-bundle.sh)
 # packed into .carry/.
 #
+#   bench_options NAME=DEFAULT... -- "$@"
+#                             the script's options, each --NAME VALUE, into variables set to their defaults
+#                             first ('-' in a name is '_' in its variable); NAME+= gathers every value given
+#                             into an array, NAME! is a flag without a value (1 when given, else 0)
 #   bench_begin NAME "$@"     unpacks the bundle (once per machine), makes this script's results folder $r
 #                             (under $BENCH_RESULTS, default /tmp/bench-results), sends the console there too
 #                             and notes the start of its record
@@ -22,12 +26,42 @@
 
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-bin=/tmp/bundle/bin
-data=/tmp/data
+# Where the bundle is unpacked and the data sets are made (BENCH_BUNDLE, BENCH_DATA: other places, to try a
+# script on a machine that others use too).
+bundle=${BENCH_BUNDLE:-/tmp/bundle}
+bin=$bundle/bin
+data=${BENCH_DATA:-/tmp/data}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 export PYTHONUNBUFFERED=1
 
 say() { printf '%s\n' "$*" >&4; }  # to the console, even from inside a pipe that a caller filters
+
+bench_options() {
+  local _spec _name _variable
+  declare -A _kind=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    _spec=$1 _name=${1%%=*}
+    shift
+    case "$_name" in
+      *+) _name=${_name%+} _kind[$_name]=list; eval "${_name//-/_}=()" ;;
+      *!) _name=${_name%!} _kind[$_name]=flag; printf -v "${_name//-/_}" 0 ;;
+      *) _kind[$_name]=value; printf -v "${_name//-/_}" '%s' "${_spec#*=}" ;;
+    esac
+  done
+  shift
+  while [ $# -gt 0 ]; do
+    _name=${1#--} _variable=${1#--}
+    _variable=${_variable//-/_}
+    case "${_kind[$_name]:-}" in
+      value) [ $# -ge 2 ] || { echo "$(basename "$0"): $1 needs a value" >&2; exit 2; }
+             printf -v "$_variable" '%s' "$2"; shift 2 ;;
+      list) [ $# -ge 2 ] || { echo "$(basename "$0"): $1 needs a value" >&2; exit 2; }
+            eval "$_variable+=(\"\$2\")"; shift 2 ;;
+      flag) printf -v "$_variable" 1; shift ;;
+      *) echo "$(basename "$0"): unknown option $1 (its options: ${!_kind[*]})" >&2; exit 2 ;;
+    esac
+  done
+}
 
 bench_begin() {
   bench_name=$1; shift
@@ -46,11 +80,12 @@ bench_begin() {
   # The bundle is unpacked once per machine: a list of scripts in one call shares it.
   local stamp
   stamp=$(stat -c '%s %Y' "$root/.carry/bundle.tar.xz")
-  if [ "$(cat /tmp/bundle/.unpacked-from 2>/dev/null)" != "$stamp" ]; then
-    rm -rf /tmp/bundle && tar xf "$root/.carry/bundle.tar.xz" -C /tmp && echo "$stamp" >/tmp/bundle/.unpacked-from
+  if [ "$(cat "$bundle/.unpacked-from" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "$bundle" && mkdir -p "$bundle" && tar xf "$root/.carry/bundle.tar.xz" -C "$bundle" --strip-components 1 &&
+      echo "$stamp" >"$bundle/.unpacked-from"
   fi
   # shellcheck disable=SC1091
-  source /tmp/bundle/tools/device-env /tmp/bundle/lib
+  source "$bundle/tools/device-env" "$bundle/lib"
   # nvJPEG is loaded at run time (dlopen libnvjpeg.so.13): the toolkit's copy, after the bundle's libraries.
   [ -e "$cuda_home/lib64/libnvjpeg.so.13" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_home/lib64"
   # The commit the bundle was built at, for every JSON written here (bench/peers/run_record.py, the C++
@@ -91,13 +126,13 @@ bench_run() {
 
 alternate() {
   local rounds=$1 function=$2; shift 2
-  local sides=("$@") order round side i
+  local names=("$@") order round side i
   for round in $(seq "$rounds"); do
     order=()
     if [ $((round % 2)) = 0 ]; then
-      for ((i = ${#sides[@]} - 1; i >= 0; i--)); do order+=("${sides[i]}"); done
+      for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
     else
-      order=("${sides[@]}")
+      order=("${names[@]}")
     fi
     for side in "${order[@]}"; do
       echo "--- round $round: $side"

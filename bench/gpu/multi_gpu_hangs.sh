@@ -5,15 +5,8 @@
 # (DataParallelTwoGpusBesideNvjpeg, CONVEYOR_HANG_RUNS times), then feed_vs_prefetch --gpus N. Counts the
 # runs that ended (bench/summarize_gpu_scripts.py multi_gpu_hangs: summary.txt). A failing test fails the script.
 source "$(dirname "$0")/lib.sh"
-gpus=2 runs=20 steps=100 test_runs=10
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --gpus) gpus=$2 ;; --runs) runs=$2 ;; --steps) steps=$2 ;; --test-runs) test_runs=$2 ;;
-    *) echo "multi_gpu_hangs.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin multi_gpu_hangs --gpus "$gpus" --runs "$runs" --steps "$steps" --test-runs "$test_runs"
+bench_options gpus=2 runs=20 steps=100 test-runs=10 -- "$@"
+bench_begin multi_gpu_hangs "$@"
 images=$(imagenet_like)
 export NCCL_NVLS_ENABLE=0
 if [ "$test_runs" -gt 0 ]; then

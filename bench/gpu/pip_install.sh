@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 bench_begin pip_install
 images=$(imagenet_like)
 status=0
-timeout -k 10 580 env -u LD_LIBRARY_PATH "$root/scripts/pip_install_on_gpu_machine.sh" /tmp/bundle "$images" \
+timeout -k 10 580 env -u LD_LIBRARY_PATH "$root/scripts/pip_install_on_gpu_machine.sh" "$bundle" "$images" \
   >"$r/pip.log" 2>&1 || status=$?
 tail -30 "$r/pip.log"
 [ "$status" -eq 0 ] || echo "pip install (rc $status)" >>"$r/tests_failed"

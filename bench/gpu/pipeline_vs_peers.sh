@@ -7,15 +7,8 @@
 # 24,000 images a run (4,800 x 5 epochs). The headline's pipeline rows: bench/summarize_headline.py writes
 # entries.json (headline.json's form) beside the runs.
 source "$(dirname "$0")/lib.sh"
-rounds=3 limit=4800 epochs=5 threads=16 chosen="cpu gpu torch tvgpu"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) rounds=$2 ;; --limit) limit=$2 ;; --epochs) epochs=$2 ;; --threads) threads=$2 ;; --sides) chosen=$2 ;;
-    *) echo "pipeline_vs_peers.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin pipeline_vs_peers --rounds "$rounds" --limit "$limit" --epochs "$epochs" --threads "$threads" --sides "$chosen"
+bench_options rounds=3 limit=4800 epochs=5 threads=16 sides="cpu gpu torch tvgpu" -- "$@"
+bench_begin pipeline_vs_peers "$@"
 images=$(imagenet_like)
 common=(--data "$images" --limit "$limit" --epochs "$epochs" --batch 256 --size 224 --seed 7)
 
@@ -33,7 +26,7 @@ side() {
   esac
 }
 # shellcheck disable=SC2086
-alternate "$rounds" side $chosen
+alternate "$rounds" side $sides
 python3 "$root/bench/summarize_headline.py" "$r" --machine "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores" \
   --commit "$CONVEYOR_COMMIT" --out "$r/entries.json" | tee "$r/summary.txt"
 bench_end

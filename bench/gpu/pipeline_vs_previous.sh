@@ -6,16 +6,9 @@
 # batch. A change that must not slow the pipeline is judged by the median of the pairs' ratios
 # (bench/summarize_against_previous.py: summary.json).
 source "$(dirname "$0")/lib.sh"
-rounds=3 formats="classification segmentation detection" previous=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --previous) previous=$2 ;; --rounds) rounds=$2 ;; --formats) formats=$2 ;;
-    *) echo "pipeline_vs_previous.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin pipeline_vs_previous --previous "$previous" --rounds "$rounds" --formats "$formats"
-case "$previous" in /*) ;; bin/*) previous=/tmp/bundle/$previous ;; *) previous=$bin/${previous:-pipeline_throughput_prev} ;; esac
+bench_options previous=pipeline_throughput_prev rounds=3 formats="classification segmentation detection" -- "$@"
+bench_begin pipeline_vs_previous "$@"
+case "$previous" in /*) ;; bin/*) previous=$bundle/$previous ;; *) previous=$bin/${previous:-pipeline_throughput_prev} ;; esac
 [ -x "$previous" ] || { echo "!!! no previous binary at $previous"; echo "no previous binary" >>"$r/failed_runs"; bench_end 1; exit; }
 images=$(imagenet_like)
 fields=$(fields_set)

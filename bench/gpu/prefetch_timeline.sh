@@ -4,15 +4,8 @@
 # 256), under Nsight Systems when the machine has it: the summaries of the GPU kernels, the CUDA API calls
 # and the memory copies as CSV (the report itself is too large to keep), and the run's own JSON.
 source "$(dirname "$0")/lib.sh"
-steps=30 flags=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --steps) steps=$2 ;; --flags) flags=$2 ;;
-    *) echo "prefetch_timeline.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin prefetch_timeline --steps "$steps" --flags "$flags"
+bench_options steps=30 flags= -- "$@"
+bench_begin prefetch_timeline "$@"
 images=$(imagenet_like)
 nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 if [ -z "$nsys" ]; then

@@ -8,15 +8,8 @@
 # prepared_data (summary.txt). The share of the training step on a prepared set: feed_vs_step.sh with
 # --variant NAME="--data /tmp/shards/SET/shards.json --shard-random-access 1".
 source "$(dirname "$0")/lib.sh"
-sets="original:;q90s320:--max-side 320 --quality 90;raw160:--max-side 160 --store raw" rounds=2
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --sets) sets=$2 ;; --rounds) rounds=$2 ;;
-    *) echo "prepared_data.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin prepared_data --sets "$sets" --rounds "$rounds"
+bench_options sets="original:;q90s320:--max-side 320 --quality 90;raw160:--max-side 160 --store raw" rounds=2 -- "$@"
+bench_begin prepared_data "$@"
 names=()
 IFS=';' read -r -a specs <<<"$sets"
 for spec in "${specs[@]}"; do

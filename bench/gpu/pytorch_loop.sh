@@ -7,19 +7,12 @@
 # the bundle (scripts/device-bundle.sh --python) when python_module.sh has not built it in this call. The
 # headline's PyTorch-loop row: conveyor against the DataLoader, the median of the passes' ratios.
 source "$(dirname "$0")/lib.sh"
-passes=3 modes=eager,compile threads=16
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --passes) passes=$2 ;; --modes) modes=$2 ;; --threads) threads=$2 ;;
-    *) echo "pytorch_loop.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin pytorch_loop --passes "$passes" --modes "$modes" --threads "$threads"
+bench_options passes=3 modes=eager,compile threads=16 -- "$@"
+bench_begin pytorch_loop "$@"
 images=$(imagenet_like)
 module=/tmp/build-python
 ls "$module"/conveyor/_conveyor*.so >/dev/null 2>&1 ||
-  bench_run 580 "$root/scripts/build_python_on_gpu_machine.sh" /tmp/bundle "$module" | tail -3
+  bench_run 580 "$root/scripts/build_python_on_gpu_machine.sh" "$bundle" "$module" | tail -3
 for pass in $(seq "$passes"); do
   echo "--- pass $pass"
   bench_run 580 python3 "$root/bench/peers/torch_train_from_jpeg.py" --data "$images" --modes "$modes" \

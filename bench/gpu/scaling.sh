@@ -8,16 +8,8 @@
 # them. bench/summarize_gpu_scripts.py scaling: each variant's images/s over the round's one GPU, idle per
 # GPU (summary.txt).
 source "$(dirname "$0")/lib.sh"
-gpus=2 rounds=2 inproc=0 variants=() recorded=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --gpus) gpus=$2 ;; --rounds) rounds=$2 ;; --variant) variants+=("$2") ;;
-    --inproc) inproc=1 recorded=(--inproc); shift; continue ;;
-    *) echo "scaling.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin scaling --gpus "$gpus" --rounds "$rounds" "${recorded[@]}" "${variants[@]/#/--variant=}"
+bench_options gpus=2 rounds=2 inproc! variant+= -- "$@"
+bench_begin scaling "$@"
 images=$(imagenet_like)
 export NCCL_NVLS_ENABLE=0  # multicast off in-process too (scripts/launch.sh does it for its ranks)
 fvp=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --threads 16 --batch 256 --warmup 10 --steps 300
@@ -25,7 +17,7 @@ fvp=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --threads 16 --ba
 declare -A flags=()
 sides=(one procs)
 [ "$inproc" = 1 ] && sides+=(inproc)
-for v in "${variants[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%=*}"); done
+for v in "${variant[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%=*}"); done
 
 # shellcheck disable=SC2086  # a variant's flags, split
 side() {

@@ -5,19 +5,12 @@
 # loopback address, in alternating rounds (bench/pipeline/shards_vs_files.sh does the work and writes the
 # medians of the rounds' ratios to summary.json). --deterministic 0 takes samples as they are ready.
 source "$(dirname "$0")/lib.sh"
-rounds=3 kinds="files shards http random" deterministic=1 mb=64
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) rounds=$2 ;; --kinds) kinds=$2 ;; --deterministic) deterministic=$2 ;; --shard-mb) mb=$2 ;;
-    *) echo "shards_vs_files.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin shards_vs_files --rounds "$rounds" --kinds "$kinds" --deterministic "$deterministic" --shard-mb "$mb"
+bench_options rounds=3 kinds="files shards http random" deterministic=1 shard-mb=64 -- "$@"
+bench_begin shards_vs_files "$@"
 images=$(imagenet_like)
-work=/tmp/shards-vs-files-$mb  # the shards (hundreds of MB) stay out of the results; made once per machine
+work=/tmp/shards-vs-files-$shard_mb  # the shards (hundreds of MB) stay out of the results; made once per machine
 mkdir -p "$work"
-KINDS=$kinds ROUNDS=$rounds SHARD_MB=$mb bench_run 900 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$images" \
+KINDS=$kinds ROUNDS=$rounds SHARD_MB=$shard_mb bench_run 900 bash "$root/bench/pipeline/shards_vs_files.sh" "$bin" "$images" \
   "$work" --threads 16 --batch 256 --size 224 --epochs 4 --seed 7 --deterministic "$deterministic"
 cp "$work"/*.json "$work"/*.log "$r/" 2>/dev/null
 rm -f "$r/http_server.log"

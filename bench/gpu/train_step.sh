@@ -8,21 +8,14 @@
 # train_step_bench against the fastest torch.compile mode; bench/summarize_against_previous.py judges the
 # pairs (summary.txt).
 source "$(dirname "$0")/lib.sh"
-pairs=3 previous="" variants="eager compile-max-autotune"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --previous) previous=$2 ;; --pairs) pairs=$2 ;; --torch) variants=$2 ;;
-    *) echo "train_step.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-  shift 2
-done
-bench_begin train_step --previous "$previous" --pairs "$pairs" --torch "$variants"
+bench_options previous= pairs=3 torch="eager compile-max-autotune" -- "$@"
+bench_begin train_step "$@"
 step=(--model resnet18 --batch 256 --precision bf16 --steps 100 --warmup 10)
 cache=$(mktemp -d /tmp/conveyor-algorithms.XXXXXX)
 CONVEYOR_ALGORITHM_CACHE=$cache bench_run 180 "$bin/train_step_bench" "${step[@]}" --json "$r/step_cold.json" |
   grep -E '^(warm-up|algorithm|steady)'
 if [ -n "$previous" ]; then
-  case "$previous" in /*) ;; bin/*) previous=/tmp/bundle/$previous ;; *) previous=$bin/$previous ;; esac
+  case "$previous" in /*) ;; bin/*) previous=$bundle/$previous ;; *) previous=$bin/$previous ;; esac
   [ -x "$previous" ] || { echo "!!! no previous binary at $previous"; echo "no previous binary" >>"$r/failed_runs"; }
   side() {
     local exe=$bin/train_step_bench
@@ -36,7 +29,7 @@ else
   CONVEYOR_ALGORITHM_CACHE=$cache bench_run 180 "$bin/train_step_bench" "${step[@]}" --json "$r/step_warm.json" |
     grep -E '^(warm-up|steady)'
 fi
-for variant in $variants; do
+for variant in $torch; do
   bench_run 580 python3 "$root/bench/peers/torch_resnet18.py" --batch 256 --precision bf16 --steps 100 --warmup 10 \
     --variants "$variant" --json "$r/torch_$variant.json" | tail -4
 done
