@@ -4,11 +4,11 @@
 # MASTER_ADDR:MASTER_PORT). For a machine with two GPUs and no MPI (the GPU machine); issue 39's targets.
 #   BIN   a folder with feed_vs_prefetch and conveyor_data_parallel_gpu_tests (the bundle's bin/, its
 #         libraries found: source the bundle's tools/device-env first)
-#   DATA  an ImageFolder tree (bench/gpu_run.sh's data phase makes /tmp/data/imagenet-like-5000/train)
+#   DATA  an ImageFolder tree (bench/gpu/lib.sh's imagenet_like makes one)
 # Phases (all by default, in this order):
 #   scale  one GPU (CUDA_VISIBLE_DEVICES=0) against two processes, in one call, SCALE_ROUNDS rounds (default
 #          2, round 2 reversed): feed_vs_prefetch prefetch, ResNet-18 bf16, batch 256 per GPU, 16 threads per
-#          process, 300 steps after 10, as bench/gpu_run.sh's issue36-scale; the ratio is the two ranks'
+#          process, 300 steps after 10, as bench/gpu/scaling.sh; the ratio is the two ranks'
 #          images/s summed over one GPU's
 #   hang   HANG_RUNS (default 50) runs of the two processes (HANG_STEPS steps, default 40, after 3), each
 #          under a HANG_LIMIT-second timeout (default 150): a run that passes it is a hang
