@@ -16,6 +16,7 @@
 #include "conveyor/dataset.h"
 #include "conveyor/dlpack.h"
 #include "conveyor/error.h"
+#include "conveyor/field_kinds.h"
 #include "conveyor/fields.h"
 #include "conveyor/host_memory.h"
 #include "conveyor/image.h"

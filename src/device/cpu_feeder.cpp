@@ -73,7 +73,7 @@ DeviceBatch CpuFeeder::stage(Batch batch, StageMode mode) {
   DeviceBatchAccess::Parts parts;
   parts.pixels = batch.pixel_tensor();
   parts.labels = batch.label_tensor();
-  parts.fields = DeviceBatchAccess::field_tensors(batch);
+  parts.fields = batch.fields();  // the batch stays in the slot while the handle lives
   parts.samples = batch.samples();
   parts.size = batch.size();
   parts.shape = shape;

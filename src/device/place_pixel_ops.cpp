@@ -1,7 +1,7 @@
 // place_pixel_ops (conveyor/cuda/device_feeder.h): the trailing flip and distort of a chain move to the
-// feeder's device list when the placement is a GPU. A flip moves only when the samples have no mask and no
-// boxes: the feeder flips images only, and the pipeline's flip moves all of a sample's fields together, so
-// samples with fields are the same wherever they are made.
+// feeder's device list when the placement is a GPU. A flip moves only when the samples have no field that
+// follows the image (a mask, boxes): the feeder flips images only, and the pipeline's flip moves all of a
+// sample's fields together, so samples with fields are the same wherever they are made.
 #include <any>
 #include <utility>
 
@@ -12,8 +12,8 @@ namespace {
 
 // Takes `op`, a map at `position` among the chain's maps and filters, into augment when it is a flip or a
 // distort of a kind not yet taken; false when it stays (which ends the scan from the chain's end).
-bool take_into(DeviceAugment& augment, const SampleOp& op, std::uint64_t position, FieldSet fields) {
-  const bool geometry_moves = !fields.mask && !fields.boxes;
+bool take_into(DeviceAugment& augment, const SampleOp& op, std::uint64_t position, const FieldSet& fields) {
+  const bool geometry_moves = !fields.follows_geometry();
   if (const auto* flip = std::any_cast<ops::FlipHorizontalSpec>(&op.spec);
       flip && !augment.flip_horizontal && geometry_moves) {
     augment.flip_horizontal = flip->p;
@@ -36,7 +36,7 @@ std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placemen
 }
 
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
-                                      FeederOptions& options, FieldSet fields) {
+                                      FeederOptions& options, const FieldSet& fields) {
   if (!placement.gpu || !options.normalize) return maps;
   DeviceAugment& augment = options.augment;
   // Flip and distort commute (one moves pixels, the other changes values and the mean it uses), so either

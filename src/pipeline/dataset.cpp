@@ -397,7 +397,7 @@ std::int64_t Dataset::source_label(std::size_t i) const {
   if (const auto& custom = node_->source->sample_source()) return custom->label(i);
   return node_->source->label(i);
 }
-FieldSet Dataset::fields() const noexcept { return node_->source->fields(); }
+const FieldSet& Dataset::fields() const noexcept { return node_->source->fields(); }
 const std::vector<std::string>& Dataset::class_names() const noexcept { return node_->source->class_names(); }
 const PipelineOptions& Dataset::options() const noexcept { return node_->options; }
 
@@ -433,9 +433,7 @@ detail::PipelinePlan BatchedDataset::plan() const {
   plan.batch_size = batch_size_;
   plan.shape = options_.sample_shape;
   plan.drop_remainder = options_.drop_remainder;
-  plan.mask_type = options_.mask_type;
-  plan.max_boxes = options_.max_boxes;
-  plan.num_classes = options_.num_classes;
+  plan.batch_options = options_;
   plan.prefetch = prefetch_;
   return plan;
 }

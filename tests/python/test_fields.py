@@ -185,3 +185,23 @@ def test_a_python_source_plugs_into_the_chain_with_its_fields(annotated):
         assert numpy.array_equal(numpy.asarray(batch.box_classes)[:, 0], labels)
         seen += [info.index for info in batch.samples]
     assert len(seen) == 12 and all(index % 2 == 1 for index in seen)
+
+
+def test_field_tensors_are_reached_by_name_without_the_module_naming_them(annotated):
+    coco = conveyor.Dataset.coco_detection(annotated / "instances.json", annotated / "images")
+    batch = next(iter(coco.map(conveyor.ops.decode_center_crop(40)).with_options(threads=1).batch(4)))
+    assert set(batch.fields) == {"boxes", "box_classes", "box_crowd", "box_counts"}
+    assert numpy.array_equal(numpy.from_dlpack(batch.fields["boxes"]), numpy.from_dlpack(batch.boxes))
+    assert batch.masks is None  # a kind the library knows, not in this batch
+    with pytest.raises(AttributeError):
+        batch.no_such_tensor
+    sample = next(iter(conveyor.Dataset.segmentation_folder(annotated).take(1).map(conveyor.ops.decode())
+                       .with_options(threads=1)))
+    assert set(sample.fields) == {"mask"}
+    assert numpy.asarray(sample.fields["mask"]).shape == sample.shape[:2]
+    feeder = conveyor.DeviceFeeder("cpu")
+    for device_batch in feeder.feed(coco.map(conveyor.ops.decode_center_crop(40)).with_options(threads=1).batch(4)):
+        assert set(device_batch.fields) == set(batch.fields)
+        assert device_batch.multi_hot is None
+        break
+

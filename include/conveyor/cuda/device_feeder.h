@@ -180,15 +180,15 @@ struct FeederStats {
 // gives the same bytes. It also leaves decode_random_resized_crop last, where it may defer to the GPU.
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
                                       FeederOptions& options);
-// The same for the maps of a dataset whose samples have these fields (Dataset::fields()): with masks or
-// boxes the flip stays in the pipeline, which moves them with the image (the feeder flips images only);
-// distort, a colour op, may still move.
+// The same for the maps of a dataset whose samples have these fields (Dataset::fields()): with a field that
+// follows the image (a mask, boxes) the flip stays in the pipeline, which moves them with the image (the
+// feeder flips images only); distort, a colour op, may still move.
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
-                                      FeederOptions& options, FieldSet fields);
+                                      FeederOptions& options, const FieldSet& fields);
 // The same for a chain that is already built (Python's Dataset.to_device uses it): `dataset` without the
 // maps that moved, batched and prefetched as it was. The moved ops draw from the positions they had in the
 // chain (filters before them count, as in the pipeline), so images() are the same either way. A dataset
-// whose samples have masks or boxes keeps its flip (see the overload above).
+// whose samples have fields that follow the image keeps its flip (see the overload above).
 BatchedDataset place_pixel_ops(const BatchedDataset& dataset, const Placement& placement,
                                FeederOptions& options);
 
