@@ -331,14 +331,11 @@ py::object to_device(const BatchedDataset& dataset, const py::object& device, co
                      std::optional<int> depth, const GpuWork& work) {
   const Placement placement = placement_of(device_spec(device));
   FeederOptions options = feeder_options(depth.value_or(3), dtype, layout, mean, std, work);
-  // The chain's trailing flip and distort join normalize on the GPU; decode_random_resized_crop is then
-  // the last map, which lets it defer images to the feeder's decoder.
+  // The chain's trailing flip and distort join normalize on the GPU (their twins); decode_random_resized_crop
+  // is then the last map, whose twin lets it defer images to the feeder's decoder.
   const BatchedDataset placed = work.augment ? place_pixel_ops(dataset, placement, options) : dataset;
-  if (!work.decode) {
-    const std::optional<Dataset::PlacedMap> last = placed.samples().last_map();
-    options.decode.enabled = placement.gpu && options.depth >= 2 && last &&
-                             std::any_cast<ops::DecodeRandomResizedCropSpec>(&last->op.spec) != nullptr;
-  }
+  if (!work.decode)
+    options.decode.enabled = placement.gpu && options.depth >= 2 && may_defer_to_gpu(placed, options);
   // With decoding on the GPU the feeder stages batches ahead on its own thread. A Python loop still holds
   // the last batch's tensors when it asks for the next one: one slot for that, one for the batch it
   // trains on, two staged ahead.

@@ -11,6 +11,7 @@
 #include "conveyor/cuda/device_batch.h"
 #include "conveyor/cuda/device_feeder.h"
 #include "conveyor/cuda/dlpack.h"
+#include "conveyor/cuda/gpu_twins.h"
 #include "conveyor/cuda/normalize.h"
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/dataset.h"

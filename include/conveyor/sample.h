@@ -176,10 +176,11 @@ namespace conveyor {
 struct SampleOp {
   std::string name;
   std::function<void(Sample&)> apply;
-  // What the op is, for code that can run the same op elsewhere: the library's flip_horizontal and distort
-  // carry their parameters (ops::FlipHorizontalSpec, ops::DistortSpec), which conveyor::place_pixel_ops
-  // (conveyor/cuda/device_feeder.h) reads to run them on the GPU instead. Empty for other ops.
+  // The op's parameters, for code that runs the same op elsewhere (its GPU twin); empty for most ops.
   std::any spec = {};
+  // The name of its GPU twin (conveyor/cuda/gpu_twins.h), which place_pixel_ops looks up in the feeder's
+  // registry to run the op on the GPU instead ("flip_horizontal", "distort", a user's); empty: none.
+  std::string gpu_twin = {};
 };
 
 }  // namespace conveyor

@@ -187,7 +187,7 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             move_fields(sample, change);
             if (policy) policy->spent(false, std::chrono::steady_clock::now() - start);
           },
-          DecodeRandomResizedCropSpec{size, options}};
+          DecodeRandomResizedCropSpec{size, options}, "decode_random_resized_crop"};
 }
 
 SampleOp decode_center_crop(int size, DecodeOptions options) {

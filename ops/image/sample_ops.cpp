@@ -94,7 +94,7 @@ SampleOp flip_horizontal(double p) {
             if (draw_flip(p, sample.seed, op_stream(stream::flip_horizontal, sample.op_position)))
               apply_geometry(sample, GeometryChange::mirror(image.height, image.width, true));
           },
-          FlipHorizontalSpec{p, stream::flip_horizontal}};
+          FlipHorizontalSpec{p, stream::flip_horizontal}, "flip_horizontal"};
 }
 
 SampleOp flip_vertical(double p) {
@@ -114,7 +114,7 @@ SampleOp distort(DistortOptions options) {
             Rng rng = sample.rng(stream::distort);
             distort(image, options, rng);
           },
-          DistortSpec{options, stream::distort}};
+          DistortSpec{options, stream::distort}, "distort"};
 }
 
 SampleOp resize(int height, int width, Interpolation interpolation) {

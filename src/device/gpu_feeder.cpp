@@ -106,6 +106,8 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   host_memory_ = std::make_shared<cuda::PinnedBlockCache>(pinned_host_memory());
   for (Slot& slot : slots_) slot.fallback.emplace(pinned_host_memory());
   if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
+  // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
+  for (const PlacedPixelOp& placed : options_.pixel_ops) pixel_ops_.push_back(placed.make(device_));
   stats_.decoder = "not asked for (FeederOptions::decode)";
   returner_ = std::thread([this] {
     // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
@@ -468,6 +470,9 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     }
     const ImageShape shape = batch.sample_shape();
     const auto n = static_cast<std::int64_t>(batch.size());
+    // The users' pixel twins, in the chain's order, in place on the slot's pixels, before the fused augment.
+    for (const std::unique_ptr<DevicePixelOp>& op : pixel_ops_)
+      op->run({device_pixels, batch.size(), shape, device_}, batch.samples(), stream);
     if (options_.normalize) {
       void* images = device_pixels + slot.images_offset;
       make_images(batch, device_pixels, images, stream);

@@ -144,6 +144,7 @@ class GpuFeeder final : public FeederBackend {
   HeldSlots held_;
   std::vector<Slot> slots_;                      // made with device_ current; never resized after
   std::optional<cuda::GpuAugmenter> augmenter_;  // when FeederOptions::augment has ops
+  std::vector<std::unique_ptr<DevicePixelOp>> pixel_ops_;  // FeederOptions::pixel_ops' twins
   std::vector<std::uint64_t> seeds_;             // the augmenter's per-sample seeds (stage() only)
 
   // Hybrid decoding: made by start_decoding(), used by stage() (one thread at a time).

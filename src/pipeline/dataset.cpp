@@ -239,8 +239,11 @@ Dataset Dataset::take(std::uint64_t count) const {
 Dataset Dataset::map(SampleOp op) const {
   if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
   auto node = child();
-  node->step = detail::Step{
-      op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}, std::move(op.spec)};
+  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name),
+                            std::move(op.apply),
+                            {},
+                            std::move(op.spec),
+                            std::move(op.gpu_twin)};
   return Dataset(std::move(node));
 }
 
@@ -321,7 +324,7 @@ std::optional<Dataset::PlacedMap> Dataset::last_map() const {
   for (const detail::DatasetNode* up = node->parent.get(); up != nullptr; up = up->parent.get())
     if (up->step) ++position;
   const detail::Step& step = *node->step;
-  return PlacedMap{SampleOp{step.name, step.map, step.spec}, position};
+  return PlacedMap{SampleOp{step.name, step.map, step.spec, step.gpu_twin}, position};
 }
 
 Dataset Dataset::without_last_map() const {

@@ -44,7 +44,8 @@ struct Step {
   std::string name;
   std::function<void(Sample&)> map;
   std::function<bool(const Sample&)> keep;
-  std::any spec = {};  // a map's SampleOp::spec, for Dataset::last_map
+  std::any spec = {};  // a map's SampleOp::spec and gpu_twin, for Dataset::last_map
+  std::string gpu_twin = {};
 };
 
 // One call in the chain. Each node also carries what is in effect after it (source, options, prefetch),

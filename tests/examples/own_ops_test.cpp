@@ -1,6 +1,7 @@
 // The examples of ops of the user's own: own_geometric_op (a geometric op written with ops::apply_geometry)
-// moves a COCO set's boxes with the image and keeps them in the picture. The data: make_fields over small
-// test photos.
+// moves a COCO set's boxes with the image and keeps them in the picture; gpu_twin (a pixel op with a CUDA
+// twin) gives the images of the same op run on the CPU, wherever it is placed (without a GPU: the CPU). The
+// data: make_fields over small test photos.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -49,6 +50,14 @@ TEST_F(OwnOps, AUsersGeometricOpMovesTheBoxesAndKeepsThemInThePicture) {
   ASSERT_EQ(shown.exit_code, 0) << shown.out << shown.err;
   EXPECT_NE(shown.out.find("sample 5: boxes"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("6 samples, 0 boxes outside the picture"), std::string::npos) << shown.out;
+}
+
+TEST_F(OwnOps, AUsersPixelOpWithAGpuTwinGivesTheImagesOfTheOpOnTheCpu) {
+  const testing::ProcessResult shown =
+      run({testing::program_path("CONVEYOR_GPU_TWIN", CONVEYOR_GPU_TWIN), "--data", at("photos").string(),
+           "--batches", "3", "--batch", "4"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.out << shown.err;
+  EXPECT_NE(shown.out.find("images equal to the all-CPU chain's in 3 of 3"), std::string::npos) << shown.out;
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ class DeviceBatch {
   std::uint64_t sequence() const noexcept { return sequence_; }
   std::uint64_t epoch() const noexcept { return epoch_; }
 
-  // (N, H, W, C) uint8 as the pipeline made them, and (N) int64 labels.
+  // (N, H, W, C) uint8 as the pipeline made them (and the users' pixel twins after it, which work in place:
+  // FeederOptions::pixel_ops), and (N) int64 labels.
   const TensorView& pixels() const noexcept { return pixels_; }
   const TensorView& labels() const noexcept { return labels_; }
   // The images as the model takes them, when the feeder was asked to make them (FeederOptions::normalize:
