@@ -5,8 +5,10 @@
 #include "conveyor/error.h"
 #include "conveyor/field_kinds.h"
 #include "conveyor/fields/boxes_field.h"
+#include "conveyor/fields/keypoints.h"
 #include "conveyor/fields/mask_field.h"
 #include "conveyor/fields/tags_field.h"
+#include "src/sources/coco_keypoints.h"
 
 namespace conveyor {
 namespace detail {
@@ -23,6 +25,7 @@ constexpr FieldKind kKinds[] = {
     {MaskField::kName, &make<MaskField>},
     {BoxesField::kName, &make<BoxesField>},
     {TagsField::kName, &make<TagsField>},
+    {KeypointsField::kName, &make<KeypointsField>, &coco_keypoints},
 };
 
 }  // namespace
