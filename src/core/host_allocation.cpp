@@ -1,4 +1,4 @@
-#include "src/memory/host_memory.h"
+#include "src/core/host_allocation.h"
 
 #include <new>
 #include <utility>

@@ -37,35 +37,6 @@ void Sample::publish() {
   pending_ = kNone;
 }
 
-ConstMaskView Sample::mask() const noexcept {
-  if (mask_current_ == kSlot) return mask_slot_;
-  if (mask_current_ == kNone) return {};
-  return mask_scratch_[mask_current_].view();
-}
-
-MaskView Sample::mutable_mask() noexcept {
-  if (mask_current_ == kSlot) return mask_slot_;
-  if (mask_current_ == kNone) return {};
-  return mask_scratch_[mask_current_].view();
-}
-
-MaskView Sample::mask_output(MaskShape shape) {
-  if (shape.empty()) throw InvalidArgument("Sample::mask_output: empty shape");
-  if (!mask_slot_.empty() && mask_current_ != kSlot && shape == mask_slot_.shape()) {
-    mask_pending_ = kSlot;
-    return mask_slot_;
-  }
-  mask_pending_ = mask_current_ == 0 ? 1 : 0;
-  mask_scratch_[mask_pending_].reshape(shape);
-  return mask_scratch_[mask_pending_].view();
-}
-
-void Sample::publish_mask() {
-  if (mask_pending_ == kNone) throw InvalidArgument("Sample::publish_mask without a preceding mask_output()");
-  mask_current_ = mask_pending_;
-  mask_pending_ = kNone;
-}
-
 const FieldOptions& Sample::field_options() const noexcept {
   static const FieldOptions defaults;
   return field_options_ ? *field_options_ : defaults;
@@ -95,13 +66,7 @@ void Sample::recycle() noexcept {
   scratch_[1].clear();
   slot_ = {};
   current_ = pending_ = kNone;
-  encoded_mask.clear();
-  boxes.clear();
-  tags.clear();
-  mask_scratch_[0].clear();
-  mask_scratch_[1].clear();
-  mask_slot_ = {};
-  mask_current_ = mask_pending_ = kNone;
+  fields_.clear();
   defer_policy_ = nullptr;
   descriptor_size_ = 0;
   deferred_ = false;

@@ -11,6 +11,10 @@ namespace conveyor::detail {
 class HostAllocation {
  public:
   static constexpr std::size_t kAlignment = 64;
+  // `bytes` rounded up to a multiple of kAlignment: where the next part of a block of several parts starts.
+  static constexpr std::size_t round_up(std::size_t bytes) noexcept {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
 
   HostAllocation() = default;
   // `bytes` bytes from `resource` (kept alive while the allocation lives).
