@@ -67,6 +67,7 @@ class BatchWriter {
   // (capacity, H, W) masks and (capacity, K) multi-hot rows; empty views when the layout has none.
   TensorView mask_tensor() const noexcept;
   TensorView multi_hot_tensor() const noexcept;
+  bool has_boxes() const noexcept;
   // Room for `max_boxes` boxes per sample (the buffer's box memory grows when needed): (capacity, M, 4)
   // float32 boxes, (capacity, M) int64 classes, (capacity, M) uint8 crowd flags, (capacity) int64 counts.
   // Empty views when the layout has no boxes. Throws InvalidArgument when max_boxes exceeds a fixed M.

@@ -41,6 +41,8 @@ TensorView BatchWriter::multi_hot_tensor() const noexcept {
       buffer_->pinned);
 }
 
+bool BatchWriter::has_boxes() const noexcept { return buffer_->boxes != nullptr; }
+
 BatchWriter::BoxTensors BatchWriter::box_tensors(std::size_t max_boxes) {
   if (!buffer_->boxes) return {};
   if (fixed_max_boxes_ > 0 && max_boxes > fixed_max_boxes_)
