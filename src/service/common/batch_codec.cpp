@@ -1,0 +1,214 @@
+#include "src/service/common/batch_codec.h"
+
+#include <cstring>
+#include <set>
+#include <string_view>
+
+#include "conveyor/error.h"
+
+namespace conveyor::service::detail {
+namespace {
+
+struct NamedTensor {
+  const char* name;
+  TensorView view;
+};
+
+// Every tensor of the batch, named: the pixels, labels and the fields it has. (Typed fields will make this a
+// loop over the batch's fields.)
+std::vector<NamedTensor> tensors_of(const Batch& batch) {
+  std::vector<NamedTensor> out{{"pixels", batch.pixel_tensor()}, {"labels", batch.label_tensor()}};
+  if (batch.has_masks()) out.push_back({"masks", batch.mask_tensor()});
+  if (batch.has_multi_hot()) out.push_back({"multi_hot", batch.multi_hot_tensor()});
+  if (batch.has_boxes()) {
+    out.push_back({"boxes", batch.box_tensor()});
+    out.push_back({"box_classes", batch.box_class_tensor()});
+    out.push_back({"box_crowd", batch.box_crowd_tensor()});
+    out.push_back({"box_counts", batch.box_count_tensor()});
+  }
+  return out;
+}
+
+// Where the tensor `name` goes in the writer, (capacity, ...)-shaped; an empty view for a name the writer's
+// layout does not have. The boxes' tensors are made once, for the frame's boxes per sample.
+TensorView target_of(std::string_view name, BatchWriter& writer,
+                     std::optional<BatchWriter::BoxTensors>& boxes, std::int64_t max_boxes) {
+  if (name == "pixels") return writer.pixel_tensor();
+  if (name == "labels") return writer.label_tensor();
+  if (name == "masks") return writer.mask_tensor();
+  if (name == "multi_hot") return writer.multi_hot_tensor();
+  if (name == "boxes" || name == "box_classes" || name == "box_crowd" || name == "box_counts") {
+    if (!boxes) boxes = writer.box_tensors(static_cast<std::size_t>(max_boxes));
+    if (name == "boxes") return boxes->boxes;
+    if (name == "box_classes") return boxes->classes;
+    if (name == "box_crowd") return boxes->crowd;
+    return boxes->counts;
+  }
+  return {};
+}
+
+std::optional<DType> dtype_of(std::string_view name) {
+  for (DType type :
+       {DType::uint8, DType::int64, DType::float32, DType::float16, DType::bfloat16, DType::uint16})
+    if (name == to_string(type)) return type;
+  return std::nullopt;
+}
+
+[[noreturn]] void malformed(const std::string& why) {
+  throw InvalidArgument("malformed batch frame: " + why);
+}
+
+std::string head_of(const v1::ServerFrame& frame) {
+  const std::size_t size = frame.ByteSizeLong();
+  std::string head(4 + size, '\0');
+  const auto length = static_cast<std::uint32_t>(size);
+  std::memcpy(head.data(), &length, 4);
+  if (!frame.SerializeToArray(head.data() + 4, static_cast<int>(size)))
+    throw Error("batch frame: cannot serialize");
+  return head;
+}
+
+}  // namespace
+
+std::size_t Frame::bytes() const noexcept {
+  std::size_t total = head.size();
+  for (const auto& range : payload) total += range.size();
+  return total;
+}
+
+Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_in_split) {
+  v1::ServerFrame frame;
+  v1::BatchHeader& header = *frame.mutable_batch();
+  header.set_split(split);
+  header.set_batch_in_split(batch_in_split);
+  header.set_epoch(batch.epoch());
+  header.set_size(batch.size());
+  for (const SampleInfo& sample : batch.samples()) {
+    header.add_index(sample.index);
+    header.add_sample_epoch(sample.epoch);
+    header.add_seed(sample.seed);
+    header.add_padding(sample.padding);
+  }
+  Frame out;
+  for (const NamedTensor& tensor : tensors_of(batch)) {
+    v1::TensorHeader& t = *header.add_tensors();
+    t.set_name(tensor.name);
+    t.set_dtype(to_string(tensor.view.dtype));
+    for (int d = 0; d < tensor.view.ndim; ++d) t.add_shape(tensor.view.shape[static_cast<std::size_t>(d)]);
+    t.set_bytes(tensor.view.bytes());
+    out.payload.emplace_back(static_cast<const std::byte*>(tensor.view.data), tensor.view.bytes());
+  }
+  out.head = head_of(frame);
+  out.keep_alive = batch.share_memory();
+  return out;
+}
+
+Frame encode_frame(const v1::ServerFrame& frame) {
+  Frame out;
+  out.head = head_of(frame);
+  return out;
+}
+
+FrameReader::FrameReader(std::vector<std::span<const std::byte>> slices) : slices_(std::move(slices)) {
+  for (const auto& slice : slices_) remaining_ += slice.size();
+}
+
+void FrameReader::copy_to(void* out, std::size_t bytes) {
+  if (bytes > remaining_)
+    malformed("it ends " + std::to_string(bytes - remaining_) +
+              " bytes before the data its header announces");
+  auto* to = static_cast<std::byte*>(out);
+  while (bytes > 0) {
+    const std::span<const std::byte>& slice = slices_[slice_];
+    const std::size_t n = std::min(bytes, slice.size() - offset_);
+    std::memcpy(to, slice.data() + offset_, n);
+    to += n;
+    bytes -= n;
+    remaining_ -= n;
+    offset_ += n;
+    if (offset_ == slice.size()) {
+      ++slice_;
+      offset_ = 0;
+    }
+  }
+}
+
+v1::ServerFrame FrameReader::head() {
+  std::uint32_t length = 0;
+  if (remaining_ < 4) malformed("shorter than its length prefix");
+  copy_to(&length, 4);
+  if (length > remaining_)
+    malformed("a header of " + std::to_string(length) + " bytes in a frame of " +
+              std::to_string(remaining_ + 4));
+  std::string bytes(length, '\0');
+  copy_to(bytes.data(), length);
+  v1::ServerFrame frame;
+  if (!frame.ParseFromString(bytes)) malformed("its header does not parse");
+  return frame;
+}
+
+Batch decode_batch(const v1::BatchHeader& header, FrameReader& payload, BatchWriter writer,
+                   std::uint64_t sequence) {
+  const std::size_t size = header.size();
+  if (size == 0 || size > writer.capacity())
+    malformed(std::to_string(size) + " samples for batches of " + std::to_string(writer.capacity()));
+  if (static_cast<std::size_t>(header.index_size()) != size ||
+      static_cast<std::size_t>(header.sample_epoch_size()) != size ||
+      static_cast<std::size_t>(header.seed_size()) != size ||
+      static_cast<std::size_t>(header.padding_size()) != size)
+    malformed("sample identities for another number of samples than " + std::to_string(size));
+  const std::span<SampleInfo> samples = writer.samples();
+  for (std::size_t i = 0; i < size; ++i)
+    samples[i] = SampleInfo{.index = header.index(static_cast<int>(i)),
+                            .epoch = header.sample_epoch(static_cast<int>(i)),
+                            .seed = header.seed(static_cast<int>(i)),
+                            .padding = header.padding(static_cast<int>(i))};
+  std::optional<BatchWriter::BoxTensors> boxes;
+  std::set<std::string> seen;
+  for (const v1::TensorHeader& t : header.tensors()) {
+    const std::optional<DType> dtype = dtype_of(t.dtype());
+    if (!dtype) malformed("tensor " + t.name() + " of unknown type '" + t.dtype() + "'");
+    if (t.shape_size() < 1 || t.shape_size() > TensorView::kMaxDims ||
+        t.shape(0) != static_cast<std::int64_t>(size))
+      malformed("tensor " + t.name() + " is not shaped (" + std::to_string(size) + ", ...)");
+    const std::int64_t max_boxes = t.shape_size() > 1 ? t.shape(1) : 0;
+    if (max_boxes < 0 || max_boxes > (1 << 20)) malformed("tensor " + t.name() + " has a bad shape");
+    const TensorView target = target_of(t.name(), writer, boxes, max_boxes);
+    if (!target) malformed("tensor " + t.name() + ", which batches of this job do not have");
+    if (target.dtype != *dtype || target.ndim != t.shape_size())
+      malformed("tensor " + t.name() + " as " + t.dtype() + " of " + std::to_string(t.shape_size()) +
+                " dimensions, the job's has " + to_string(target.dtype) + " of " +
+                std::to_string(target.ndim));
+    std::size_t bytes = dtype_size(*dtype);
+    for (int d = 0; d < t.shape_size(); ++d) {
+      if (d > 0 && t.shape(d) != target.shape[static_cast<std::size_t>(d)])
+        malformed("tensor " + t.name() + ": dimension " + std::to_string(d) + " is " +
+                  std::to_string(t.shape(d)) + ", the job's " +
+                  std::to_string(target.shape[static_cast<std::size_t>(d)]));
+      bytes *= static_cast<std::size_t>(t.shape(d));
+    }
+    if (t.bytes() != bytes)
+      malformed("tensor " + t.name() + " announces " + std::to_string(t.bytes()) + " bytes for its shape's " +
+                std::to_string(bytes));
+    if (!seen.insert(t.name()).second) malformed("tensor " + t.name() + " twice");
+    payload.copy_to(target.data, bytes);
+  }
+  // Every tensor of the job's layout, none left as the buffer's last batch had it.
+  std::set<std::string> expected{"pixels", "labels"};
+  if (writer.mask_tensor()) expected.insert("masks");
+  if (writer.multi_hot_tensor()) expected.insert("multi_hot");
+  if (writer.has_boxes()) expected.insert({"boxes", "box_classes", "box_crowd", "box_counts"});
+  if (seen != expected) malformed("not the tensors of this job's batches");
+  if (boxes) {
+    const auto most = boxes->boxes.shape[1];
+    for (std::size_t i = 0; i < size; ++i)
+      if (const std::int64_t count = boxes->counts.as<std::int64_t>()[i]; count < 0 || count > most)
+        malformed("sample " + std::to_string(i) + " counts " + std::to_string(count) + " of " +
+                  std::to_string(most) + " boxes");
+  }
+  if (payload.remaining() != 0)
+    malformed(std::to_string(payload.remaining()) + " bytes after its last tensor");
+  return std::move(writer).finish(size, sequence, header.epoch());
+}
+
+}  // namespace conveyor::service::detail
