@@ -17,6 +17,7 @@
 #include "conveyor/progress_watch.h"
 #include "conveyor/random.h"
 #include "conveyor/read_file.h"
+#include "conveyor/service/client.h"
 #include "training.h"
 
 namespace feed_vs_prefetch {
@@ -200,7 +201,8 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::P
   if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);
-  if (setup.gpu_decode) {
+  // From the service the batches arrive decoded: nothing is left for nvJPEG.
+  if (setup.gpu_decode && setup.service.empty()) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
     feeder.decode.hardware_pipelining = setup.hardware_pipelining;
@@ -224,6 +226,39 @@ std::string describe_feeder(const conveyor::FeederOptions& options, const convey
             " declined, share now " + std::to_string(stats.gpu_share) + " (" + stats.decoder + ")";
   }
   return text;
+}
+
+// This replica's batches from the data service: the chain of `maps` (the standard chain's decode and, unless
+// the GPU runs them, flip and distort, at the positions the full chain gives them: the same draws), its share
+// of the job's epochs (one consumer per replica of the whole job), made by the workers and, with
+// --service-local-threads, by this process's cores too.
+conveyor::BatchedDataset service_batches(const Setup& setup, std::size_t local,
+                                         const std::vector<conveyor::SampleOp>& maps,
+                                         const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  auto has = [&](const std::string& name) {
+    return std::any_of(maps.begin(), maps.end(),
+                       [&](const conveyor::SampleOp& op) { return op.name == name; });
+  };
+  conveyor::service::ChainSpec chain;
+  chain.parameters = {{"data", setup.data},
+                      {"size", std::to_string(setup.shape.height)},
+                      {"flip", has("flip_horizontal") ? "0.5" : "0"},
+                      {"distort", has("distort") ? "0.4,0.4,0.4" : "0"}};
+  chain.seed = setup.seed;
+  conveyor::service::ServiceOptions options;
+  options.batch_size = static_cast<std::size_t>(setup.batch);
+  options.epochs = 0;  // as long as the steps take
+  options.drop_remainder = true;
+  options.ranks.world_size = setup.world_replicas();
+  options.ranks.rank = setup.ranks.rank * static_cast<int>(setup.placements.size()) + static_cast<int>(local);
+  options.local_threads = setup.service_local_threads;
+  if (local < setup.replica_cpus.size()) options.local_cpus = setup.replica_cpus[local];
+  options.job = setup.service_job;
+  options.token = setup.service_token;
+  if (!setup.service_tls.empty()) options.tls = conveyor::service::Tls::from_folder(setup.service_tls);
+  return conveyor::service::from_service(setup.service, chain, options)
+      .with_options({.trace = trace})
+      .prefetch(4);
 }
 
 // This replica's pipeline: its share of the one shuffled order (element q of each epoch goes to replica
@@ -277,7 +312,8 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     const std::vector<conveyor::SampleOp> maps =
         place_work(setup, setup.placements[i], training.replica(i), feeder_options[i]);
     feeder_options[i].progress_watch = watch;
-    datasets.push_back(replica_batches(setup, i, maps, trace));
+    datasets.push_back(setup.service.empty() ? replica_batches(setup, i, maps, trace)
+                                             : service_batches(setup, i, maps, trace));
     feeders.push_back(std::make_unique<conveyor::DeviceFeeder>(setup.placements[i], feeder_options[i]));
   }
   if (setup.feeder_warmup) {
