@@ -13,7 +13,9 @@ RemoteMaker::RemoteMaker(const std::string& address, std::uint64_t worker_id, co
                          const v1::StreamOpen& open, MakerSink& sink)
     : Maker("worker " + address, true), address_(address), worker_id_(worker_id), sink_(sink) {
   link_ = connect_worker(address, link);
-  stream_ = link_->open(open, *this);
+  std::unique_ptr<SplitStream> stream = link_->open(open, *this);
+  std::lock_guard lock(mutex_);
+  stream_ = std::move(stream);
 }
 
 RemoteMaker::~RemoteMaker() { stop(); }
@@ -22,14 +24,23 @@ void RemoteMaker::make(const Split& part, std::uint64_t first_batch) {
   v1::SplitRequest request;
   request.set_split(part.index);
   request.set_first_batch(first_batch);
-  stream_->request(request);
+  std::lock_guard lock(mutex_);
+  if (stream_) stream_->request(request);
 }
 
-void RemoteMaker::resume() { stream_->resume(); }
+void RemoteMaker::resume() {
+  std::lock_guard lock(mutex_);
+  if (stream_) stream_->resume();
+}
 
 void RemoteMaker::stop() {
   stopped_ = true;
-  stream_.reset();  // cancels, and returns once the stream has closed
+  std::unique_ptr<SplitStream> stream;
+  {
+    std::lock_guard lock(mutex_);
+    stream.swap(stream_);
+  }
+  stream.reset();  // cancels, and returns once the stream has closed
 }
 
 bool RemoteMaker::on_frame(ReceivedFrame frame) {

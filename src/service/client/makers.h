@@ -88,6 +88,9 @@ class RemoteMaker final : public Maker, private StreamHandler {
   MakerSink& sink_;
   std::atomic<bool> stopped_{false};
   std::unique_ptr<WorkerLink> link_;
+  // make() runs on the stream's control thread, resume() on its decoding thread, stop() on either: the stream
+  // is taken out under the lock and destroyed outside it (its destructor waits for its end).
+  std::mutex mutex_;
   std::unique_ptr<SplitStream> stream_;
 };
 
