@@ -191,6 +191,14 @@ class SplitsReactor final : public grpc::ServerGenericBidiReactor {
 
   void OnDone() override {
     close_session();
+    // The session holds the sink, which holds this state: the state lets the session go, or neither would.
+    // Released outside the lock (the session's destructor joins its thread, which may be sending).
+    std::shared_ptr<StreamSession> session;
+    {
+      std::lock_guard lock(state_->mutex);
+      session.swap(state_->session);
+    }
+    session.reset();
     delete this;
   }
 
