@@ -138,6 +138,7 @@ void ServiceStream::refresh_makers(const google::protobuf::RepeatedPtrField<v1::
   }
   open.set_consumer(job_->join.consumer());
   open.set_client(client_name());
+  open.set_fingerprint(job_->join.fingerprint());
   for (const v1::WorkerAddress& w : fresh) {
     auto maker = std::make_unique<RemoteMaker>(w.address(), w.worker_id(), job_->link, open,
                                                static_cast<MakerSink&>(*this));

@@ -22,8 +22,11 @@ v1::JobDefinition fetch(DispatcherLink& dispatcher, std::uint64_t job_id, const 
 
 }  // namespace
 
-JobCache::Entry& JobCache::entry(std::uint64_t job_id, const std::string& token,
+JobCache::Entry& JobCache::entry(std::uint64_t job_id, const std::string& token, const std::string& fingerprint,
                                  std::unique_lock<std::mutex>& /*lock*/) {
+  if (const auto it = jobs_.find(job_id);
+      it != jobs_.end() && !fingerprint.empty() && it->second.definition.fingerprint() != fingerprint)
+    jobs_.erase(it);  // that id is another job now: fetched and built again below
   if (const auto it = jobs_.find(job_id); it != jobs_.end()) {
     const v1::JobDefinition& d = it->second.definition;
     if (!token_matches(d.token_salt(), d.token_hash(), token))
@@ -34,6 +37,11 @@ JobCache::Entry& JobCache::entry(std::uint64_t job_id, const std::string& token,
   }
   Entry entry;
   entry.definition = fetch(dispatcher_, job_id, token);
+  if (!fingerprint.empty() && entry.definition.fingerprint() != fingerprint)
+    throw ServiceError(ServiceError::Kind::refused,
+                       "job " + std::to_string(job_id) + " at the dispatcher is '" + entry.definition.name() +
+                           "' (fingerprint " + entry.definition.fingerprint() + "), not the trainer's (" + fingerprint +
+                           "): join the job again");
   const ChainSpec spec = from_wire(entry.definition.chain());
   try {
     entry.chain = std::make_shared<const Chain>(chains_.build(spec));
@@ -48,9 +56,10 @@ JobCache::Entry& JobCache::entry(std::uint64_t job_id, const std::string& token,
   return jobs_.emplace(job_id, std::move(entry)).first->second;
 }
 
-std::shared_ptr<const JobContext> JobCache::job(std::uint64_t job_id, const std::string& token) {
+std::shared_ptr<const JobContext> JobCache::job(std::uint64_t job_id, const std::string& token,
+                                                const std::string& fingerprint) {
   std::unique_lock lock(mutex_);
-  Entry& e = entry(job_id, token, lock);
+  Entry& e = entry(job_id, token, fingerprint, lock);
   const v1::JobDefinition& d = e.definition;
   if (!d.described())
     throw ServiceError(ServiceError::Kind::refused, "job " + d.name() + " has no chain description yet");
@@ -64,7 +73,7 @@ std::shared_ptr<const JobContext> JobCache::job(std::uint64_t job_id, const std:
 
 v1::ChainDescription JobCache::describe(std::uint64_t job_id, const std::string& token) {
   std::unique_lock lock(mutex_);
-  return entry(job_id, token, lock).description;
+  return entry(job_id, token, {}, lock).description;
 }
 
 }  // namespace conveyor::service::detail

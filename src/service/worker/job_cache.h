@@ -26,10 +26,13 @@ class JobCache {
   JobCache(const ChainRegistry& chains, DispatcherLink& dispatcher)
       : chains_(chains), dispatcher_(dispatcher) {}
 
-  // Job `job_id` for a caller presenting `token`. Throws ServiceError: unauthorized (token), not_found (no
-  // such job), refused (this worker cannot build the chain, or its data differs from the job's), unavailable
-  // (the dispatcher did not answer the first time).
-  std::shared_ptr<const JobContext> job(std::uint64_t job_id, const std::string& token);
+  // Job `job_id` for a caller presenting `token`, whose fingerprint is `fingerprint` (empty: any). A job
+  // cached under that id with another fingerprint (a dispatcher that restarted without its journal numbers
+  // jobs again) is fetched again. Throws ServiceError: unauthorized (token), not_found (no such job), refused
+  // (this worker cannot build the chain, its data differs from the job's, or the id is another job now),
+  // unavailable (the dispatcher did not answer the first time).
+  std::shared_ptr<const JobContext> job(std::uint64_t job_id, const std::string& token,
+                                        const std::string& fingerprint = {});
   // This worker's description of the job's chain (DescribeChain).
   v1::ChainDescription describe(std::uint64_t job_id, const std::string& token);
 
@@ -39,7 +42,8 @@ class JobCache {
     std::shared_ptr<const Chain> chain;
     v1::ChainDescription description;
   };
-  Entry& entry(std::uint64_t job_id, const std::string& token, std::unique_lock<std::mutex>& lock);
+  Entry& entry(std::uint64_t job_id, const std::string& token, const std::string& fingerprint,
+               std::unique_lock<std::mutex>& lock);
 
   const ChainRegistry& chains_;
   DispatcherLink& dispatcher_;

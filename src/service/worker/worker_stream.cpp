@@ -84,7 +84,7 @@ void WorkerStream::run() noexcept {
                            "this worker speaks " + describe_protocol(kProtocolVersion, "") +
                                ", the trainer " +
                                describe_protocol(open_.caller().protocol(), open_.caller().version()));
-      job = context_.jobs.job(open_.job_id(), token);
+      job = context_.jobs.job(open_.job_id(), token, open_.fingerprint());
       if (open_.consumer() >= job->definition.geometry().consumers())
         throw ServiceError(ServiceError::Kind::refused,
                            "consumer " + std::to_string(open_.consumer()) + " of a job of " +
