@@ -2,7 +2,8 @@
 # cpu_poor_host.sh BIN DATA [OUT]: issue 40's two measurements of the data service, each against its baseline
 # in the same call. BIN holds conveyor-dispatcher, conveyor-worker, pipeline_throughput, feed_vs_prefetch
 # and train_step_bench (with their libraries: on the GPU machine `source shared/tools/device-env LIBS` first);
-# DATA is an ImageFolder (the data phase's imagenet-like-5000/train). Results go to OUT (default:
+# DATA is an ImageFolder (the data phase's imagenet-like-5000/train; (b) also takes local tar shards, a .json
+# index or a pattern, such as photos prepared by make_shards --max-side 320). Results go to OUT (default:
 # ./service-results): each program's JSON and console, and summary.json with the ratios.
 #
 #   (a) a CPU-poor GPU host (STEP=1, a GPU): train_step_bench (ResNet-18 bf16, batch 256) for the step's own rate;
@@ -91,7 +92,9 @@ if [ "$step" = 1 ]; then
   for ((w = 0; w < workers; w++)); do
     parts+=("$(join_cpus "${worker_list[@]:$((w * per)):$per}")")
   done
-  fvp=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps")
+  trainer_count=$(cpus_of "$trainer_cpus" | wc -l)
+  fvp=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps"
+       --threads "$trainer_count")
   for ((round = 1; round <= rounds; round++)); do
     log "(a) round $round: train_step_bench"
     "$bin/train_step_bench" --model resnet18 --batch "$batch" --precision bf16 --steps 200 --warmup 5 \
@@ -112,7 +115,9 @@ fi
 # ---- (b) transport cost: K cores as a worker over loopback against a local pipeline on the same K cores ----
 for k in $ks; do
   cores=$(join_cpus "${worker_list[@]:0:$k}")
-  pt=(--data "$data" --batch "$batch" --epochs "$epochs" --size 224 --checksum 0 --deterministic 0)
+  # Local tar shards (DATA a .json index or a pattern) read at random, as the workers read them.
+  pt=(--data "$data" --batch "$batch" --epochs "$epochs" --size 224 --checksum 0 --deterministic 0
+      --shard-random-access 1)
   for ((round = 1; round <= rounds; round++)); do
     local_run() {
       log "(b) K=$k round $round: pipeline_throughput --threads $k on CPUs $cores"
