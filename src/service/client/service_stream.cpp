@@ -252,19 +252,26 @@ std::size_t ServiceStream::frames_waiting(const Maker& maker) const {
 }
 
 std::pair<std::uint64_t, ServiceStream::Arrival*> ServiceStream::arrival_to_decode() {
-  for (auto& [split, queue] : arrivals_) {
-    std::uint64_t expected = ledger_.progress(split) ? ledger_.progress(split)->delivered : 0;
-    for (Arrival& a : queue) {
-      if (deterministic_ && a.batch_in_split != expected) return {0, nullptr};  // a gap: wait for it
-      ++expected;
-      if (a.header && !a.decoding) return {split, &a};
-      if (deterministic_ && a.decoding) return {0, nullptr};
-    }
-    if (deterministic_) {
-      // Past this split only once every one of its batches is here.
-      const std::optional<SplitLedger::Progress> p = ledger_.progress(split);
-      if (!p || !p->ended || expected < p->batches) return {0, nullptr};
-    }
+  if (!deterministic_) {
+    // Any split's first frame not decoded yet: every batch decoded is one the consumer can take.
+    for (auto& [split, queue] : arrivals_)
+      for (Arrival& a : queue)
+        if (a.header && !a.decoding) return {split, &a};
+    return {0, nullptr};
+  }
+  // Deterministic: only the consumer's next batch in order, or the pool could fill with batches it cannot
+  // take yet while the one it waits for has no buffer. The order is the ledger's (splits in hand, lowest
+  // first), not the arrivals' (a split in hand with nothing arrived yet is a gap there).
+  for (const std::uint64_t split : ledger_.splits()) {
+    const std::optional<SplitLedger::Progress> p = ledger_.progress(split);
+    std::uint64_t expected = p->delivered;
+    if (const auto it = arrivals_.find(split); it != arrivals_.end())
+      for (Arrival& a : it->second) {
+        if (a.batch_in_split != expected || a.decoding) return {0, nullptr};  // a gap, or being decoded
+        if (a.header) return {split, &a};
+        ++expected;
+      }
+    if (expected < p->batches) return {0, nullptr};  // the rest of this split has not arrived
   }
   return {0, nullptr};
 }
