@@ -20,7 +20,9 @@ packages=(
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
   libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl iproute2
+  libpugixml-dev libinih-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
+  libopenmpi-dev openmpi-bin iproute2
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev
   python3-venv python3-pip python3-setuptools python3-wheel patchelf
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
@@ -30,6 +32,8 @@ say() { printf 'conveyor: %s\n' "$*" >&2; }
 
 deps() {
   local missing=()
+  # The S3 tests' server runs on Node from the npm registry: Debian's nodejs and npm when there is no npm.
+  command -v npm >/dev/null || missing+=(nodejs npm)
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
@@ -82,7 +86,7 @@ case "$cmd" in
         # the asan run the consumer projects (they build conveyor again, without the sanitizer) and the
         # Fashion-MNIST learning check (minutes under ASan; tests/train/CMakeLists.txt says what covers it).
         # Both compile the libraries in unity batches (CONVEYOR_UNITY_BUILD in CMakeLists.txt): built from
-        # scratch each time, they gain; the plain build keeps checking each file alone.
+        # scratch each time, they gain.
         asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_UNITY_BUILD=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
           targets=(); filter=(-LE 'consumer|learning') ;;
         # Only the programs with tests labelled "concurrency" (and the examples their tests run) are built.
@@ -96,7 +100,11 @@ case "$cmd" in
       esac
     else
       # CONVEYOR_CUDA_ARCHITECTURES (e.g. CI's "90") narrows the kernels' targets: each one adds nvcc time.
-      dir=build; opts=(${CONVEYOR_CUDA_ARCHITECTURES:+-DCONVEYOR_CUDA_ARCHITECTURES=$CONVEYOR_CUDA_ARCHITECTURES})
+      # CONVEYOR_UNITY_BUILD=ON (CI's, built once from scratch) compiles the libraries in unity batches and
+      # then each public header alone, instead of each file alone (CMakeLists.txt says why).
+      dir=build; opts=(${CONVEYOR_CUDA_ARCHITECTURES:+-DCONVEYOR_CUDA_ARCHITECTURES=$CONVEYOR_CUDA_ARCHITECTURES}
+                       ${CONVEYOR_UNITY_BUILD:+-DCONVEYOR_UNITY_BUILD=$CONVEYOR_UNITY_BUILD}
+                       ${CONVEYOR_UNITY_BUILD:+-DCONVEYOR_VERIFY_HEADERS=$CONVEYOR_UNITY_BUILD})
       targets=(); filter=()
     fi
     build "$dir" "${opts[@]}" -- "${targets[@]}"

@@ -153,26 +153,6 @@ struct PipelineOptions {
   FieldOptions fields;
 };
 
-// How Dataset::batch lays out a batch besides its size.
-struct BatchOptions {
-  // The samples' image shape; nullopt: the shape of the first element that makes it through the maps (which
-  // runs once more for that).
-  std::optional<ImageShape> sample_shape = std::nullopt;
-  // Leave out the last batch when it is smaller.
-  bool drop_remainder = false;
-  // Masks (when the source gives them): stacked (N, H, W) at the image's height and width. Their type is the
-  // first element's; with a given sample_shape, this one. An element whose mask differs fails in the
-  // "batch" stage.
-  MaskType mask_type = MaskType::uint8;
-  // Boxes (when the source gives them): padded to (N, M, 4). 0: M is each batch's most boxes in one sample
-  // (so M changes from batch to batch); M > 0: fixed, and an element with more boxes fails in the "batch"
-  // stage.
-  std::size_t max_boxes = 0;
-  // Multi-label tags as multi-hot rows (N, num_classes) uint8; 0: no multi-hot field (an element with
-  // tags then fails in the "batch" stage, and so does a tag outside 0..num_classes-1).
-  std::size_t num_classes = 0;
-};
-
 // The `part`-th of `parts` contiguous, near-equal shares of the CPUs the calling thread may run on, for
 // PipelineOptions::cpus: each of `parts` pipelines of one host gets cores of its own, e.g.
 // cpu_share(ranks.local_rank, ranks.local_world_size) under a launcher. With fewer CPUs than parts, part p
@@ -297,9 +277,11 @@ class Dataset {
   // Encoded images held in memory; Sample::path is "<memory:N>".
   static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers,
                         std::vector<std::int64_t> labels = {});
-  // WebDataset-style tar shards, local paths or http(s):// URLs (see expand_shard_pattern for "{a..b}"
-  // names): a sample is the run of consecutive members sharing a key ("img_7.jpg" + "img_7.cls"), its
-  // image the bytes and its .cls member the label (TarShardOptions says which extensions). Shards are
+  // WebDataset-style tar shards, local paths, http(s):// URLs or s3://bucket/key objects (see
+  // expand_shard_pattern for "{a..b}" names; "s3://bucket/prefix/" stands for the shards listed under it;
+  // S3Options and ShardCacheOptions in conveyor/shards.h): a sample is the run of consecutive members
+  // sharing a key ("img_7.jpg" + "img_7.cls"), its image the bytes and its .cls member the label (-1
+  // without one; TarShardOptions says which extensions). Shards are
   // streamed, never held whole: parallel_shards threads read ahead of the pipeline, and their samples
   // come interleaved, one from each shard being read in turn. Every epoch the shards are shuffled (seeded
   // from options.seed and the epoch), and an element's index is the sample's position in that epoch's
@@ -309,7 +291,7 @@ class Dataset {
   // shuffle() after this shuffles within the rank's range and keeps the indices. To split across ranks
   // the shards' sample counts are needed: they come from tar_shard_index or are counted once here
   // (local files: headers only); URLs without an index are refused then. Sample::path is
-  // "<shard>#<member>". A sample that breaks the format (no image, no or a bad label, a duplicated key or
+  // "<shard>#<member>". A sample that breaks the format (no image, a bad label, a duplicated key or
   // member, an oversized image) and a shard that breaks off (truncated, unreadable, an HTTP failure after
   // the retries; each sample it still owed) fail in the "read" stage with the shard, the member and the
   // byte offset, or are counted by kind under on_error = skip. Throws InvalidArgument for bad options.
@@ -318,7 +300,7 @@ class Dataset {
   static Dataset tar_shards(std::vector<std::string> shards, const TarShardOptions& options);
   static Dataset tar_shards(std::vector<std::string> shards);  // default TarShardOptions
   // The shards listed by a shard index (WebDataset's wids JSON, which make_shards writes: a "shardlist"
-  // of {"url", "nsamples"}; relative urls are relative to the index), a path or a URL.
+  // of {"url", "nsamples"}; relative urls are relative to the index), a path, a URL or an s3:// object.
   static Dataset tar_shard_index(const std::string& index, const TarShardOptions& options);
   static Dataset tar_shard_index(const std::string& index);
   // Semantic segmentation: ROOT/images/NAME.jpg (.jpeg, .png) with ROOT/masks/NAME.png, matched by stem
@@ -437,7 +419,7 @@ class Dataset {
   // The class names of an image_folder source, in label order; empty for other sources.
   const std::vector<std::string>& class_names() const noexcept;
   // The fields the source's elements carry besides the image and label (conveyor/fields.h).
-  FieldSet fields() const noexcept;
+  const FieldSet& fields() const noexcept;
   const PipelineOptions& options() const noexcept;
 
  private:

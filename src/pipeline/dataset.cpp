@@ -134,9 +134,12 @@ Dataset Dataset::tar_shard_index(const std::string& index) {
 
 Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions& options) {
   constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;
-  const std::string text = detail::read_small_file(index, options.http, kMaxIndexBytes);
-  return Dataset(
-      source_node(shard_source(detail::make_shard_set(detail::parse_shard_index(text, index), options))));
+  // The opener that reads the index reads the shards too: one S3 client, one cache, one count of it all.
+  auto opener = std::make_shared<detail::ShardOpener>(options);
+  opener->prepare({index});
+  const std::string text = detail::read_small_file(index, *opener, kMaxIndexBytes);
+  return Dataset(source_node(shard_source(
+      detail::make_shard_set(detail::parse_shard_index(text, index), options, std::move(opener)))));
 }
 
 Dataset Dataset::segmentation_folder(const std::filesystem::path& root,
@@ -261,8 +264,11 @@ Dataset Dataset::epoch_range(std::uint64_t epoch, std::uint64_t first, std::uint
 Dataset Dataset::map(SampleOp op) const {
   if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
   auto node = child();
-  node->step = detail::Step{
-      op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}, std::move(op.spec)};
+  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name),
+                            std::move(op.apply),
+                            {},
+                            std::move(op.spec),
+                            std::move(op.gpu_twin)};
   return Dataset(std::move(node));
 }
 
@@ -343,7 +349,7 @@ std::optional<Dataset::PlacedMap> Dataset::last_map() const {
   for (const detail::DatasetNode* up = node->parent.get(); up != nullptr; up = up->parent.get())
     if (up->step) ++position;
   const detail::Step& step = *node->step;
-  return PlacedMap{SampleOp{step.name, step.map, step.spec}, position};
+  return PlacedMap{SampleOp{step.name, step.map, step.spec, step.gpu_twin}, position};
 }
 
 Dataset Dataset::without_last_map() const {
@@ -419,7 +425,7 @@ std::int64_t Dataset::source_label(std::size_t i) const {
   if (const auto& custom = node_->source->sample_source()) return custom->label(i);
   return node_->source->label(i);
 }
-FieldSet Dataset::fields() const noexcept { return node_->source->fields(); }
+const FieldSet& Dataset::fields() const noexcept { return node_->source->fields(); }
 const std::vector<std::string>& Dataset::class_names() const noexcept { return node_->source->class_names(); }
 const PipelineOptions& Dataset::options() const noexcept { return node_->options; }
 
@@ -468,9 +474,7 @@ detail::PipelinePlan BatchedDataset::plan() const {
   plan.batch_size = batch_size_;
   plan.shape = options_.sample_shape;
   plan.drop_remainder = options_.drop_remainder;
-  plan.mask_type = options_.mask_type;
-  plan.max_boxes = options_.max_boxes;
-  plan.num_classes = options_.num_classes;
+  plan.batch_options = options_;
   plan.prefetch = prefetch_;
   return plan;
 }

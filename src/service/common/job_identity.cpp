@@ -5,20 +5,13 @@
 #include <openssl/rand.h>
 #include <xxhash.h>
 
-#include <cinttypes>
-#include <cstdio>
 #include <map>
 
 #include "conveyor/error.h"
+#include "src/core/hex.h"
 
 namespace conveyor::service::detail {
 namespace {
-
-std::string hex(std::uint64_t value) {
-  char text[20];
-  std::snprintf(text, sizeof text, "%016" PRIx64, value);
-  return text;
-}
 
 std::string sha256(std::string_view salt, std::string_view token) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -55,7 +48,7 @@ std::string describe_job(const v1::ChainSpec& chain, const v1::JobGeometry& geom
 
 std::string fingerprint(const v1::ChainSpec& chain, const v1::JobGeometry& geometry) {
   const std::string text = describe_job(chain, geometry);
-  return hex(XXH3_64bits(text.data(), text.size()));
+  return conveyor::detail::hex(XXH3_64bits(text.data(), text.size()));
 }
 
 v1::ChainDescription describe_chain(const Chain& chain) {
@@ -85,7 +78,7 @@ v1::ChainDescription describe_chain(const Chain& chain) {
     XXH3_64bits_update(state, path.data(), path.size() + 1);  // with its NUL: paths stay apart
     XXH3_64bits_update(state, &label, sizeof label);
   }
-  out.set_data_identity(hex(XXH3_64bits_digest(state)));
+  out.set_data_identity(conveyor::detail::hex(XXH3_64bits_digest(state)));
   for (const std::string& name : samples.class_names()) out.add_class_names(name);
   return out;
 }

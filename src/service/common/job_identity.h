@@ -14,7 +14,8 @@ namespace conveyor::service::detail {
 
 namespace v1 = ::conveyor::service::v1;
 
-// XXH3 of the chain's name, parameters (sorted), seed and the job's geometry, as 16 hex digits.
+// XXH3 of the chain's name, parameters (sorted), seed and the job's geometry, as src/core/hex.h writes it
+// ("0x" and 16 hex digits).
 std::string fingerprint(const v1::ChainSpec& chain, const v1::JobGeometry& geometry);
 // The same lines in words, for the error that refuses a mismatch.
 std::string describe_job(const v1::ChainSpec& chain, const v1::JobGeometry& geometry);
