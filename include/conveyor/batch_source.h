@@ -24,7 +24,6 @@
 
 #include "conveyor/batch.h"
 #include "conveyor/image.h"
-#include "conveyor/mask.h"
 #include "conveyor/stats.h"
 #include "conveyor/tensor.h"
 
@@ -37,20 +36,37 @@ class BatchPool;
 class SourcedBatches;
 }  // namespace detail
 
-// What a source's batches hold besides pixels, labels and each sample's identity (conveyor/fields.h).
+// One tensor of the fields of a source's batches, as a BatchTensor describes it (conveyor/batch.h), without
+// its memory: what a source that receives batches made elsewhere needs to check and hold them without knowing
+// the field. E.g. a boxes field gives {"boxes", "boxes", float32, {-1, 4}, padding dim 1, counts
+// "box_counts"}, and keypoints {"keypoints", "keypoints", float32, {-1, 17, 3}, ...}.
+struct FieldTensorLayout {
+  std::string field;  // the field kind ("mask", "boxes", ...)
+  std::string name;   // unique among a batch's tensors
+  DType dtype = DType::uint8;
+  // The dimensions after the batch's: -1 where each batch pads to its own most (padding.dim's), else fixed.
+  std::vector<std::int64_t> shape;
+  int padding_dim = -1;     // TensorPadding::dim
+  double padding_value = 0;  // TensorPadding::value
+  std::string counts;        // TensorPadding::counts: the (N) int64 tensor of each sample's entries
+  bool follows_geometry = false;
+  friend bool operator==(const FieldTensorLayout&, const FieldTensorLayout&) = default;
+};
+
+// What a source's batches hold besides pixels, labels and each sample's identity: their field tensors, in the
+// order Batch::fields() lists them (conveyor/fields/field.h).
 struct BatchSourceLayout {
   std::size_t batch_size = 0;
   ImageShape sample_shape;
-  std::optional<MaskType> masks = std::nullopt;  // (N, H, W) masks of this type at the image's H and W
-  bool boxes = false;                            // padded boxes, classes, crowd flags and counts
-  std::size_t max_boxes = 0;                     // boxes per sample when fixed; 0: each batch's most
-  std::size_t num_classes = 0;                   // multi-hot rows (N, K); 0: none
+  std::vector<FieldTensorLayout> field_tensors;
 };
 
 // One of the iterator's batch buffers, being filled by a source. Its views cover capacity() samples; finish()
 // makes the delivered Batch of the first `size`. Dropped unfinished, the buffer goes back to its pool.
 class BatchWriter {
  public:
+  class FieldMemory;  // the buffer's memory for the field tensors (batch_writer.cpp)
+
   BatchWriter(BatchWriter&&) noexcept = default;
   BatchWriter& operator=(BatchWriter&&) noexcept = default;
   BatchWriter(const BatchWriter&) = delete;
@@ -64,26 +80,23 @@ class BatchWriter {
   TensorView label_tensor() const noexcept;
   // Who each sample is (index, epoch, seed, padding): the source writes every delivered sample's.
   std::span<SampleInfo> samples() const noexcept;
-  // (capacity, H, W) masks and (capacity, K) multi-hot rows; empty views when the layout has none.
-  TensorView mask_tensor() const noexcept;
-  TensorView multi_hot_tensor() const noexcept;
-  bool has_boxes() const noexcept;
-  // Room for `max_boxes` boxes per sample (the buffer's box memory grows when needed): (capacity, M, 4)
-  // float32 boxes, (capacity, M) int64 classes, (capacity, M) uint8 crowd flags, (capacity) int64 counts.
-  // Empty views when the layout has no boxes. Throws InvalidArgument when max_boxes exceeds a fixed M.
-  struct BoxTensors {
-    TensorView boxes, classes, crowd, counts;
-  };
-  BoxTensors box_tensors(std::size_t max_boxes);
-  // The batch of the first `size` samples (size <= capacity(); InvalidArgument otherwise).
+  // Where the layout's field tensor `i` (layout().field_tensors[i]) goes: (capacity, dims...) with `dims` the
+  // dimensions after the batch's, the layout's fixed ones and any extent >= 0 where it pads (the buffer's
+  // memory for it grows when needed, in the pool's kind of memory). Throws InvalidArgument for an index past
+  // the layout, or dims of another rank or other fixed extents.
+  TensorView field_tensor(std::size_t i, std::span<const std::int64_t> dims);
+  // The batch of the first `size` samples (size <= capacity()), with every field tensor of the layout, each
+  // written through field_tensor() since this buffer was acquired. InvalidArgument otherwise, and when a
+  // counts tensor (FieldTensorLayout::counts) says a sample has more entries than its tensors hold or fewer
+  // than none.
   Batch finish(std::size_t size, std::uint64_t sequence, std::uint64_t epoch) &&;
 
  private:
   friend class BatchBuffers;
-  explicit BatchWriter(std::shared_ptr<detail::BatchBuffer> buffer, std::size_t fixed_max_boxes)
-      : buffer_(std::move(buffer)), fixed_max_boxes_(fixed_max_boxes) {}
+  BatchWriter(std::shared_ptr<detail::BatchBuffer> buffer, std::shared_ptr<FieldMemory> fields)
+      : buffer_(std::move(buffer)), fields_(std::move(fields)) {}
   std::shared_ptr<detail::BatchBuffer> buffer_;
-  std::size_t fixed_max_boxes_ = 0;
+  std::shared_ptr<FieldMemory> fields_;  // null for a layout without fields
 };
 
 // The iterator's pool of batch buffers as its stream sees it. Copies share the pool; thread-safe.
@@ -100,11 +113,12 @@ class BatchBuffers {
 
  private:
   friend class detail::SourcedBatches;
-  BatchBuffers(std::shared_ptr<detail::BatchPool> pool, BatchSourceLayout layout)
-      : pool_(std::move(pool)), layout_(std::move(layout)) {}
+  class FieldMemories;  // each buffer's BatchWriter::FieldMemory, kept from batch to batch (batch_writer.cpp)
+  BatchBuffers(std::shared_ptr<detail::BatchPool> pool, BatchSourceLayout layout);
   std::optional<BatchWriter> writer(std::shared_ptr<detail::BatchBuffer> buffer) const;
   std::shared_ptr<detail::BatchPool> pool_;
   BatchSourceLayout layout_;
+  std::shared_ptr<FieldMemories> field_memories_;
 };
 
 // Where a stream stands after the batches it handed out: what IteratorState keeps for it (a few numbers).

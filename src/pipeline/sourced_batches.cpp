@@ -9,17 +9,6 @@
 namespace conveyor::detail {
 namespace {
 
-BatchLayout pool_layout(const BatchSourceLayout& layout) {
-  BatchLayout out;
-  out.image = layout.sample_shape;
-  if (layout.masks)
-    out.mask = MaskShape{layout.sample_shape.height, layout.sample_shape.width, *layout.masks};
-  out.boxes = layout.boxes;
-  out.max_boxes = layout.max_boxes;
-  out.num_classes = layout.num_classes;
-  return out;
-}
-
 // The position a state holds for `description` and `seed`, or InvalidArgument naming the first difference.
 BatchStreamPosition position_in(const IteratorStateData* state, const std::vector<std::string>& description,
                                 std::uint64_t seed) {
@@ -46,8 +35,10 @@ SourcedBatches::SourcedBatches(std::shared_ptr<const BatchSource> source, const 
   const BatchSourceLayout layout = source_->layout();
   if (layout.batch_size == 0 || layout.sample_shape.empty())
     throw InvalidArgument("BatchSource: its layout needs a batch size and a sample shape");
-  pool_ = BatchPool::create_with_layout(prefetch + options.held_batches + source_->buffers_in_flight(),
-                                        layout.batch_size, pool_layout(layout), options.host_memory);
+  // Pixels, labels and identities in the pool's blocks; the field tensors, whatever their kinds, in memory
+  // the BatchWriter keeps beside each buffer (the pool's field columns are for samples the pipeline batches).
+  pool_ = BatchPool::create(prefetch + options.held_batches + source_->buffers_in_flight(), layout.batch_size,
+                            layout.sample_shape, options.host_memory);
   stream_ = source_->open(BatchBuffers(pool_, layout), options, prefetch, position_);
   if (!stream_) throw InvalidArgument("BatchSource::open returned no stream");
   batches_ = position_.batches;
