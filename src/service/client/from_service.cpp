@@ -4,6 +4,7 @@
 #include "conveyor/service/client.h"
 #include "conveyor/version.h"
 #include "src/service/client/service_stream.h"
+#include "src/service/common/field_layout.h"
 #include "src/service/common/job_identity.h"
 #include "src/service/common/protocol.h"
 
@@ -21,11 +22,7 @@ class ServiceBatchSource final : public BatchSource {
     BatchSourceLayout layout;
     layout.batch_size = job_->definition.geometry().batch_size();
     layout.sample_shape = ImageShape{d.height(), d.width(), d.channels()};
-    if (d.masks() == "uint8") layout.masks = MaskType::uint8;
-    if (d.masks() == "uint16") layout.masks = MaskType::uint16;
-    layout.boxes = d.boxes();
-    layout.max_boxes = d.max_boxes();
-    layout.num_classes = d.num_classes();
+    layout.field_tensors = field_tensors_from_wire(d);
     return layout;
   }
 
@@ -35,6 +32,7 @@ class ServiceBatchSource final : public BatchSource {
     return {"data service job '" + d.name() + "' fingerprint " + d.fingerprint(),
             "data " + d.description().data_identity() + " samples " +
                 std::to_string(d.description().source_size()),
+            "fields " + describe_field_tensors(field_tensors_from_wire(d.description())),
             "consumer " + std::to_string(job_->join.consumer()) + " of " +
                 std::to_string(d.geometry().consumers())};
   }
@@ -145,12 +143,17 @@ BatchedDataset from_service(const std::string& url, const ChainSpec& chain, cons
       throw ServiceError(
           ServiceError::Kind::refused,
           "job '" + job->definition.name() + "': the data here differs from the job's: " + difference);
-  // The largest frame a worker may send: a batch of this layout twice over, and room for boxes (their count
-  // per sample changes from batch to batch). Anything larger is refused before it is read.
+  // The largest frame a worker may send: a batch of this layout twice over, and room for what pads (boxes,
+  // keypoints: their count per sample changes from batch to batch). Anything larger is refused before it is
+  // read.
   const v1::ChainDescription& d = job->definition.description();
   const std::size_t pixels = static_cast<std::size_t>(d.height()) * static_cast<std::size_t>(d.width());
-  const std::size_t per_sample = pixels * static_cast<std::size_t>(d.channels()) +
-                                 (d.masks().empty() ? 0 : 2 * pixels) + d.num_classes() + 64;
+  std::size_t per_sample = pixels * static_cast<std::size_t>(d.channels()) + 64;
+  for (const FieldTensorLayout& tensor : field_tensors_from_wire(d)) {
+    std::size_t bytes = dtype_size(tensor.dtype);
+    for (const std::int64_t extent : tensor.shape) bytes *= extent < 0 ? 1 : static_cast<std::size_t>(extent);
+    per_sample += bytes;
+  }
   job->link.max_frame_bytes = 2 * options.batch_size * per_sample + (std::size_t{64} << 20);
   return BatchedDataset::from_source(std::make_shared<ServiceBatchSource>(std::move(job)))
       .prefetch(std::max<std::size_t>(1, options.prefetch));

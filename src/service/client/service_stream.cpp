@@ -299,7 +299,7 @@ void ServiceStream::decode_loop() noexcept {
     std::exception_ptr damaged;
     try {
       (void)reader.head();  // past the head, to the tensors
-      batch = decode_batch(header, reader, std::move(*writer), 0);
+      batch = decode_batch(header, reader, std::move(*writer), buffers_.layout(), 0);
     } catch (const std::exception& error) {
       damaged = std::make_exception_ptr(
           ServiceError(ServiceError::Kind::malformed, arrival.maker->name() + ": " + error.what()));

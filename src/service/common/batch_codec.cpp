@@ -1,8 +1,10 @@
 #include "src/service/common/batch_codec.h"
 
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "conveyor/error.h"
 
@@ -10,47 +12,22 @@ namespace conveyor::service::detail {
 namespace {
 
 struct NamedTensor {
-  const char* name;
+  std::string_view name;
   TensorView view;
 };
 
-// Every tensor of the batch, named: the pixels, labels and the fields it has. (Typed fields will make this a
-// loop over the batch's fields.)
+// Every tensor of the batch, named: the pixels, the labels, then its field tensors as the batch lists them,
+// whatever their kinds (masks, boxes, keypoints, a kind of a user's own).
 std::vector<NamedTensor> tensors_of(const Batch& batch) {
   std::vector<NamedTensor> out{{"pixels", batch.pixel_tensor()}, {"labels", batch.label_tensor()}};
-  if (batch.has_masks()) out.push_back({"masks", batch.mask_tensor()});
-  if (batch.has_multi_hot()) out.push_back({"multi_hot", batch.multi_hot_tensor()});
-  if (batch.has_boxes()) {
-    out.push_back({"boxes", batch.box_tensor()});
-    out.push_back({"box_classes", batch.box_class_tensor()});
-    out.push_back({"box_crowd", batch.box_crowd_tensor()});
-    out.push_back({"box_counts", batch.box_count_tensor()});
-  }
+  for (const BatchTensor& tensor : batch.fields()) out.push_back({tensor.name, tensor.view});
   return out;
 }
 
-// Where the tensor `name` goes in the writer, (capacity, ...)-shaped; an empty view for a name the writer's
-// layout does not have. The boxes' tensors are made once, for the frame's boxes per sample.
-TensorView target_of(std::string_view name, BatchWriter& writer,
-                     std::optional<BatchWriter::BoxTensors>& boxes, std::int64_t max_boxes) {
-  if (name == "pixels") return writer.pixel_tensor();
-  if (name == "labels") return writer.label_tensor();
-  if (name == "masks") return writer.mask_tensor();
-  if (name == "multi_hot") return writer.multi_hot_tensor();
-  if (name == "boxes" || name == "box_classes" || name == "box_crowd" || name == "box_counts") {
-    if (!boxes) boxes = writer.box_tensors(static_cast<std::size_t>(max_boxes));
-    if (name == "boxes") return boxes->boxes;
-    if (name == "box_classes") return boxes->classes;
-    if (name == "box_crowd") return boxes->crowd;
-    return boxes->counts;
-  }
-  return {};
-}
-
-std::optional<DType> dtype_of(std::string_view name) {
-  for (DType type :
-       {DType::uint8, DType::int64, DType::float32, DType::float16, DType::bfloat16, DType::uint16})
-    if (name == to_string(type)) return type;
+// The position of the field tensor `name` in the job's layout, or nullopt.
+std::optional<std::size_t> field_index(std::string_view name, const BatchSourceLayout& layout) {
+  for (std::size_t i = 0; i < layout.field_tensors.size(); ++i)
+    if (layout.field_tensors[i].name == name) return i;
   return std::nullopt;
 }
 
@@ -92,7 +69,7 @@ Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_
   Frame out;
   for (const NamedTensor& tensor : tensors_of(batch)) {
     v1::TensorHeader& t = *header.add_tensors();
-    t.set_name(tensor.name);
+    t.set_name(std::string(tensor.name));
     t.set_dtype(to_string(tensor.view.dtype));
     for (int d = 0; d < tensor.view.ndim; ++d) t.add_shape(tensor.view.shape[static_cast<std::size_t>(d)]);
     t.set_bytes(tensor.view.bytes());
@@ -148,7 +125,7 @@ v1::ServerFrame FrameReader::head() {
 }
 
 Batch decode_batch(const v1::BatchHeader& header, FrameReader& payload, BatchWriter writer,
-                   std::uint64_t sequence) {
+                   const BatchSourceLayout& layout, std::uint64_t sequence) {
   const std::size_t size = header.size();
   if (size == 0 || size > writer.capacity())
     malformed(std::to_string(size) + " samples for batches of " + std::to_string(writer.capacity()));
@@ -163,52 +140,59 @@ Batch decode_batch(const v1::BatchHeader& header, FrameReader& payload, BatchWri
                             .epoch = header.sample_epoch(static_cast<int>(i)),
                             .seed = header.seed(static_cast<int>(i)),
                             .padding = header.padding(static_cast<int>(i))};
-  std::optional<BatchWriter::BoxTensors> boxes;
   std::set<std::string> seen;
   for (const v1::TensorHeader& t : header.tensors()) {
-    const std::optional<DType> dtype = dtype_of(t.dtype());
-    if (!dtype) malformed("tensor " + t.name() + " of unknown type '" + t.dtype() + "'");
     if (t.shape_size() < 1 || t.shape_size() > TensorView::kMaxDims ||
         t.shape(0) != static_cast<std::int64_t>(size))
       malformed("tensor " + t.name() + " is not shaped (" + std::to_string(size) + ", ...)");
-    const std::int64_t max_boxes = t.shape_size() > 1 ? t.shape(1) : 0;
-    if (max_boxes < 0 || max_boxes > (1 << 20)) malformed("tensor " + t.name() + " has a bad shape");
-    const TensorView target = target_of(t.name(), writer, boxes, max_boxes);
-    if (!target) malformed("tensor " + t.name() + ", which batches of this job do not have");
-    if (target.dtype != *dtype || target.ndim != t.shape_size())
+    if (!seen.insert(t.name()).second) malformed("tensor " + t.name() + " twice");
+    std::vector<std::int64_t> dims(t.shape().begin() + 1, t.shape().end());
+    for (const std::int64_t extent : dims)
+      if (extent < 0 || extent > (1 << 20)) malformed("tensor " + t.name() + " has a bad shape");
+    TensorView target;
+    if (t.name() == "pixels") {
+      target = writer.pixel_tensor();
+    } else if (t.name() == "labels") {
+      target = writer.label_tensor();
+    } else if (const std::optional<std::size_t> i = field_index(t.name(), layout)) {
+      if (t.dtype() != to_string(layout.field_tensors[*i].dtype))
+        malformed("tensor " + t.name() + " as " + t.dtype() + ", the job's is " +
+                  to_string(layout.field_tensors[*i].dtype));
+      try {
+        target = writer.field_tensor(*i, dims);  // checks the rank and the fixed extents
+      } catch (const InvalidArgument& e) {
+        malformed(e.what());
+      }
+    } else {
+      malformed("tensor " + t.name() + ", which batches of this job do not have");
+    }
+    if (t.dtype() != to_string(target.dtype) || target.ndim != t.shape_size())
       malformed("tensor " + t.name() + " as " + t.dtype() + " of " + std::to_string(t.shape_size()) +
                 " dimensions, the job's has " + to_string(target.dtype) + " of " +
                 std::to_string(target.ndim));
-    std::size_t bytes = dtype_size(*dtype);
-    for (int d = 0; d < t.shape_size(); ++d) {
-      if (d > 0 && t.shape(d) != target.shape[static_cast<std::size_t>(d)])
-        malformed("tensor " + t.name() + ": dimension " + std::to_string(d) + " is " +
-                  std::to_string(t.shape(d)) + ", the job's " +
-                  std::to_string(target.shape[static_cast<std::size_t>(d)]));
-      bytes *= static_cast<std::size_t>(t.shape(d));
+    std::size_t bytes = dtype_size(target.dtype) * size;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] != target.shape[d + 1])
+        malformed("tensor " + t.name() + ": dimension " + std::to_string(d + 1) + " is " +
+                  std::to_string(dims[d]) + ", the job's " + std::to_string(target.shape[d + 1]));
+      bytes *= static_cast<std::size_t>(dims[d]);
     }
     if (t.bytes() != bytes)
       malformed("tensor " + t.name() + " announces " + std::to_string(t.bytes()) + " bytes for its shape's " +
                 std::to_string(bytes));
-    if (!seen.insert(t.name()).second) malformed("tensor " + t.name() + " twice");
     payload.copy_to(target.data, bytes);
   }
   // Every tensor of the job's layout, none left as the buffer's last batch had it.
   std::set<std::string> expected{"pixels", "labels"};
-  if (writer.mask_tensor()) expected.insert("masks");
-  if (writer.multi_hot_tensor()) expected.insert("multi_hot");
-  if (writer.has_boxes()) expected.insert({"boxes", "box_classes", "box_crowd", "box_counts"});
+  for (const FieldTensorLayout& tensor : layout.field_tensors) expected.insert(tensor.name);
   if (seen != expected) malformed("not the tensors of this job's batches");
-  if (boxes) {
-    const auto most = boxes->boxes.shape[1];
-    for (std::size_t i = 0; i < size; ++i)
-      if (const std::int64_t count = boxes->counts.as<std::int64_t>()[i]; count < 0 || count > most)
-        malformed("sample " + std::to_string(i) + " counts " + std::to_string(count) + " of " +
-                  std::to_string(most) + " boxes");
-  }
   if (payload.remaining() != 0)
     malformed(std::to_string(payload.remaining()) + " bytes after its last tensor");
-  return std::move(writer).finish(size, sequence, header.epoch());
+  try {
+    return std::move(writer).finish(size, sequence, header.epoch());  // checks the counts of what pads
+  } catch (const InvalidArgument& e) {
+    malformed(e.what());
+  }
 }
 
 }  // namespace conveyor::service::detail

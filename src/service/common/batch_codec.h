@@ -2,9 +2,10 @@
 // each tensor's name, type and shape) followed by the tensors' raw bytes. Pixels never become protobuf
 // fields.
 //
-// This is the one file that knows which tensors a Batch has: it asks the Batch for them (tensors_of) and asks
-// a BatchWriter for the same ones by name. When a Batch's fields become a list of typed fields, only these
-// two lookups change. Hosts are little-endian (x86-64, AArch64): tensors travel in memory order.
+// It names no field kind: a batch's tensors are its pixels, labels and Batch::fields(), each sent by its name,
+// and the receiver finds each field tensor in the job's layout (BatchSourceLayout::field_tensors, from the
+// job's description) and has the BatchWriter hold it. Hosts are little-endian (x86-64, AArch64): tensors
+// travel in memory order.
 #pragma once
 
 #include <cstddef>
@@ -54,9 +55,10 @@ class FrameReader {
 };
 
 // The batch a BatchHeader announces, written into `writer` from the bytes after the head. Every tensor's
-// name, type and shape is checked against the writer's layout before a byte is copied, and the frame must end
-// with the last tensor: a malformed or foreign frame is InvalidArgument, never a write out of bounds.
+// name, type and shape is checked against `layout` (the job's) before a byte is copied, the frame must end
+// with the last tensor, and every count of a padded tensor must lie within it: a malformed or foreign frame
+// is InvalidArgument, never a read or write out of bounds.
 Batch decode_batch(const v1::BatchHeader& header, FrameReader& payload, BatchWriter writer,
-                   std::uint64_t sequence);
+                   const BatchSourceLayout& layout, std::uint64_t sequence);
 
 }  // namespace conveyor::service::detail

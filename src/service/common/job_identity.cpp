@@ -9,6 +9,7 @@
 
 #include "conveyor/error.h"
 #include "src/core/hex.h"
+#include "src/service/common/field_layout.h"
 
 namespace conveyor::service::detail {
 namespace {
@@ -23,11 +24,6 @@ std::string sha256(std::string_view salt, std::string_view token) {
       EVP_DigestFinal_ex(context.get(), digest, &length) != 1)
     throw Error("job token: SHA-256 failed (OpenSSL)");
   return std::string(reinterpret_cast<const char*>(digest), length);
-}
-
-const char* mask_name(const std::optional<MaskType>& type) {
-  if (!type) return "";
-  return *type == MaskType::uint16 ? "uint16" : "uint8";
 }
 
 }  // namespace
@@ -62,11 +58,7 @@ v1::ChainDescription describe_chain(const Chain& chain) {
   out.set_height(shape.height);
   out.set_width(shape.width);
   out.set_channels(shape.channels);
-  const FieldSet fields = samples.fields();
-  out.set_masks(mask_name(fields.mask ? std::optional<MaskType>(chain.batching.mask_type) : std::nullopt));
-  out.set_boxes(fields.boxes);
-  out.set_max_boxes(chain.batching.max_boxes);
-  out.set_num_classes(chain.batching.num_classes);
+  add_to_wire(field_tensor_layouts(chain), out);
   // Every element's path and label: another data set under the same name, or a folder that changed, differs.
   XXH3_state_t* state = XXH3_createState();
   if (state == nullptr) throw Error("describe_chain: out of memory");
@@ -94,9 +86,11 @@ std::string description_difference(const v1::ChainDescription& job, const v1::Ch
     return "samples of " + std::to_string(here.height()) + "x" + std::to_string(here.width()) + "x" +
            std::to_string(here.channels()) + " here, " + std::to_string(job.height()) + "x" +
            std::to_string(job.width()) + "x" + std::to_string(job.channels()) + " in the job";
-  if (job.masks() != here.masks() || job.boxes() != here.boxes() || job.max_boxes() != here.max_boxes() ||
-      job.num_classes() != here.num_classes())
-    return "other fields (masks, boxes or multi-hot labels) than the job's";
+  if (const std::vector<FieldTensorLayout> job_fields = field_tensors_from_wire(job),
+      here_fields = field_tensors_from_wire(here);
+      job_fields != here_fields)
+    return "other fields here (" + describe_field_tensors(here_fields) + ") than the job's (" +
+           describe_field_tensors(job_fields) + ")";
   return {};
 }
 
