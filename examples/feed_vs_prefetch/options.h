@@ -53,6 +53,11 @@ struct Options {
   // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
   double collective_timeout = 60;
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
+  // prefetch from the data service (conveyor/service/client.h) instead of a pipeline here: its dispatcher,
+  // the trainer's own cores that make splits too, the job's name, token and TLS folder.
+  std::string service;
+  int service_local_threads = 0;
+  std::string service_job, service_token, service_tls;
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.
