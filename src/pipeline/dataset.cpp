@@ -452,10 +452,8 @@ BatchedDataset BatchedDataset::with_options(const PipelineOptionChanges& changes
 BatchedDataset BatchedDataset::from_source(std::shared_ptr<const BatchSource> source) {
   if (!source) throw InvalidArgument("BatchedDataset::from_source: no source");
   const BatchSourceLayout layout = source->layout();
-  BatchOptions options{.sample_shape = layout.sample_shape,
-                       .mask_type = layout.masks.value_or(MaskType::uint8),
-                       .max_boxes = layout.max_boxes,
-                       .num_classes = layout.num_classes};
+  // The source's field tensors are the layout's own (BatchWriter::field_tensor), not the plan's fields.
+  const BatchOptions options{.sample_shape = layout.sample_shape};
   BatchedDataset result(Dataset::nothing(), layout.batch_size, options);
   result.source_ = std::move(source);
   return result;

@@ -283,13 +283,16 @@ TEST(BatchCodec, AFrameWithoutAFieldTensorOfTheJobIsRefused) {
   const Chain chain{Dataset::from_source(std::make_shared<EveryField>(4)).map(ops::decode_center_crop(24)),
                     {.sample_shape = shape, .num_classes = 5}};
   BatchSourceLayout layout{.batch_size = 4, .sample_shape = shape, .field_tensors = field_tensor_layouts(chain)};
+  // The job has one tensor more than the worker's batches carry: a worker of another layout.
+  FieldTensorLayout extra = layout.field_tensors.front();
+  extra.name = "more_" + extra.name;
+  layout.field_tensors.push_back(extra);
   std::vector<std::string> frames;
-  // Batches of the same samples without the multi-hot tags (num_classes 0): a worker of another layout.
-  for (const Batch& batch : chain.samples.with_options({.seed = 9}).batch(4, {.sample_shape = shape}))
+  for (const Batch& batch : chain.samples.with_options({.seed = 9}).batch(4, chain.batching))
     frames.push_back(frame_of(batch));
   try {
     for (const Batch& batch : BatchedDataset::from_source(std::make_shared<Frames>(frames, layout))) (void)batch;
-    FAIL() << "a frame without the job's multi-hot tensor was delivered";
+    FAIL() << "a frame without one of the job's field tensors was delivered";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("malformed batch frame"), std::string::npos) << e.what();
   }
