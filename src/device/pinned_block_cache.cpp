@@ -26,6 +26,7 @@ void* PinnedBlockCache::allocate(std::size_t bytes) {
   void* block = memory_->allocate(bytes);
   std::lock_guard lock(mutex_);
   ++made_;
+  ++made_of_[bytes];
   return block;
 }
 
@@ -41,6 +42,32 @@ void PinnedBlockCache::deallocate(void* memory, std::size_t bytes) noexcept {
 void PinnedBlockCache::reserve(std::size_t bytes, std::size_t count) {
   while (kept(bytes) < count) {
     void* block = memory_->allocate(bytes);
+    {
+      std::lock_guard lock(mutex_);
+      ++made_;
+      ++made_of_[bytes];
+    }
+    deallocate(block, bytes);
+  }
+}
+
+void PinnedBlockCache::fill(std::size_t bytes, std::size_t count) {
+  for (;;) {
+    {
+      // Counted before it is made. allocate() counts after, so a block the pipeline makes at the same
+      // moment may be one more than `count`: a serial source stage makes one at a time.
+      std::lock_guard lock(mutex_);
+      if (made_of_[bytes] >= count) return;
+      ++made_of_[bytes];
+    }
+    void* block = nullptr;
+    try {
+      block = memory_->allocate(bytes);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      --made_of_[bytes];
+      throw;
+    }
     {
       std::lock_guard lock(mutex_);
       ++made_;

@@ -32,6 +32,10 @@ class PinnedBlockCache final : public HostMemoryResource {
 
   // Makes blocks of `bytes` until `count` of them are kept free (warm-up). Throws like allocate().
   void reserve(std::size_t bytes, std::size_t count);
+  // Makes blocks of `bytes` until `count` of that size exist, kept or lent out: what a startup thread
+  // makes ahead of a pipeline that already takes blocks itself, without making more than it will use.
+  // Throws like allocate().
+  void fill(std::size_t bytes, std::size_t count);
   // Blocks of that size kept free now, and blocks made in all (for tests and logs).
   std::size_t kept(std::size_t bytes) const;
   std::size_t made() const;
@@ -40,6 +44,7 @@ class PinnedBlockCache final : public HostMemoryResource {
   const std::shared_ptr<HostMemoryResource> memory_;
   mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<void*>> free_;  // by size
+  std::map<std::size_t, std::size_t> made_of_;      // blocks made (or being made) by size
   std::size_t made_ = 0;
 };
 

@@ -67,6 +67,26 @@ TEST(PinnedBlockCache, ReserveMakesTheBlocksBeforeTheyAreAskedFor) {
   for (void* block : blocks) cache.deallocate(block, bytes);
 }
 
+TEST(PinnedBlockCache, FillCountsTheBlocksAlreadyLentOut) {
+  // A startup thread fills the cache while the pipeline already runs: blocks the pipeline holds count.
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  void* a = cache.allocate(4096);
+  void* b = cache.allocate(4096);
+  cache.fill(4096, 3);
+  EXPECT_EQ(counted->allocations.load(), 3) << "fill made more than the one block missing";
+  EXPECT_EQ(cache.kept(4096), 1u);
+  cache.fill(4096, 3);
+  EXPECT_EQ(counted->allocations.load(), 3);
+  cache.fill(8192, 2);  // another size has blocks of its own
+  EXPECT_EQ(cache.kept(8192), 2u);
+  EXPECT_EQ(cache.made(), 5u);
+  cache.deallocate(a, 4096);
+  cache.deallocate(b, 4096);
+  EXPECT_EQ(cache.kept(4096), 3u);
+  EXPECT_EQ(counted->deallocations.load(), 0) << "a block was freed while the cache lives";
+}
+
 TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {
   auto counted = std::make_shared<CountedMemory>();
   {
