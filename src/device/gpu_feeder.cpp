@@ -94,7 +94,14 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
 }
 
 GpuFeeder::~GpuFeeder() {
-  startup_.reset();  // stops and joins a decoder startup first: it works on the members below
+  // A decoder startup goes first (stopped and joined): it works on the members below.
+  std::unique_ptr<cuda::DecoderStartup> startup;
+  {
+    std::lock_guard lock(mutex_);
+    startup_plan_.reset();
+    startup = std::move(startup_);
+  }
+  startup.reset();
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -390,6 +397,8 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     queue_.push_back({index, std::move(batch), copied, deferred, decode_host_s, std::move(split)});
   }
   changed_.notify_all();
+  // The first batch is on its way without waiting for nvJPEG: now it may come ready (start at once).
+  start_planned_startup();
   // The hold is made last: from here on its destructor, not this function, gives the slot back.
   return DeviceBatchAccess::make(std::make_shared<SlotHold>(shared_from_this(), index), parts);
 }

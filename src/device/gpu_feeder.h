@@ -135,6 +135,8 @@ class GpuFeeder final : public FeederBackend {
   void on_decoder_ready(cuda::ReadyDecoder made, std::chrono::steady_clock::time_point fed_at) noexcept;
   // Starts `split` where the last run with the same key settled; returns what happened, for the stats.
   std::string recall_split(DecodeSplit& split);
+  // Starts the planned decoder startup, if any (stage() after a batch, on the staging thread).
+  void start_planned_startup();
   // The current split's settled share, written to the split memory (when asked for and measured enough).
   void remember_split() noexcept;
   // Copies the pixels of the samples the pipeline decoded (runs of slots, one batched call) into the slot;
@@ -189,8 +191,11 @@ class GpuFeeder final : public FeederBackend {
   DecodeCounts decoded_;
   std::exception_ptr failure_;  // a copy or a release that failed on another thread, rethrown to the caller
   bool stopping_ = false;
-  // Makes the decoder ready behind the CPU workers (DeviceDecode::start_at_once); owner's thread only,
-  // stopped and joined first in the destructor.
+  // Makes the decoder ready behind the CPU workers (DeviceDecode::start_at_once): planned by
+  // start_decoding(), started by stage() once the first batch is on its way (so that nothing on that batch's
+  // way waits behind nvJPEG's set-up), stopped and joined first in the destructor. Under mutex_.
+  std::optional<cuda::DecoderPlan> startup_plan_;
+  std::chrono::steady_clock::time_point fed_at_;
   std::unique_ptr<cuda::DecoderStartup> startup_;
   std::thread returner_;  // last: started when everything else exists, joined in the destructor
 };

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
@@ -67,8 +68,18 @@ cuda::DeviceDecoder* GpuFeeder::decoder() const {
 }
 
 bool GpuFeeder::ensure_decoder() {
+  cuda::DecoderStartup* running = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    // A startup planned by an earlier feed() that never staged a batch: made here instead.
+    if (startup_plan_) {
+      startup_plan_.reset();
+      decoder_state_ = DecoderState::untried;
+    }
+    running = startup_.get();  // never destroyed before the feeder
+  }
   // A startup thread of an earlier feed() may still be making it: that one is this one's decoder.
-  if (startup_) startup_->wait();
+  if (running != nullptr) running->wait();
   {
     std::lock_guard lock(mutex_);
     if (decoder_state_ != DecoderState::untried) return decoder_state_ == DecoderState::ready;
@@ -157,9 +168,29 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dat
     plan.host_block_bytes = BatchPool::buffer_bytes(dataset.batch_size(), *shape);
     plan.host_blocks = dataset.prefetch_depth() + pipeline.held_batches + 2;
   }
-  startup_ = std::make_unique<cuda::DecoderStartup>(
-      std::move(plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); });
+  std::lock_guard lock(mutex_);
+  startup_plan_ = std::move(plan);  // started by stage() once the first batch is on its way
+  fed_at_ = fed_at;
   return split;
+}
+
+void GpuFeeder::start_planned_startup() {
+  std::optional<cuda::DecoderPlan> plan;
+  Clock::time_point fed_at;
+  {
+    std::lock_guard lock(mutex_);
+    if (!startup_plan_) return;
+    plan = std::move(startup_plan_);
+    startup_plan_.reset();
+    fed_at = fed_at_;
+  }
+  auto startup = std::make_unique<cuda::DecoderStartup>(
+      std::move(*plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); });
+  std::unique_ptr<cuda::DecoderStartup> earlier;  // none in practice; joined outside the lock if there were
+  {
+    std::lock_guard lock(mutex_);
+    earlier = std::exchange(startup_, std::move(startup));
+  }
 }
 
 void GpuFeeder::on_decoder_ready(cuda::ReadyDecoder made, Clock::time_point fed_at) noexcept {

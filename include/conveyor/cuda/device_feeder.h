@@ -110,7 +110,8 @@ struct DeviceDecode {
   // while nvJPEG, its hardware pool and its kernels come ready on a thread of the feeder (what warmup()
   // does, with a throwaway batch through every path); the split then opens to the GPU at its starting
   // share. So the first batch comes as soon as the CPU alone makes it (issue 41: it came 1.3 s later when
-  // nvJPEG was made ready first). false: feed() makes nvJPEG ready before the first batch. A
+  // nvJPEG was made ready first); nvJPEG's set-up begins once that batch is on its way, so that nothing on
+  // its way waits behind it. false: feed() makes nvJPEG ready before the first batch. A
   // deterministic pipeline always does: which samples the GPU decodes must not depend on when it was ready.
   // warmup() before feed() makes everything ready up front either way.
   bool start_at_once = true;
