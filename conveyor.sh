@@ -19,7 +19,7 @@ packages=(
   clang libclang-rt-14-dev
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
-  libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev
+  libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev libnuma-dev
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev
   python3-venv python3-pip python3-setuptools python3-wheel patchelf
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "conveyor/cuda/host_locality.h"
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
@@ -16,6 +17,7 @@
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
 #include "src/device/decode/decoded_runs.h"
+#include "src/device/node_pinned_memory.h"
 #include "src/device/normalize.h"
 #include "src/device/normalized_images.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
@@ -57,6 +59,31 @@ bool is_page_locked(const void* host) {
   return attributes.type == cudaMemoryTypeHost;
 }
 
+// The page-locked memory of the pipelines' batches: bound to the GPU's NUMA node on a host of several
+// (HostPlacement::memory_near_gpu), else cudaHostAlloc's. `where` says which and why.
+std::shared_ptr<HostMemoryResource> batch_memory(int device, const HostPlacement& host, std::string& where) {
+  where = "page-locked by cudaHostAlloc";
+  if (!host.memory_near_gpu) return pinned_host_memory();
+  const int nodes = cuda::host_numa_nodes();
+  if (nodes < 2) {
+    where += nodes == 0 ? " (libnuma: NUMA is not available to this process)" : " (one NUMA node on this host)";
+    return pinned_host_memory();
+  }
+  const GpuLocality locality = gpu_locality(device);
+  if (locality.numa_node < 0) {
+    where += " (the GPU's NUMA node is unknown: " + locality.unknown + ")";
+    return pinned_host_memory();
+  }
+  std::string why;
+  if (std::shared_ptr<HostMemoryResource> bound = cuda::node_pinned_memory(locality.numa_node, why)) {
+    where = "bound to NUMA node " + std::to_string(locality.numa_node) + " of " + std::to_string(nodes) +
+            ", the GPU's (" + locality.pci_bus_id + "), page-locked by cudaHostRegister";
+    return bound;
+  }
+  where += " (" + why + ")";
+  return pinned_host_memory();
+}
+
 }  // namespace
 
 GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemoryPool* shared_pool)
@@ -75,7 +102,9 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   copy_.emplace();
   own_consumer_.emplace();
   consumer_ = own_consumer_->get();
-  host_memory_ = std::make_shared<cuda::PinnedBlockCache>(pinned_host_memory());
+  std::string where;
+  host_memory_ = std::make_shared<cuda::PinnedBlockCache>(batch_memory(device_, options_.host, where));
+  stats_.host_memory = where;
   for (Slot& slot : slots_) slot.fallback.emplace(pinned_host_memory());
   if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
   stats_.decoder = "not asked for (FeederOptions::decode)";
@@ -126,6 +155,12 @@ GpuFeeder::~GpuFeeder() {
 
 void GpuFeeder::rethrow_failure_locked() const {
   if (failure_) std::rethrow_exception(failure_);
+}
+
+void GpuFeeder::note_pipeline_cpus(std::vector<int> cpus, std::string reason) {
+  std::lock_guard lock(mutex_);
+  stats_.pipeline_cpus = std::move(cpus);
+  stats_.pipeline_cpus_reason = std::move(reason);
 }
 
 cudaStream_t GpuFeeder::consumer_stream() const { return consumer_; }

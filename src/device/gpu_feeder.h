@@ -80,6 +80,9 @@ class GpuFeeder final : public FeederBackend {
   std::shared_ptr<DeferPolicy> start_decoding(const BatchedDataset& dataset, const PipelineOptions& pipeline,
                                               int threads);
 
+  // Where feed() runs the pipeline now (FeederStats::pipeline_cpus).
+  void note_pipeline_cpus(std::vector<int> cpus, std::string reason);
+
   int device() const noexcept { return device_; }
   cudaStream_t consumer_stream() const;
   // Only while no batch is held: batches already handed out keep the stream they were made ready on.

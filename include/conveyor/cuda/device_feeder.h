@@ -50,6 +50,7 @@
 #include "conveyor/ops/normalize.h"
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/progress_watch.h"
+#include "conveyor/ranks.h"
 
 namespace conveyor {
 
@@ -125,6 +126,23 @@ struct DeviceDecode {
   bool copy_whole_batch = true;
 };
 
+// Where feed() puts the pipeline's threads and its page-locked batches on a host of several GPUs, one
+// process each (issue 41): next to the feeder's GPU (conveyor/cuda/host_locality.h).
+struct HostPlacement {
+  // With several processes on this host (Ranks::local_world_size > 1) and a dataset whose
+  // PipelineOptions::cpus is empty: the pipeline's threads and the feeder's staging thread on this rank's
+  // share of the CPUs close to its GPU, shared with the host's other ranks whose GPUs are close to the
+  // same CPUs (cpus_near_gpu); one thread per CPU when the dataset left its threads at 0. A single process
+  // keeps every CPU it may use. false: wherever the process runs.
+  bool cpus_near_gpu = true;
+  // The page-locked batch buffers bound to the GPU's NUMA node, on a host of more than one node
+  // (FeederStats::host_memory says where they went and why).
+  bool memory_near_gpu = true;
+  // This process's place among the host's processes; nullopt: from the launcher's variables
+  // (ranks_from_environment()).
+  std::optional<Ranks> ranks = std::nullopt;
+};
+
 struct FeederOptions {
   // Ring slots: batches that may be on their way or held by the consumer at once; 1 to 8. 3 lets one batch
   // be copied while one is computed on and one waits.
@@ -144,6 +162,8 @@ struct FeederOptions {
   // The feeder's threads (its staging thread with decoding, its copy returner) join this watch and say
   // what they wait for, so that a run that stops making progress names them (conveyor/progress_watch.h).
   std::shared_ptr<ProgressWatch> progress_watch = nullptr;
+  // On a GPU: the pipeline's CPUs and the batches' NUMA node next to the GPU (see HostPlacement).
+  HostPlacement host{};
 };
 
 struct FeederStats {
@@ -195,6 +215,11 @@ struct FeederStats {
   std::map<std::string, std::uint64_t> gpu_decode_paths;
   // Bytes of pixels the copies left out: the deferred samples' slots (DeviceDecode::copy_whole_batch off).
   std::uint64_t bytes_not_copied = 0;
+  // Where the last feed() ran its pipeline (empty: wherever the process may run) and why, and where the
+  // page-locked batches live (HostPlacement).
+  std::vector<int> pipeline_cpus;
+  std::string pipeline_cpus_reason;
+  std::string host_memory;
   // Where the adapting split started (a remembered share, or why not) and, at the end, where it was kept.
   std::string split_memory;
 };
