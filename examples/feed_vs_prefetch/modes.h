@@ -56,6 +56,13 @@ struct Setup {
   bool hardware_pool = true;
   std::string memory_key;
   std::vector<std::vector<int>> replica_cpus;
+  // prefetch, issue 41's levers (see options.h): the feeder's own choice of CPUs (--cpus gpu) and NUMA node
+  // for batches, the GPU decoder coming ready behind the CPU, GPU hybrid decoding, whole-batch copies.
+  bool cpus_near_gpu = true;
+  bool memory_near_gpu = true;
+  bool start_at_once = true;
+  bool gpu_hybrid = true;
+  bool copy_whole_batch = true;
   // prefetch: seconds without a step before every thread's activity is reported (0: never).
   double stall_seconds = 60;
   int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image

@@ -48,9 +48,17 @@ struct Options {
   bool feeder_warmup = true;   // prefetch: DeviceFeeder::warmup after the trainer's warm-up
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
-  std::string cpus = "all";    // prefetch: each replica's pipeline CPUs: all, auto (a share each), or a list
+  // prefetch: each replica's pipeline CPUs: gpu (the library's default: a rank's share of the CPUs close to
+  // its GPU when several ranks share the host), all, auto (an even share each), or a list
+  std::string cpus = "gpu";
   double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
+  // issue 41, each a lever measured against its baseline (see --help):
+  bool memory_near_gpu = true;    // HostPlacement::memory_near_gpu
+  bool start_at_once = true;      // DeviceDecode::start_at_once
+  bool gpu_hybrid = true;         // DeviceDecode::gpu_hybrid
+  bool copy_whole_batch = true;   // DeviceDecode::copy_whole_batch
+  std::string step_priority = "default";  // default | urgent (TrainerOptions::urgent_stream)
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.
