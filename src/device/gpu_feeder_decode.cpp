@@ -154,6 +154,7 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dat
     stats_.decoder_ready_seconds = 0;
     if (decoder_state_ == DecoderState::starting) return split;  // an earlier feed()'s startup opens it
     decoder_state_ = DecoderState::starting;
+    stats_.decoder = "nvJPEG coming ready on a startup thread (the CPU decodes every image meanwhile)";
   }
   cuda::DecoderPlan plan;
   plan.device = device_;
