@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include "conveyor/error.h"
 #include "conveyor/sample.h"
@@ -219,6 +222,41 @@ TEST(DecodeSplit, OpeningAgainChangesNothing) {
   DecodeSplit open_at_once(0.25, false, 4);
   EXPECT_TRUE(open_at_once.is_open());
   EXPECT_NEAR(open_at_once.share(), 0.25, 1e-4);
+}
+
+TEST(DecodeSplit, OpeningWhileWorkersAskGivesEachSampleOneOfTheTwoAnswers) {
+  // The startup thread opens the split while the pipeline's workers ask it and the feeder's returner
+  // measures: every answer is the closed one (false) or the open one, and nothing races (run under TSan).
+  DecodeSplit split(0.5, /*adaptive=*/false, 4, /*open=*/false);
+  std::atomic<bool> go{false}, opened{false};
+  std::atomic<int> wrong{0}, after_open{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t)
+    workers.emplace_back([&, t] {
+      Sample sample;
+      while (!go.load()) std::this_thread::yield();
+      for (std::uint64_t i = 0; i < 20000; ++i) {
+        sample.index = i * 4 + static_cast<std::uint64_t>(t);
+        const bool was_open = opened.load();
+        const bool deferred = split.should_defer(sample);
+        if (deferred && !defers(sample.index, q16(0.5))) ++wrong;
+        if (was_open && deferred != defers(sample.index, q16(0.5))) ++after_open;
+        split.spent(deferred, 1us);
+      }
+    });
+  std::thread returner([&] {
+    while (!go.load()) std::this_thread::yield();
+    for (int batch = 0; batch < 200; ++batch) split.measure(1e-4, 8);
+  });
+  go.store(true);
+  std::this_thread::sleep_for(1ms);  // not synchronisation: only so that some answers come before opening
+  split.open();
+  opened.store(true);
+  for (std::thread& worker : workers) worker.join();
+  returner.join();
+  EXPECT_EQ(wrong.load(), 0) << "a sample the open split does not defer was deferred";
+  EXPECT_EQ(after_open.load(), 0) << "a sample asked after open() got the closed answer";
+  EXPECT_TRUE(split.is_open());
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "conveyor/host_memory.h"
 #include "src/device/pinned_block_cache.h"
@@ -85,6 +88,24 @@ TEST(PinnedBlockCache, FillCountsTheBlocksAlreadyLentOut) {
   cache.deallocate(b, 4096);
   EXPECT_EQ(cache.kept(4096), 3u);
   EXPECT_EQ(counted->deallocations.load(), 0) << "a block was freed while the cache lives";
+}
+
+TEST(PinnedBlockCache, FillWhileThePipelineTakesBlocksMakesAtMostOneMore) {
+  // The startup thread fills while the pipeline's source stage takes blocks one at a time (run under TSan).
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  std::vector<void*> taken;
+  std::thread pipeline([&] {
+    for (int i = 0; i < 8; ++i) taken.push_back(cache.allocate(4096));
+  });
+  cache.fill(4096, 8);
+  pipeline.join();
+  EXPECT_GE(cache.made(), 8u);
+  EXPECT_LE(cache.made(), 9u) << "fill and the pipeline made more than one block too many";
+  EXPECT_EQ(std::set<void*>(taken.begin(), taken.end()).size(), taken.size()) << "a block was lent twice";
+  for (void* block : taken) cache.deallocate(block, 4096);
+  EXPECT_EQ(cache.kept(4096), cache.made());
+  EXPECT_EQ(counted->deallocations.load(), 0);
 }
 
 TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {
