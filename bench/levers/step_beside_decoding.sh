@@ -9,6 +9,8 @@
 #   engines_only      --gpu-hybrid 0: only the hardware engines decode on the GPU; what they refuse, the CPU
 #   decoded_only      --copy-whole-batch 0: the deferred slots are left out of the copy
 #   all               the three levers above together
+#   fewer_threads     the pipeline on THREADS - 1 threads: a core left to the step's launching thread (not in
+#                     the default VARIANTS)
 # OUT/<variant>_<round>.json each; OUT/summary.json from summarize_levers.py step-share: each prefetch
 # variant's share of the round's step (graph), against base round by round, its compute time per step and
 # idle, and the GPU-decoded images by nvJPEG path. Environment: ROUNDS (2), STEPS (200), VARIANTS (the
@@ -39,6 +41,7 @@ variant() {  # NAME ROUND
     engines_only) flags=(--gpu-hybrid 0) ;;
     decoded_only) flags=(--copy-whole-batch 0) ;;
     all) flags=(--step-priority urgent --gpu-hybrid 0 --copy-whole-batch 0) ;;
+    fewer_threads) flags=(--threads $((threads > 1 ? threads - 1 : 1))) ;;
     *) echo "unknown variant $name" >&2; return ;;
   esac
   limited 150 "$out/${name}_$round.log" "${fvp[@]}" "${flags[@]}" --json "$out/${name}_$round.json"
