@@ -13,7 +13,7 @@
 # THREADS (every core). Expected time on an H200 with 16 cores: about 50 s for two rounds.
 set -uo pipefail
 bin=$1 data=$2 out=$3
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need "$bin" pipeline_throughput || exit 2
 mkdir -p "$out"

@@ -9,7 +9,7 @@
 # readers). Expected time on an H200: about 60 s for two rounds (the peer's side is the longer one).
 set -uo pipefail
 bin=$1 data=$2 out=$3
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need "$bin" pipeline_throughput || exit 2
 mkdir -p "$out"

@@ -9,7 +9,7 @@
 # an H200: about 60 s (most of it nsys's own processing).
 set -uo pipefail
 bin=$1 data=$2 out=$3
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need "$bin" feed_vs_prefetch train_step_bench || exit 2
 mkdir -p "$out"

@@ -18,7 +18,7 @@
 # Expected time on H200s: about 95 s on one GPU (200 steps), 60 s on two or four.
 set -uo pipefail
 bin=$1 data=$2 out=$3
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need "$bin" make_shards feed_vs_prefetch || exit 2
 mkdir -p "$out"

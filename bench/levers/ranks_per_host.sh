@@ -14,7 +14,7 @@
 # for two rounds on 2 or 4 H200s (each run ~10-15 s with NCCL's set-up).
 set -uo pipefail
 bin=$1 data=$2 out=$3
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need "$bin" feed_vs_prefetch || exit 2
 mkdir -p "$out"

@@ -17,7 +17,7 @@
 # prefetch ones, space-separated), THREADS (every core). Expected time on an H200: about 85 s for two rounds.
 set -uo pipefail
 bin=$1 data=$2 out=$3
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 need "$bin" feed_vs_prefetch train_step_bench || exit 2
 mkdir -p "$out"
