@@ -671,6 +671,9 @@ Json device_json(const Config& config, const Result& r) {
           {"startup", f.startup},
           {"decoder_ready_s", f.decoder_ready_seconds},
           {"first_stage_s", f.first_stage_seconds},
+          {"host_blocks", f.host_blocks},
+          {"host_blocks_on_demand", f.host_blocks_on_demand},
+          {"host_blocks_on_demand_s", f.host_blocks_on_demand_seconds},
           {"gpu_hybrid", config.gpu_hybrid},
           {"gpu_decode_paths", paths},
           {"copy_whole_batch", config.copy_whole_batch},
@@ -767,6 +770,9 @@ void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& 
   if (f.warmup_seconds > 0) std::printf("feeder warm-up %.3f s: %s\n", f.warmup_seconds, f.warmup.c_str());
   if (!f.startup.empty())
     std::printf("GPU decoder: %s (first stage() %.3f s)\n", f.startup.c_str(), f.first_stage_seconds);
+  std::printf("page-locked batch buffers: %llu made, %llu of them while the pipeline waited (%.3f s)\n",
+              static_cast<unsigned long long>(f.host_blocks), static_cast<unsigned long long>(f.host_blocks_on_demand),
+              f.host_blocks_on_demand_seconds);
   for (const auto& [path, count] : f.gpu_decode_paths)
     std::printf("  %llu GPU-decoded by nvJPEG's %s path\n", static_cast<unsigned long long>(count), path.c_str());
   if (!f.split_memory.empty()) std::printf("split: %s\n", f.split_memory.c_str());

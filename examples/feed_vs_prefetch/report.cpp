@@ -177,6 +177,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                               {"pipeline_cpus", r.feeder_stats.pipeline_cpus},
                               {"pipeline_cpus_reason", r.feeder_stats.pipeline_cpus_reason},
                               {"host_memory", r.feeder_stats.host_memory},
+                              {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
+                              {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
                               {"losses", r.losses}});  // doubles written to round-trip exactly
   }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);

@@ -554,6 +554,8 @@ FeederStats GpuFeeder::stats() const {
   }
   stats.held = held_.held();
   stats.host_blocks = host_memory_->made();
+  stats.host_blocks_on_demand = host_memory_->made_on_demand();
+  stats.host_blocks_on_demand_seconds = host_memory_->on_demand_seconds();
   return stats;
 }
 

@@ -39,6 +39,10 @@ class PinnedBlockCache final : public HostMemoryResource {
   // Blocks of that size kept free now, and blocks made in all (for tests and logs).
   std::size_t kept(std::size_t bytes) const;
   std::size_t made() const;
+  // Blocks made by allocate() because none was kept (on the pipeline's way: its source stage waits for
+  // them), and the seconds that took; reserve() and fill() make theirs off that way.
+  std::size_t made_on_demand() const;
+  double on_demand_seconds() const;
 
  private:
   const std::shared_ptr<HostMemoryResource> memory_;
@@ -46,6 +50,8 @@ class PinnedBlockCache final : public HostMemoryResource {
   std::map<std::size_t, std::vector<void*>> free_;  // by size
   std::map<std::size_t, std::size_t> made_of_;      // blocks made (or being made) by size
   std::size_t made_ = 0;
+  std::size_t made_on_demand_ = 0;
+  double on_demand_seconds_ = 0;
 };
 
 }  // namespace conveyor::cuda

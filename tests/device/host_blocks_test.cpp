@@ -76,8 +76,11 @@ TEST(PinnedBlockCache, FillCountsTheBlocksAlreadyLentOut) {
   PinnedBlockCache cache(counted);
   void* a = cache.allocate(4096);
   void* b = cache.allocate(4096);
+  EXPECT_EQ(cache.made_on_demand(), 2u);
   cache.fill(4096, 3);
   EXPECT_EQ(counted->allocations.load(), 3) << "fill made more than the one block missing";
+  EXPECT_EQ(cache.made_on_demand(), 2u) << "fill's block counted as one the pipeline waited for";
+  EXPECT_GE(cache.on_demand_seconds(), 0.0);
   EXPECT_EQ(cache.kept(4096), 1u);
   cache.fill(4096, 3);
   EXPECT_EQ(counted->allocations.load(), 3);

@@ -175,6 +175,10 @@ struct FeederStats {
                                // buffer, slower and partly synchronous with the host
   std::uint64_t allocations = 0;  // ring buffers allocated (first batch, or a larger batch)
   std::uint64_t host_blocks = 0;  // page-locked batch buffers the feeder made for its pipelines (kept)
+  // Of those, the ones a pipeline waited for (none was kept ready: warmup() and the decoder's startup make
+  // theirs ahead), and the seconds their page-locking took.
+  std::uint64_t host_blocks_on_demand = 0;
+  double host_blocks_on_demand_seconds = 0;
   std::uint64_t host_waits = 0;   // stage() calls that waited for an earlier copy out of the same slot
   std::uint64_t held = 0;         // DeviceBatch handles (or views of them) alive now
 
