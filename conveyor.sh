@@ -19,7 +19,8 @@ packages=(
   clang libclang-rt-14-dev
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
-  libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev libnuma-dev
+  libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev
+  libpugixml-dev libinih-dev libnuma-dev
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev
   python3-venv python3-pip python3-setuptools python3-wheel patchelf
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
@@ -29,6 +30,8 @@ say() { printf 'conveyor: %s\n' "$*" >&2; }
 
 deps() {
   local missing=()
+  # The S3 tests' server runs on Node from the npm registry: Debian's nodejs and npm when there is no npm.
+  command -v npm >/dev/null || missing+=(nodejs npm)
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done

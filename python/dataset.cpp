@@ -264,7 +264,8 @@ void bind_dataset_class(py::module_& module) {
           [](const py::object& shards, const std::vector<std::string>& image_extensions,
              const std::string& label_extension, const std::string& mask_extension,
              const std::string& fields_extension, bool random_access, bool shuffle_shards, std::uint64_t seed,
-             std::size_t parallel_shards) {
+             std::size_t parallel_shards, std::uint64_t cache_bytes, const std::string& cache_folder,
+             bool require_label) {
             std::vector<std::string> names;
             if (py::isinstance<py::str>(shards)) {
               names = expand_shard_pattern(shards.cast<std::string>());
@@ -280,6 +281,9 @@ void bind_dataset_class(py::module_& module) {
             options.shuffle_shards = shuffle_shards;
             options.seed = seed;
             options.parallel_shards = parallel_shards;
+            options.cache.max_bytes = cache_bytes;
+            options.cache.folder = cache_folder;
+            options.require_label = require_label;
             py::gil_scoped_release released;
             return Dataset::tar_shards(std::move(names), options);
           },
@@ -288,11 +292,15 @@ void bind_dataset_class(py::module_& module) {
           py::arg("label_extension") = "cls", py::arg("mask_extension") = "",
           py::arg("fields_extension") = "", py::arg("random_access") = false,
           py::arg("shuffle_shards") = true, py::arg("seed") = 0, py::arg("parallel_shards") = 4,
-          "WebDataset tar shards: a pattern (\"shard-{000000..000009}.tar\", a glob, a URL) or a list of "
-          "shards. A sample is the members sharing a key: its image (image_extensions), label (.cls), and, "
-          "when asked for, its mask (mask_extension=\"mask.png\") and boxes (fields_extension=\"json\": "
-          "{\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). random_access reads local, "
-          "uncompressed shards like files (shuffle() over the whole epoch).")
+          py::arg("cache_bytes") = 0, py::arg("cache_folder") = "", py::arg("require_label") = false,
+          "WebDataset tar shards: a pattern (\"shard-{000000..000009}.tar\", a glob, a URL, s3://bucket/key) "
+          "or a list of shards; \"s3://bucket/prefix/\" lists the shards under it (endpoint, region and keys "
+          "from AWS's variables or credentials file). cache_bytes > 0 keeps remote shards on local disk "
+          "(cache_folder, default conveyor's cache folder). A sample without its label member has label -1 "
+          "unless require_label. A sample is the members sharing a key: its image (image_extensions), "
+          "label (.cls), and, when asked for, its mask (mask_extension=\"mask.png\") and boxes "
+          "(fields_extension=\"json\": {\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). "
+          "random_access reads local, uncompressed shards like files (shuffle() over the whole epoch).")
       .def_static(
           "from_source", [](const py::object& source) { return Dataset::from_source(std::make_shared<PythonSource>(source)); },
           py::arg("source"),

@@ -44,6 +44,16 @@ void bind_stats(py::module_& module) {
       .def("__repr__", [](const SkippedSample& s) {
         return "conveyor.SkippedSample('" + s.path + "', stage='" + s.stage + "')";
       });
+  py::class_<RemoteReadStats>(module, "RemoteReadStats",
+                              "Remote tar shards (http(s)://, s3://) read by the data set, its cache's part.")
+      .def_readonly("shards_opened", &RemoteReadStats::shards_opened)
+      .def_readonly("cache_hits", &RemoteReadStats::cache_hits)
+      .def_readonly("cache_misses", &RemoteReadStats::cache_misses)
+      .def_readonly("uncached", &RemoteReadStats::uncached)
+      .def_readonly("bytes_fetched", &RemoteReadStats::bytes_fetched)
+      .def_readonly("bytes_from_cache", &RemoteReadStats::bytes_from_cache)
+      .def_readonly("evictions", &RemoteReadStats::evictions)
+      .def_readonly("retries", &RemoteReadStats::retries);
   py::class_<PipelineStats>(module, "PipelineStats",
                             "What a running pipeline has done so far (a snapshot; str() formats it).")
       .def_readonly("threads", &PipelineStats::threads)
@@ -65,6 +75,8 @@ void bind_stats(py::module_& module) {
       .def_readonly("pool_buffers", &PipelineStats::pool_buffers, "Batch buffers allocated so far.")
       .def_readonly("pool_capacity", &PipelineStats::pool_capacity, "The most the pool may allocate.")
       .def_readonly("pinned", &PipelineStats::pinned)
+      .def_readonly("remote", &PipelineStats::remote,
+                    "Remote shards: the cache's hits and misses, bytes fetched.")
       .def("__str__", &format_stats);
   py::class_<FeederStats>(module, "FeederStats", "What a DeviceFeeder has done so far.")
       .def_readonly("batches", &FeederStats::batches)

@@ -118,6 +118,9 @@ struct Config {
   // Tar shards (TarShardOptions): shards read at once and samples read ahead per shard; 0: the defaults.
   std::size_t parallel_shards = 0, shard_read_ahead = 0;
   bool shard_random_access = false;  // TarShardOptions::random_access: local shards read like loose files
+  // Remote shards (http(s)://, s3://) kept on local disk (TarShardOptions::cache): the cap, 0: no cache.
+  std::uint64_t shard_cache_bytes = 0;
+  std::string shard_cache_dir;  // empty: conveyor's cache folder
   std::string state_out, batch_log, sample_log;
   std::vector<std::string> resume;
   // --device gpu: where the run ends and what runs there.
@@ -255,6 +258,11 @@ Config parse(int argc, char** argv) {
                  "local tar shards: locate the samples once and read each with one pread(), shuffled over "
                  "the whole epoch as files are (TarShardOptions::random_access)")
       ->capture_default_str();
+  app.add_option("--shard-cache-bytes", config.shard_cache_bytes,
+                 "remote tar shards: keep them on local disk under this many bytes (0: no cache)")
+      ->capture_default_str();
+  app.add_option("--shard-cache-dir", config.shard_cache_dir,
+                 "remote tar shards: the cache's folder (default: conveyor's cache folder)");
   app.add_option("--state-out", config.state_out, "write the iterator's state to FILE after every batch");
   app.add_option("--resume", config.resume,
                  "start from the state in FILE; one FILE per shard of the run that wrote them combines them");
@@ -390,15 +398,20 @@ DataSource open_data(const Config& config) {
                                              : std::filesystem::path(config.images);
     return {conveyor::Dataset::coco_detection(data, images), 0};
   }
-  const bool url = data.starts_with("http://") || data.starts_with("https://");
+  const bool url = data.starts_with("http://") || data.starts_with("https://") || data.starts_with("s3://");
   if (!url && std::filesystem::is_directory(data)) return {conveyor::Dataset::image_folder(data), 0};
   conveyor::TarShardOptions shards;
   shards.seed = config.seed;
   if (config.parallel_shards > 0) shards.parallel_shards = config.parallel_shards;
   if (config.shard_read_ahead > 0) shards.queued_samples = config.shard_read_ahead;
   shards.random_access = config.shard_random_access;
+  shards.cache.max_bytes = config.shard_cache_bytes;
+  shards.cache.folder = config.shard_cache_dir;
   const std::size_t buffer = shards.random_access ? 0 : 1'000;  // read at random: the whole-epoch shuffle
   if (data.ends_with(".json")) return {conveyor::Dataset::tar_shard_index(data, shards), buffer};
+  // An s3:// prefix ("s3://bucket/train/") lists its shards.
+  if (data.starts_with("s3://") && data.ends_with('/'))
+    return {conveyor::Dataset::tar_shards({data}, shards), buffer};
   const bool pattern = url || data.find_first_of("{*?[") != std::string::npos || data.ends_with(".tar") ||
                        data.ends_with(".tar.gz") || data.ends_with(".tgz");
   if (pattern) return {conveyor::Dataset::tar_shards(conveyor::expand_shard_pattern(data), shards), buffer};
@@ -704,6 +717,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"parallel_shards", config.parallel_shards},
                    {"shard_read_ahead", config.shard_read_ahead},
                    {"shard_random_access", config.shard_random_access},
+                   {"shard_cache_bytes", config.shard_cache_bytes},
                    {"shuffle_buffer", config.shuffle_buffer},
                    {"worker_nice", config.worker_nice}};
   out["timing_rule"] = "from_first_batch";  // images_per_s: see the file comment
@@ -738,6 +752,11 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                              {"failures", s.failures}});
   out["queue"] = {{"max", main.stats.queue.max}, {"mean_seen_by_consumer", main.stats.queue.mean}};
   out["consumer_wait_s"] = static_cast<double>(main.stats.consumer_wait_ns) / 1e9;
+  const conveyor::RemoteReadStats& remote = main.stats.remote;
+  out["remote"] = {{"shards_opened", remote.shards_opened}, {"cache_hits", remote.cache_hits},
+                   {"cache_misses", remote.cache_misses},   {"uncached", remote.uncached},
+                   {"bytes_fetched", remote.bytes_fetched}, {"bytes_from_cache", remote.bytes_from_cache},
+                   {"evictions", remote.evictions},         {"retries", remote.retries}};
   out["checksums_equal"] =
       std::all_of(sweep.begin(), sweep.end(), [&](const Result& r) { return r.checksum == main.checksum; });
   if (main.feeder) out["device"] = device_json(config, main);

@@ -291,9 +291,11 @@ class Dataset {
   // Encoded images held in memory; Sample::path is "<memory:N>".
   static Dataset memory(std::vector<std::vector<std::uint8_t>> buffers,
                         std::vector<std::int64_t> labels = {});
-  // WebDataset-style tar shards, local paths or http(s):// URLs (see expand_shard_pattern for "{a..b}"
-  // names): a sample is the run of consecutive members sharing a key ("img_7.jpg" + "img_7.cls"), its
-  // image the bytes and its .cls member the label (TarShardOptions says which extensions). Shards are
+  // WebDataset-style tar shards, local paths, http(s):// URLs or s3://bucket/key objects (see
+  // expand_shard_pattern for "{a..b}" names; "s3://bucket/prefix/" stands for the shards listed under it;
+  // S3Options and ShardCacheOptions in conveyor/shards.h): a sample is the run of consecutive members
+  // sharing a key ("img_7.jpg" + "img_7.cls"), its image the bytes and its .cls member the label (-1
+  // without one; TarShardOptions says which extensions). Shards are
   // streamed, never held whole: parallel_shards threads read ahead of the pipeline, and their samples
   // come interleaved, one from each shard being read in turn. Every epoch the shards are shuffled (seeded
   // from options.seed and the epoch), and an element's index is the sample's position in that epoch's
@@ -303,7 +305,7 @@ class Dataset {
   // shuffle() after this shuffles within the rank's range and keeps the indices. To split across ranks
   // the shards' sample counts are needed: they come from tar_shard_index or are counted once here
   // (local files: headers only); URLs without an index are refused then. Sample::path is
-  // "<shard>#<member>". A sample that breaks the format (no image, no or a bad label, a duplicated key or
+  // "<shard>#<member>". A sample that breaks the format (no image, a bad label, a duplicated key or
   // member, an oversized image) and a shard that breaks off (truncated, unreadable, an HTTP failure after
   // the retries; each sample it still owed) fail in the "read" stage with the shard, the member and the
   // byte offset, or are counted by kind under on_error = skip. Throws InvalidArgument for bad options.
@@ -312,7 +314,7 @@ class Dataset {
   static Dataset tar_shards(std::vector<std::string> shards, const TarShardOptions& options);
   static Dataset tar_shards(std::vector<std::string> shards);  // default TarShardOptions
   // The shards listed by a shard index (WebDataset's wids JSON, which make_shards writes: a "shardlist"
-  // of {"url", "nsamples"}; relative urls are relative to the index), a path or a URL.
+  // of {"url", "nsamples"}; relative urls are relative to the index), a path, a URL or an s3:// object.
   static Dataset tar_shard_index(const std::string& index, const TarShardOptions& options);
   static Dataset tar_shard_index(const std::string& index);
   // Semantic segmentation: ROOT/images/NAME.jpg (.jpeg, .png) with ROOT/masks/NAME.png, matched by stem

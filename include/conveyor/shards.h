@@ -1,10 +1,11 @@
 // Splitting a data set across the ranks of a data-parallel job, and reading it from WebDataset-style tar
-// shards on a local disk or an HTTP(S) server (see Dataset::tar_shards).
+// shards on a local disk, an HTTP(S) server or an S3-compatible object store (see Dataset::tar_shards).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,32 @@ enum class ShardRemainder : std::uint8_t {
 // Short, stable name of a ShardRemainder ("pad", ...).
 const char* to_string(ShardRemainder remainder) noexcept;
 
+// How an s3:// URL ("s3://bucket/key") becomes a request. The requests are signed by libcurl (AWS Signature
+// Version 4, CURLOPT_AWS_SIGV4) with the credentials found the way AWS's own tools find them:
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN when set), else the profile
+// AWS_PROFILE (default "default") of the credentials file AWS_SHARED_CREDENTIALS_FILE (default
+// ~/.aws/credentials). Without credentials the requests go unsigned (public buckets).
+enum class S3Addressing : std::uint8_t {
+  automatic,       // virtual-hosted ("https://bucket.s3.REGION.amazonaws.com/key") on AWS's own endpoint
+                   // when the bucket name allows it (no dots), path-style on any other endpoint
+  path,            // "ENDPOINT/bucket/key": what S3-compatible stores (MinIO, Ceph, R2, ...) all accept
+  virtual_hosted,  // "SCHEME://bucket.ENDPOINT-HOST/key"
+};
+
+struct S3Options {
+  // "https://host[:port]" of the store; empty: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS's
+  // "https://s3.REGION.amazonaws.com".
+  std::string endpoint;
+  // The region requests are signed for; empty: AWS_REGION, else AWS_DEFAULT_REGION, else "us-east-1".
+  std::string region;
+  S3Addressing addressing = S3Addressing::automatic;
+  // The credentials file's profile; empty: AWS_PROFILE, else "default". A profile named here or in
+  // AWS_PROFILE that the file lacks is an error; a missing "default" means no credentials.
+  std::string profile;
+  // Unsigned requests even where credentials are found.
+  bool anonymous = false;
+};
+
 // How shards are fetched over HTTP(S) (through libcurl).
 struct HttpOptions {
   // Limit for establishing one connection.
@@ -38,13 +65,34 @@ struct HttpOptions {
   std::chrono::seconds low_speed_time{30};
   // Further attempts after a failure: a connection that fails before the first byte is made again, one
   // that fails later is resumed where it stopped (a Range request; a server that ignores it sends the
-  // shard again and the bytes already delivered are passed over). HTTP 4xx answers other than 408 and
-  // 429 are not retried.
+  // shard again and the bytes already delivered are passed over). Dropped connections, timeouts, HTTP 408,
+  // 429 and 5xx (an object store's SlowDown, InternalError) are retried; other answers (403, 404, a bad
+  // signature) fail at once with the URL and the server's reason (an object store's Code and Message).
+  // The budget is per place in the stream: a retry that delivers new bytes starts it again.
   int retries = 4;
-  // Wait before the first retry, doubled for each later one (at most 8 s).
+  // Wait before the first retry, doubled for each later one (at most 8 s), each wait drawn between half
+  // and all of that (jitter, so that many readers that failed together do not come back together).
   std::chrono::milliseconds retry_delay{200};
   // Extra request headers, e.g. "Authorization: Bearer ...".
   std::vector<std::string> headers;
+  // s3:// URLs (above).
+  S3Options s3;
+};
+
+// A cache of remote shards (http(s):// and s3://) on local disk, shared by the processes of one host (the
+// ranks of a job, later runs): a shard read once is read from disk afterwards, in this run's next epochs
+// and in the next runs. Each shard is written to a file of its own as it streams in (nothing holds a whole
+// shard in memory) and renamed into place once complete, so a process killed midway leaves no half shard
+// that a later reader would take. An entry belongs to the object's size and ETag (from the prefix listing,
+// else from a HEAD request once per shard and data set): an object that changed is fetched again. One
+// process downloads a shard (a file lock); another that wants it meanwhile streams it from the store
+// itself rather than wait. Over max_bytes, the least recently used shards are deleted. A shard larger than
+// max_bytes, and a server that gives no size, are streamed and not kept.
+struct ShardCacheOptions {
+  std::uint64_t max_bytes = 0;  // 0: no cache
+  // Empty: "shards" in conveyor's cache folder ($CONVEYOR_ALGORITHM_CACHE, else $XDG_CACHE_HOME/conveyor,
+  // else ~/.cache/conveyor).
+  std::filesystem::path folder;
 };
 
 // How Dataset::tar_shards reads its shards.
@@ -72,7 +120,10 @@ struct TarShardOptions {
   // ppm and pgm are images stored decoded (a data set prepared by make_shards --store raw;
   // conveyor/ops/raw_image.h): the decode ops read them as they read a JPEG.
   std::vector<std::string> image_extensions{"jpg", "jpeg", "ppm", "pgm"};
+  // A sample without it has label -1, as one without any labels (segmentation, detection: jpg + mask.png
+  // + json), unless require_label says that is an error ("no_label").
   std::string label_extension = "cls";  // empty: no labels (every label is -1)
+  bool require_label = false;
   // A sample's other fields (conveyor/fields.h), off by default: the member with this extension is its mask
   // (a PNG of class ids, Sample::encoded_mask), e.g. "mask.png" ...
   std::string mask_extension;
@@ -82,6 +133,8 @@ struct TarShardOptions {
   // not say that ("bad_fields").
   std::string fields_extension;
   HttpOptions http;
+  // Remote shards kept on local disk (off by default).
+  ShardCacheOptions cache;
   // Local, uncompressed shards only: locate every sample once, when the dataset is made (the members'
   // headers and the labels' few bytes, one shard per task), then read each image with one pread() from its
   // shard in the pipeline's parallel read stage, as loose files are read (wids' and DALI's indexed way).
@@ -97,8 +150,8 @@ struct TarShardOptions {
 // The shard names a pattern stands for, in order:
 // - brace ranges "shard-{000000..000099}.tar" (zero-padded to the width of the bounds) and brace lists
 //   "{train,val}", several per pattern, expanded left to right;
-// - then, for a local pattern (not http:// or https://) with *, ? or [...], the existing files that match
-//   (glob), sorted.
+// - then, for a local pattern (not http://, https:// or s3://) with *, ? or [...], the existing files that
+//   match (glob), sorted.
 // Throws InvalidArgument for unbalanced braces or a range whose bounds are not numbers, IoError when a glob
 // matches nothing.
 std::vector<std::string> expand_shard_pattern(const std::string& pattern);

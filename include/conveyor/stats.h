@@ -49,6 +49,19 @@ struct StallReport {
   bool abandoned = false;               // given up (abandon_stalled under on_error = skip)
 };
 
+// Remote shards (http(s)://, s3://) read by a tar_shards dataset, over every iterator of the dataset so far.
+struct RemoteReadStats {
+  std::uint64_t shards_opened = 0;     // remote shards opened for reading (also to count their samples)
+  std::uint64_t cache_hits = 0;        // of those, read from the shard cache (ShardCacheOptions)
+  std::uint64_t cache_misses = 0;      // fetched from the store and written to the cache
+  std::uint64_t uncached = 0;          // fetched, not kept: no cache, or another process was fetching it, or
+                                       // too large for the cache, or a reader that stopped before the end
+  std::uint64_t bytes_fetched = 0;     // bytes received from servers (object bodies; retries included)
+  std::uint64_t bytes_from_cache = 0;  // bytes read from cached files
+  std::uint64_t evictions = 0;         // cached shards this process deleted to stay under the cap
+  std::uint64_t retries = 0;           // requests made again after a transient failure
+};
+
 struct PipelineStats {
   static constexpr std::size_t kMaxSkippedSamples = 100;
   static constexpr std::size_t kMaxStallReports = 100;
@@ -76,6 +89,7 @@ struct PipelineStats {
   std::size_t decode_memory_budget = 0;    // PipelineOptions::decode_memory_budget (0: none)
   std::size_t decode_memory_peak = 0;      // most bytes reserved by decodes at once
   std::uint64_t decode_memory_waits = 0;   // decodes that waited for others to give memory back
+  RemoteReadStats remote;                  // tar shards from servers: the cache's hits, bytes fetched
 };
 
 // A few human-readable lines: stage table, queue, skips, waits.

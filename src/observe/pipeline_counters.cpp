@@ -116,6 +116,17 @@ std::string format_stats(const PipelineStats& stats) {
   }
   if (stats.deferred > 0)
     out += "deferred " + std::to_string(stats.deferred) + " samples to the stage after batching\n";
+  if (const RemoteReadStats& r = stats.remote; r.shards_opened > 0) {
+    std::snprintf(
+        line, sizeof line,
+        "remote shards: %llu opened, cache %llu hits, %llu misses, %llu uncached, %llu evicted; "
+        "%.1f MB fetched, %.1f MB from the cache, %llu retries\n",
+        static_cast<unsigned long long>(r.shards_opened), static_cast<unsigned long long>(r.cache_hits),
+        static_cast<unsigned long long>(r.cache_misses), static_cast<unsigned long long>(r.uncached),
+        static_cast<unsigned long long>(r.evictions), static_cast<double>(r.bytes_fetched) / 1e6,
+        static_cast<double>(r.bytes_from_cache) / 1e6, static_cast<unsigned long long>(r.retries));
+    out += line;
+  }
   return out;
 }
 

@@ -132,9 +132,12 @@ Dataset Dataset::tar_shard_index(const std::string& index) {
 
 Dataset Dataset::tar_shard_index(const std::string& index, const TarShardOptions& options) {
   constexpr std::size_t kMaxIndexBytes = std::size_t{64} << 20;
-  const std::string text = detail::read_small_file(index, options.http, kMaxIndexBytes);
-  return Dataset(
-      source_node(shard_source(detail::make_shard_set(detail::parse_shard_index(text, index), options))));
+  // The opener that reads the index reads the shards too: one S3 client, one cache, one count of it all.
+  auto opener = std::make_shared<detail::ShardOpener>(options);
+  opener->prepare({index});
+  const std::string text = detail::read_small_file(index, *opener, kMaxIndexBytes);
+  return Dataset(source_node(shard_source(
+      detail::make_shard_set(detail::parse_shard_index(text, index), options, std::move(opener)))));
 }
 
 Dataset Dataset::segmentation_folder(const std::filesystem::path& root,

@@ -9,6 +9,7 @@
 #include "conveyor/error.h"
 #include "src/core/tsan.h"
 #include "src/pipeline/iterator_state_data.h"
+#include "src/sources/shard_set.h"
 
 namespace conveyor::detail {
 namespace {
@@ -351,6 +352,8 @@ PipelineStats Pipeline::stats() const {
   stats.decode_memory_budget = decode_budget_.budget();
   stats.decode_memory_peak = decode_budget_.peak();
   stats.decode_memory_waits = decode_budget_.waits();
+  if (const std::shared_ptr<const ShardSet>& shards = plan_.source->shard_set(); shards && shards->opener)
+    stats.remote = shards->opener->stats();
   std::lock_guard lock(setup_mutex_);
   if (pool_) {
     stats.pool_buffers = pool_->allocated();

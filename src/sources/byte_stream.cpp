@@ -2,14 +2,15 @@
 
 namespace conveyor::detail {
 
+const std::string& ByteStream::etag() const noexcept {
+  static const std::string none;
+  return none;
+}
+
 bool is_url(const std::string& location) noexcept {
   return location.starts_with("http://") || location.starts_with("https://");
 }
 
-std::unique_ptr<ByteStream> open_byte_stream(const std::string& location, const HttpOptions& http,
-                                             const Cancellation* cancellation) {
-  if (is_url(location)) return open_http_stream(location, http, cancellation);
-  return open_file_stream(location);
-}
+bool is_s3(const std::string& location) noexcept { return location.starts_with("s3://"); }
 
 }  // namespace conveyor::detail

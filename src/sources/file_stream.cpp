@@ -65,6 +65,7 @@ class FileStream final : public ByteStream {
 
   std::uint64_t position() const noexcept override { return position_; }
   const std::string& location() const noexcept override { return path_; }
+  std::optional<std::uint64_t> size() const noexcept override { return size_; }
 
  private:
   std::string path_;

@@ -49,7 +49,7 @@ struct ShardMembers::ShardIndex {
 
 ShardMembers::ShardMembers(const ShardSet& set) : format_(set.format) {
   for (const ShardInfo& shard : set.shards) {
-    if (is_url(shard.location))
+    if (is_remote(shard.location))
       throw InvalidArgument("Dataset::tar_shards: random_access reads local files, and '" + shard.location +
                             "' is a URL (stream it: random_access = false)");
     locations_.push_back(shard.location);

@@ -95,7 +95,7 @@ std::vector<std::string> expand_shard_pattern(const std::string& pattern) {
   if (pattern.empty()) throw InvalidArgument("shard pattern: empty");
   std::vector<std::string> names;
   expand_braces(pattern, pattern, names);
-  if (detail::is_url(pattern)) return names;
+  if (detail::is_remote(pattern)) return names;
   std::vector<std::string> out;
   for (const std::string& name : names) {
     if (name.find_first_of("*?[") == std::string::npos) {

@@ -27,7 +27,7 @@ std::string extension_of(std::string extension) {
 std::string base_of(const std::string& location) {
   const std::size_t slash = location.rfind('/');
   if (slash == std::string::npos) return {};
-  if (is_url(location) && slash < location.find("://") + 3) return location + "/";  // "http://host"
+  if (is_remote(location) && slash < location.find("://") + 3) return location + "/";  // "http://host"
   return location.substr(0, slash + 1);
 }
 
@@ -47,9 +47,23 @@ std::uint64_t ShardSet::total() const noexcept {
   return counted() ? sum : 0;
 }
 
-ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& options) {
+ShardSet make_shard_set(std::vector<ShardInfo> listed, const TarShardOptions& options,
+                        std::shared_ptr<ShardOpener> opener) {
   const Ranks& ranks = options.ranks;
-  if (shards.empty()) throw InvalidArgument("Dataset::tar_shards: no shards");
+  if (listed.empty()) throw InvalidArgument("Dataset::tar_shards: no shards");
+  if (!opener) opener = std::make_shared<ShardOpener>(options);
+  std::vector<ShardInfo> shards;
+  for (ShardInfo& shard : listed) {
+    if (!ShardOpener::is_prefix(shard.location)) {
+      shards.push_back(std::move(shard));
+      continue;
+    }
+    for (std::string& location : opener->list_shards(shard.location))
+      shards.push_back({std::move(location), std::nullopt});
+  }
+  std::vector<std::string> locations;
+  for (const ShardInfo& shard : shards) locations.push_back(shard.location);
+  opener->prepare(locations);
   for (const ShardInfo& shard : shards)
     if (shard.location.empty()) throw InvalidArgument("Dataset::tar_shards: an empty shard name");
   if (ranks.world_size < 1 || ranks.rank < 0 || ranks.rank >= ranks.world_size)
@@ -70,9 +84,11 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
   for (const std::string& extension : options.image_extensions)
     set.format.image_extensions.push_back(extension_of(extension));
   set.format.label_extension = extension_of(options.label_extension);
+  set.format.require_label = options.require_label;
   set.format.mask_extension = extension_of(options.mask_extension);
   set.format.fields_extension = extension_of(options.fields_extension);
   set.shards = std::move(shards);
+  set.opener = opener;
   // Splitting the epoch's samples across ranks needs every shard's count: a rank must know where its
   // share begins without reading the shards before it. Interleaving several shards (parallel_shards > 1,
   // shard_streamer.h) needs them too, so that a sample's index stays its position in the epoch's order:
@@ -82,7 +98,7 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
   if (ranks.world_size > 1 || interleaved) {
     for (ShardInfo& shard : set.shards) {
       if (shard.samples) continue;
-      if (is_url(shard.location)) {
+      if (is_remote(shard.location)) {
         if (ranks.world_size == 1) continue;
         throw InvalidArgument("Dataset::tar_shards: splitting shards across " +
                               std::to_string(ranks.world_size) +
@@ -91,13 +107,13 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
                               "make_shards writes one)");
       }
       if (ranks.world_size > 1) {
-        shard.samples = count_samples(shard.location, set.format, options.http);
+        shard.samples = count_samples(shard.location, set.format, *opener);
         continue;
       }
       // Only for interleaving: a shard that cannot be counted stays uncounted (its samples then fail where
       // they are read, one by one, like any broken shard's), and the set is read one shard at a time.
       try {
-        shard.samples = count_samples(shard.location, set.format, options.http);
+        shard.samples = count_samples(shard.location, set.format, *opener);
       } catch (const std::exception&) {
         break;
       }
@@ -141,8 +157,8 @@ std::vector<ShardInfo> parse_shard_index(const std::string& json, const std::str
   return shards;
 }
 
-std::string read_small_file(const std::string& location, const HttpOptions& http, std::size_t max_bytes) {
-  std::unique_ptr<ByteStream> stream = open_byte_stream(location, http, nullptr);
+std::string read_small_file(const std::string& location, ShardOpener& opener, std::size_t max_bytes) {
+  std::unique_ptr<ByteStream> stream = opener.open(location, nullptr);
   std::string text;
   for (std::span<const std::uint8_t> chunk = stream->read(); !chunk.empty(); chunk = stream->read()) {
     if (text.size() + chunk.size() > max_bytes)
@@ -152,8 +168,8 @@ std::string read_small_file(const std::string& location, const HttpOptions& http
   return text;
 }
 
-std::uint64_t count_samples(const std::string& location, const TarFormat& format, const HttpOptions& http) {
-  TarSampleReader reader(open_byte_stream(location, http, nullptr), format);
+std::uint64_t count_samples(const std::string& location, const TarFormat& format, ShardOpener& opener) {
+  TarSampleReader reader(opener.open(location, nullptr), format);
   return reader.skip(UINT64_MAX);
 }
 

@@ -41,11 +41,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "conveyor/shards.h"
+#include "src/sources/shard_opener.h"
 #include "src/sources/tar_samples.h"
 
 namespace conveyor::detail {
@@ -59,6 +61,9 @@ struct ShardSet {
   std::vector<ShardInfo> shards;
   TarShardOptions options;
   TarFormat format;  // options' extensions, lower case
+  // Opens the shards (files, URLs, s3://, the cache) and counts the remote reads: shared, like the set, by
+  // every iterator.
+  std::shared_ptr<ShardOpener> opener;
 
   // Every shard's sample count is known.
   bool counted() const noexcept;
@@ -66,10 +71,13 @@ struct ShardSet {
   std::uint64_t total() const noexcept;
 };
 
-// Checks the options, counts the shards' samples when several ranks split them and some count is missing
-// (local files are counted by reading their headers; a URL's count must come from an index), and makes
-// the set. Throws InvalidArgument or IoError naming the shard.
-ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& options);
+// Checks the options, replaces each s3:// prefix ("s3://bucket/train/") by the shards listed under it,
+// counts the shards' samples when several ranks split them and some count is missing (local files are
+// counted by reading their headers; a remote shard's count must come from an index), and makes the set.
+// `opener` is the one that read the index, if any (null: a new one). Throws InvalidArgument or IoError
+// naming the shard.
+ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& options,
+                        std::shared_ptr<ShardOpener> opener = nullptr);
 
 // The shards listed by a wids shard index (WebDataset's JSON format, which make_shards writes):
 //   {"__kind__": "wids-shard-index-v1", "shardlist": [{"url": "shard-000000.tar", "nsamples": 1000}, ...]}
@@ -77,10 +85,11 @@ ShardSet make_shard_set(std::vector<ShardInfo> shards, const TarShardOptions& op
 // and what is wrong with it.
 std::vector<ShardInfo> parse_shard_index(const std::string& json, const std::string& index_location);
 
-// The whole of a small file or URL (an index), at most max_bytes. Throws IoError / ShardReadError.
-std::string read_small_file(const std::string& location, const HttpOptions& http, std::size_t max_bytes);
+// The whole of a small file, URL or s3:// object (an index), at most max_bytes. Throws IoError /
+// ShardReadError.
+std::string read_small_file(const std::string& location, ShardOpener& opener, std::size_t max_bytes);
 
 // A shard's samples, counted by reading its headers (a local file seeks over the data).
-std::uint64_t count_samples(const std::string& location, const TarFormat& format, const HttpOptions& http);
+std::uint64_t count_samples(const std::string& location, const TarFormat& format, ShardOpener& opener);
 
 }  // namespace conveyor::detail

@@ -158,7 +158,7 @@ void ShardStreamer::read_segment(std::size_t s) {
   const std::string& location = shards_->shards[segment.shard].location;
   std::uint64_t at = segment.first;  // the shard's sample being read
   try {
-    TarSampleReader reader(open_byte_stream(location, shards_->options.http, &cancellation_), format_);
+    TarSampleReader reader(shards_->opener->open(location, &cancellation_), format_);
     const std::optional<std::uint64_t> count = shards_->shards[segment.shard].samples;
     const auto too_few = [&](std::uint64_t there) {
       return "'" + location + "' has " + std::to_string(there) + " samples, fewer than its count (" +

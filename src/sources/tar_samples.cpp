@@ -258,7 +258,8 @@ bool TarSampleReader::group(StreamedSample* out) {
       more = advance() && pending_.key == key;
     } catch (const ShardReadError&) {
       // The shard broke off after this sample's members. A sample that has what it needs is still good:
-      // the failure belongs to the next one.
+      // the failure belongs to the next one. One without its label member may have lost it in the break
+      // (labels are optional, so nothing else tells): it goes with the break.
       if (!has_image_ || (!format_.label_extension.empty() && !has_label_) ||
           (!format_.mask_extension.empty() && !has_mask_) ||
           (!format_.fields_extension.empty() && !has_fields_))
@@ -281,7 +282,7 @@ bool TarSampleReader::group(StreamedSample* out) {
     set_error(*out, "no_image",
               where(first) + ": sample '" + key + "' has no image member (it has " + members + ")");
   }
-  if (!format_.label_extension.empty() && !has_label_)
+  if (format_.require_label && !format_.label_extension.empty() && !has_label_)
     set_error(*out, "no_label",
               where(first) + ": sample '" + key + "' has no '." + format_.label_extension + "' label member");
   if (!format_.mask_extension.empty() && !has_mask_)

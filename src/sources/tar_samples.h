@@ -10,7 +10,8 @@
 //
 // Rules, each checked per sample (the sample then carries the error and the reader goes on):
 //   no_image          no member with an image extension (a stray README, a label without its image)
-//   no_label          no member with the label extension (when labels are asked for)
+//   no_label          no member with the label extension (when TarFormat::require_label; otherwise a sample
+//                     without one has label -1, as a segmentation or detection sample has)
 //   no_mask           no member with the mask extension (when masks are asked for)
 //   no_fields         no member with the fields extension (when boxes are asked for)
 //   bad_label         the label member is not a decimal integer
@@ -55,6 +56,7 @@ struct TarFormat {
   std::size_t max_member_bytes = 0;   // image, mask and boxes members over this are refused; 0: none
   std::string mask_extension = {};    // lower case; empty: no masks
   std::string fields_extension = {};  // lower case; empty: no boxes
+  bool require_label = false;  // a sample without the label member fails ("no_label"); else its label is -1
 
   FieldSet fields() const noexcept { return {!mask_extension.empty(), !fields_extension.empty(), false}; }
 };

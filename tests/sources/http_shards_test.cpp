@@ -76,6 +76,60 @@ TEST(HttpStream, ReadsAResourceWhole) {
   EXPECT_EQ(fetch(server.url("/data.bin")), data);
 }
 
+TEST(HttpStream, HoldsAtMostAboutOneMegabyteHoweverFastTheServer) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpStream bounded");
+  const Bytes data = pattern_bytes(24'000'000);
+  HttpTestServer server(testing::serve_files({{"/big.bin", data}}));
+  std::unique_ptr<detail::ByteStream> stream =
+      detail::open_http_stream(server.url("/big.bin"), quick(), nullptr);
+  std::size_t largest = 0, total = 0;
+  for (std::span<const std::uint8_t> chunk = stream->read(); !chunk.empty(); chunk = stream->read()) {
+    EXPECT_EQ(std::memcmp(chunk.data(), data.data() + total, chunk.size()), 0);
+    largest = std::max(largest, chunk.size());
+    total += chunk.size();
+  }
+  EXPECT_EQ(total, data.size());
+  // The stream pauses libcurl past 1 MB; one buffer of libcurl's (256 KB) may come on top.
+  EXPECT_LE(largest, (std::size_t{1} << 20) + 256 * 1024);
+}
+
+Bytes text_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+TEST(HttpStream, AStoresSlowDownAndTooManyRequestsAreRetried) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpStream SlowDown");
+  const auto data = shared(pattern_bytes(10'000));
+  const auto slow_down = shared(text_bytes(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
+      "<Message>Please reduce your request rate.</Message></Error>"));
+  HttpTestServer server([&](const HttpTestServer::Request& request) {
+    HttpTestServer::Reply reply;
+    reply.status = request.attempt == 0 ? 503 : request.attempt == 1 ? 429 : 200;
+    reply.body = request.attempt < 2 ? slow_down : data;
+    return reply;
+  });
+  EXPECT_EQ(fetch(server.url("/x")), *data);
+  EXPECT_EQ(server.requests().size(), 3u);
+}
+
+TEST(HttpStream, AStoresRefusalIsNotRetriedAndGivesItsCodeAndMessage) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpStream AccessDenied");
+  const auto denied = shared(text_bytes(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
+      "<Message>Access Denied</Message><RequestId>7</RequestId></Error>"));
+  HttpTestServer server([&](const HttpTestServer::Request&) {
+    HttpTestServer::Reply reply;
+    reply.status = 403;
+    reply.body = denied;
+    return reply;
+  });
+  const detail::ShardReadError error = fetch_error(server.url("/private.tar"));
+  EXPECT_EQ(error.kind(), "http_403");
+  EXPECT_NE(std::string(error.what()).find("private.tar': HTTP 403 (AccessDenied: Access Denied) at byte 0"),
+            std::string::npos)
+      << error.what();
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
 TEST(HttpStream, RetriesFailuresBeforeTheFirstByte) {
   Watchdog watchdog(std::chrono::seconds(60), "HttpStream retries");
   const auto data = shared(pattern_bytes(10'000));
@@ -391,6 +445,54 @@ TEST(HttpShards, DroppingTheIteratorDuringAStallReturns) {
       Dataset::tar_shards({server.url("/s.tar")}, options).with_options({.threads = 2}).begin();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(it.next().has_value());
 }  // the iterator's destructor cancels the stalled transfer
+
+}  // namespace
+}  // namespace conveyor
+
+namespace conveyor {
+namespace {
+
+// Plain HTTP shards through the shard cache: the server's size (Content-Range, or Content-Length from a
+// server that ignores ranges) keys the entry; the second data set reads every shard from disk.
+void expect_cached_second_time(bool ranges) {
+  TempDir dir;
+  const std::vector<int> sizes{4, 6};
+  const std::vector<std::string> files = testing::write_numbered_shards(dir / "local", sizes);
+  const std::vector<std::pair<std::string, Bytes>> served = load_files(files);
+  const HttpTestServer::Handler files_handler = testing::serve_files(served);
+  HttpTestServer server([&](const HttpTestServer::Request& request) {
+    HttpTestServer::Reply reply = files_handler(request);
+    reply.ranges = ranges;
+    return reply;
+  });
+  std::vector<std::string> urls;
+  for (const auto& file : served) urls.push_back(server.url(file.first));
+  TarShardOptions options;
+  options.http = quick();
+  options.cache.folder = dir / "cache";
+  options.cache.max_bytes = 1 << 20;
+  for (const std::uint64_t hits : {0u, 2u}) {
+    SampleIterator it = Dataset::tar_shards(urls, options).with_options({.threads = 2}).begin();
+    std::set<std::uint64_t> numbers;
+    while (std::optional<Sample> sample = it.next()) numbers.insert(testing::number_of(*sample));
+    EXPECT_EQ(numbers.size(), 10u);
+    const RemoteReadStats remote = it.stats().remote;
+    EXPECT_EQ(remote.cache_hits, hits) << (ranges ? "ranges" : "no ranges");
+    EXPECT_EQ(remote.cache_misses, 2u - hits);
+    EXPECT_EQ(remote.bytes_fetched,
+              hits == 0 ? std::filesystem::file_size(files[0]) + std::filesystem::file_size(files[1]) : 0u);
+  }
+}
+
+TEST(HttpShards, TheShardCacheKeepsPlainHttpShards) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpShards cached");
+  expect_cached_second_time(true);
+}
+
+TEST(HttpShards, TheShardCacheKeepsShardsOfAServerWithoutRanges) {
+  Watchdog watchdog(std::chrono::seconds(60), "HttpShards cached without ranges");
+  expect_cached_second_time(false);
+}
 
 }  // namespace
 }  // namespace conveyor

@@ -109,8 +109,21 @@ TEST(TarSamples, ASampleWithoutAnImageIsAnError) {
   expect_error(only_sample({text_member("k.cls", "1")}), "no_image", "sample 'k' has no image member");
 }
 
-TEST(TarSamples, AMissingOrBadLabelIsAnError) {
-  expect_error(only_sample({{"k.jpg", bytes_of("J")}}), "no_label", "sample 'k' has no '.cls' label member");
+TEST(TarSamples, ASampleWithoutItsLabelMemberHasLabelMinusOne) {
+  const StreamedSample sample = only_sample({{"k.jpg", bytes_of("J")}, text_member("k.json", "{}")});
+  EXPECT_TRUE(sample.error_kind.empty()) << sample.error_reason;
+  EXPECT_EQ(sample.label, -1);
+  EXPECT_EQ(sample.bytes, bytes_of("J"));
+}
+
+TEST(TarSamples, AMissingLabelIsAnErrorOnlyWhenLabelsAreRequired) {
+  TarFormat format;
+  format.require_label = true;
+  expect_error(only_sample({{"k.jpg", bytes_of("J")}}, format), "no_label",
+               "sample 'k' has no '.cls' label member");
+}
+
+TEST(TarSamples, ABadLabelIsAnError) {
   expect_error(only_sample({{"k.jpg", bytes_of("J")}, text_member("k.cls", "cat")}), "bad_label",
                "member 'k.cls' at byte 1024: 'cat' is not a decimal integer label");
   expect_error(only_sample({{"k.jpg", bytes_of("J")}, text_member("k.cls", "12x")}), "bad_label", "'12x'");

@@ -278,6 +278,7 @@ class TarShardsEitherWay : public ::testing::TestWithParam<bool> {
   TarShardOptions options() const {
     TarShardOptions options;
     options.random_access = GetParam();
+    options.require_label = true;  // a classification set: a sample without its label is broken
     return options;
   }
 };

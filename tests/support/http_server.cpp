@@ -157,7 +157,8 @@ void HttpTestServer::serve(int fd) {
               std::to_string(whole.size()) + "\r\n";
     }
   }
-  const bool has_body = status == 200 || status == 206;
+  // A refusal carries the body it was given (an object store's error document), as real servers do.
+  const bool has_body = status == 200 || status == 206 || (status >= 400 && reply.body != nullptr);
   const std::size_t length = has_body ? whole.size() - from : 0;
   std::string response = "HTTP/1.1 " + std::to_string(status) + " " + reason_of(status) + "\r\n" +
                          "Content-Length: " + std::to_string(length) + "\r\n" + extra +

@@ -24,7 +24,8 @@ class HttpTestServer {
   };
   struct Reply {
     int status = 200;
-    std::shared_ptr<const std::vector<std::uint8_t>> body;  // the whole resource (null: empty)
+    std::shared_ptr<const std::vector<std::uint8_t>> body;  // the whole resource (null: empty); with a
+                                                            // status of 400 or more, the refusal's body
     bool ranges = true;  // answer "Range: bytes=N-" with 206 and the body from N; false: ignore it (200)
     // Send only this many bytes of the response's body (after announcing all of it), then close.
     std::optional<std::size_t> cut_after;
