@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # gpu_decode_peer.sh BIN DATA OUT — issue 41, "peers a skeptic accepts": conveyor's hybrid pipeline
 # (pipeline_throughput --device gpu, the defaults, every core) against torchvision decoding and augmenting on
-# the GPU as a practised user writes it (bench/peers/torchvision_gpu_decode.py, variant VARIANTS: batched
+# the GPU as a practised user writes it (bench/peers/torchvision_gpu_decode.py, variant PEER_VARIANTS: batched
 # decode, two streams, flip and jitter batched), each side at least MIN_IMAGES images, counted from its
 # first batch with the time to it apart, in alternating rounds. OUT/{hybrid,tvgpu}_<round>.json;
-# OUT/summary.json from summarize_levers.py peer. Environment: ROUNDS (2), MIN_IMAGES (100000), VARIANTS
+# OUT/summary.json from summarize_levers.py peer. Environment: ROUNDS (2), MIN_IMAGES (100000), PEER_VARIANTS
 # (sample; "sample,image" adds the per-image v2 variant, about a minute more), WORKERS (8: the peer's file
 # readers). Expected time on an H200: about 60 s for two rounds (the peer's side is the longer one).
 set -uo pipefail
@@ -23,7 +23,7 @@ variant() {  # NAME ROUND
               --size 224 --epochs "$epochs" --seed 7 --deterministic 0 --device gpu --json "$json" ;;
     tvgpu) limited 300 "$log" python3 "$levers_root/bench/peers/torchvision_gpu_decode.py" --data "$data" \
              --workers "${WORKERS:-8}" --batch 256 --size 224 --min-images "${MIN_IMAGES:-100000}" --seed 7 \
-             --variants "${VARIANTS:-sample}" --json "$json" ;;
+             --variants "${PEER_VARIANTS:-sample}" --json "$json" ;;
   esac
   echo "$name round $round: $(grep -hE '^threads |^strongest' "$log" | head -1 | cut -c1-160)"
 }

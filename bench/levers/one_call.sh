@@ -5,8 +5,8 @@
 # the bundle's bin folder (pipeline_throughput, feed_vs_prefetch, train_step_bench, make_shards, and
 # conveyor_device_gpu_tests for the tests part); DATA: an ImageFolder of JPEGs (the ImageNet-like set).
 # Parts (PARTS overrides, space-separated; each is a script of this folder):
-#   one:  first_batch (~50 s), step_share (~70 s), nsys (~55 s), prepared (~95 s), peer (~60 s): about 5.5 min
-#   two, four: tests (~40 s), ranks (~100 s), prepared (~60 s): about 3.5 min
+#   one:  first_batch (~40 s), step_share (~60 s), nsys (~60 s), prepared (~90 s), peer (~60 s): about 5.2 min
+#   two, four: tests (~40 s), ranks (~110 s), prepared (~55 s): about 3.5 min
 #   tests: the GPU tests of issue 41's code (start at once, the copy and hybrid levers, host placement)
 # Every figure is measured here; none of these estimates has been (they come from the step and pipeline
 # rates of earlier calls). Each part's own environment knobs (ROUNDS, STEPS, ...) pass through.

@@ -5,7 +5,8 @@
 # one GPU (or GPUS=1):
 #   step           train_step_bench ResNet-18 bf16 (its CUDA graph: the peer of prefetch's share)
 #   fvp_prepared   feed_vs_prefetch prefetch on the prepared images (written out as a folder, byte for byte)
-#   fvp_original   the same on DATA
+#   fvp_original   the same on DATA (not in the default: step_beside_decoding.sh's base is that run;
+#                  PREPARED_VARIANTS="step fvp_prepared fvp_original cpu_prepared torch_prepared" adds it)
 #   cpu_prepared   pipeline_throughput CPU-only on the prepared shards (read at random), >= MIN_IMAGES images
 #   torch_prepared the DataLoader (16 workers, torchvision.io + v2, antialias on and off) on the same shards,
 #                  >= TORCH_IMAGES images a setting
@@ -14,8 +15,9 @@
 #   ranks_prepared one process per GPU (scripts/launch.sh N), the defaults (each rank near its GPU)
 # OUT/<variant>_<round>[.rankR].json, OUT/make_shards.log and OUT/index.json (sizes, seconds); OUT/summary.json
 # from summarize_levers.py prepared. Environment: MAX_SIDE (320), QUALITY (90), ROUNDS (2), STEPS (200),
-# MIN_IMAGES (100000), TORCH_IMAGES (40000: about 10 s a setting at the DataLoader's 4k img/s), THREADS, GPUS.
-# Expected time on H200s: about 95 s on one GPU (200 steps), 60 s on two or four.
+# MIN_IMAGES (100000), TORCH_IMAGES (40000: about 10 s a setting at the DataLoader's 4k img/s), THREADS, GPUS,
+# PREPARED_VARIANTS. Expected time on H200s: about 90 s on one GPU (200 steps), 55 s on two or four
+# (estimates from earlier calls' rates, not measured).
 set -uo pipefail
 bin=$1 data=$2 out=$3
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -40,10 +42,10 @@ images=$(jpeg_count "$folder")
 fvp_common=(--modes prefetch --batch 256 --steps "$steps" --warmup 10 --progress 0 --stall-report 30)
 if [ "$gpus" -eq 1 ]; then
   threads=${THREADS:-$(nproc)}
-  variants=(step fvp_prepared fvp_original cpu_prepared torch_prepared)
+  read -r -a variants <<<"${PREPARED_VARIANTS:-step fvp_prepared cpu_prepared torch_prepared}"
 else
   threads=${THREADS:-$(($(nproc) / gpus))}
-  variants=(one_prepared ranks_prepared)
+  read -r -a variants <<<"${PREPARED_VARIANTS:-one_prepared ranks_prepared}"
   export NCCL_NVLS_ENABLE=0
 fi
 fvp=("$bin/feed_vs_prefetch" "${fvp_common[@]}" --threads "$threads")

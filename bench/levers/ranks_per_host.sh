@@ -10,7 +10,7 @@
 # OUT/<variant>_<round>[.rankR].json each (every rank writes its own: its images/s, its GPU's idle, compute
 # and copy times per step, its CPUs and batch memory); OUT/summary.json from summarize_levers.py ranks: the
 # job's images/s (the ranks' sum) over the round's one GPU, and idle per GPU. Environment: GPUS (every GPU
-# nvidia-smi lists), ROUNDS (2), STEPS (300), THREADS (cores / GPUS), VARIANTS. Expected time: about 100 s
+# nvidia-smi lists), ROUNDS (2), STEPS (300), THREADS (cores / GPUS), RANKS_VARIANTS. Expected time: about 100 s
 # for two rounds on 2 or 4 H200s (each run ~10-15 s with NCCL's set-up).
 set -uo pipefail
 bin=$1 data=$2 out=$3
@@ -24,7 +24,7 @@ gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 rounds=${ROUNDS:-2}
 steps=${STEPS:-300}
 threads=${THREADS:-$(($(nproc) / gpus))}
-read -r -a variants <<<"${VARIANTS:-one ranks ranks_all ranks_even}"
+read -r -a variants <<<"${RANKS_VARIANTS:-one ranks ranks_all ranks_even}"
 export NCCL_NVLS_ENABLE=0  # launch.sh sets it for ranks; the one-GPU run has no collective, but alike
 fvp=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --threads "$threads" --batch 256 --steps "$steps"
      --warmup 10 --progress 0 --stall-report 30)

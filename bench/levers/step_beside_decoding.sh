@@ -8,13 +8,14 @@
 #   urgent            --step-priority urgent: the step's stream at the device's most urgent priority
 #   engines_only      --gpu-hybrid 0: only the hardware engines decode on the GPU; what they refuse, the CPU
 #   decoded_only      --copy-whole-batch 0: the deferred slots are left out of the copy
-#   all               the three levers above together
+#   all               the three levers above together (not in the default STEP_VARIANTS)
 #   fewer_threads     the pipeline on THREADS - 1 threads: a core left to the step's launching thread (not in
-#                     the default VARIANTS)
+#                     the default STEP_VARIANTS)
 # OUT/<variant>_<round>.json each; OUT/summary.json from summarize_levers.py step-share: each prefetch
 # variant's share of the round's step (graph), against base round by round, its compute time per step and
-# idle, and the GPU-decoded images by nvJPEG path. Environment: ROUNDS (2), STEPS (200), VARIANTS (the
-# prefetch ones, space-separated), THREADS (every core). Expected time on an H200: about 85 s for two rounds.
+# idle, and the GPU-decoded images by nvJPEG path. Environment: ROUNDS (2), STEPS (200), STEP_VARIANTS (the
+# prefetch ones, space-separated; default "base urgent engines_only decoded_only"), THREADS (every core).
+# Expected time on an H200 at STEPS=150 (one_call.sh's): about 60 s for two rounds (an estimate, not measured).
 set -uo pipefail
 bin=$1 data=$2 out=$3
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -25,7 +26,7 @@ levers_failed=$out/failed_runs
 rounds=${ROUNDS:-2}
 steps=${STEPS:-200}
 threads=${THREADS:-$(nproc)}
-read -r -a variants <<<"${VARIANTS:-base urgent engines_only decoded_only all}"
+read -r -a variants <<<"${STEP_VARIANTS:-base urgent engines_only decoded_only}"
 fvp=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --threads "$threads" --batch 256 --steps "$steps"
      --warmup 10 --progress 0 --stall-report 30)
 step=("$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps "$steps" --warmup 10)
