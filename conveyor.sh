@@ -21,6 +21,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev
   libpugixml-dev libinih-dev libnuma-dev
+  libopenmpi-dev openmpi-bin iproute2
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev
   python3-venv python3-pip python3-setuptools python3-wheel patchelf
   dataset-fashion-mnist opencv-doc plasma-workspace-wallpapers
@@ -84,7 +85,7 @@ case "$cmd" in
         # the asan run the consumer projects (they build conveyor again, without the sanitizer) and the
         # Fashion-MNIST learning check (minutes under ASan; tests/train/CMakeLists.txt says what covers it).
         # Both compile the libraries in unity batches (CONVEYOR_UNITY_BUILD in CMakeLists.txt): built from
-        # scratch each time, they gain; the plain build keeps checking each file alone.
+        # scratch each time, they gain.
         asan) dir=build-asan; opts=(-DCONVEYOR_SANITIZE=ON -DCONVEYOR_UNITY_BUILD=ON -DCONVEYOR_BENCHMARKS=OFF -DCONVEYOR_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
           targets=(); filter=(-LE 'consumer|learning') ;;
         # Only the programs with tests labelled "concurrency" (and the examples their tests run) are built.
@@ -98,7 +99,11 @@ case "$cmd" in
       esac
     else
       # CONVEYOR_CUDA_ARCHITECTURES (e.g. CI's "90") narrows the kernels' targets: each one adds nvcc time.
-      dir=build; opts=(${CONVEYOR_CUDA_ARCHITECTURES:+-DCONVEYOR_CUDA_ARCHITECTURES=$CONVEYOR_CUDA_ARCHITECTURES})
+      # CONVEYOR_UNITY_BUILD=ON (CI's, built once from scratch) compiles the libraries in unity batches and
+      # then each public header alone, instead of each file alone (CMakeLists.txt says why).
+      dir=build; opts=(${CONVEYOR_CUDA_ARCHITECTURES:+-DCONVEYOR_CUDA_ARCHITECTURES=$CONVEYOR_CUDA_ARCHITECTURES}
+                       ${CONVEYOR_UNITY_BUILD:+-DCONVEYOR_UNITY_BUILD=$CONVEYOR_UNITY_BUILD}
+                       ${CONVEYOR_UNITY_BUILD:+-DCONVEYOR_VERIFY_HEADERS=$CONVEYOR_UNITY_BUILD})
       targets=(); filter=()
     fi
     build "$dir" "${opts[@]}" -- "${targets[@]}"

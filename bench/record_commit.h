@@ -11,7 +11,7 @@
 namespace conveyor::bench {
 
 // CONVEYOR_COMMIT from the environment when it is set, else the commit CMake was configured at. The GPU
-// machine's runner (bench/gpu_run.sh) sets it from the bundle, which is built at the working tree's
+// machine's scripts (bench/gpu/lib.sh) set it from the bundle, which is built at the working tree's
 // commit: CMake's record is only refreshed when the build tree is configured again.
 inline std::string recorded_commit() {
   const char* given = std::getenv("CONVEYOR_COMMIT");

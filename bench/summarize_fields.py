@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Issue 35's figures from bench/gpu_run.sh's fields phase: for segmentation and detection, conveyor's
-pipeline_throughput against the DataLoader peer (torch_fields.py, its faster antialias setting), and for
-classification the current pipeline_throughput against the previous binary; each as the median of the
-pairs' figures and of the pairs' ratios. Rates are counted from each side's first batch
-(images_per_s_after_first_batch); start-up (time_to_first_batch_s) is reported apart.
+"""bench/gpu/fields_vs_peers.sh's figures: for segmentation and detection, conveyor's pipeline_throughput
+against the DataLoader peer (torch_fields.py, its faster antialias setting), as the median of the pairs'
+figures and of the pairs' ratios. Rates are counted from each side's first batch
+(images_per_s_after_first_batch); start-up (time_to_first_batch_s) is reported apart. (A build against a
+previous binary: bench/summarize_against_previous.py.)
 
     summarize_fields.py RESULTS_DIR      prints a table, writes RESULTS_DIR/fields_summary.json
 """
@@ -59,7 +59,6 @@ def main(argv):
     out = {"rate": RATE}
     for kind in ("segmentation", "detection"):
         out[kind] = summary(pairs(results, kind, "conveyor", "torch"), "conveyor", "torch")
-    out["classification"] = summary(pairs(results, "classification", "conveyor", "baseline"), "conveyor", "baseline")
     for kind, s in out.items():
         if not isinstance(s, dict):
             continue

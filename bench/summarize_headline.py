@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench/gpu_run.sh headline's output as bench/results/headline.json entries.
+"""The headline's rounds (bench/gpu/pipeline_vs_peers.sh, bench/gpu/feed_vs_step.sh) as bench/results/headline.json
+entries.
 
     summarize_headline.py DIR --machine TEXT --commit SHA [--date YYYY-MM-DD] [--folder bench/results/NAME]
                           [--out FILE] [--merge bench/results/headline.json]

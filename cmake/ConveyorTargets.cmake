@@ -9,6 +9,31 @@ function(conveyor_programs_at_O0_under_asan)
   endif()
 endfunction()
 
+# conveyor_add_area_folders([EXCEPT NAME...]): every sub-folder of the calling folder that has a
+# CMakeLists.txt, so that an area adds its own programs without a list to keep in its parent.
+function(conveyor_add_area_folders)
+  cmake_parse_arguments(ARG "" "" "EXCEPT" ${ARGN})
+  file(GLOB areas LIST_DIRECTORIES true ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  foreach(area ${areas})
+    get_filename_component(name ${area} NAME)
+    if(IS_DIRECTORY ${area} AND EXISTS ${area}/CMakeLists.txt AND NOT name IN_LIST ARG_EXCEPT)
+      add_subdirectory(${area})
+    endif()
+  endforeach()
+endfunction()
+
+# conveyor_use_test_images(TARGET): the tests' synthetic JPEG maker (tests/support/test_images.cpp) for a
+# benchmark: the tests' support library when the tests are built, else that one file compiled in.
+function(conveyor_use_test_images name)
+  if(TARGET conveyor_test_support)
+    target_link_libraries(${name} PRIVATE conveyor_test_support)
+  else()
+    target_sources(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support/test_images.cpp)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+    target_link_libraries(${name} PRIVATE libjpeg-turbo::turbojpeg)
+  endif()
+endfunction()
+
 # conveyor_use_test_pch(TARGET): the test programs' precompiled header (tests/CMakeLists.txt), when there.
 function(conveyor_use_test_pch name)
   if(TARGET conveyor_test_pch)

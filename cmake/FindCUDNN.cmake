@@ -1,12 +1,4 @@
 # FindCUDNN: cuDNN beside the CUDA toolkit (or under CUDNN_ROOT), as the imported target CUDNN::cudnn.
 # cuDNN ships no CMake package of its own. Installed with conveyor's package for static builds.
-find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV CUDNN_ROOT PATH_SUFFIXES include)
-find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ENV CUDNN_ROOT PATH_SUFFIXES lib lib64)
-include(FindPackageHandleStandardArgs)
-find_package_handle_standard_args(CUDNN REQUIRED_VARS CUDNN_LIBRARY CUDNN_INCLUDE_DIR)
-if(CUDNN_FOUND AND NOT TARGET CUDNN::cudnn)
-  add_library(CUDNN::cudnn UNKNOWN IMPORTED)
-  set_target_properties(CUDNN::cudnn PROPERTIES IMPORTED_LOCATION "${CUDNN_LIBRARY}"
-                                                INTERFACE_INCLUDE_DIRECTORIES "${CUDNN_INCLUDE_DIR}")
-endif()
-mark_as_advanced(CUDNN_INCLUDE_DIR CUDNN_LIBRARY)
+include(${CMAKE_CURRENT_LIST_DIR}/ConveyorFindCudaLibrary.cmake)
+conveyor_find_cuda_library(CUDNN cudnn.h cudnn CUDNN::cudnn)

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "conveyor/batch.h"
+#include "python/field_tensors.h"
 #include "python/iterators.h"
 #include "python/sample.h"
 #include "python/tensor.h"
@@ -14,15 +15,6 @@ namespace {
 Tensor host_tensor(const std::shared_ptr<Lease<Batch>>& lease, bool labels) {
   const Batch& batch = lease->get();
   return {labels ? batch.label_tensor() : batch.pixel_tensor(), lease->item, nullptr};
-}
-
-// One of the batch's other fields (conveyor/fields.h) as a Tensor holding the batch, or None when the batch
-// has none.
-py::object field_tensor(const std::shared_ptr<Lease<Batch>>& lease,
-                        TensorView (Batch::*field)() const noexcept) {
-  const TensorView view = (lease->get().*field)();
-  if (!view) return py::none();
-  return py::cast(Tensor{view, lease->item, nullptr});
 }
 
 py::tuple shape_tuple(ImageShape shape) { return py::make_tuple(shape.height, shape.width, shape.channels); }
@@ -127,24 +119,18 @@ void bind_batches(py::module_& module) {
           "samples", [](const PyBatch& b) { return sample_infos(b.lease->get().samples()); },
           "Who each sample is: a list of SampleInfo.")
       .def_property_readonly(
-          "masks", [](const PyBatch& b) { return field_tensor(b.lease, &Batch::mask_tensor); },
-          "(N, H, W) uint8 or uint16 class ids, or None when the samples have no masks.")
-      .def_property_readonly(
-          "boxes", [](const PyBatch& b) { return field_tensor(b.lease, &Batch::box_tensor); },
-          "(N, M, 4) float32 x0, y0, x1, y1 in the batch's pixels, padded to M boxes per sample (the "
-          "batch's most, or BatchOptions max_boxes); None without boxes.")
-      .def_property_readonly(
-          "box_classes", [](const PyBatch& b) { return field_tensor(b.lease, &Batch::box_class_tensor); },
-          "(N, M) int64, -1 past each sample's count.")
-      .def_property_readonly(
-          "box_crowd", [](const PyBatch& b) { return field_tensor(b.lease, &Batch::box_crowd_tensor); },
-          "(N, M) uint8: 1 for a crowd region.")
-      .def_property_readonly(
-          "box_counts", [](const PyBatch& b) { return field_tensor(b.lease, &Batch::box_count_tensor); },
-          "(N,) int64: each sample's boxes.")
-      .def_property_readonly(
-          "multi_hot", [](const PyBatch& b) { return field_tensor(b.lease, &Batch::multi_hot_tensor); },
-          "(N, K) uint8 multi-hot labels (batch(num_classes=K)), or None.")
+          "fields",
+          [](const PyBatch& b) { return field_dict(b.lease->get().fields(), b.lease->item, nullptr); },
+          "Every tensor of the samples' other fields by name (conveyor/fields.h), each a Tensor: \"masks\" "
+          "(N, "
+          "H, W), \"boxes\" (N, M, 4) padded to the batch's most (or batch(max_boxes=M)) with "
+          "\"box_classes\" "
+          "(-1 padding), \"box_crowd\" and \"box_counts\", \"multi_hot\" (N, K), \"keypoints\" ...; also "
+          "reachable as attributes (batch.masks), which are None for a kind the batch does not carry.")
+      .def("__getattr__",
+           [](const PyBatch& b, const std::string& name) {
+             return field_attribute(b.lease->get().fields(), name, b.lease->item, nullptr, "Batch");
+           })
       .def_property_readonly("size", [](const PyBatch& b) { return b.lease->get().size(); })
       .def("__len__", [](const PyBatch& b) { return b.lease->get().size(); })
       .def_property_readonly("capacity", [](const PyBatch& b) { return b.lease->get().capacity(); })

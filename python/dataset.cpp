@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conveyor/error.h"
+#include "conveyor/field_kinds.h"
 #include "conveyor/trace.h"
 #include "python/bindings.h"
 #include "python/choices.h"
@@ -85,25 +86,22 @@ PipelineOptionChanges options_from(const py::object& options, const py::kwargs& 
   return out;
 }
 
-// Dataset.from_source: a Python object with __len__ and read(i, sample) (and optionally `fields`, names
-// among "mask", "boxes", "tags") as a SampleSource. read runs under the GIL on the pipeline's threads, one
-// element at a time: a source of Python code is as slow as a Python map.
+// Dataset.from_source: a Python object with __len__ and read(i, sample) (and optionally `fields`, names of
+// field kinds: conveyor.field_kinds()) as a SampleSource. read runs under the GIL on the pipeline's threads,
+// one element at a time: a source of Python code is as slow as a Python map.
 class PythonSource final : public SampleSource {
  public:
   explicit PythonSource(const py::object& source)
       : size_(py::len(source)), read_(python_read(source.attr("read"))), name_(py::str(py::type::of(source).attr("__name__"))) {
-    if (py::hasattr(source, "fields"))
-      for (const py::handle field : source.attr("fields")) {
-        const std::string name = py::str(field);
-        if (name == "mask")
-          fields_.mask = true;
-        else if (name == "boxes")
-          fields_.boxes = true;
-        else if (name == "tags")
-          fields_.tags = true;
-        else
-          throw InvalidArgument("Dataset.from_source: no field '" + name + "' (mask, boxes, tags)");
+    if (py::hasattr(source, "fields")) {
+      std::vector<std::string> names;
+      for (const py::handle field : source.attr("fields")) names.push_back(py::str(field));
+      try {
+        fields_ = field_set_of(names);
+      } catch (const InvalidArgument& error) {
+        throw InvalidArgument(std::string("Dataset.from_source: ") + error.what());
       }
+    }
   }
   std::size_t size() const override { return size_; }
   void read(std::size_t i, Sample& sample, const ReadLimits&) const override { read_(i, sample); }
@@ -302,12 +300,18 @@ void bind_dataset_class(py::module_& module) {
           "(fields_extension=\"json\": {\"boxes\": [[x0, y0, x1, y1], ...], \"classes\": [...]}). "
           "random_access reads local, uncompressed shards like files (shuffle() over the whole epoch).")
       .def_static(
-          "from_source", [](const py::object& source) { return Dataset::from_source(std::make_shared<PythonSource>(source)); },
+          "from_source",
+          [](const py::object& source) {
+            return Dataset::from_source(std::make_shared<PythonSource>(source));
+          },
           py::arg("source"),
-          "A source of your own: an object with __len__() and read(i, sample), which fills element i into the "
+          "A source of your own: an object with __len__() and read(i, sample), which fills element i into "
+          "the "
           "conveyor.Sample (sample.encoded = JPEG or PNG bytes, sample.encoded_mask, sample.set_boxes(...), "
-          "sample.tags, sample.label, sample.path), and optionally `fields` (names among \"mask\", \"boxes\", "
-          "\"tags\") so that batches have room for them. Every ordering method, sharding and resume work on it "
+          "sample.tags, sample.label, sample.path), and optionally `fields` (names among \"mask\", "
+          "\"boxes\", "
+          "\"tags\") so that batches have room for them. Every ordering method, sharding and resume work on "
+          "it "
           "as on files; read runs under the GIL, one element at a time (slow, like a Python map).")
       .def_static(
           "memory",
@@ -395,17 +399,9 @@ void bind_dataset_class(py::module_& module) {
       .def_property_readonly("class_names", &Dataset::class_names,
                              "An image_folder's (or coco_detection's) classes, in label order.")
       .def_property_readonly(
-          "fields",
-          [](const Dataset& self) {
-            const FieldSet f = self.fields();
-            py::list names;
-            if (f.mask) names.append("mask");
-            if (f.boxes) names.append("boxes");
-            if (f.tags) names.append("tags");
-            return names;
-          },
-          "The fields the source's samples carry besides image and label: among \"mask\", \"boxes\", "
-          "\"tags\".")
+          "fields", [](const Dataset& self) { return self.fields().names(); },
+          "The fields the source's samples carry besides image and label: names of field kinds (\"mask\", "
+          "\"boxes\", \"tags\", ...).")
       .def_property_readonly("options", &Dataset::options);
 }
 
@@ -465,6 +461,9 @@ void bind_dataset(py::module_& module) {
   bind_options(module);
   bind_dataset_class(module);
   bind_batched_dataset(module);
+  module.def("field_kinds", &field_kind_names,
+             "The field kinds conveyor knows by name (Dataset.fields, from_source's `fields`), in the order "
+             "batches list their tensors.");
 }
 
 }  // namespace conveyor::python

@@ -15,6 +15,7 @@
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/version.h"
 #include "python/choices.h"
+#include "python/field_tensors.h"
 #include "python/iterators.h"
 #include "python/tensor.h"
 #if CONVEYOR_BUILT_WITH_CUDA
@@ -114,14 +115,13 @@ Tensor batch_tensor(const PyDeviceBatch& handle, Part part) {
   return {view, owner, batch.on_device() ? owner : nullptr};
 }
 
-// One of the device batch's other fields as a Tensor, or None when the batch has none.
-py::object field_tensor(const PyDeviceBatch& handle,
-                        const TensorView& (DeviceBatch::*field)() const noexcept) {
+// The device batch's field tensors (batch.fields, batch.masks, ...), holding the batch.
+py::object field_tensors(const PyDeviceBatch& handle, const std::string* name) {
   const DeviceBatch& batch = handle.lease->get();
-  const TensorView& view = (batch.*field)();
-  if (!view) return py::none();
   const std::shared_ptr<const DeviceBatch> owner = handle.lease->item;
-  return py::cast(Tensor{view, owner, batch.on_device() ? owner : nullptr});
+  const std::shared_ptr<const DeviceBatch> device_batch = batch.on_device() ? owner : nullptr;
+  if (name == nullptr) return field_dict(batch.fields(), owner, device_batch);
+  return field_attribute(batch.fields(), *name, owner, device_batch, "DeviceBatch");
 }
 
 std::string device_name(int device) { return device >= 0 ? "cuda:" + std::to_string(device) : "cpu"; }
@@ -225,23 +225,11 @@ void bind_device_batch(py::module_& module) {
       .def_property_readonly(
           "labels", [](const PyDeviceBatch& b) { return batch_tensor(b, Part::labels); }, "(N,) int64.")
       .def_property_readonly(
-          "masks", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::masks); },
-          "(N, H, W) uint8 or uint16 class ids, or None (as Batch.masks, where the batch is).")
-      .def_property_readonly(
-          "boxes", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::boxes); },
-          "(N, M, 4) float32, or None (as Batch.boxes).")
-      .def_property_readonly(
-          "box_classes", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::box_classes); },
-          "(N, M) int64, -1 padding.")
-      .def_property_readonly(
-          "box_crowd", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::box_crowd); },
-          "(N, M) uint8.")
-      .def_property_readonly(
-          "box_counts", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::box_counts); },
-          "(N,) int64.")
-      .def_property_readonly(
-          "multi_hot", [](const PyDeviceBatch& b) { return field_tensor(b, &DeviceBatch::multi_hot); },
-          "(N, K) uint8, or None.")
+          "fields", [](const PyDeviceBatch& b) { return field_tensors(b, nullptr); },
+          "The samples' other fields by name, where the batch is (as Batch.fields); also attributes "
+          "(batch.masks, batch.boxes, ...), None for a kind the batch does not carry.")
+      .def("__getattr__",
+           [](const PyDeviceBatch& b, const std::string& name) { return field_tensors(b, &name); })
       .def_property_readonly("normalized",
                              [](const PyDeviceBatch& b) { return bool(b.lease->get().images()); })
       .def_property_readonly(
@@ -343,14 +331,11 @@ py::object to_device(const BatchedDataset& dataset, const py::object& device, co
                      std::optional<int> depth, const GpuWork& work) {
   const Placement placement = placement_of(device_spec(device));
   FeederOptions options = feeder_options(depth.value_or(3), dtype, layout, mean, std, work);
-  // The chain's trailing flip and distort join normalize on the GPU; decode_random_resized_crop is then
-  // the last map, which lets it defer images to the feeder's decoder.
+  // The chain's trailing flip and distort join normalize on the GPU (their twins); decode_random_resized_crop
+  // is then the last map, whose twin lets it defer images to the feeder's decoder.
   const BatchedDataset placed = work.augment ? place_pixel_ops(dataset, placement, options) : dataset;
-  if (!work.decode) {
-    const std::optional<Dataset::PlacedMap> last = placed.samples().last_map();
-    options.decode.enabled = placement.gpu && options.depth >= 2 && last &&
-                             std::any_cast<ops::DecodeRandomResizedCropSpec>(&last->op.spec) != nullptr;
-  }
+  if (!work.decode)
+    options.decode.enabled = placement.gpu && options.depth >= 2 && may_defer_to_gpu(placed, options);
   // With decoding on the GPU the feeder stages batches ahead on its own thread. A Python loop still holds
   // the last batch's tensors when it asks for the next one: one slot for that, one for the batch it
   // trains on, two staged ahead.

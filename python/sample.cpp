@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "conveyor/batch.h"
 #include "conveyor/error.h"
@@ -99,6 +100,47 @@ py::object mask_copy(const Sample& sample) {
     std::memcpy(out + static_cast<std::size_t>(y) * row, mask.row(y), row);
   return py::memoryview(owner).attr("cast")(mask.type == MaskType::uint16 ? "H" : "B",
                                             py::make_tuple(mask.height, mask.width));
+}
+
+// A host tensor's elements, copied into a new memoryview of its shape (any strides), or None for no elements.
+py::object tensor_copy(const TensorView& view) {
+  const char* format = view.dtype == DType::uint8     ? "B"
+                       : view.dtype == DType::uint16  ? "H"
+                       : view.dtype == DType::int64   ? "q"
+                       : view.dtype == DType::float32 ? "f"
+                                                      : nullptr;
+  if (format == nullptr)
+    throw InvalidArgument(std::string("conveyor.Sample: no copy of ") + to_string(view.dtype));
+  const std::size_t element = dtype_size(view.dtype);
+  PyObject* array = PyByteArray_FromStringAndSize(nullptr, static_cast<py::ssize_t>(view.bytes()));
+  if (array == nullptr) throw py::error_already_set();
+  const py::object owner = py::reinterpret_steal<py::object>(array);
+  char* out = PyByteArray_AsString(array);
+  py::tuple shape(view.ndim);
+  for (int d = 0; d < view.ndim; ++d)
+    shape[static_cast<std::size_t>(d)] = view.shape[static_cast<std::size_t>(d)];
+  // Row-major walk over the view's index space.
+  std::vector<std::int64_t> index(static_cast<std::size_t>(view.ndim), 0);
+  for (std::size_t n = 0; n < view.elements(); ++n) {
+    std::int64_t offset = 0;
+    for (int d = 0; d < view.ndim; ++d)
+      offset += index[static_cast<std::size_t>(d)] * view.strides[static_cast<std::size_t>(d)];
+    std::memcpy(out + n * element,
+                static_cast<const char*>(view.data) + offset * static_cast<std::int64_t>(element), element);
+    for (int d = view.ndim - 1; d >= 0; --d) {
+      if (++index[static_cast<std::size_t>(d)] < view.shape[static_cast<std::size_t>(d)]) break;
+      index[static_cast<std::size_t>(d)] = 0;
+    }
+  }
+  return py::memoryview(owner).attr("cast")(format, shape);
+}
+
+// Every field's content as tensors (copies), by name: Sample.fields and Sample.<name>.
+std::vector<BatchTensor> sample_tensors(const Sample& sample) {
+  std::vector<BatchTensor> tensors;
+  for (std::size_t i = 0; i < sample.fields().size(); ++i)
+    if (!sample.fields()[i].empty()) sample.fields()[i].tensors(tensors);
+  return tensors;
 }
 
 py::list boxes_of(const BoxList& boxes) {
@@ -233,6 +275,23 @@ void bind_sample_class(py::module_& module) {
           "tags", [](const PySample& s) { return s.get().tags; },
           [](const PySample& s, std::vector<std::int64_t> tags) { s.get_writable().tags = std::move(tags); },
           "The class ids of a multi-label sample (multi-hot rows in batches).")
+      .def_property_readonly(
+          "fields",
+          [](const PySample& s) {
+            py::dict out;
+            for (const BatchTensor& tensor : sample_tensors(s.get()))
+              out[py::str(std::string(tensor.name))] = tensor_copy(tensor.view);
+            return out;
+          },
+          "Every field's content by name (copies, as memoryviews numpy.asarray takes): \"mask\" (H, W), "
+          "\"boxes\" (n, 4), \"box_classes\", \"box_crowd\", \"tags\", \"keypoints\" (n, K, 3), ...; also "
+          "attributes (sample.keypoints) where no property of the same name exists.")
+      .def("__getattr__",
+           [](const PySample& s, const std::string& name) -> py::object {
+             for (const BatchTensor& tensor : sample_tensors(s.get()))
+               if (tensor.name == name) return tensor_copy(tensor.view);
+             throw py::attribute_error("'conveyor.Sample' object has no attribute '" + name + "'");
+           })
       .def_property_readonly(
           "shape",
           [](const PySample& s) -> py::object {

@@ -7,10 +7,11 @@ conveyor is built in wings, each a CMake target, whose dependencies point only d
     device    src/device/, include/conveyor/cuda/                      conveyor::cuda
     pipeline  src/{sources,memory,observe,pipeline}/, the rest of       conveyor::data
               include/conveyor/*.h
-    ops       ops/, include/conveyor/ops.h, include/conveyor/ops/      conveyor::data
-    core      src/core/, include/conveyor/{error,image,sample,random,  conveyor::data
-              batch,batch_checksum,host_memory,version,tensor,dlpack,memory_budget,
-              atomic_file,defer,ranks,mask,boxes,fields}.h
+    ops       ops/, include/conveyor/ops.h, include/conveyor/ops/,     conveyor::data
+              include/conveyor/fields/, include/conveyor/{sample,fields}.h
+    core      src/core/, include/conveyor/{error,image,random,batch,      conveyor::data
+              batch_checksum,host_memory,version,tensor,dlpack,memory_budget,
+              atomic_file,defer,ranks,mask,boxes}.h
 
 A file may include files of its own wing and of the wings below it, never above. The data wing (core,
 ops, pipeline) includes no CUDA header and the device wing none of cuDNN, cuBLAS or NCCL.
@@ -27,9 +28,11 @@ import sys
 
 WINGS = ["core", "ops", "pipeline", "device", "train"]
 RANK = {wing: i for i, wing in enumerate(WINGS)}
-CORE_HEADERS = {"error.h", "image.h", "sample.h", "random.h", "batch.h", "batch_checksum.h", "host_memory.h",
-                "version.h", "tensor.h", "dlpack.h", "memory_budget.h", "atomic_file.h", "defer.h", "ranks.h",
-                "mask.h", "boxes.h", "fields.h"}
+CORE_HEADERS = {"error.h", "image.h", "random.h", "batch.h", "batch_checksum.h", "host_memory.h", "version.h",
+                "tensor.h", "dlpack.h", "memory_budget.h", "atomic_file.h", "defer.h", "ranks.h", "mask.h",
+                "boxes.h"}
+# A sample and its typed fields belong to the ops that move them (include/conveyor/fields/ too).
+OPS_HEADERS = {"sample.h", "fields.h"}
 # System headers a wing may not use: the libraries of the wings above it.
 CUDA_HEADERS = re.compile(r"^(cuda[a-z_]*\.h|cuda/.*|cuda_runtime.*|cudnn.*\.h|cublas.*\.h|nccl\.h|nvjpeg\.h|"
                           r"cuda_(bf16|fp16)\.h|curand.*\.h)$")
@@ -51,7 +54,7 @@ def wing_of(path):
             return "device"
         if rest[0] == "train":
             return "train"
-        if rest[0] == "ops" or rest == ("ops.h",):
+        if rest[0] in ("ops", "fields") or rest == ("ops.h",) or (len(rest) == 1 and rest[0] in OPS_HEADERS):
             return "ops"
         if len(rest) == 1 and rest[0] in CORE_HEADERS:
             return "core"

@@ -11,7 +11,7 @@
 # used where the machine's Python has none), setuptools wheel and wheel package (bundle/python, used where
 # its environment lacks them) and patchelf (bundle/bin).
 #   scripts/device-bundle.sh BUILD_DIR [--photos] [--fashion] [--python] [--symbols] BINARY_NAME...
-# (--symbols keeps the binaries' symbol tables, so that bench/gpu_run.sh's stacks of a hang name functions)
+# (--symbols keeps the binaries' symbol tables, so that bench/gpu/lib.sh's stacks of a hang name functions)
 # On the GPU machine: tar xf .carry/bundle.tar.xz -C /tmp && source /tmp/bundle/tools/device-env /tmp/bundle/lib
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +63,11 @@ libdir=$(dirname "$(ldconfig -p | awk '/libtbbmalloc.so.2 / {print $NF; exit}')"
 cp -L "$libdir/libtbbmalloc.so.2" "$libdir/libtbbmalloc_proxy.so.2" "$stage/bundle/lib/"
 cp "$tools/device-env" "$stage/bundle/tools/"
 tar -C "$stage" -cJf .carry/bundle.tar.xz bundle
+# The commit the binaries were built at, for every record made from them (the GPU machine's copy of the tree
+# may answer git with another one).
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted changes"
+echo "$commit" >.carry/commit
 [ $photos -eq 0 ] || data/pack_photo_sources.sh .carry/photos "$build" >/dev/null
 if [ $fashion -eq 1 ]; then mkdir -p .carry/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .carry/fashion-mnist/; fi
 du -sh .carry/* | sed 's/^/device-bundle: /'

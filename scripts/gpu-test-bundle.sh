@@ -7,7 +7,7 @@
 #   unprivileged NAME PROGRAM ARGS...   a CTest test run as an unprivileged user (tests/support/run_unprivileged.sh)
 # BUILD_DIR must be a build with the GPU parts (./conveyor.sh build on a machine with nvcc). Anything after
 # BUILD_DIR goes to device-bundle.sh too (say --photos and benchmark programs, so that one bundle also serves
-# bench/gpu_run.sh's phases in the same call).
+# bench/gpu/'s scripts in the same call).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:?usage: scripts/gpu-test-bundle.sh BUILD_DIR [device-bundle.sh options and programs...]}
@@ -54,10 +54,7 @@ done <"$manifest"
 
 # device-bundle.sh starts from an empty .carry/: the manifest goes in after it.
 scripts/device-bundle.sh "$build" --fashion "${extra[@]}" "${names[@]}" feed_vs_prefetch train_fashion_mnist \
-  make_fashion_mnist quickstart make_shards resume_tool rendezvous_peer
+  make_fashion_mnist quickstart custom_network make_shards resume_tool data_parallel_peer
 printf '%s\n' "${rows[@]}" >.carry/tests.txt
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || commit="$commit+uncommitted changes"
-echo "$commit" >.carry/commit
 echo "gpu-test-bundle: ${#names[@]} test programs, $(grep -c '^unprivileged' .carry/tests.txt) unprivileged runs" \
   "in .carry/tests.txt (commit $(cat .carry/commit))"

@@ -33,7 +33,12 @@ chmod 755 "$unpacked"
 export CONVEYOR_FEED_VS_PREFETCH=$bin/feed_vs_prefetch
 export CONVEYOR_TRAIN_FASHION_MNIST=$bin/train_fashion_mnist
 export CONVEYOR_QUICKSTART=$bin/quickstart CONVEYOR_MAKE_SHARDS=$bin/make_shards
-export CONVEYOR_RESUME_TOOL=$bin/resume_tool CONVEYOR_RENDEZVOUS_PEER=$bin/rendezvous_peer
+export CONVEYOR_CUSTOM_NETWORK=$bin/custom_network CONVEYOR_RESUME_TOOL=$bin/resume_tool
+# The data-parallel tests: their rank program, and the launcher and two hosts from this checkout (the GPU
+# machine has no MPI: launch.sh starts its ranks as processes, bootstrapped by NCCL alone, and the tests
+# that need mpirun skip).
+export CONVEYOR_DATA_PARALLEL_PEER=$bin/data_parallel_peer
+export CONVEYOR_LAUNCH=$root/scripts/launch.sh CONVEYOR_TWO_HOSTS=$root/tests/support/two_hosts.sh
 data=$unpacked/data
 export CONVEYOR_TEST_FASHION_MNIST=$data/fashion-mnist
 mkdir -p "$data/idx"

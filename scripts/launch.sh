@@ -1,22 +1,49 @@
 #!/usr/bin/env bash
-# launch.sh N COMMAND [ARG...] — runs N copies of COMMAND on this host, one per GPU, as torchrun does for a
-# one-host job: each gets RANK and LOCAL_RANK (0..N-1), WORLD_SIZE and LOCAL_WORLD_SIZE (N), and the
-# rendezvous address MASTER_ADDR=127.0.0.1, MASTER_PORT (a free port unless MASTER_PORT is set). A copy that
-# fails ends the others (SIGTERM to its process group, SIGKILL 10 s later), so no rank waits forever on a
-# collective; the launcher exits with the first failure's status (128 + signal for a signal), or 0 when
-# every copy succeeded. SIGINT and SIGTERM to the launcher go to every copy.
+# launch.sh N COMMAND [ARG...] — runs N copies of COMMAND on this host: one per GPU, or N CPU processes
+# training data-parallel. Two ways, chosen by CONVEYOR_LAUNCHER (mpirun or processes; by default mpirun
+# where Open MPI's mpirun is on the PATH, processes elsewhere, as on a GPU machine without MPI):
+#
+#   mpirun     exec mpirun -np N COMMAND: each copy gets Open MPI's variables (OMPI_COMM_WORLD_RANK, ...);
+#              NCCL's id travels by MPI_Bcast, the CPU's collectives by MPI. Processes are not bound to
+#              cores (--bind-to none: each pipeline places its own threads), --oversubscribe lets N exceed
+#              the cores, and root may run it (--allow-run-as-root). mpirun ends every copy when one fails
+#              and names it ("mpirun noticed that process rank 1 ... exited on signal 9").
+#   processes  N copies started here, as torchrun does for one host: each gets RANK and LOCAL_RANK (0..N-1),
+#              WORLD_SIZE and LOCAL_WORLD_SIZE (N), MASTER_ADDR=127.0.0.1 and MASTER_PORT (a free port unless
+#              MASTER_PORT is set), from which NCCL bootstraps itself (NCCL_COMM_ID). GPUs only: the CPU's
+#              collectives need MPI. A copy that fails ends the others (SIGTERM to its process group,
+#              SIGKILL 10 s later); the launcher exits with the first failure's status (128 + signal for a
+#              signal), or 0 when every copy succeeded. SIGINT and SIGTERM to the launcher go to every copy.
 #
 # NVLink multicast (NVLS) stays off in every copy, whatever the caller's environment says: on shared GPUs
 # it can take a device out of service. NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 # NVSHMEM_DISABLE_NVLS=1 are always set.
 #
-#   scripts/launch.sh 2 build/examples/feed_vs_prefetch/feed_vs_prefetch --modes prefetch
+#   scripts/launch.sh 2 build/examples/custom_network/custom_network --device cpu
+#   CONVEYOR_LAUNCHER=processes scripts/launch.sh 2 build/examples/quickstart/quickstart photos/
 set -uo pipefail
 
 usage() { echo "usage: launch.sh N COMMAND [ARG...]   (N: processes, 1..64)" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 n=$1; shift
 [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 64 ] || usage
+
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+launcher=${CONVEYOR_LAUNCHER:-}
+if [ -z "$launcher" ]; then
+  if command -v mpirun >/dev/null; then launcher=mpirun; else launcher=processes; fi
+fi
+case $launcher in
+  mpirun)
+    command -v mpirun >/dev/null || { echo "launch: CONVEYOR_LAUNCHER=mpirun, but no mpirun on the PATH" >&2; exit 2; }
+    root=()
+    [ "$(id -u)" -ne 0 ] || root=(--allow-run-as-root)
+    exec mpirun "${root[@]}" -np "$n" --bind-to none --oversubscribe \
+      -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS "$@" ;;
+  processes) ;;
+  *) echo "launch: CONVEYOR_LAUNCHER='$launcher' is neither mpirun nor processes" >&2; exit 2 ;;
+esac
 
 free_port() {
   # The kernel's choice for a socket bound to port 0 on the loopback address.
@@ -28,7 +55,6 @@ if [ -z "${MASTER_PORT:-}" ]; then
   MASTER_PORT=$(free_port) || { echo "launch: no free port (python3 needed, or set MASTER_PORT)" >&2; exit 2; }
 fi
 export MASTER_PORT WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 # Each copy runs in a session (and so a process group) of its own, so ending a copy ends what it started
 # too. A watcher subshell per copy reports "started RANK GROUP" and "ended RANK STATUS" on a FIFO, which

@@ -7,7 +7,7 @@
 # TurboJPEG's headers, so pip builds only the module, against conveyor installed in bundle/prefix, with the
 # shared libraries of bundle/lib (pip's config settings conveyor-prefix and cmake.define.*; setup.py). The
 # installed package carries those libraries and finds them through its RPATH: run this without
-# LD_LIBRARY_PATH (bench/gpu_run.sh's pip phase does).
+# LD_LIBRARY_PATH (bench/gpu/pip_install.sh does).
 # IMAGE_FOLDER: an ImageFolder for the example (default: the bundle's make_test_jpegs makes a small one).
 # PYTHON: the interpreter (default python3). When it is not a virtual environment (an externally managed
 # system Python), a venv with --system-site-packages is made over it in /tmp/conveyor-venv and used.

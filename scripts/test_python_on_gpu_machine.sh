@@ -16,7 +16,7 @@ if ! ls "$build"/conveyor/_conveyor*.so >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$(cd "$build" && pwd)" CONVEYOR_MAKE_TEST_JPEGS="$bundle/bin/make_test_jpegs" PYTHONDONTWRITEBYTECODE=1
 # The C++ side of test_bench_scripts.py's overhead run, when the bundle carries it (its libraries through
-# device-env, as bench/gpu_run.sh runs everything; the module needs none of that).
+# device-env, as bench/gpu/lib.sh runs everything; the module needs none of that).
 if [ -x "$bundle/bin/pipeline_throughput" ]; then
   export CONVEYOR_PIPELINE_THROUGHPUT="$bundle/bin/pipeline_throughput"
   # shellcheck disable=SC1091

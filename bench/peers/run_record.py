@@ -11,7 +11,7 @@ import sys
 
 
 def git_commit(directory=None):
-    """CONVEYOR_COMMIT from the environment when set (bench/gpu_run.sh sets it from the bundle: the GPU
+    """CONVEYOR_COMMIT from the environment when set (bench/gpu/lib.sh sets it from the bundle: the GPU
     machine's copy of the tree may answer git with a commit that is not the one built), else the short
     commit of the repository holding `directory` (this file's by default), else "unknown"."""
     given = os.environ.get("CONVEYOR_COMMIT", "").strip()

@@ -31,8 +31,7 @@ variant (named in "strongest" and "variant"); "variants" holds every variant's f
                             [--rounds 1] [--unfused-bn] [--graph] [--model resnet18|small_resnet] [--size 224]
                             [--json FILE]
 
---graph alone (as bench/train/compare_with_torch.sh passes it beside conveyor's --graph) means
---variants graph. --unfused-bn replaces every BatchNorm2d by separate mean, variance and normalize ops.
+--graph alone means --variants graph. --unfused-bn replaces every BatchNorm2d by separate mean, variance and normalize ops.
 """
 import argparse
 import sys
@@ -237,7 +236,7 @@ class Runner:
 
 def assemble(args, variants, environment):
     """The JSON: the run's settings, every variant's figures, and the strongest variant's at the top level
-    (the fields bench/summarize_gpu_run.py and bench/train/compare_with_torch.sh read)."""
+    (the fields a reader of the results folder, or a summarizer, takes)."""
     result = run_record.header("torch_resnet18")
     result.update({
         "model": args.model, "batch": args.batch, "size": args.size, "precision": args.precision,

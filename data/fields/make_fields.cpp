@@ -11,6 +11,9 @@
 //   OUT/images/NNNNNN.jpg, OUT/masks/NNNNNN.png       a segmentation folder (Dataset::segmentation_folder)
 //   OUT/instances.json                                COCO detection over OUT/images (coco_detection):
 //                                                     category ids 1..classes, bbox [x, y, w, h]
+//   OUT/keypoints.json                                the same with COCO keypoints: each shape's topmost,
+//                                                     leftmost and rightmost visible pixel (their centres) as
+//                                                     points "top", "left", "right", v = 2
 //   OUT/shards/shard-NNNNNN.tar, OUT/shards/shards.json   WebDataset shards: NNNNNN.jpg, .mask.png, .json
 //                                                     ({"boxes": [[x0, y0, x1, y1]], "classes": [...]},
 //                                                     classes as the mask's ids), .cls (the photo's
@@ -47,7 +50,7 @@ using namespace conveyor;
 using nlohmann::json;
 
 // Bump when the output changes: stamps use it.
-constexpr const char* kVersion = "make_fields v1";
+constexpr const char* kVersion = "make_fields v2";
 constexpr int kMinVisiblePixels = 16;
 
 struct Options {
@@ -66,7 +69,29 @@ struct Made {
   std::int64_t label = -1;
   int width = 0, height = 0;
   BoxList boxes;  // classes: the mask's ids
+  std::vector<std::array<float, 9>> keypoints;  // per box: top, left, right as x, y, v
 };
+
+// The centres of a shape's topmost, leftmost and rightmost visible pixels (the first in reading order).
+std::array<float, 9> keypoints_of(const cv::Mat& where) {
+  cv::Point top(-1, -1), left(-1, -1), right(-1, -1);
+  for (int y = 0; y < where.rows; ++y) {
+    const std::uint8_t* row = where.ptr<std::uint8_t>(y);
+    for (int x = 0; x < where.cols; ++x) {
+      if (!row[x]) continue;
+      if (top.y < 0) top = {x, y};
+      if (left.x < 0 || x < left.x) left = {x, y};
+      if (x > right.x) right = {x, y};
+    }
+  }
+  const auto centre = [](cv::Point p) {
+    return std::pair{static_cast<float>(p.x) + 0.5f, static_cast<float>(p.y) + 0.5f};
+  };
+  const auto [tx, ty] = centre(top);
+  const auto [lx, ly] = centre(left);
+  const auto [rx, ry] = centre(right);
+  return {tx, ty, 2, lx, ly, 2, rx, ry, 2};
+}
 
 std::string name_of(std::size_t i) {
   char text[16];
@@ -150,6 +175,7 @@ Made make_one(const Options& options, std::size_t i, const std::string& photo, s
     made.boxes.add({static_cast<float>(box.x), static_cast<float>(box.y),
                     static_cast<float>(box.x + box.width), static_cast<float>(box.y + box.height)},
                    class_of[static_cast<std::size_t>(s)]);
+    made.keypoints.push_back(keypoints_of(where));
   }
   const std::span<const std::uint8_t> jpeg =
       encoder.encode(rgb.data, rgb.cols, rgb.rows, TJPF_RGB, TJSAMP_420, 90);
@@ -170,7 +196,8 @@ json boxes_json(const BoxList& boxes) {
   return out;
 }
 
-void write_coco(const Options& options, const std::vector<Made>& made) {
+// instances.json, or with keypoints keypoints.json (the same annotations, each with its shape's points).
+void write_coco(const Options& options, const std::vector<Made>& made, bool keypoints) {
   json coco{{"images", json::array()}, {"annotations", json::array()}, {"categories", json::array()}};
   std::int64_t annotation = 1;
   for (std::size_t i = 0; i < made.size(); ++i) {
@@ -185,12 +212,26 @@ void write_coco(const Options& options, const std::vector<Made>& made) {
                                      {"area", box.area()},
                                      {"category_id", m.boxes.classes()[b]},
                                      {"iscrowd", 0}});
+      if (keypoints) {
+        // x, y as numbers, v as COCO writes it: an integer.
+        json points = json::array();
+        for (std::size_t k = 0; k < 9; ++k)
+          k % 3 == 2 ? points.push_back(static_cast<int>(m.keypoints[b][k]))
+                     : points.push_back(m.keypoints[b][k]);
+        coco["annotations"].back()["keypoints"] = std::move(points);
+        coco["annotations"].back()["num_keypoints"] = 3;
+      }
     }
   }
-  for (int c = 1; c <= options.classes; ++c)
+  for (int c = 1; c <= options.classes; ++c) {
     coco["categories"].push_back({{"id", c}, {"name", "shape_" + std::to_string(c)}});
+    if (keypoints) {
+      coco["categories"].back()["keypoints"] = {"top", "left", "right"};
+      coco["categories"].back()["skeleton"] = {{1, 2}, {1, 3}};
+    }
+  }
   const std::string text = coco.dump();
-  data::write_file(options.out / "instances.json",
+  data::write_file(options.out / (keypoints ? "keypoints.json" : "instances.json"),
                    {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
 }
 
@@ -304,12 +345,14 @@ int main(int argc, char** argv) {
     }
     for (const std::string& error : errors)
       if (!error.empty()) throw std::runtime_error(error);
-    write_coco(options, made);
+    write_coco(options, made, false);
+    write_coco(options, made, true);
     write_shards(options, made);
     std::size_t boxes = 0;
     for (const Made& m : made) boxes += m.boxes.size();
     std::printf(
-        "make_fields: %zu images, %zu boxes, %d classes in %s (images/ masks/ instances.json shards/)\n",
+        "make_fields: %zu images, %zu boxes, %d classes in %s (images/ masks/ instances.json keypoints.json "
+        "shards/)\n",
         count, boxes, options.classes, options.out.c_str());
   } catch (const std::exception& error) {
     std::fprintf(stderr, "make_fields: %s\n", error.what());

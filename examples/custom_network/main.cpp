@@ -1,12 +1,15 @@
 // custom_network: a network defined here, in the program, trained by conveyor's Trainer on the
 // Fashion-MNIST JPEGs. The Trainer builds it on the CPU reference or on a GPU, where it gets what the
 // built-in ResNets get: cuDNN with cached algorithms, the step replayed as a CUDA graph, safetensors
-// checkpoints under PyTorch's names.
+// checkpoints under PyTorch's names. Started by a launcher it trains data-parallel: each rank on its share
+// of the data, the gradients averaged after every step (N CPU processes through MPI, or a GPU each).
 //
 //   custom_network --data DIR --steps N [--device cpu|gpu] [--batch B] [--lr LR] [--checkpoint FILE]
+//   scripts/launch.sh 2 custom_network --data DIR --device cpu      (mpirun -np 2, torchrun, srun alike)
 //
-// Prints the network, its parameters' names, one line per step, and at the end
-// "final loss A -> B": the mean loss of the first and of the last ten steps.
+// Prints the network, its parameters' names, one line per step, and at the end "final loss A -> B": the
+// mean loss of the first and of the last ten steps, averaged over all ranks (every rank prints it; rank 0
+// prints the rest and saves the checkpoint).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +23,7 @@
 
 #include "conveyor/conveyor.h"
 #include "device_option.h"
+#include "rank_placement.h"
 
 namespace {
 
@@ -61,7 +65,9 @@ Options parse(int argc, char** argv) {
   app.add_option("--device", o.device, "where the network trains")
       ->capture_default_str()
       ->check(example_support::device_spec());
-  app.add_option("--batch", o.batch, "images per step")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--batch", o.batch, "images per step (per rank)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   app.add_option("--lr", o.lr, "SGD learning rate (momentum 0.9)")
       ->capture_default_str()
       ->check(CLI::Range(1e-9, 100.0));
@@ -87,34 +93,44 @@ int run(const Options& o) {
   const std::filesystem::path list = std::filesystem::path(o.data) / "train.txt";
   if (!std::filesystem::exists(list))
     throw conveyor::IoError("no " + list.string() + ": make the Fashion-MNIST JPEGs with ./conveyor.sh data");
-  const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(o.device));
+  const conveyor::Ranks ranks = conveyor::ranks_from_environment();  // the launcher's; rank 0 of 1 alone
+  const conveyor::Placement placement = example_support::rank_placement(o.device, ranks);
   constexpr conveyor::ImageShape kShape{28, 28, 1};
 
-  const auto train = conveyor::Dataset::list_file(list)
-                         .shuffle(conveyor::Dataset::whole_epoch, o.seed)
-                         .repeat()
-                         .map(conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray}))
-                         .map(conveyor::ops::flip_horizontal(0.5))
-                         .with_options({.threads = o.threads, .seed = o.seed})
-                         .batch(static_cast<std::size_t>(o.batch), kShape)
-                         .prefetch(4);
-  conveyor::train::Trainer trainer({.network = fashion_network(),
-                                    .num_classes = 10,
-                                    .input = kShape,
-                                    .batch = o.batch,
-                                    .learning_rate = o.lr,
-                                    .weight_decay = 5e-4,
-                                    .mean = {72.94f, 72.94f, 72.94f},  // Fashion-MNIST's pixels, 0..255
-                                    .std = {90.02f, 90.02f, 90.02f},
-                                    .device = placement.gpu ? placement.device : -1,
-                                    .seed = o.seed});
-  std::printf("network:\n%s", trainer.network().describe().c_str());
-  std::printf("parameters:");
-  for (const conveyor::train::ParameterInfo& p : trainer.parameters())
-    if (p.learnable) std::printf(" %s", p.name.c_str());
-  std::printf("\n");
+  const auto train =
+      conveyor::Dataset::list_file(list)
+          .shuffle(conveyor::Dataset::whole_epoch, o.seed)
+          .repeat()
+          .shard(ranks)  // this rank's share of every epoch
+          .map(conveyor::ops::decode({.color = conveyor::ops::ColorMode::gray}))
+          .map(conveyor::ops::flip_horizontal(0.5))
+          .with_options({.threads = o.threads,
+                         .seed = o.seed,
+                         .cpus = conveyor::cpu_share(ranks.local_rank, ranks.local_world_size)})
+          .batch(static_cast<std::size_t>(o.batch), kShape)
+          .prefetch(4);
+  conveyor::train::DataParallelTrainer trainer(
+      {.network = fashion_network(),
+       .num_classes = 10,
+       .input = kShape,
+       .batch = o.batch,
+       .learning_rate = o.lr,
+       .weight_decay = 5e-4,
+       .mean = {72.94f, 72.94f, 72.94f},  // Fashion-MNIST's pixels, 0..255
+       .std = {90.02f, 90.02f, 90.02f},
+       .device = placement.gpu ? placement.device : -1,
+       .seed = o.seed},
+      ranks);
+  const bool main = ranks.is_main();
+  if (main) {
+    std::printf("network:\n%s", trainer.trainer().network().describe().c_str());
+    std::printf("parameters:");
+    for (const conveyor::train::ParameterInfo& p : trainer.trainer().parameters())
+      if (p.learnable) std::printf(" %s", p.name.c_str());
+    std::printf("\n");
+  }
   trainer.warmup();
-  std::printf("%s\nwarm-up %.2f s\n", trainer.placement().c_str(), trainer.warmup_seconds());
+  if (main) std::printf("%s\nwarm-up %.2f s\n", trainer.placement().c_str(), trainer.warmup_seconds());
 
   conveyor::DeviceFeeder feeder(placement, {.depth = 3});
   auto batches = feeder.feed(train);
@@ -123,13 +139,15 @@ int run(const Options& o) {
     std::optional<conveyor::DeviceBatch> batch = batches.next();
     if (!batch) throw conveyor::Error("the training data ended");
     trainer.step(*batch);
-    const conveyor::train::StepStats s = trainer.last_step();  // synchronises: fine for a demonstration
+    // Synchronises (fine for a demonstration), and averages over the ranks: every rank asks.
+    const conveyor::train::StepStats s = trainer.last_step();
     losses.push_back(s.loss);
-    std::printf("step %d/%d: loss %.4f, accuracy %.1f%%\n", step, o.steps, s.loss, 100 * s.accuracy);
+    if (main)
+      std::printf("step %d/%d: loss %.4f, accuracy %.1f%%\n", step, o.steps, s.loss, 100 * s.accuracy);
     std::fflush(stdout);
   }
-  if (!o.checkpoint.empty()) {
-    trainer.save_checkpoint(o.checkpoint, {.steps = static_cast<std::uint64_t>(o.steps)});
+  if (!o.checkpoint.empty() && main) {  // the ranks' weights are identical: one copy is enough
+    trainer.trainer().save_checkpoint(o.checkpoint, {.steps = static_cast<std::uint64_t>(o.steps)});
     std::printf("saved %s\n", o.checkpoint.c_str());
   }
   const std::size_t ten = std::min<std::size_t>(10, losses.size());

@@ -24,6 +24,7 @@
 #include "options.h"
 #include "plot_script.h"
 #include "progress_bar.h"
+#include "rank_placement.h"
 #include "report.h"
 
 namespace fvp = feed_vs_prefetch;
@@ -57,19 +58,12 @@ void list_images(const std::string& root, std::uint64_t seed, fvp::Setup& setup)
   }
 }
 
-// --cpus: each local replica's pipeline CPUs. "gpu" and "all": empty lists (the feeder chooses the CPUs
-// close to its GPU, or lets the pipeline run wherever the process runs: Setup::cpus_near_gpu); "auto":
-// replica r of the host's R (ranks on the host times GPUs per process) the r-th share of the process's CPUs;
-// a list ("0-15", "0,2,4-7"): its contiguous shares, one per GPU of this process.
-std::vector<std::vector<int>> replica_cpus(const std::string& spec, const conveyor::Ranks& ranks, int gpus) {
-  std::vector<std::vector<int>> out(static_cast<std::size_t>(gpus));
-  if (spec == "all" || spec == "gpu") return out;
-  if (spec == "auto") {
-    const int per_host = ranks.local_world_size * gpus;
-    for (int i = 0; i < gpus; ++i)
-      out[static_cast<std::size_t>(i)] = conveyor::cpu_share(ranks.local_rank * gpus + i, per_host);
-    return out;
-  }
+// --cpus: the pipeline's CPUs. "gpu" and "all": an empty list (the feeder chooses the CPUs close to its GPU,
+// or lets the pipeline run wherever the process runs: Setup::cpus_near_gpu); "auto": local rank r of the
+// host's R the r-th share of the process's CPUs; a list ("0-15", "0,2,4-7") as given.
+std::vector<int> pipeline_cpus(const std::string& spec, const conveyor::Ranks& ranks) {
+  if (spec == "all" || spec == "gpu") return {};
+  if (spec == "auto") return conveyor::cpu_share(ranks.local_rank, ranks.local_world_size);
   std::vector<int> listed;
   std::stringstream items(spec);
   for (std::string item; std::getline(items, item, ',');) {
@@ -82,12 +76,8 @@ std::vector<std::vector<int>> replica_cpus(const std::string& spec, const convey
       throw conveyor::InvalidArgument("--cpus: '" + item + "' is not a CPU or a range such as 0-15");
     }
   }
-  const std::size_t share = listed.size() / static_cast<std::size_t>(gpus);
-  if (share == 0) throw conveyor::InvalidArgument("--cpus: fewer CPUs listed than GPUs in this process");
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i].assign(listed.begin() + static_cast<std::ptrdiff_t>(i * share),
-                  listed.begin() + static_cast<std::ptrdiff_t>((i + 1) * share));
-  return out;
+  if (listed.empty()) throw conveyor::InvalidArgument("--cpus: no CPU listed");
+  return listed;
 }
 
 // With several ranks each writes its own file: "out.json" -> "out.rank1.json".
@@ -106,23 +96,17 @@ int main(int argc, char** argv) try {
   // that is stopped must not take its last lines with it.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   fvp::Options options = fvp::parse_options(argc, argv);
-  // Under a launcher (scripts/launch.sh, torchrun, mpirun) this process is one rank of a data-parallel job
-  // and trains on its local rank's GPU.
+  // Under a launcher (scripts/launch.sh, torchrun, mpirun, srun) this process is one rank of a data-parallel
+  // job: one GPU per process, its local rank's, or CPU processes training through MPI.
   const conveyor::Ranks ranks = conveyor::ranks_from_environment();
-  const bool data_parallel = options.gpus > 1 || ranks.world_size > 1;
-  if (ranks.world_size > 1 && options.gpus > 1)
-    throw conveyor::InvalidArgument("--gpus " + std::to_string(options.gpus) +
-                                    " under a launcher: each rank trains on one GPU (its LOCAL_RANK)");
-  if (ranks.world_size > 1 && options.device == "auto")
-    options.device = "gpu:" + std::to_string(ranks.local_rank);
+  const bool data_parallel = ranks.world_size > 1;
   if (data_parallel) {
     if (!options.modes_given) options.modes = {"prefetch"};
     if (options.modes != std::vector<std::string>{"prefetch"})
-      throw conveyor::InvalidArgument("data parallel (--gpus or a launcher) runs the prefetch mode only");
+      throw conveyor::InvalidArgument("data parallel (several ranks) runs the prefetch mode only");
   }
-  const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(options.device));
+  const conveyor::Placement placement = example_support::rank_placement(options.device, ranks);
   const bool gpu = placement.gpu;
-  if (data_parallel && !gpu) throw conveyor::InvalidArgument("data parallel training needs GPUs");
   if (options.model.empty()) options.model = gpu ? "resnet18" : "small";
   if (options.size == 0) options.size = options.model == "resnet18" ? 224 : gpu ? 64 : 32;
   // The CPU reference is slow: on the CPU a narrow, shallow model keeps a step in the range of the work of
@@ -137,10 +121,6 @@ int main(int argc, char** argv) try {
 
   fvp::Setup setup;
   setup.placement = placement;
-  setup.placements = {placement};
-  for (int device = 1; device < options.gpus; ++device)
-    setup.placements.push_back(
-        conveyor::resolve(conveyor::DeviceSpec::parse("gpu:" + std::to_string(device))));
   setup.ranks = ranks;
   setup.record_loss = options.record_loss;
   setup.threads = options.threads;
@@ -154,13 +134,14 @@ int main(int argc, char** argv) try {
   setup.feeder_warmup = options.feeder_warmup;
   setup.remember_split = options.remember_split;
   setup.hardware_pool = options.hardware_pool;
-  setup.replica_cpus = replica_cpus(options.cpus, ranks, options.gpus);
+  setup.pipeline_cpus = pipeline_cpus(options.cpus, ranks);
   setup.cpus_near_gpu = options.cpus == "gpu";
   setup.memory_near_gpu = options.memory_near_gpu;
   setup.start_at_once = options.start_at_once;
   setup.gpu_hybrid = options.gpu_hybrid;
   setup.copy_whole_batch = options.copy_whole_batch;
   setup.stall_seconds = options.stall_seconds;
+  setup.collective_timeout = options.collective_timeout;
   setup.kernel_blocks = options.kernel_blocks;
   setup.batch = options.batch;
   setup.steps = options.steps;
@@ -196,10 +177,10 @@ int main(int argc, char** argv) try {
   const bool nvjpeg_beside_step = gpu && options.device_augment && options.gpu_decode;
   setup.prefetch_graph = options.graph || (!options.no_graph && !nvjpeg_beside_step);
   // What moves the hybrid split's balance besides what the feeder sees: the step beside it and how many
-  // replicas share the host.
+  // ranks share the host.
   setup.memory_key = "feed_vs_prefetch " + options.model + " " + options.precision + " graph " +
                      std::to_string(setup.prefetch_graph) + " replicas on the host " +
-                     std::to_string(ranks.local_world_size * options.gpus) + " cpus " + options.cpus;
+                     std::to_string(ranks.local_world_size) + " cpus " + options.cpus;
 
   const std::vector<conveyor::StagePlacement> stages = {
       {"read + decode + augment",
@@ -209,9 +190,7 @@ int main(int argc, char** argv) try {
       {"training step",
        gpu ? "gpu:" + std::to_string(placement.device) + " (cuDNN, cuBLAS)" : "cpu reference"}};
   std::printf("%s\n", conveyor::describe_placement(placement, stages).c_str());
-  if (data_parallel)
-    std::printf("data parallel: rank %d of %d, %d GPU(s) in this process, %d replicas in all\n", ranks.rank,
-                ranks.world_size, options.gpus, setup.world_replicas());
+  if (data_parallel) std::printf("data parallel: rank %d of %d\n", ranks.rank, ranks.world_size);
 
   if (!options.trace_dir.empty()) std::filesystem::create_directories(options.trace_dir);
   std::vector<fvp::ModeResult> results;
@@ -242,7 +221,6 @@ int main(int argc, char** argv) try {
                     static_cast<int>(setup.paths.size()),
                     ranks.world_size,
                     ranks.rank,
-                    options.gpus,
                     options.deterministic,
                     options.gpu_share,
                     options.pipeline_deterministic,

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <exception>
 #include <optional>
-#include <thread>
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
@@ -76,10 +75,10 @@ class Recorder {
   }
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
-  // replicas: batches per step (one per GPU this process drives). wall_ms: the timed steps';
-  // from_first_batch_ms: from the first batch's arrival to the end of the last step.
+  // wall_ms: the timed steps'; from_first_batch_ms: from the first batch's arrival to the end of the last
+  // step. Images are this process's: a data-parallel job's rate is the sum of its ranks'.
   ModeResult finish(double wall_ms, double from_first_batch_ms, double compute_busy_ms, double data_ms_total,
-                    std::vector<double> step_times_ms, int replicas = 1) {
+                    std::vector<double> step_times_ms) {
     auto quantile = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
@@ -94,7 +93,7 @@ class Recorder {
     if (step_times_ms.size() > steps_.size())
       step_times_ms.erase(step_times_ms.begin(),
                           step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
-    const double batch_images = static_cast<double>(setup_.batch) * replicas;
+    const double batch_images = static_cast<double>(setup_.batch);
     result_.images_per_s_after_warmup_steps =
         wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * batch_images / wall_ms : 0;
     const int all_steps = setup_.warmup_steps + setup_.steps;
@@ -189,19 +188,18 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
                          trainer.gpu_busy_ms() - busy_at_timed_start, data_total, trainer.step_times_ms());
 }
 
-// A replica's feeder: on a GPU, the per-pixel ops run there, fused with the normalize that makes the model's
-// input (place_pixel_ops), and part of the decoding too (the hybrid split); off with --device-augment 0 and
-// --gpu-decode 0. Returns the maps the replica's pipeline keeps.
-std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::Placement& placement,
-                                           const conveyor::train::Trainer& trainer,
+// The feeder: on a GPU, the per-pixel ops run there, fused with the normalize that makes the model's input
+// (place_pixel_ops), and part of the decoding too (the hybrid split); off with --device-augment 0 and
+// --gpu-decode 0. Returns the maps the pipeline keeps.
+std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
   feeder.kernel_blocks_per_image = setup.kernel_blocks;
   feeder.host.cpus_near_gpu = setup.cpus_near_gpu;
   feeder.host.memory_near_gpu = setup.memory_near_gpu;
-  if (!placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
+  if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
-  std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, placement, feeder);
+  std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
   if (setup.gpu_decode) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
@@ -231,24 +229,19 @@ std::string describe_feeder(const conveyor::FeederOptions& options, const convey
   return text;
 }
 
-// This replica's pipeline: its share of the one shuffled order (element q of each epoch goes to replica
-// q % replicas, padded so that all get as many), decoded and augmented by `maps` into batches.
-conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
-                                         const std::vector<conveyor::SampleOp>& maps,
-                                         const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+// The pipeline: this rank's share of the one shuffled order (element q of each epoch goes to rank
+// q % ranks, padded so that all get as many), decoded and augmented by `maps` into batches.
+conveyor::BatchedDataset rank_batches(const Setup& setup, const std::vector<conveyor::SampleOp>& maps,
+                                      const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   conveyor::PipelineOptions options;
   options.threads = setup.pipeline_threads;  // 0: the feeder chooses (leaves a core to a CPU step)
   options.worker_nice = setup.pipeline_nice;
   options.seed = setup.seed;
   options.deterministic = setup.pipeline_deterministic;
   options.trace = trace;
-  if (local < setup.replica_cpus.size()) options.cpus = setup.replica_cpus[local];
+  options.cpus = setup.pipeline_cpus;
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
-  if (setup.data_parallel()) {
-    const std::size_t replica = static_cast<std::size_t>(setup.ranks.rank) * setup.placements.size() + local;
-    samples = samples.shard(static_cast<std::size_t>(setup.world_replicas()), replica,
-                            conveyor::ShardRemainder::pad);
-  }
+  if (setup.data_parallel()) samples = samples.shard(setup.ranks, conveyor::ShardRemainder::pad);
   for (const auto& op : maps) samples = samples.map(op);
   return samples.with_options(conveyor::PipelineOptionChanges::all(options))
       .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
@@ -257,93 +250,60 @@ conveyor::BatchedDataset replica_batches(const Setup& setup, std::size_t local,
 
 // prefetch: the Dataset pipeline makes batches into pinned buffers ahead of the step; the feeder copies
 // them asynchronously (and, on a GPU, decodes its share and augments there); the step is queued without
-// waiting for it. Data-parallel: one pipeline and one feeder per GPU of this process, one step over all.
+// waiting for it. Data-parallel: the same on every rank, each on its share of the data.
 ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   Recorder recorder(setup, "prefetch");
-  // Every thread of the run (this one, the replicas', the feeders') says what it waits for; when no step
-  // ends for stall_seconds, one report on stderr names them all: a hang shows its cycle of waits.
+  // Every thread of the run (this one, the feeder's) says what it waits for; when no step ends for
+  // stall_seconds, one report on stderr names them all: a hang shows its cycle of waits.
   std::shared_ptr<conveyor::ProgressWatch> watch;
   if (setup.stall_seconds > 0)
     watch = std::make_shared<conveyor::ProgressWatch>(conveyor::ProgressWatch::Options{
         .limit = std::chrono::milliseconds(static_cast<long long>(setup.stall_seconds * 1000))});
   const conveyor::ProgressWatch::Member me(watch, "training loop (main thread)");
-  Training training(setup, watch);
+  Training training(setup);
   auto t0 = Clock::now();
   training.warmup();
   recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
   if (watch) watch->progress();  // warm-up done: the stall clock counts from here
   if (setup.data_parallel()) std::printf("%s\n", training.placement().c_str());
 
-  const std::size_t local = setup.placements.size();
-  std::vector<conveyor::FeederOptions> feeder_options(local);
-  std::vector<std::unique_ptr<conveyor::DeviceFeeder>> feeders;
-  std::vector<conveyor::BatchedDataset> datasets;
-  for (std::size_t i = 0; i < local; ++i) {
-    const std::vector<conveyor::SampleOp> maps =
-        place_work(setup, setup.placements[i], training.replica(i), feeder_options[i]);
-    feeder_options[i].progress_watch = watch;
-    datasets.push_back(replica_batches(setup, i, maps, trace));
-    feeders.push_back(std::make_unique<conveyor::DeviceFeeder>(setup.placements[i], feeder_options[i]));
-  }
+  conveyor::FeederOptions feeder_options;
+  const std::vector<conveyor::SampleOp> maps = place_work(setup, training.trainer(), feeder_options);
+  feeder_options.progress_watch = watch;
+  const conveyor::BatchedDataset dataset = rank_batches(setup, maps, trace);
+  conveyor::DeviceFeeder feeder(setup.placement, feeder_options);
   if (setup.feeder_warmup) {
-    // Every GPU's feeder at once: each waits for its own GPU only.
     const auto start = Clock::now();
-    std::vector<std::exception_ptr> errors(local);
-    std::vector<std::thread> threads;
-    for (std::size_t i = 0; i < local; ++i)
-      threads.emplace_back([&, i] {
-        try {
-          feeders[i]->warmup(datasets[i]);
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      });
-    for (std::thread& thread : threads) thread.join();
-    for (const std::exception_ptr& error : errors)
-      if (error) std::rethrow_exception(error);
+    feeder.warmup(dataset);
     recorder.result().feeder_warmup_s = ms_between(start, Clock::now()) / 1000;
     if (watch) watch->progress();
   }
   const int track = trace ? trace->track("training thread") : -1;
   const auto mode_start = Clock::now();
-  std::vector<conveyor::DeviceBatchIterator> iterators;
-  for (std::size_t i = 0; i < local; ++i) iterators.push_back(feeders[i]->feed(datasets[i]));
-  auto copy_seconds = [&] {
-    double total = 0;
-    for (const auto& feeder : feeders) total += feeder->stats().copy_seconds;
-    return total / static_cast<double>(local);
-  };
-  auto busy_ms = [&] {
-    std::vector<double> busy;
-    for (std::size_t i = 0; i < local; ++i) busy.push_back(training.replica(i).gpu_busy_ms());
-    return busy;
-  };
+  conveyor::DeviceBatchIterator iterator = feeder.feed(dataset);
   Clock::time_point timed_start{}, first_batch_at{};
-  std::vector<double> busy_at_timed_start;
-  double copy_s_at_timed_start = 0, data_total = 0;
+  double busy_at_timed_start = 0, copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
-  std::vector<conveyor::DeviceBatch> staged;
+  std::optional<conveyor::DeviceBatch> staged;
   for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
     const bool timed = step >= setup.warmup_steps;
     if (step == setup.warmup_steps) {
       training.synchronize();
       timed_start = previous = Clock::now();
-      busy_at_timed_start = busy_ms();
-      copy_s_at_timed_start = copy_seconds();
+      busy_at_timed_start = training.trainer().gpu_busy_ms();
+      copy_s_at_timed_start = feeder.stats().copy_seconds;
     }
     const auto a = Clock::now();
-    staged.clear();  // the last step's batches released: their slots are reused once its stream passed
-    for (std::size_t i = 0; i < iterators.size(); ++i) {
-      const conveyor::ProgressWatch::Doing doing("waiting for the staged batch of replica",
-                                                 static_cast<long long>(i));
-      std::optional<conveyor::DeviceBatch> batch = iterators[i].next();  // its copy (and device work) queued
-      if (!batch) throw conveyor::Error("the pipeline ended early");
-      staged.push_back(std::move(*batch));
+    staged.reset();  // the last step's batch released: its slot is reused once its stream passed
+    {
+      const conveyor::ProgressWatch::Doing doing("waiting for the staged batch");
+      staged = iterator.next();  // its copy (and device work) queued
+      if (!staged) throw conveyor::Error("the pipeline ended early");
     }
     const auto b = Clock::now();
     {
       const conveyor::ProgressWatch::Doing doing("queueing step", step);
-      training.step(staged);
+      training.step(*staged);
     }
     if (watch) watch->progress();
     const auto c = Clock::now();
@@ -366,27 +326,22 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     previous = now;
     if (setup.on_step) setup.on_step();
   }
-  staged.clear();
+  staged.reset();
   training.synchronize();
   const auto end = Clock::now();
   const double wall = ms_between(timed_start, end);
   recorder.result().loss_last = training.last_step().loss;
-  for (auto& feeder : feeders) feeder->synchronize();
-  const std::vector<double> busy = busy_ms();
-  for (std::size_t i = 0; i < local; ++i)
-    recorder.result().idle_per_gpu.push_back(
-        wall > 0 ? std::clamp(1.0 - (busy[i] - busy_at_timed_start[i]) / wall, 0.0, 1.0) : 0);
-  ModeResult result = recorder.finish(wall, ms_between(first_batch_at, end), busy[0] - busy_at_timed_start[0],
-                                      data_total, training.replica(0).step_times_ms(), static_cast<int>(local));
-  // The busiest GPU's idle share is the figure (the others wait for it at each all-reduce).
-  result.idle_fraction = *std::max_element(result.idle_per_gpu.begin(), result.idle_per_gpu.end());
+  feeder.synchronize();
+  ModeResult result = recorder.finish(wall, ms_between(first_batch_at, end),
+                                      training.trainer().gpu_busy_ms() - busy_at_timed_start, data_total,
+                                      training.trainer().step_times_ms());
   // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.
-  result.copy_ms = 1000 * (copy_seconds() - copy_s_at_timed_start) / setup.steps;
-  // Where the work ran: replica 0's pipeline and feeder (the others are configured alike).
-  const conveyor::FeederStats stats = feeders[0]->stats();
-  const conveyor::PipelineStats pipeline = iterators[0].stats();
+  result.copy_ms = 1000 * (feeder.stats().copy_seconds - copy_s_at_timed_start) / setup.steps;
+  // Where the work ran: the pipeline and the feeder.
+  const conveyor::FeederStats stats = feeder.stats();
+  const conveyor::PipelineStats pipeline = iterator.stats();
   result.pipeline_threads = pipeline.threads;
-  result.feeder = describe_feeder(feeder_options[0], stats, pipeline);
+  result.feeder = describe_feeder(feeder_options, stats, pipeline);
   result.feeder_stats = stats;
   result.split_memory = stats.split_memory;
   if (watch) result.stall_reports = watch->stalls();

@@ -23,11 +23,9 @@ struct Setup {
   std::vector<std::int64_t> labels;
   std::vector<conveyor::SampleOp> ops;  // decode + augment, the same seeds in every mode
   conveyor::ImageShape shape;           // of one augmented sample
-  conveyor::Placement placement;        // the feed and parallel modes' device (placements[0])
-  // prefetch: one placement per replica this process drives (several with --gpus N); each replica has its
-  // own pipeline, reading its share of the data, and its own feeder.
-  std::vector<conveyor::Placement> placements;
-  // This process's place among the ranks a launcher started (rank 0 of 1 when run alone).
+  conveyor::Placement placement;        // where the step runs: a GPU, or the CPU
+  // This process's place among the ranks a launcher started (rank 0 of 1 when run alone): with several,
+  // prefetch trains data-parallel, each rank on its share of the data (one GPU, or the CPU, per process).
   conveyor::Ranks ranks;
   bool record_loss = false;  // prefetch: every step's loss (reading it synchronises after each step)
   conveyor::train::TrainerOptions trainer;
@@ -50,12 +48,12 @@ struct Setup {
   // prefetch: PipelineOptions::worker_nice, the library's default unless given
   int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
   // prefetch, issue 36's levers (see options.h): feeders warmed up before the first batch; the split
-  // remembered under memory_key; nvJPEG's hardware pool; each local replica's pipeline CPUs (empty: all).
+  // remembered under memory_key; nvJPEG's hardware pool; the pipeline's CPUs (empty: all).
   bool feeder_warmup = true;
   bool remember_split = true;
   bool hardware_pool = true;
   std::string memory_key;
-  std::vector<std::vector<int>> replica_cpus;
+  std::vector<int> pipeline_cpus;
   // prefetch, issue 41's levers (see options.h): the feeder's own choice of CPUs (--cpus gpu) and NUMA node
   // for batches, the GPU decoder coming ready behind the CPU, GPU hybrid decoding, whole-batch copies.
   bool cpus_near_gpu = true;
@@ -65,14 +63,13 @@ struct Setup {
   bool copy_whole_batch = true;
   // prefetch: seconds without a step before every thread's activity is reported (0: never).
   double stall_seconds = 60;
+  double collective_timeout = 60;  // prefetch under a launcher: seconds without progress in a collective
   int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image
 
   // Called after each step (warm-up steps included), for a progress bar; may be empty.
   std::function<void()> on_step;
 
-  // Replicas in the whole job, and whether there is more than one.
-  int world_replicas() const { return static_cast<int>(placements.size()) * ranks.world_size; }
-  bool data_parallel() const { return world_replicas() > 1; }
+  bool data_parallel() const { return ranks.world_size > 1; }
 };
 
 // What one mode measured. images_per_s, the headline, is counted from the first batch: every step's images
@@ -96,10 +93,9 @@ struct ModeResult {
   int pipeline_threads = 0;
   std::string feeder;
   double gpu_decoded_fraction = 0;
-  conveyor::FeederStats feeder_stats;  // prefetch: replica 0's feeder at the end (warm-up steps included)
-  std::vector<double> idle_per_gpu;  // prefetch: the idle fraction of each GPU this process drives
-  double feeder_warmup_s = 0;        // prefetch: DeviceFeeder::warmup of every feeder, at once
-  std::string split_memory;          // prefetch: replica 0's split: where it started, where it was kept
+  conveyor::FeederStats feeder_stats;  // prefetch: the feeder at the end (warm-up steps included)
+  double feeder_warmup_s = 0;          // prefetch: DeviceFeeder::warmup
+  std::string split_memory;            // prefetch: the split: where it started, where it was kept
   std::uint64_t stall_reports = 0;   // prefetch: reports the ProgressWatch wrote
   std::vector<double> losses;        // prefetch with record_loss: every step's loss, warm-up steps included
 };

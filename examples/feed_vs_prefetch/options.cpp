@@ -44,13 +44,13 @@ void add_device_work_options(CLI::App& app, Options& options) {
   app.add_option(
          "--feeder-warmup", options.feeder_warmup,
          "prefetch: make the feeders ready (ring, page-locked batches, nvJPEG and its kernels) before "
-         "the first batch, after the trainer's warm-up, every GPU's at once (DeviceFeeder::warmup)")
+         "the first batch, after the trainer's warm-up (DeviceFeeder::warmup)")
       ->capture_default_str();
   app.add_option("--cpus", options.cpus,
-                 "prefetch: the CPUs of each replica's pipeline (PipelineOptions::cpus): gpu (the feeder's "
-                 "default: under a launcher with several ranks on the host, the rank's share of the CPUs close "
-                 "to its GPU; FeederOptions::host), all (wherever the process runs), auto (replica r of the "
-                 "host's R gets the r-th even share of the process's CPUs), or a list such as 0-15 or 0,2,4")
+                 "prefetch: the CPUs of the pipeline (PipelineOptions::cpus): gpu (the feeder's default: "
+                 "under a launcher with several ranks on the host, the rank's share of the CPUs close to its GPU; "
+                 "FeederOptions::host), all (wherever the process runs), auto (local rank r of the host's R gets "
+                 "the r-th even share of the process's CPUs), or a list such as 0-15 or 0,2,4")
       ->capture_default_str();
   app.add_option("--memory-near-gpu", options.memory_near_gpu,
                  "prefetch on a GPU: page-locked batches bound to the GPU's NUMA node on a host of several "
@@ -85,6 +85,11 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "for to stderr (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--collective-timeout", options.collective_timeout,
+                 "prefetch under a launcher: seconds a collective may go without progress before this rank "
+                 "ends with an error (a rank killed or hung; DataParallelOptions::collective_timeout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
 }
 
 }  // namespace
@@ -144,9 +149,6 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--seed", options.seed, "seed of the order, the augmentation and the weights")
       ->capture_default_str();
   add_device_work_options(app, options);
-  app.add_option("--gpus", options.gpus, "prefetch: data-parallel over GPUs 0..N-1 of this process")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
   app.add_flag("--deterministic", options.deterministic,
                "deterministic convolution algorithms (same losses every run)");
   CLI::Option* graph = app.add_flag("--graph", options.graph,

@@ -36,7 +36,6 @@ struct Options {
   // batches every run, at the share set.
   bool pipeline_deterministic = false;
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
-  int gpus = 1;                      // prefetch: data-parallel over this many GPUs of this process (0..N-1)
   bool deterministic = false;        // deterministic convolution algorithms (TrainerOptions::deterministic)
   // On a GPU, the step replayed as one CUDA graph (--graph) or launched kernel by kernel (--no-graph).
   // Neither: kernel by kernel in prefetch when nvJPEG decodes beside the step, a graph otherwise.
@@ -48,10 +47,12 @@ struct Options {
   bool feeder_warmup = true;   // prefetch: DeviceFeeder::warmup after the trainer's warm-up
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
-  // prefetch: each replica's pipeline CPUs: gpu (the library's default: a rank's share of the CPUs close to
-  // its GPU when several ranks share the host), all, auto (an even share each), or a list
+  // prefetch: the pipeline's CPUs: gpu (the library's default: a rank's share of the CPUs close to its GPU
+  // when several ranks share the host), all, auto (this rank's even share of the host), or a list
   std::string cpus = "gpu";
   double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
+  // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
+  double collective_timeout = 60;
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
   // issue 41, each a lever measured against its baseline (see --help):
   bool memory_near_gpu = true;    // HostPlacement::memory_near_gpu

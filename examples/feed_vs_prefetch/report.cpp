@@ -23,10 +23,9 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
   char line[256];
   out << "feed_vs_prefetch: " << info.model << ", batch " << info.batch << ", " << info.size << "x"
       << info.size
-      << (info.world_size > 1 || info.gpus > 1
-              ? " per replica (rank " + std::to_string(info.rank) + " of " + std::to_string(info.world_size) +
-                    ", " + std::to_string(info.gpus) + " GPU(s) here)"
-              : std::string())
+      << (info.world_size > 1 ? " per rank (rank " + std::to_string(info.rank) + " of " +
+                                    std::to_string(info.world_size) + ")"
+                              : std::string())
       << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
       << "device: " << info.device << "\n\n";
   std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s",
@@ -55,15 +54,6 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
     }
     if (!f.host_memory.empty()) out << "  " << r.mode << " batches: " << f.host_memory << "\n";
     if (!f.startup.empty()) out << "  " << r.mode << " GPU decoder: " << f.startup << "\n";
-  }
-  for (const auto& r : results) {
-    if (r.idle_per_gpu.size() < 2) continue;
-    out << "  " << r.mode << ": idle per GPU of this process:";
-    for (const double idle : r.idle_per_gpu) {
-      std::snprintf(line, sizeof line, " %.1f %%", 100 * idle);
-      out << line;
-    }
-    out << "\n";
   }
   out << "\nimages/s counts every step from the first batch on; the other columns the timed steps after "
          "the warm-up ones\n(images/s over those alone:";
@@ -105,7 +95,6 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"steps", info.steps},
               {"world_size", info.world_size},
               {"rank", info.rank},
-              {"gpus_in_process", info.gpus},
               {"deterministic", info.deterministic},
               {"gpu_share", info.gpu_share},
               {"pipeline_deterministic", info.pipeline_deterministic},
@@ -160,7 +149,6 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                                 {"check_s", r.feeder_stats.decode_check_seconds},
                                 {"submit_s", r.feeder_stats.decode_submit_seconds},
                                 {"resize_s", r.feeder_stats.decode_resize_seconds}}},
-                              {"idle_per_gpu", r.idle_per_gpu},
                               {"feeder_warmup_s", r.feeder_warmup_s},
                               {"split_memory", r.split_memory},
                               {"stall_reports", r.stall_reports},

@@ -16,7 +16,7 @@ struct RunInfo {
   std::string date;  // UTC, ISO 8601
   std::string host;
   int threads = 0, batch = 0, size = 0, steps = 0, images = 0;
-  int world_size = 1, rank = 0, gpus = 1;  // data parallel: ranks in the job, this one, GPUs in this process
+  int world_size = 1, rank = 0;  // data parallel: ranks in the job (one GPU, or the CPU, each), this one
   bool deterministic = false;
   // prefetch on a GPU: the hybrid split's share (where it starts when the pipeline is not deterministic).
   double gpu_share = 0;

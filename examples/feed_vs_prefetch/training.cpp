@@ -1,6 +1,6 @@
 #include "training.h"
 
-#include <vector>
+#include <chrono>
 
 namespace feed_vs_prefetch {
 
@@ -14,22 +14,15 @@ conveyor::train::TrainerOptions prefetch_trainer(const Setup& setup) {
 
 }  // namespace
 
-Training::Training(const Setup& setup, std::shared_ptr<conveyor::ProgressWatch> watch) {
+Training::Training(const Setup& setup) {
   const conveyor::train::TrainerOptions options = prefetch_trainer(setup);
-  const conveyor::train::DataParallelOptions parallel{.progress_watch = std::move(watch)};
-  if (!setup.data_parallel()) {
+  if (setup.data_parallel())
+    parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(
+        options, setup.ranks,
+        conveyor::train::DataParallelOptions{.collective_timeout = std::chrono::milliseconds(
+                                                 static_cast<long long>(setup.collective_timeout * 1000))});
+  else
     single_ = std::make_unique<conveyor::train::Trainer>(options);
-    return;
-  }
-  if (setup.ranks.world_size > 1) {
-    // One process per GPU: rank 0 shares NCCL's id through MASTER_ADDR:MASTER_PORT.
-    rendezvous_ = conveyor::train::connect_rendezvous(setup.ranks);
-    parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, *rendezvous_, parallel);
-    return;
-  }
-  std::vector<int> devices;
-  for (const conveyor::Placement& placement : setup.placements) devices.push_back(placement.device);
-  parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(options, devices, parallel);
 }
 
 void Training::warmup() {
@@ -39,11 +32,11 @@ void Training::warmup() {
     parallel_->warmup();
 }
 
-void Training::step(std::span<const conveyor::DeviceBatch> batches) {
+void Training::step(const conveyor::DeviceBatch& batch) {
   if (single_)
-    single_->step(batches[0]);
+    single_->step(batch);
   else
-    parallel_->step(batches);
+    parallel_->step(batch);
 }
 
 conveyor::train::StepStats Training::last_step() {
@@ -57,11 +50,7 @@ void Training::synchronize() {
     parallel_->synchronize();
 }
 
-std::size_t Training::replicas() const noexcept { return single_ ? 1 : parallel_->local_replicas(); }
-
-conveyor::train::Trainer& Training::replica(std::size_t i) {
-  return single_ ? *single_ : parallel_->replica(i);
-}
+conveyor::train::Trainer& Training::trainer() { return single_ ? *single_ : parallel_->trainer(); }
 
 std::string Training::placement() const { return single_ ? single_->placement() : parallel_->placement(); }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
+#include "conveyor/fields/keypoints.h"
+
 namespace preview {
 namespace {
 
@@ -19,7 +21,8 @@ cv::Scalar colour_of(std::uint32_t id) {
 }
 
 // The sample's image with its mask over it (half and half; 0 is background and shows the image, 255 the
-// ignore id shows grey) and its boxes outlined in their class's colour.
+// ignore id shows grey), its boxes outlined in their class's colour, and its visible keypoints as dots of
+// their box's colour (a white ring around each).
 cv::Mat tile_of(const conveyor::Sample& sample) {
   const conveyor::ConstImageView image = sample.image();
   cv::Mat tile(image.height, image.width, CV_8UC3);
@@ -47,6 +50,18 @@ cv::Mat tile_of(const conveyor::Sample& sample) {
                   cv::Point(static_cast<int>(box.x1) - 1, static_cast<int>(box.y1) - 1),
                   colour_of(static_cast<std::uint32_t>(sample.boxes.classes()[b])), 1);
   }
+  if (const conveyor::KeypointsField* keypoints = sample.find_field<conveyor::KeypointsField>())
+    for (std::size_t i = 0; i < keypoints->instances(); ++i) {
+      const cv::Scalar colour = i < sample.boxes.size()
+                                    ? colour_of(static_cast<std::uint32_t>(sample.boxes.classes()[i]))
+                                    : cv::Scalar(255, 255, 0);
+      for (const conveyor::Keypoint& point : keypoints->instance(i)) {
+        if (point.v == 0) continue;
+        const cv::Point at(static_cast<int>(point.x), static_cast<int>(point.y));
+        cv::circle(tile, at, 2, cv::Scalar(255, 255, 255), 1);
+        cv::circle(tile, at, 1, colour, cv::FILLED);
+      }
+    }
   return tile;
 }
 

@@ -9,11 +9,13 @@
 //   DIR/IIII.png        the augmented image, RGB, 8-bit
 //   DIR/IIII.mask.png   its mask when the data has masks (same size, the class ids, 8 or 16 bits)
 //   DIR/IIII.json       {"label": ..., "boxes": [[x0, y0, x1, y1], ...], "classes": [...]} in output pixels
-//                       (empty lists when the data has no boxes)
-//   DIR/sheet.png       a contact sheet: every image with its mask laid over it and its boxes drawn
+//                       (empty lists when the data has no boxes), and "keypoints": [[[x, y, v], ...], ...]
+//                       per instance when it has keypoints (v = 0: not labelled or out of the picture)
+//   DIR/sheet.png       a contact sheet: every image with its mask laid over it, its boxes and keypoints
+//   drawn
 // PATH is an ImageFolder (folder), a folder with images/ and masks/ (segmentation), the images folder of
-// --annotations, a COCO instances JSON (coco), or a shard file, glob or brace pattern (shards: members
-// .jpg/.jpeg/.png, and .mask.png and .json when the shards have them).
+// --annotations, a COCO instances or keypoints JSON (coco), or a shard file, glob or brace pattern (shards:
+// members .jpg/.jpeg/.png, and .mask.png and .json when the shards have them).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +27,7 @@
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
+#include "conveyor/fields/keypoints.h"
 #include "conveyor/ops.h"
 #include "examples/preview/contact_sheet.h"
 
@@ -91,6 +94,15 @@ nlohmann::json fields_json(const Sample& sample) {
     const Box& box = sample.boxes.boxes()[b];
     json["boxes"].push_back({box.x0, box.y0, box.x1, box.y1});
     json["classes"].push_back(sample.boxes.classes()[b]);
+  }
+  if (const KeypointsField* keypoints = sample.find_field<KeypointsField>();
+      keypoints && keypoints->points > 0) {
+    json["keypoints"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < keypoints->instances(); ++i) {
+      nlohmann::json instance = nlohmann::json::array();
+      for (const Keypoint& point : keypoints->instance(i)) instance.push_back({point.x, point.y, point.v});
+      json["keypoints"].push_back(std::move(instance));
+    }
   }
   return json;
 }

@@ -153,26 +153,6 @@ struct PipelineOptions {
   FieldOptions fields;
 };
 
-// How Dataset::batch lays out a batch besides its size.
-struct BatchOptions {
-  // The samples' image shape; nullopt: the shape of the first element that makes it through the maps (which
-  // runs once more for that).
-  std::optional<ImageShape> sample_shape = std::nullopt;
-  // Leave out the last batch when it is smaller.
-  bool drop_remainder = false;
-  // Masks (when the source gives them): stacked (N, H, W) at the image's height and width. Their type is the
-  // first element's; with a given sample_shape, this one. An element whose mask differs fails in the
-  // "batch" stage.
-  MaskType mask_type = MaskType::uint8;
-  // Boxes (when the source gives them): padded to (N, M, 4). 0: M is each batch's most boxes in one sample
-  // (so M changes from batch to batch); M > 0: fixed, and an element with more boxes fails in the "batch"
-  // stage.
-  std::size_t max_boxes = 0;
-  // Multi-label tags as multi-hot rows (N, num_classes) uint8; 0: no multi-hot field (an element with
-  // tags then fails in the "batch" stage, and so does a tag outside 0..num_classes-1).
-  std::size_t num_classes = 0;
-};
-
 // The `part`-th of `parts` contiguous, near-equal shares of the CPUs the calling thread may run on, for
 // PipelineOptions::cpus: each of `parts` pipelines of one host gets cores of its own, e.g.
 // cpu_share(ranks.local_rank, ranks.local_world_size) under a launcher. With fewer CPUs than parts, part p
@@ -426,7 +406,7 @@ class Dataset {
   // The class names of an image_folder source, in label order; empty for other sources.
   const std::vector<std::string>& class_names() const noexcept;
   // The fields the source's elements carry besides the image and label (conveyor/fields.h).
-  FieldSet fields() const noexcept;
+  const FieldSet& fields() const noexcept;
   const PipelineOptions& options() const noexcept;
 
  private:

@@ -51,6 +51,13 @@ class InvalidArgument : public Error {
 };
 
 // A sample failed inside the pipeline: carries the file, the stage and the original reason.
+// A sample (or one of its fields) that does not fit its batch's shape: its own kind of skip
+// ("shape_mismatch" in PipelineStats).
+class ShapeMismatch : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
 class PipelineError : public Error {
  public:
   PipelineError(std::string path, std::string stage, std::string reason);

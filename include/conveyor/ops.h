@@ -3,6 +3,7 @@
 // SampleOp factories for pipelines.
 #pragma once
 
+#include "conveyor/ops/apply_geometry.h"
 #include "conveyor/ops/center_crop.h"
 #include "conveyor/ops/crop.h"
 #include "conveyor/ops/decode_jpeg.h"

@@ -2,14 +2,13 @@
 //
 //   auto watch = std::make_shared<conveyor::ProgressWatch>();           // 60 s, report on stderr
 //   conveyor::FeederOptions feeder{.progress_watch = watch};            // the feeder's threads join it
-//   conveyor::train::DataParallelOptions parallel{.progress_watch = watch};  // so do the replicas'
 //   const conveyor::ProgressWatch::Member me(watch, "training loop");   // and this thread
-//   for (...) { trainer.step(batches); watch->progress(); }
+//   for (...) { trainer.step(batch); watch->progress(); }
 //
 // A thread joins a watch for as long as a Member lives. From then on the library's blocking calls on that
 // thread say what they are about to wait for (ProgressWatch::Doing: "waiting for the pipeline", "nvJPEG
-// hardware decode (nvjpegDecodeBatchedEx), images: 83", "replica 1: step 812 > backward > all-reduce of
-// gradient bucket 3"), nested up to a few levels. When nobody calls progress() for `limit`, the watch's own
+// hardware decode (nvjpegDecodeBatchedEx), images: 83", "step 812 > backward pass > all-reduce of gradient
+// bucket 3"), nested up to a few levels. When nobody calls progress() for `limit`, the watch's own
 // thread writes one report naming every member, what it waits for and since when, so that a hang says
 // which thread waits for which: the question a multi-GPU run that stops needs answered first (a cycle
 // through NCCL, the CUDA driver and a library's lock shows as one thread per link). Progress resumed, a

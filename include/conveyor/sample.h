@@ -1,7 +1,9 @@
 // One element on its way through the pipeline: who it is (index, epoch, seed, label, path), its encoded
 // bytes, and its pixels, which the last op writes straight into the sample's slot of a batch buffer; and,
-// when its source gives them, its other fields (conveyor/fields.h): a mask (encoded, then class ids that
-// go to a mask slot the same way), boxes with classes, multi-label tags.
+// when its source gives them, its other fields as typed fields (conveyor/fields/field.h): a mask (encoded,
+// then class ids that go to a mask slot the same way), boxes with classes, multi-label tags, keypoints, or
+// kinds of your own. fields() lists them all; the old names encoded_mask, boxes and tags refer to the first
+// three.
 #pragma once
 
 #include <any>
@@ -10,11 +12,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conveyor/boxes.h"
 #include "conveyor/defer.h"
 #include "conveyor/fields.h"
+#include "conveyor/fields/field_list.h"
 #include "conveyor/image.h"
 #include "conveyor/mask.h"
 #include "conveyor/memory_budget.h"
@@ -22,7 +26,10 @@
 
 namespace conveyor {
 
-class Sample {
+namespace detail {
+// Everything a Sample holds but the references to its inline fields: copied and moved as a whole, so that a
+// copy's references are its own.
+class SampleState {
  public:
   // ---- identity, set by the pipeline before any op runs ----
   std::uint64_t index = 0;  // position in the epoch's global order (after shuffle, before shard)
@@ -38,12 +45,58 @@ class Sample {
   // seed, pixels) as its original, to be left out of the loss.
   bool padding = false;
 
+ protected:
+  static constexpr int kNone = -1, kSlot = 2;
+  FieldList fields_;
+  Image scratch_[2];
+  ImageView slot_;
+  MemoryBudget* decode_budget_ = nullptr;
+  int current_ = kNone;
+  int pending_ = kNone;
+  const FieldOptions* field_options_ = nullptr;
+  DeferPolicy* defer_policy_ = nullptr;
+  std::array<std::byte, kMaxDeferredDescriptor> descriptor_{};
+  std::size_t descriptor_size_ = 0;
+  bool deferred_ = false;
+};
+}  // namespace detail
+
+class Sample : public detail::SampleState {
+ public:
+  Sample() = default;
+  // Copies and moves carry every field; the references below stay this sample's own.
+  Sample(const Sample& other) : SampleState(other) {}
+  Sample(Sample&& other) noexcept : SampleState(std::move(other)) {}
+  Sample& operator=(const Sample& other) {
+    SampleState::operator=(other);
+    return *this;
+  }
+  Sample& operator=(Sample&& other) noexcept {
+    SampleState::operator=(std::move(other));
+    return *this;
+  }
+  ~Sample() = default;
+
   // ---- the other fields: empty when the source gives none (conveyor/fields.h) ----
-  std::vector<std::uint8_t> encoded_mask;  // the mask's bytes as read (a PNG of class ids); empty: no mask
+  // Every field of the sample, typed (conveyor/fields/field_list.h); field<T>() is the one of type T, added
+  // empty on first use: sample.field<KeypointsField>().
+  FieldList& fields() noexcept { return fields_; }
+  const FieldList& fields() const noexcept { return fields_; }
+  template <class T>
+  T& field() {
+    return fields_.get<T>();
+  }
+  template <class T>
+  const T* find_field() const noexcept {
+    return fields_.find<T>();
+  }
+  // Issue 35's names for the first three (the same objects as fields().mask().encoded, ...):
+  std::vector<std::uint8_t>& encoded_mask = fields_.mask().encoded;  // the mask's PNG as read; empty: none
   // In the pixels of the current image (before the first op: of the image as stored). Geometric ops move
   // them with the image.
-  BoxList boxes;
-  std::vector<std::int64_t> tags;  // class ids of a multi-label sample (multi-hot in batches)
+  BoxList& boxes = fields_.boxes().list;
+  std::vector<std::int64_t>& tags =
+      fields_.tags().tags;  // class ids of a multi-label sample (multi-hot rows)
 
   // The generator of the op now running, of kind `kind` (its stream constant):
   // Rng(seed, op_stream(kind, op_position)). The only randomness an op may use.
@@ -65,13 +118,13 @@ class Sample {
   // True when the current pixels are in the batch slot, so the batch stage has nothing to copy.
   bool in_slot() const noexcept { return current_ == kSlot; }
 
-  // The decoded mask, as image() / output() / publish() for pixels: empty until an op decodes
-  // encoded_mask; mask_output(shape) is the batch's mask slot when `shape` is the batch's mask shape.
-  ConstMaskView mask() const noexcept;
-  MaskView mutable_mask() noexcept;
-  MaskView mask_output(MaskShape shape);
-  void publish_mask();
-  bool mask_in_slot() const noexcept { return mask_current_ == kSlot; }
+  // The decoded mask (fields().mask()), as image() / output() / publish() for pixels: empty until an op
+  // decodes encoded_mask; mask_output(shape) is the batch's mask slot when `shape` is the batch's mask shape.
+  ConstMaskView mask() const noexcept { return fields_.mask().mask(); }
+  MaskView mutable_mask() noexcept { return fields_.mask().mutable_mask(); }
+  MaskView mask_output(MaskShape shape) { return fields_.mask().output(shape); }
+  void publish_mask() { fields_.mask().publish(); }
+  bool mask_in_slot() const noexcept { return fields_.mask().in_slot(); }
   // The rules geometric ops follow for masks and boxes: PipelineOptions::fields inside a pipeline, the
   // defaults outside.
   const FieldOptions& field_options() const noexcept;
@@ -99,9 +152,9 @@ class Sample {
   // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
   void bind_slot(ImageView slot) noexcept { slot_ = slot; }
   ImageView slot() const noexcept { return slot_; }
-  // The same for the sample's mask slot (batches whose samples have masks).
-  void bind_mask_slot(MaskView slot) noexcept { mask_slot_ = slot; }
-  MaskView mask_slot() const noexcept { return mask_slot_; }
+  // The same for the sample's mask slot (batches whose samples have masks; the batch binds every field's).
+  void bind_mask_slot(MaskView slot) noexcept { fields_.mask().bind_slot(slot); }
+  MaskView mask_slot() const noexcept { return fields_.mask().slot(); }
   // The rules field_options() returns (null: the defaults); they must outlive the sample's processing.
   void set_field_options(const FieldOptions* options) noexcept { field_options_ = options; }
   // The budget reserve_decode_memory() draws from (null: none); it must outlive the sample's processing.
@@ -110,23 +163,6 @@ class Sample {
   void offer_defer(DeferPolicy* policy) noexcept { defer_policy_ = policy; }
   // Forgets the pixels and the slot but keeps every allocation for the next sample.
   void recycle() noexcept;
-
- private:
-  static constexpr int kNone = -1, kSlot = 2;
-  Image scratch_[2];
-  ImageView slot_;
-  MemoryBudget* decode_budget_ = nullptr;
-  int current_ = kNone;
-  int pending_ = kNone;
-  Mask mask_scratch_[2];
-  MaskView mask_slot_;
-  int mask_current_ = kNone;
-  int mask_pending_ = kNone;
-  const FieldOptions* field_options_ = nullptr;
-  DeferPolicy* defer_policy_ = nullptr;
-  std::array<std::byte, kMaxDeferredDescriptor> descriptor_{};
-  std::size_t descriptor_size_ = 0;
-  bool deferred_ = false;
 };
 
 }  // namespace conveyor
@@ -140,10 +176,11 @@ namespace conveyor {
 struct SampleOp {
   std::string name;
   std::function<void(Sample&)> apply;
-  // What the op is, for code that can run the same op elsewhere: the library's flip_horizontal and distort
-  // carry their parameters (ops::FlipHorizontalSpec, ops::DistortSpec), which conveyor::place_pixel_ops
-  // (conveyor/cuda/device_feeder.h) reads to run them on the GPU instead. Empty for other ops.
+  // The op's parameters, for code that runs the same op elsewhere (its GPU twin); empty for most ops.
   std::any spec = {};
+  // The name of its GPU twin (conveyor/cuda/gpu_twins.h), which place_pixel_ops looks up in the feeder's
+  // registry to run the op on the GPU instead ("flip_horizontal", "distort", a user's); empty: none.
+  std::string gpu_twin = {};
 };
 
 }  // namespace conveyor

@@ -1,21 +1,21 @@
-// The decoding SampleOps (conveyor/ops/sample_ops.h): sample.encoded, a JPEG, a PNG or an image stored decoded
-// (a binary PPM/PGM of a prepared data set, conveyor/ops/raw_image.h), into pixels, and the sample's mask
-// (sample.encoded_mask) decoded with them through the same window; boxes follow the window.
+// The decoding SampleOps (conveyor/ops/sample_ops.h): sample.encoded, a JPEG, a PNG or an image stored
+// decoded (a binary PPM/PGM of a prepared data set, conveyor/ops/raw_image.h), into pixels; the sample's
+// fields follow the window (ops::move_fields), and a field kept encoded (a mask's PNG) is opened with the
+// image, its memory reserved with the image's, and decoded through the same window.
 #include <chrono>
 #include <string>
 #include <utility>
 
 #include "conveyor/defer.h"
 #include "conveyor/error.h"
+#include "conveyor/ops/apply_geometry.h"
 #include "conveyor/ops/center_crop.h"
 #include "conveyor/ops/crop.h"
 #include "conveyor/ops/decode_png.h"
 #include "conveyor/ops/deferred_crop.h"
-#include "conveyor/ops/field_geometry.h"
 #include "conveyor/ops/raw_image.h"
 #include "conveyor/ops/resize.h"
 #include "conveyor/ops/sample_ops.h"
-#include "ops/image/sample_fields.h"
 
 namespace conveyor::ops {
 namespace {
@@ -75,6 +75,25 @@ OpenedImage open_image(const Sample& sample, const DecodeOptions& options) {
   return {false, decoder.shape(), decoder.orientation(), &header};
 }
 
+// The fields' part of a decode: every field that moves with the image is checked against it and, when kept
+// encoded, opened (a mask's PNG header); returns what decoding them allocates, to reserve with the image's
+// memory in one reservation (two reservations could wait on each other).
+std::size_t open_fields(Sample& sample, const OpenedImage& image, std::size_t max_pixels) {
+  std::size_t bytes = 0;
+  FieldList& fields = sample.fields();
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    Field& field = fields[i];
+    if (field.empty() || !field.follows_geometry()) continue;
+    if (image.orientation != 1)
+      throw InvalidArgument("the image has EXIF orientation " + std::to_string(image.orientation) +
+                            " and apply_exif_orientation is on: its " + std::string(field.name()) +
+                            " field is in the stored image's pixels, so turn apply_exif_orientation off for "
+                            "samples with fields that move with the image");
+    bytes += field.open_with_image(image.full.height, image.full.width, max_pixels);
+  }
+  return bytes;
+}
+
 // `window` of the opened image resized into `out`: the JPEG decodes only the window (at the DCT scale it
 // allows), the PNG decodes whole first.
 void decode_window(const OpenedImage& image, const DecodeOptions& options, Rect window, ImageView out,
@@ -99,10 +118,9 @@ SampleOp decode(DecodeOptions options) {
   return {
       "decode", [options](Sample& sample) {
         const OpenedImage image = open_image(sample, options);
-        const detail::EncodedMask mask(sample, options.max_pixels);
-        mask.check_image(sample, image.full.height, image.full.width, image.orientation);
+        const std::size_t field_bytes = open_fields(sample, image, options.max_pixels);
         const auto memory = sample.reserve_decode_memory(
-            image.memory_estimate({0, 0, image.full.width, image.full.height}, 1) + mask.memory_estimate());
+            image.memory_estimate({0, 0, image.full.width, image.full.height}, 1) + field_bytes);
         if (image.stored_decoded()) {
           crop_copy(image.raw, Rect{0, 0, image.full.width, image.full.height}, sample.output(image.full));
         } else if (image.png) {
@@ -111,7 +129,8 @@ SampleOp decode(DecodeOptions options) {
           thread_decoder().read(sample.output(image.full));
         }
         sample.publish();
-        mask.decode_whole(sample);
+        move_fields(sample, GeometryChange::crop(image.full.height, image.full.width,
+                                                 {0, 0, image.full.width, image.full.height}));
       }};
 }
 
@@ -129,9 +148,9 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             const Rect window =
                 draw_random_resized_crop_window(full.height, full.width, options, sample.seed,
                                                 op_stream(stream::random_resized_crop, sample.op_position));
-            const detail::EncodedMask mask(sample, options.decode.max_pixels);
-            mask.check_image(sample, full.height, full.width, image.orientation);
-            crop_resize_boxes(sample.boxes, window, size, size, sample.field_options());
+            const std::size_t field_bytes = open_fields(sample, image, options.decode.max_pixels);
+            const GeometryChange change =
+                GeometryChange::crop_resize(full.height, full.width, window, size, size);
             const ImageShape output{size, size, full.channels};
             if (policy && policy->should_defer(sample)) {
               // A GPU decoder has nothing to do for pixels stored decoded.
@@ -141,11 +160,11 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
                                         : deferral_refusal(*image.jpeg, options.decode, full.channels,
                                                            options.interpolation, sample.slot().shape());
               if (refusal == nullptr) {
-                // The image goes to the stage after batching; the mask is made here (it is small, and the
-                // batch needs it in its slot either way).
+                // The image goes to the stage after batching; the fields are made here (a mask is small, and
+                // the batch needs it in its slot either way).
                 {
-                  const auto memory = sample.reserve_decode_memory(mask.memory_estimate());
-                  mask.decode_window(sample, window, size, size);
+                  const auto memory = sample.reserve_decode_memory(field_bytes);
+                  move_fields(sample, change);
                 }
                 DeferredCrop crop;
                 crop.window = window;
@@ -162,13 +181,13 @@ SampleOp decode_random_resized_crop(int size, RandomResizedCropOptions options) 
             }
             const auto memory = sample.reserve_decode_memory(
                 image.memory_estimate(window, choose_dct_scale(window.width, window.height, size, size)) +
-                mask.memory_estimate());
+                field_bytes);
             decode_window(image, options.decode, window, sample.output(output), options.interpolation);
             sample.publish();
-            mask.decode_window(sample, window, size, size);
+            move_fields(sample, change);
             if (policy) policy->spent(false, std::chrono::steady_clock::now() - start);
           },
-          DecodeRandomResizedCropSpec{size, options}};
+          DecodeRandomResizedCropSpec{size, options}, "decode_random_resized_crop"};
 }
 
 SampleOp decode_center_crop(int size, DecodeOptions options) {
@@ -177,16 +196,14 @@ SampleOp decode_center_crop(int size, DecodeOptions options) {
             const OpenedImage image = open_image(sample, options);
             const ImageShape full = image.full;
             const Rect window = center_fit_window(full.height, full.width, size, size);
-            const detail::EncodedMask mask(sample, options.max_pixels);
-            mask.check_image(sample, full.height, full.width, image.orientation);
+            const std::size_t field_bytes = open_fields(sample, image, options.max_pixels);
             const auto memory = sample.reserve_decode_memory(
                 image.memory_estimate(window, choose_dct_scale(window.width, window.height, size, size)) +
-                mask.memory_estimate());
+                field_bytes);
             decode_window(image, options, window, sample.output({size, size, full.channels}),
                           Interpolation::linear);
             sample.publish();
-            mask.decode_window(sample, window, size, size);
-            crop_resize_boxes(sample.boxes, window, size, size, sample.field_options());
+            move_fields(sample, GeometryChange::crop_resize(full.height, full.width, window, size, size));
           }};
 }
 

@@ -71,28 +71,30 @@ void crop_resize_mask(ConstMaskView mask, Rect window, MaskView out, PadMode mod
   if (dst.data != out.data) throw Error("crop_resize_mask: OpenCV reallocated the output");
 }
 
+bool crop_resize_box(Box& box, Rect window, int out_width, int out_height,
+                     const FieldOptions& options) noexcept {
+  const double sx = static_cast<double>(out_width) / window.width;
+  const double sy = static_cast<double>(out_height) / window.height;
+  const double x0 = (box.x0 - window.x) * sx, x1 = (box.x1 - window.x) * sx;
+  const double y0 = (box.y0 - window.y) * sy, y1 = (box.y1 - window.y) * sy;
+  const double mapped = std::max(0.0, x1 - x0) * std::max(0.0, y1 - y0);
+  const double cx0 = std::clamp(x0, 0.0, static_cast<double>(out_width));
+  const double cx1 = std::clamp(x1, 0.0, static_cast<double>(out_width));
+  const double cy0 = std::clamp(y0, 0.0, static_cast<double>(out_height));
+  const double cy1 = std::clamp(y1, 0.0, static_cast<double>(out_height));
+  const double visible = std::max(0.0, cx1 - cx0) * std::max(0.0, cy1 - cy0);
+  box = {static_cast<float>(cx0), static_cast<float>(cy0), static_cast<float>(cx1), static_cast<float>(cy1)};
+  return visible > 0 && visible >= options.min_box_area && visible >= options.min_box_visibility * mapped;
+}
+
 void crop_resize_boxes(BoxList& boxes, Rect window, int out_width, int out_height,
                        const FieldOptions& options) {
   if (boxes.empty()) return;
   if (window.empty() || out_width <= 0 || out_height <= 0)
     throw InvalidArgument("crop_resize_boxes: empty window");
-  const double sx = static_cast<double>(out_width) / window.width;
-  const double sy = static_cast<double>(out_height) / window.height;
   const std::span<Box> all = boxes.boxes();
-  boxes.keep_if([&](std::size_t i) {
-    Box& box = all[i];
-    const double x0 = (box.x0 - window.x) * sx, x1 = (box.x1 - window.x) * sx;
-    const double y0 = (box.y0 - window.y) * sy, y1 = (box.y1 - window.y) * sy;
-    const double mapped = std::max(0.0, x1 - x0) * std::max(0.0, y1 - y0);
-    const double cx0 = std::clamp(x0, 0.0, static_cast<double>(out_width));
-    const double cx1 = std::clamp(x1, 0.0, static_cast<double>(out_width));
-    const double cy0 = std::clamp(y0, 0.0, static_cast<double>(out_height));
-    const double cy1 = std::clamp(y1, 0.0, static_cast<double>(out_height));
-    const double visible = std::max(0.0, cx1 - cx0) * std::max(0.0, cy1 - cy0);
-    box = {static_cast<float>(cx0), static_cast<float>(cy0), static_cast<float>(cx1),
-           static_cast<float>(cy1)};
-    return visible > 0 && visible >= options.min_box_area && visible >= options.min_box_visibility * mapped;
-  });
+  boxes.keep_if(
+      [&](std::size_t i) { return crop_resize_box(all[i], window, out_width, out_height, options); });
 }
 
 void flip_mask_horizontal(MaskView mask) {

@@ -1,15 +1,15 @@
 // The SampleOps that work on decoded pixels (conveyor/ops/sample_ops.h); the decoding ones are in
-// decode_ops.cpp. Geometric ops move the sample's mask and boxes with the image (sample_fields.h); colour
-// ops touch the image only.
+// decode_ops.cpp. Each geometric op draws its change and hands it to ops::apply_geometry, which moves the
+// image and every field; colour ops touch the image only.
 #include "conveyor/ops/sample_ops.h"
 
 #include <string>
 
 #include "conveyor/error.h"
+#include "conveyor/ops/apply_geometry.h"
 #include "conveyor/ops/center_crop.h"
 #include "conveyor/ops/crop.h"
 #include "conveyor/ops/flip.h"
-#include "ops/image/sample_fields.h"
 
 namespace conveyor::ops {
 namespace {
@@ -30,12 +30,9 @@ ImageView current_mutable_image(Sample& sample, const char* op) {
   return sample.mutable_image();
 }
 
-// The ops that take a window of the image (reaching outside it: made up by `mode`) to a height x width
-// output: the image by crop_copy, its mask and boxes by the same window.
+// The ops that take a window of the image as it is (reaching outside it: made up by `mode`).
 void apply_window(Sample& sample, ConstImageView image, Rect window, PadMode mode, std::uint8_t value) {
-  crop_copy(image, window, sample.output({window.height, window.width, image.channels}), mode, value);
-  sample.publish();
-  detail::window_fields(sample, image.shape(), window, window.height, window.width, mode);
+  apply_geometry(sample, GeometryChange::crop(image.height, image.width, window, mode), {.fill = value});
 }
 
 }  // namespace
@@ -85,31 +82,26 @@ SampleOp random_resized_crop(int size, RandomResizedCropOptions options) {
             const Rect window =
                 draw_random_resized_crop_window(image.height, image.width, options, sample.seed,
                                                 op_stream(stream::random_resized_crop, sample.op_position));
-            resize(crop(image, window), sample.output({size, size, image.channels}), options.interpolation);
-            sample.publish();
-            detail::window_fields(sample, image.shape(), window, size, size);
+            apply_geometry(sample, GeometryChange::crop_resize(image.height, image.width, window, size, size),
+                           {.interpolation = options.interpolation});
           }};
 }
 
 SampleOp flip_horizontal(double p) {
   return {"flip_horizontal",
           [p](Sample& sample) {
-            ImageView image = current_mutable_image(sample, "flip_horizontal");
-            if (draw_flip(p, sample.seed, op_stream(stream::flip_horizontal, sample.op_position))) {
-              flip_horizontal(image);
-              detail::flip_fields(sample, true);
-            }
+            const ConstImageView image = current_image(sample, "flip_horizontal");
+            if (draw_flip(p, sample.seed, op_stream(stream::flip_horizontal, sample.op_position)))
+              apply_geometry(sample, GeometryChange::mirror(image.height, image.width, true));
           },
-          FlipHorizontalSpec{p, stream::flip_horizontal}};
+          FlipHorizontalSpec{p, stream::flip_horizontal}, "flip_horizontal"};
 }
 
 SampleOp flip_vertical(double p) {
   return {"flip_vertical", [p](Sample& sample) {
-            ImageView image = current_mutable_image(sample, "flip_vertical");
-            if (draw_flip(p, sample.seed, op_stream(stream::flip_vertical, sample.op_position))) {
-              flip_vertical(image);
-              detail::flip_fields(sample, false);
-            }
+            const ConstImageView image = current_image(sample, "flip_vertical");
+            if (draw_flip(p, sample.seed, op_stream(stream::flip_vertical, sample.op_position)))
+              apply_geometry(sample, GeometryChange::mirror(image.height, image.width, false));
           }};
 }
 
@@ -122,16 +114,15 @@ SampleOp distort(DistortOptions options) {
             Rng rng = sample.rng(stream::distort);
             distort(image, options, rng);
           },
-          DistortSpec{options, stream::distort}};
+          DistortSpec{options, stream::distort}, "distort"};
 }
 
 SampleOp resize(int height, int width, Interpolation interpolation) {
   check_size(height, width, "resize");
   return {"resize", [height, width, interpolation](Sample& sample) {
             const ConstImageView image = current_image(sample, "resize");
-            resize(image, sample.output({height, width, image.channels}), interpolation);
-            sample.publish();
-            detail::window_fields(sample, image.shape(), {0, 0, image.width, image.height}, height, width);
+            apply_geometry(sample, GeometryChange::resize(image.height, image.width, height, width),
+                           {.interpolation = interpolation});
           }};
 }
 

@@ -1,7 +1,9 @@
 #include "conveyor/ranks.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "conveyor/error.h"
 
@@ -21,6 +23,9 @@ constexpr LauncherNames kTorchrun{RankSource::torchrun, "RANK", "WORLD_SIZE", "L
                                   "LOCAL_WORLD_SIZE"};
 constexpr LauncherNames kOpenMpi{RankSource::open_mpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                                  "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+// Slurm has no variable for this node's task count: read_slurm() makes it from the step's list.
+constexpr LauncherNames kSlurm{RankSource::slurm, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID",
+                               "SLURM_STEP_TASKS_PER_NODE"};
 
 std::string quoted(const std::string& name, const std::string& value) { return name + "='" + value + "'"; }
 
@@ -61,12 +66,57 @@ void require_rank_below(int rank, const char* rank_name, int size, const char* s
                           "=" + std::to_string(size));
 }
 
+// Slurm's tasks per node, "2(x3),1" for 2, 2, 2, 1: comma-separated counts, each optionally repeated.
+std::vector<int> expand_tasks_per_node(const std::string& name, const std::string& value) {
+  const auto bad = [&] {
+    return InvalidArgument(quoted(name, value) + " is not a list of task counts such as '2(x3),1'");
+  };
+  std::vector<int> counts;
+  std::size_t at = 0;
+  while (at <= value.size()) {
+    const std::size_t comma = std::min(value.find(',', at), value.size());
+    const std::string entry = value.substr(at, comma - at);
+    const std::size_t open = entry.find("(x");
+    int count = 0, repeat = 1;
+    try {
+      if (open == std::string::npos) {
+        count = parse_count(name, entry);
+      } else {
+        if (entry.back() != ')') throw bad();
+        count = parse_count(name, entry.substr(0, open));
+        repeat = parse_count(name, entry.substr(open + 2, entry.size() - open - 3));
+      }
+    } catch (const InvalidArgument&) {
+      throw bad();
+    }
+    if (count < 1 || repeat < 1 || counts.size() + static_cast<std::size_t>(repeat) > 1'000'000) throw bad();
+    counts.insert(counts.end(), static_cast<std::size_t>(repeat), count);
+    at = comma + 1;
+  }
+  return counts;
+}
+
+// This node's entry of SLURM_STEP_TASKS_PER_NODE, at SLURM_NODEID; nullopt when the list is not set.
+std::optional<int> slurm_tasks_on_this_node(const Environment& environment) {
+  const std::optional<std::string> list = environment(kSlurm.local_world_size);
+  if (!list) return std::nullopt;
+  const std::vector<int> counts = expand_tasks_per_node(kSlurm.local_world_size, *list);
+  const std::optional<int> node = read_count(environment, "SLURM_NODEID");
+  if (!node) throw InvalidArgument(std::string(kSlurm.local_world_size) + " is set but SLURM_NODEID is not");
+  if (static_cast<std::size_t>(*node) >= counts.size())
+    throw InvalidArgument("SLURM_NODEID=" + std::to_string(*node) + " has no entry in " +
+                          quoted(kSlurm.local_world_size, *list));
+  return counts[static_cast<std::size_t>(*node)];
+}
+
 // One launcher's view, or nullopt when it set none of its variables.
 std::optional<Ranks> read_launcher(const Environment& environment, const LauncherNames& names) {
   const std::optional<int> rank = read_count(environment, names.rank);
   const std::optional<int> world_size = read_count(environment, names.world_size);
   const std::optional<int> local_rank = read_count(environment, names.local_rank);
-  const std::optional<int> local_world_size = read_count(environment, names.local_world_size);
+  const std::optional<int> local_world_size = names.source == RankSource::slurm
+                                                  ? slurm_tasks_on_this_node(environment)
+                                                  : read_count(environment, names.local_world_size);
   if (!rank && !world_size && !local_rank && !local_world_size) return std::nullopt;
   require_pair(rank, names.rank, world_size, names.world_size);
   require_pair(local_rank, names.local_rank, local_world_size, names.local_world_size);
@@ -110,6 +160,8 @@ const char* to_string(RankSource source) noexcept {
       return "torchrun";
     case RankSource::open_mpi:
       return "open_mpi";
+    case RankSource::slurm:
+      return "slurm";
   }
   return "unknown";
 }
@@ -128,6 +180,14 @@ Ranks ranks_from_environment(const Environment& environment) {
   const std::optional<Ranks> mpi = read_launcher(environment, kOpenMpi);
   if (torch && mpi) require_agreement(*torch, *mpi);
   Ranks ranks = torch ? *torch : mpi ? *mpi : Ranks{};
+  // Slurm's describe this process only when nothing was started inside its step (see ranks.h); and only
+  // srun's tasks have SLURM_STEP_NUM_TASKS, so a batch script (SLURM_PROCID=0 of SLURM_NTASKS) is one
+  // process.
+  if (!torch && !mpi && environment(kSlurm.world_size)) {
+    if (const std::optional<Ranks> slurm = read_launcher(environment, kSlurm)) ranks = *slurm;
+  }
+  ranks.mpi_launcher =
+      environment("OMPI_COMM_WORLD_SIZE").has_value() || environment("PMIX_RANK").has_value();
   if (const std::optional<std::string> addr = environment("MASTER_ADDR")) {
     if (addr->empty()) throw InvalidArgument("MASTER_ADDR is set but empty");
     ranks.master_addr = *addr;

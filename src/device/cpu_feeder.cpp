@@ -40,6 +40,36 @@ std::size_t CpuFeeder::decode_deferred(const Batch& batch) {
   return decoded;
 }
 
+void CpuFeeder::run_pixel_ops(const Batch& batch) const {
+  const ImageShape shape = batch.sample_shape();
+  // Like the deferred samples above: the batch was handed over, its pixels are ours to change, in place, as a
+  // GPU feeder's twins change its copy of them.
+  auto* pixels = const_cast<std::uint8_t*>(batch.pixels().data());
+  Sample sample;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const ImageView image(pixels + i * shape.bytes(), shape);
+    for (const PlacedPixelOp& placed : options_.pixel_ops) {
+      sample.recycle();
+      const SampleInfo& info = batch.samples()[i];
+      sample.index = info.index;
+      sample.epoch = info.epoch;
+      sample.seed = info.seed;
+      sample.op_position = static_cast<std::uint32_t>(placed.position);
+      sample.bind_slot(image);
+      sample.output(shape);  // the slot: the image is already there
+      sample.publish();
+      placed.op.apply(sample);
+      if (sample.in_slot()) continue;
+      const ConstImageView result = sample.image();
+      if (result.shape() != shape)
+        throw InvalidArgument("DeviceFeeder: the pixel op '" + placed.op.name +
+                              "' changed the image's shape");
+      for (int y = 0; y < shape.height; ++y)
+        std::memcpy(image.row(y), result.row(y), static_cast<std::size_t>(shape.width) * shape.channels);
+    }
+  }
+}
+
 const std::uint8_t* CpuFeeder::augment(const Batch& batch, Slot& slot) const {
   const ImageShape shape = batch.sample_shape();
   if (batch.samples().size() != batch.size())
@@ -70,10 +100,16 @@ DeviceBatch CpuFeeder::stage(Batch batch, StageMode mode) {
   const ImageShape shape = batch.sample_shape();
   if (!mode.augmented) DeviceBatchAccess::check_augment(options_, batch);
   const std::size_t decoded = batch.deferred_count() > 0 ? decode_deferred(batch) : 0;
+  if (!mode.augmented && !options_.pixel_ops.empty()) {
+    if (batch.samples().size() != batch.size())
+      throw InvalidArgument(
+          "DeviceFeeder: pixel ops draw from each sample's seed, and this batch carries none");
+    run_pixel_ops(batch);
+  }
   DeviceBatchAccess::Parts parts;
   parts.pixels = batch.pixel_tensor();
   parts.labels = batch.label_tensor();
-  parts.fields = DeviceBatchAccess::field_tensors(batch);
+  parts.fields = batch.fields();  // the batch stays in the slot while the handle lives
   parts.samples = batch.samples();
   parts.size = batch.size();
   parts.shape = shape;

@@ -35,6 +35,8 @@ class CpuFeeder final : public FeederBackend {
   };
   // Decodes `batch`'s deferred samples into its own slots; returns how many (and counts failures).
   std::size_t decode_deferred(const Batch& batch);
+  // FeederOptions::pixel_ops, as their SampleOps (a batch staged by hand), in place on the batch's pixels.
+  void run_pixel_ops(const Batch& batch) const;
   // Flip and distort, as the SampleOps do, on a copy of the batch's pixels.
   const std::uint8_t* augment(const Batch& batch, Slot& slot) const;
 

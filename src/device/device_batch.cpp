@@ -11,6 +11,13 @@ namespace conveyor {
 
 std::shared_ptr<const void> DeviceBatch::share_hold() const noexcept { return hold_; }
 
+const TensorView& DeviceBatch::field(std::string_view name) const noexcept {
+  static const TensorView none;  // constant: what a batch without the tensor shows
+  for (const BatchTensor& tensor : fields_)
+    if (tensor.name == name) return tensor.view;
+  return none;
+}
+
 namespace detail {
 
 DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts& parts) {
@@ -19,12 +26,7 @@ DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts&
   batch.pixels_ = parts.pixels;
   batch.labels_ = parts.labels;
   batch.images_ = parts.images;
-  batch.masks_ = parts.fields[0];
-  batch.boxes_ = parts.fields[1];
-  batch.box_classes_ = parts.fields[2];
-  batch.box_crowd_ = parts.fields[3];
-  batch.box_counts_ = parts.fields[4];
-  batch.multi_hot_ = parts.fields[5];
+  batch.fields_ = parts.fields;
   batch.normalization_ = parts.normalization;
   batch.augmented_ = parts.augmented;
   batch.samples_ = parts.samples;
@@ -37,11 +39,15 @@ DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts&
 }
 
 void DeviceBatchAccess::check_augment(const FeederOptions& options, const Batch& batch) {
-  if (options.augment.flip_horizontal && (batch.has_masks() || batch.has_boxes()))
-    throw InvalidArgument(
-        "DeviceFeeder: FeederOptions::augment flips images only, and this batch has masks or boxes that "
-        "would have to flip with them: flip in the pipeline (ops::flip_horizontal), as place_pixel_ops "
-        "does for chains whose samples have masks or boxes");
+  if (!options.augment.flip_horizontal) return;
+  for (const BatchTensor& tensor : batch.fields())
+    if (tensor.follows_geometry)
+      throw InvalidArgument(
+          "DeviceFeeder: FeederOptions::augment flips images only, and this batch's '" +
+          std::string(tensor.field) +
+          "' field would have to flip with them: flip in the pipeline (ops::flip_horizontal), "
+          "as place_pixel_ops does for chains whose samples have fields that move with the "
+          "image");
 }
 
 void throw_all_slots_held(std::size_t depth) {

@@ -82,6 +82,20 @@ std::vector<SampleOp> augment_maps(const DeviceAugment& augment) {
   return maps;
 }
 
+// The users' pixel ops as the SampleOps a CPU placement runs in the pipeline, each drawing from the position
+// it had in the chain (appended at the chain's end, it would otherwise draw from another stream).
+std::vector<SampleOp> pixel_op_maps(const std::vector<PlacedPixelOp>& placed) {
+  std::vector<SampleOp> maps;
+  for (const PlacedPixelOp& one : placed)
+    maps.push_back({one.op.name, [op = one.op, position = one.position](Sample& sample) {
+                      const std::uint32_t own = sample.op_position;
+                      sample.op_position = static_cast<std::uint32_t>(position);
+                      op.apply(sample);
+                      sample.op_position = own;
+                    }});
+  return maps;
+}
+
 void check_batch(const Batch& batch) {
   if (!batch) throw InvalidArgument("DeviceFeeder::stage: the batch is empty (moved from or released)");
   if (batch.size() == 0 || batch.sample_shape().empty())
@@ -156,10 +170,15 @@ DeviceBatchIterator DeviceFeeder::start(const BatchedDataset& dataset, const Ite
   if (!placement_.gpu) {
     // The training step runs on this machine's cores too: leave it one, unless told otherwise.
     if (options.threads == 0) options.threads = std::max(1, cores() - 1);
-    // The device's per-pixel ops run as the pipeline's last maps: the same draws, the same bytes.
-    if (!options_.augment.empty()) chain = with_maps(dataset, augment_maps(options_.augment));
+    // The device's per-pixel ops run as the pipeline's last maps (pixel twins' ops first, as the feeder runs
+    // them): the same draws, the same bytes.
+    if (!options_.augment.empty() || !options_.pixel_ops.empty()) {
+      std::vector<SampleOp> maps = pixel_op_maps(options_.pixel_ops);
+      for (SampleOp& op : augment_maps(options_.augment)) maps.push_back(std::move(op));
+      chain = with_maps(dataset, maps);
+    }
     DeviceBatchIterator iterator(*this, begin(), nullptr);
-    iterator.augmented_ = !options_.augment.empty();
+    iterator.augmented_ = !options_.augment.empty() || !options_.pixel_ops.empty();
     return iterator;
   }
 #ifdef CONVEYOR_HAVE_CUDA

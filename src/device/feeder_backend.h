@@ -117,8 +117,9 @@ class SlotHold {
 struct DeviceBatchAccess {
   struct Parts {
     TensorView pixels, labels, images;
-    // The other fields, in the order of Batch's field tensors (field_tensors below).
-    std::array<TensorView, 6> fields{};
+    // The batch's field tensors where the consumer reads them (Batch::fields(), or their device copies);
+    // the storage lives as long as the slot is held.
+    std::span<const BatchTensor> fields;
     std::optional<ops::NormalizeParams> normalization;  // set with images
     bool augmented = false;
     std::span<const SampleInfo> samples;
@@ -128,13 +129,7 @@ struct DeviceBatchAccess {
     std::uint64_t sequence = 0, epoch = 0;
   };
   static DeviceBatch make(std::shared_ptr<SlotHold> hold, const Parts& parts);
-  // A host batch's other fields as tensors (empty views for those it has not): masks, boxes, box classes,
-  // crowd flags, box counts, multi-hot rows.
-  static std::array<TensorView, 6> field_tensors(const Batch& batch) noexcept {
-    return {batch.mask_tensor(),      batch.box_tensor(),       batch.box_class_tensor(),
-            batch.box_crowd_tensor(), batch.box_count_tensor(), batch.multi_hot_tensor()};
-  }
-  // FeederOptions::augment flips images only: a batch whose masks or boxes would have to flip with them is
+  // FeederOptions::augment flips images only: a batch with a field that would have to flip with them is
   // refused (place_pixel_ops leaves such a chain's flip in the pipeline), so that no batch differs by
   // where it was made.
   static void check_augment(const FeederOptions& options, const Batch& batch);

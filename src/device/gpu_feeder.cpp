@@ -107,6 +107,8 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   stats_.host_memory = where;
   for (Slot& slot : slots_) slot.fallback.emplace(pinned_host_memory());
   if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
+  // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
+  for (const PlacedPixelOp& placed : options_.pixel_ops) pixel_ops_.push_back(placed.make(device_));
   stats_.decoder = "not asked for (FeederOptions::decode)";
   returner_ = std::thread([this] {
     // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
@@ -251,11 +253,11 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   return seconds;
 }
 
-std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& batch,
-                                   std::array<TensorView, 6>& fields) {
-  const std::array<TensorView, 6> host = DeviceBatchAccess::field_tensors(batch);
+std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& batch) {
+  const std::span<const BatchTensor> host = batch.fields();
+  slot.field_tensors.clear();
   std::size_t total = 0;
-  for (const TensorView& t : host) total += t ? round_up(t.bytes()) : 0;
+  for (const BatchTensor& t : host) total += round_up(t.view.bytes());
   if (total == 0) return 0;
   const cudaStream_t stream = copy_->get();
   if (slot.fields.bytes() < total) {
@@ -263,25 +265,23 @@ std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& b
     const std::size_t bytes = std::max(total, 2 * slot.fields.bytes());
     slot.fields.reset();  // stream-ordered, after the slot's release point (stage() waited for it)
     slot.fields = pool_->allocate(
-        bytes, stream,
-        "DeviceFeeder ring slot " + std::to_string(index) + " (masks, boxes and multi-hot labels)");
+        bytes, stream, "DeviceFeeder ring slot " + std::to_string(index) + " (the samples' fields)");
     std::lock_guard lock(mutex_);
     ++stats_.allocations;
   }
   auto* base = slot.fields.as<std::uint8_t>();
   std::size_t offset = 0, copied = 0;
-  for (std::size_t k = 0; k < host.size(); ++k) {
-    const TensorView& t = host[k];
-    if (!t) continue;
-    if (t.bytes() > 0)
-      CONVEYOR_CUDA(cudaMemcpyAsync(base + offset, t.data, t.bytes(), cudaMemcpyHostToDevice, stream),
-                    kFeederContext);
-    fields[k] = t;
-    fields[k].data = base + offset;
-    fields[k].device = device_;
-    fields[k].pinned = false;
-    offset += round_up(t.bytes());
-    copied += t.bytes();
+  for (const BatchTensor& t : host) {
+    if (t.view.bytes() > 0)
+      CONVEYOR_CUDA(
+          cudaMemcpyAsync(base + offset, t.view.data, t.view.bytes(), cudaMemcpyHostToDevice, stream),
+          kFeederContext);
+    BatchTensor& copy = slot.field_tensors.emplace_back(t);
+    copy.view.data = base + offset;
+    copy.view.device = device_;
+    copy.view.pinned = false;
+    offset += round_up(t.view.bytes());
+    copied += t.view.bytes();
   }
   return copied;
 }
@@ -381,7 +381,8 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     CONVEYOR_CUDA(
         cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
         kFeederContext);
-    const std::size_t field_bytes = copy_fields(slot, index, batch, parts.fields);
+    const std::size_t field_bytes = copy_fields(slot, index, batch);
+    parts.fields = slot.field_tensors;
     if (deferred > 0) {
       // The copy above wrote whatever the deferred slots held on the host; their pixels come now.
       slot.decode_start.record(stream);
@@ -392,6 +393,9 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     }
     const ImageShape shape = batch.sample_shape();
     const auto n = static_cast<std::int64_t>(batch.size());
+    // The users' pixel twins, in the chain's order, in place on the slot's pixels, before the fused augment.
+    for (const std::unique_ptr<DevicePixelOp>& op : pixel_ops_)
+      op->run({device_pixels, batch.size(), shape, device_}, batch.samples(), stream);
     if (options_.normalize) {
       void* images = device_pixels + slot.images_offset;
       make_images(batch, device_pixels, images, stream);

@@ -96,7 +96,8 @@ class GpuFeeder final : public FeederBackend {
   struct Slot {
     cuda::DeviceBuffer buffer;  // pixels, labels at label_offset, normalized images at images_offset
     std::size_t pixel_capacity = 0, label_offset = 0, images_offset = 0;
-    cuda::DeviceBuffer fields;  // masks, boxes, ... (conveyor/fields.h), grown to the largest batch's
+    cuda::DeviceBuffer fields;  // the field tensors (conveyor/fields.h), grown to the largest batch's
+    std::vector<BatchTensor> field_tensors;  // their device views (capacity kept: no allocation when warm)
     cuda::Event start{true};  // copy begins (timing)
     cuda::Event ready{true,
                       true};  // copy (and normalize) ends: consumers wait on it, the returner sleeps on it
@@ -147,8 +148,7 @@ class GpuFeeder final : public FeederBackend {
   std::size_t copy_decoded_samples(const Batch& batch, std::uint8_t* device_pixels, cudaStream_t stream);
   // Copies the batch's other fields into the slot on the copy stream; their device views into `fields`.
   // Returns the bytes copied.
-  std::size_t copy_fields(Slot& slot, std::size_t index, const Batch& batch,
-                          std::array<TensorView, 6>& fields);
+  std::size_t copy_fields(Slot& slot, std::size_t index, const Batch& batch);
   // Decodes the batch's deferred samples into the slot on the copy stream; returns the host seconds spent.
   double decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
                          const DecodeSplit* split);
@@ -167,6 +167,7 @@ class GpuFeeder final : public FeederBackend {
   HeldSlots held_;
   std::vector<Slot> slots_;                      // made with device_ current; never resized after
   std::optional<cuda::GpuAugmenter> augmenter_;  // when FeederOptions::augment has ops
+  std::vector<std::unique_ptr<DevicePixelOp>> pixel_ops_;  // FeederOptions::pixel_ops' twins
   std::vector<std::uint64_t> seeds_;             // the augmenter's per-sample seeds (stage() only)
 
   // Hybrid decoding: decoder_ made by ensure_decoder() or the startup thread and then never replaced (its

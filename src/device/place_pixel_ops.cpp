@@ -1,31 +1,44 @@
-// place_pixel_ops (conveyor/cuda/device_feeder.h): the trailing flip and distort of a chain move to the
-// feeder's device list when the placement is a GPU. A flip moves only when the samples have no mask and no
-// boxes: the feeder flips images only, and the pipeline's flip moves all of a sample's fields together, so
-// samples with fields are the same wherever they are made.
-#include <any>
+// place_pixel_ops (conveyor/cuda/device_feeder.h): on a GPU placement, the chain's trailing ops whose GPU
+// twin the feeder's registry knows (FeederOptions::gpu_twins, by the name each op gives in
+// SampleOp::gpu_twin) move to the feeder. A twin that moves pixels geometrically (a flip) moves only when the
+// samples have no field that follows the image: the pipeline's ops move every field together, the feeder's
+// images only, so samples with fields are the same wherever they are made.
 #include <utility>
 
 #include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/gpu_twins.h"
 
 namespace conveyor {
 namespace {
 
-// Takes `op`, a map at `position` among the chain's maps and filters, into augment when it is a flip or a
-// distort of a kind not yet taken; false when it stays (which ends the scan from the chain's end).
-bool take_into(DeviceAugment& augment, const SampleOp& op, std::uint64_t position, FieldSet fields) {
-  const bool geometry_moves = !fields.mask && !fields.boxes;
-  if (const auto* flip = std::any_cast<ops::FlipHorizontalSpec>(&op.spec);
-      flip && !augment.flip_horizontal && geometry_moves) {
-    augment.flip_horizontal = flip->p;
-    augment.flip_stream = op_stream(flip->stream, position);
+// One scan from the chain's end.
+class Placing {
+ public:
+  Placing(const GpuTwins& twins, const FieldSet& fields, FeederOptions& options)
+      : twins_(twins), fields_(fields), options_(options) {}
+
+  // Takes `op`, at `position` among the chain's maps and filters, when its twin can run after the copy;
+  // false ends the scan (the ops before it stay in the pipeline, in order).
+  bool take(const SampleOp& op, std::uint64_t position) {
+    const GpuTwin* twin = twins_.find(op.gpu_twin);
+    if (twin == nullptr || !twin->place) return false;
+    if (twin->geometric && fields_.follows_geometry()) return false;
+    // The fused kernel runs after every pixel twin: an op before a pixel twin in the chain cannot join it.
+    if (twin->fused && pixel_taken_) return false;
+    if (!twin->place(op, position, options_)) return false;
+    pixel_taken_ = pixel_taken_ || !twin->fused;
     return true;
   }
-  if (const auto* distort = std::any_cast<ops::DistortSpec>(&op.spec); distort && !augment.distort) {
-    augment.distort = distort->options;
-    augment.distort_stream = op_stream(distort->stream, position);
-    return true;
-  }
-  return false;
+
+ private:
+  const GpuTwins& twins_;
+  const FieldSet& fields_;
+  FeederOptions& options_;
+  bool pixel_taken_ = false;
+};
+
+GpuTwins twins_of(const FeederOptions& options) {
+  return options.gpu_twins ? *options.gpu_twins : GpuTwins::library();
 }
 
 }  // namespace
@@ -36,29 +49,37 @@ std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placemen
 }
 
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
-                                      FeederOptions& options, FieldSet fields) {
-  if (!placement.gpu || !options.normalize) return maps;
-  DeviceAugment& augment = options.augment;
-  // Flip and distort commute (one moves pixels, the other changes values and the mean it uses), so either
-  // order at the end of the chain may move; a second op of a kind already moved ends the scan.
+                                      FeederOptions& options, const FieldSet& fields) {
+  if (!placement.gpu) return maps;
+  const GpuTwins twins = twins_of(options);
+  Placing placing(twins, fields, options);
   // An op's draws depend on its position among the chain's maps (op_stream): the moved op keeps its own.
-  while (!maps.empty() && take_into(augment, maps.back(), maps.size() - 1, fields)) maps.pop_back();
+  while (!maps.empty() && placing.take(maps.back(), maps.size() - 1)) maps.pop_back();
   return maps;
 }
 
 BatchedDataset place_pixel_ops(const BatchedDataset& dataset, const Placement& placement,
                                FeederOptions& options) {
-  if (!placement.gpu || !options.normalize) return dataset;
+  if (!placement.gpu) return dataset;
   // The same scan over a built chain: its maps keep the positions they were given (filters count).
   Dataset samples = dataset.samples();
-  bool moved = false;
   const FieldSet fields = samples.fields();
-  for (auto last = samples.last_map(); last && take_into(options.augment, last->op, last->position, fields);
+  const GpuTwins twins = twins_of(options);
+  Placing placing(twins, fields, options);
+  bool moved = false;
+  for (auto last = samples.last_map(); last && placing.take(last->op, last->position);
        last = samples.last_map()) {
     samples = samples.without_last_map();
     moved = true;
   }
   return moved ? dataset.with_samples(std::move(samples)) : dataset;
+}
+
+bool may_defer_to_gpu(const BatchedDataset& dataset, const FeederOptions& options) {
+  const std::optional<Dataset::PlacedMap> last = dataset.samples().last_map();
+  if (!last) return false;
+  const GpuTwin* twin = twins_of(options).find(last->op.gpu_twin);
+  return twin != nullptr && twin->defers;
 }
 
 }  // namespace conveyor

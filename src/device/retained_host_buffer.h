@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "conveyor/host_memory.h"
-#include "src/memory/host_memory.h"
+#include "src/core/host_allocation.h"
 
 namespace conveyor::cuda {
 

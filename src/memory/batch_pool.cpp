@@ -42,11 +42,15 @@ BatchPool::BatchPool(Key, std::size_t max_buffers, std::size_t capacity, const B
       pinned_(memory_->page_locked()),
       pixel_bytes_(round_up(capacity * layout.image.bytes())),
       label_bytes_(round_up(capacity * sizeof(std::int64_t))),
-      info_bytes_(round_up(capacity * sizeof(SampleInfo))),
-      mask_bytes_(round_up(capacity * layout.mask.bytes())),
-      multi_hot_bytes_(round_up(capacity * layout.num_classes)) {
+      info_bytes_(round_up(capacity * sizeof(SampleInfo))) {
+  for (const std::shared_ptr<const Field>& field : layout_.fields)
+    field_bytes_.push_back(round_up(field->batch_bytes(field_layout())));
   slots_.reserve(max_buffers);
   free_.reserve(max_buffers);
+}
+
+FieldBatchLayout BatchPool::field_layout() const {
+  return {.capacity = capacity_, .image = shape_, .options = layout_.options, .memory = memory_};
 }
 
 std::size_t BatchPool::buffer_bytes(std::size_t capacity, ImageShape shape) noexcept {
@@ -56,8 +60,9 @@ std::size_t BatchPool::buffer_bytes(std::size_t capacity, ImageShape shape) noex
 
 std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
   auto slot = std::make_unique<Slot>();
-  slot->memory =
-      HostAllocation(pixel_bytes_ + label_bytes_ + info_bytes_ + mask_bytes_ + multi_hot_bytes_, memory_);
+  std::size_t fields_total = 0;
+  for (const std::size_t bytes : field_bytes_) fields_total += bytes;
+  slot->memory = HostAllocation(pixel_bytes_ + label_bytes_ + info_bytes_ + fields_total, memory_);
   std::byte* const base = slot->memory.data();
   slot->buffer.pixels = reinterpret_cast<std::uint8_t*>(base);
   slot->buffer.labels = reinterpret_cast<std::int64_t*>(base + pixel_bytes_);
@@ -71,45 +76,20 @@ std::unique_ptr<BatchPool::Slot> BatchPool::make_slot() const {
   // Empty until an op defers a sample: then it holds that sample's bytes, whose capacity stays for reuse.
   slot->deferred = std::make_unique<DeferredSlot[]>(capacity_);
   slot->buffer.deferred = slot->deferred.get();
-  std::byte* const fields = base + pixel_bytes_ + label_bytes_ + info_bytes_;
-  if (!layout_.mask.empty()) {
-    slot->buffer.masks = reinterpret_cast<std::uint8_t*>(fields);
-    slot->buffer.mask_shape = layout_.mask;
-  }
-  if (layout_.num_classes > 0) {
-    slot->buffer.multi_hot = reinterpret_cast<std::uint8_t*>(fields + mask_bytes_);
-    slot->buffer.num_classes = layout_.num_classes;
-  }
-  if (layout_.boxes) {
-    slot->boxes = std::make_unique<BoxList[]>(capacity_);
-    slot->box_storage = std::make_unique<GrowingBoxStorage>(memory_);
-    slot->buffer.boxes = slot->boxes.get();
-    slot->buffer.fixed_max_boxes = layout_.max_boxes;
-    slot->buffer.box_storage = slot->box_storage.get();
-    // Room for the fixed size, or a first guess, so that a warm pool does not grow.
-    slot->box_storage->reserve(capacity_, layout_.max_boxes > 0 ? layout_.max_boxes : 8);
+  if (!layout_.fields.empty()) {
+    // Each kind's fixed part (masks, multi-hot rows) in the same block as the pixels, page-locked with them.
+    std::vector<std::unique_ptr<FieldBatch>> columns;
+    std::byte* part = base + pixel_bytes_ + label_bytes_ + info_bytes_;
+    const FieldBatchLayout layout = field_layout();
+    for (std::size_t k = 0; k < layout_.fields.size(); ++k) {
+      columns.push_back(layout_.fields[k]->make_batch(layout, {part, field_bytes_[k]}));
+      part += field_bytes_[k];
+    }
+    slot->fields = std::make_unique<FieldColumns>(std::move(columns));
+    slot->buffer.fields = slot->fields.get();
+    slot->buffer.field_tensors.reserve(4 * layout_.fields.size());  // a warm pool does not allocate for them
   }
   return slot;
-}
-
-PackedBoxes BatchPool::GrowingBoxStorage::reserve(std::size_t samples, std::size_t max_boxes) {
-  // Boxes, classes, counts, crowd flags, each 64-byte aligned; at least one box a sample so that no
-  // pointer is null.
-  const std::size_t boxes = std::max<std::size_t>(samples * max_boxes, 1);
-  const std::size_t box_bytes = round_up(boxes * sizeof(Box));
-  const std::size_t class_bytes = round_up(boxes * sizeof(std::int64_t));
-  const std::size_t count_bytes = round_up(std::max<std::size_t>(samples, 1) * sizeof(std::int64_t));
-  const std::size_t bytes = box_bytes + class_bytes + count_bytes + round_up(boxes);
-  if (allocation_.size() < bytes)
-    allocation_ = HostAllocation(std::max(bytes, 2 * allocation_.size()), memory_);
-  std::byte* const base = allocation_.data();
-  PackedBoxes packed;
-  packed.boxes = reinterpret_cast<Box*>(base);
-  packed.classes = reinterpret_cast<std::int64_t*>(base + box_bytes);
-  packed.counts = reinterpret_cast<std::int64_t*>(base + box_bytes + class_bytes);
-  packed.crowd = reinterpret_cast<std::uint8_t*>(base + box_bytes + class_bytes + count_bytes);
-  packed.max_boxes = max_boxes;
-  return packed;
 }
 
 std::shared_ptr<BatchBuffer> BatchPool::acquire(const std::function<void()>& on_wait) {

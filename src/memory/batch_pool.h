@@ -12,18 +12,20 @@
 #include <vector>
 
 #include "conveyor/batch.h"
+#include "conveyor/fields/field.h"
 #include "conveyor/image.h"
-#include "src/memory/host_memory.h"
+#include "src/core/host_allocation.h"
+#include "src/memory/field_columns.h"
 
 namespace conveyor::detail {
 
 // What one buffer holds per sample besides its pixels, label and SampleInfo (conveyor/fields.h).
 struct BatchLayout {
   ImageShape image;
-  MaskShape mask;               // empty: no masks
-  bool boxes = false;           // each slot's BoxList, packed when the batch is complete
-  std::size_t max_boxes = 0;    // boxes per sample in the packed tensors; 0: each batch's most
-  std::size_t num_classes = 0;  // multi-hot width; 0: none
+  BatchOptions options;  // what the field kinds read: mask type, max boxes, classes
+  // One field of each kind the batches carry (its prototype: an empty field, or the first sample's), whose
+  // batch_bytes and make_batch lay out every buffer; in the order of the batches' field tensors.
+  std::vector<std::shared_ptr<const Field>> fields;
 };
 
 class BatchPool : public std::enable_shared_from_this<BatchPool> {
@@ -66,25 +68,15 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   bool pinned() const noexcept { return pinned_; }
 
  private:
-  // Packed boxes in memory of the pool's resource, grown to the largest batch seen (doubling).
-  class GrowingBoxStorage final : public BoxStorage {
-   public:
-    explicit GrowingBoxStorage(std::shared_ptr<HostMemoryResource> memory) : memory_(std::move(memory)) {}
-    PackedBoxes reserve(std::size_t samples, std::size_t max_boxes) override;
-
-   private:
-    std::shared_ptr<HostMemoryResource> memory_;
-    HostAllocation allocation_;
-  };
   struct Slot {
     HostAllocation memory;
     std::unique_ptr<DeferredSlot[]> deferred;  // what ops that defer leave per sample (conveyor/defer.h)
-    std::unique_ptr<BoxList[]> boxes;          // per sample, when the layout has boxes
-    std::unique_ptr<GrowingBoxStorage> box_storage;
+    std::unique_ptr<FieldColumns> fields;      // each field kind's storage, when the layout has fields
     BatchBuffer buffer;
   };
   // Makes one buffer; runs without the lock held (a pinned allocation takes milliseconds).
   std::unique_ptr<Slot> make_slot() const;
+  FieldBatchLayout field_layout() const;
   std::shared_ptr<BatchBuffer> take(std::unique_lock<std::mutex>& lock, bool wait,
                                     const std::function<void()>& on_wait);
   std::shared_ptr<BatchBuffer> lend(Slot* slot);
@@ -99,8 +91,7 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   const std::size_t pixel_bytes_;
   const std::size_t label_bytes_;
   const std::size_t info_bytes_;
-  const std::size_t mask_bytes_;
-  const std::size_t multi_hot_bytes_;
+  std::vector<std::size_t> field_bytes_;  // each field kind's part of the block (rounded up), in layout order
 
   mutable std::mutex mutex_;
   std::condition_variable returned_;

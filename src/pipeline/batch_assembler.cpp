@@ -5,12 +5,13 @@
 #include <utility>
 
 #include "conveyor/error.h"
+#include "src/memory/field_columns.h"
 
 namespace conveyor::detail {
 
 BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder,
                                std::size_t max_open, std::size_t state_words, std::uint64_t first_sequence,
-                               bool fill_holes)
+                               bool fill_holes, const std::vector<std::shared_ptr<const Field>>& fields)
     : batch_size_(batch_size),
       shape_(shape),
       sample_bytes_(shape.bytes()),
@@ -18,7 +19,13 @@ BatchAssembler::BatchAssembler(std::size_t batch_size, ImageShape shape, bool dr
       fill_holes_(fill_holes),
       state_words_(state_words),
       sequence_(first_sequence) {
-  if (fill_holes_) fallback_pixels_.assign(sample_bytes_, 0);
+  if (fill_holes_) {
+    fallback_pixels_.assign(sample_bytes_, 0);
+    for (const std::shared_ptr<const Field>& field : fields) {
+      fallback_fields_.push_back(field->clone());
+      fallback_fields_.back()->clear();
+    }
+  }
   states_.reserve(max_open);
   free_.reserve(max_open);
   for (std::size_t i = 0; i < max_open; ++i) {
@@ -46,12 +53,6 @@ BufferState* BatchAssembler::open(std::shared_ptr<BatchBuffer> buffer) {
 
 ImageView BatchAssembler::slot(const BufferState& state, std::size_t position) const noexcept {
   return ImageView(state.buffer->pixels + position * sample_bytes_, shape_);
-}
-
-MaskView BatchAssembler::mask_slot(const BufferState& state, std::size_t position) const noexcept {
-  const BatchBuffer& buffer = *state.buffer;
-  if (buffer.masks == nullptr) return {};
-  return MaskView(buffer.masks + position * buffer.mask_shape.bytes(), buffer.mask_shape);
 }
 
 void BatchAssembler::arrive(BufferState& state, std::size_t position, bool kept, std::int64_t label,
@@ -143,23 +144,16 @@ void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
   std::size_t first_kept = used;
   for (std::size_t i = 0; i < used && first_kept == used; ++i)
     if (state.kept[i]) first_kept = i;
-  const std::size_t mask_bytes = buffer.mask_shape.bytes();
   if (first_kept < used) {
     // Refreshed from every buffer, so that one in which everything failed can still be padded.
     std::memcpy(fallback_pixels_.data(), buffer.pixels + first_kept * sample_bytes_, sample_bytes_);
     fallback_label_ = buffer.labels[first_kept];
     fallback_info_ = buffer.samples[first_kept];
-    if (buffer.masks)
-      fallback_mask_.assign(buffer.masks + first_kept * mask_bytes,
-                            buffer.masks + (first_kept + 1) * mask_bytes);
-    if (buffer.multi_hot)
-      fallback_multi_hot_.assign(buffer.multi_hot + first_kept * buffer.num_classes,
-                                 buffer.multi_hot + (first_kept + 1) * buffer.num_classes);
-    if (buffer.boxes) fallback_boxes_.assign(buffer.boxes[first_kept]);
+    if (buffer.fields)
+      for (std::size_t k = 0; k < buffer.fields->size(); ++k)
+        (*buffer.fields)[k].copy_out(first_kept, *fallback_fields_[k]);
+    fallback_kept_ = true;
   }
-  // Before any sample was kept: an empty mask (zeros), no boxes, no tags.
-  if (buffer.masks) fallback_mask_.resize(mask_bytes, 0);
-  if (buffer.multi_hot) fallback_multi_hot_.resize(buffer.num_classes, 0);
   SampleInfo hole = fallback_info_;  // zeros before any sample was kept
   hole.padding = true;
   for (std::size_t i = 0; i < used; ++i) {
@@ -167,10 +161,10 @@ void BatchAssembler::fill_holes(BufferState& state, std::size_t used) {
     std::memcpy(buffer.pixels + i * sample_bytes_, fallback_pixels_.data(), sample_bytes_);
     buffer.labels[i] = fallback_label_;
     buffer.samples[i] = hole;
-    if (buffer.masks) std::memcpy(buffer.masks + i * mask_bytes, fallback_mask_.data(), mask_bytes);
-    if (buffer.multi_hot)
-      std::memcpy(buffer.multi_hot + i * buffer.num_classes, fallback_multi_hot_.data(), buffer.num_classes);
-    if (buffer.boxes) buffer.boxes[i].assign(fallback_boxes_);
+    // Before any sample was kept: empty fields (a zero mask, no boxes, no tags).
+    if (buffer.fields)
+      for (std::size_t k = 0; k < buffer.fields->size(); ++k)
+        (*buffer.fields)[k].copy_in(fallback_kept_ ? fallback_fields_[k].get() : nullptr, i);
   }
 }
 
@@ -189,44 +183,14 @@ void BatchAssembler::move_slot(BufferState& from, std::size_t i, BufferState& to
   }
   to.buffer->labels[j] = from.buffer->labels[i];
   to.buffer->samples[j] = info;
-  BatchBuffer& source = *from.buffer;
-  BatchBuffer& target = *to.buffer;
-  if (source.masks) {
-    const std::size_t bytes = source.mask_shape.bytes();
-    std::memcpy(target.masks + j * bytes, source.masks + i * bytes, bytes);
-  }
-  if (source.multi_hot)
-    std::memcpy(target.multi_hot + j * source.num_classes, source.multi_hot + i * source.num_classes,
-                source.num_classes);
-  if (source.boxes) target.boxes[j].swap(source.boxes[i]);
+  if (from.buffer->fields) from.buffer->fields->move_to(i, *to.buffer->fields, j);
   std::copy_n(from.states.begin() + i * state_words_, state_words_, to.states.begin() + j * state_words_);
 }
 
-// Each slot's boxes into the padded tensors: [size, M] with M the batch's most (or the fixed number).
-void BatchAssembler::pack_boxes(BatchBuffer& buffer, std::size_t size) {
-  std::size_t most = buffer.fixed_max_boxes;
-  if (most == 0)
-    for (std::size_t i = 0; i < size; ++i) most = std::max(most, buffer.boxes[i].size());
-  PackedBoxes packed = buffer.box_storage->reserve(size, most);
-  for (std::size_t i = 0; i < size; ++i) {
-    const BoxList& list = buffer.boxes[i];
-    const std::size_t n = list.size();  // at most `most` (the batch stage refuses more than a fixed number)
-    Box* boxes = packed.boxes + i * most;
-    std::int64_t* classes = packed.classes + i * most;
-    std::uint8_t* crowd = packed.crowd + i * most;
-    std::copy(list.boxes().begin(), list.boxes().end(), boxes);
-    std::copy(list.classes().begin(), list.classes().end(), classes);
-    std::copy(list.crowd().begin(), list.crowd().end(), crowd);
-    std::fill(boxes + n, boxes + most, Box{});
-    std::fill(classes + n, classes + most, -1);
-    std::fill(crowd + n, crowd + most, 0);
-    packed.counts[i] = static_cast<std::int64_t>(n);
-  }
-  buffer.packed = packed;
-}
-
 void BatchAssembler::emit(BufferState& state, std::size_t size, const Sink& sink) {
-  if (state.buffer->boxes) pack_boxes(*state.buffer, size);
+  BatchBuffer& buffer = *state.buffer;
+  buffer.field_tensors.clear();
+  if (buffer.fields) buffer.fields->finish(size, buffer.field_tensors);
   const std::uint64_t epoch = state.buffer->samples[0].epoch;
   Batch batch(std::move(state.buffer), size, sequence_++, epoch);
   // In order, the batch's last sample is the last element it covers: the state after it is the batch's.

@@ -11,9 +11,9 @@
 // the first kept sample of the same buffer, or else of the last kept sample of an earlier one; zeros with
 // label 0 before any sample was kept), flagged SampleInfo::padding.
 //
-// The samples' other fields (conveyor/fields.h) move with their pixels: masks and multi-hot rows are copied
-// with them, each slot's boxes swapped; when a batch is complete its boxes are packed into the padded
-// tensors (BatchBuffer::packed).
+// The samples' other fields (conveyor/fields.h) move with their pixels through the buffer's field columns
+// (src/memory/field_columns.h: each kind copies or swaps its own); when a batch is complete each kind lays
+// out its tensors (BatchBuffer::field_tensors: boxes padded to the batch's most, ...).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "conveyor/batch.h"
+#include "conveyor/fields/field.h"
 #include "conveyor/image.h"
 
 namespace conveyor::detail {
@@ -44,8 +45,10 @@ class BatchAssembler {
   // max_open: the most buffers open at once (the pool's size). state_words: the size of an element's order
   // state. first_sequence: the Batch::sequence of the first batch (a resumed iterator goes on counting).
   // fill_holes: a failed or filtered element's slot is kept as padding instead of closing the gap.
+  // fields: the pool layout's field kinds (their prototypes), in the order of each buffer's columns.
   BatchAssembler(std::size_t batch_size, ImageShape shape, bool drop_remainder, std::size_t max_open,
-                 std::size_t state_words, std::uint64_t first_sequence, bool fill_holes = false);
+                 std::size_t state_words, std::uint64_t first_sequence, bool fill_holes = false,
+                 const std::vector<std::shared_ptr<const Field>>& fields = {});
 
   std::size_t batch_size() const noexcept { return batch_size_; }
   ImageShape shape() const noexcept { return shape_; }
@@ -53,8 +56,6 @@ class BatchAssembler {
   // Source stage: a state for a fresh buffer, and the view of one of its slots.
   BufferState* open(std::shared_ptr<BatchBuffer> buffer);
   ImageView slot(const BufferState& state, std::size_t position) const noexcept;
-  // The slot's mask (an empty view when the batch has no masks).
-  MaskView mask_slot(const BufferState& state, std::size_t position) const noexcept;
 
   // Collect stage (one thread at a time): element `position` of `state` arrived. Complete batches go
   // to `sink`.
@@ -71,7 +72,6 @@ class BatchAssembler {
   void complete(BufferState& state, std::size_t used, const Sink& sink);
   void fill_holes(BufferState& state, std::size_t used);
   void move_slot(BufferState& from, std::size_t i, BufferState& to, std::size_t j) noexcept;
-  void pack_boxes(BatchBuffer& buffer, std::size_t size);
   void emit(BufferState& state, std::size_t size, const Sink& sink);
   void close(BufferState& state) noexcept;
 
@@ -87,8 +87,8 @@ class BatchAssembler {
   std::vector<std::uint8_t> fallback_pixels_;
   std::int64_t fallback_label_ = 0;
   SampleInfo fallback_info_;
-  std::vector<std::uint8_t> fallback_mask_, fallback_multi_hot_;
-  BoxList fallback_boxes_;
+  std::vector<std::unique_ptr<Field>> fallback_fields_;  // one per field column, empty ones before any kept
+  bool fallback_kept_ = false;
 
   // The partial batch waiting for more kept elements (collect stage only).
   BufferState* partial_ = nullptr;

@@ -242,8 +242,11 @@ Dataset Dataset::take(std::uint64_t count) const {
 Dataset Dataset::map(SampleOp op) const {
   if (!op.apply) throw InvalidArgument("Dataset::map: the op '" + op.name + "' has no function");
   auto node = child();
-  node->step = detail::Step{
-      op.name.empty() ? std::string("map") : std::move(op.name), std::move(op.apply), {}, std::move(op.spec)};
+  node->step = detail::Step{op.name.empty() ? std::string("map") : std::move(op.name),
+                            std::move(op.apply),
+                            {},
+                            std::move(op.spec),
+                            std::move(op.gpu_twin)};
   return Dataset(std::move(node));
 }
 
@@ -324,7 +327,7 @@ std::optional<Dataset::PlacedMap> Dataset::last_map() const {
   for (const detail::DatasetNode* up = node->parent.get(); up != nullptr; up = up->parent.get())
     if (up->step) ++position;
   const detail::Step& step = *node->step;
-  return PlacedMap{SampleOp{step.name, step.map, step.spec}, position};
+  return PlacedMap{SampleOp{step.name, step.map, step.spec, step.gpu_twin}, position};
 }
 
 Dataset Dataset::without_last_map() const {
@@ -400,7 +403,7 @@ std::int64_t Dataset::source_label(std::size_t i) const {
   if (const auto& custom = node_->source->sample_source()) return custom->label(i);
   return node_->source->label(i);
 }
-FieldSet Dataset::fields() const noexcept { return node_->source->fields(); }
+const FieldSet& Dataset::fields() const noexcept { return node_->source->fields(); }
 const std::vector<std::string>& Dataset::class_names() const noexcept { return node_->source->class_names(); }
 const PipelineOptions& Dataset::options() const noexcept { return node_->options; }
 
@@ -436,9 +439,7 @@ detail::PipelinePlan BatchedDataset::plan() const {
   plan.batch_size = batch_size_;
   plan.shape = options_.sample_shape;
   plan.drop_remainder = options_.drop_remainder;
-  plan.mask_type = options_.mask_type;
-  plan.max_boxes = options_.max_boxes;
-  plan.num_classes = options_.num_classes;
+  plan.batch_options = options_;
   plan.prefetch = prefetch_;
   return plan;
 }

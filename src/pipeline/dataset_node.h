@@ -44,7 +44,8 @@ struct Step {
   std::string name;
   std::function<void(Sample&)> map;
   std::function<bool(const Sample&)> keep;
-  std::any spec = {};  // a map's SampleOp::spec, for Dataset::last_map
+  std::any spec = {};  // a map's SampleOp::spec and gpu_twin, for Dataset::last_map
+  std::string gpu_twin = {};
 };
 
 // One call in the chain. Each node also carries what is in effect after it (source, options, prefetch),
@@ -70,10 +71,8 @@ struct PipelinePlan {
   std::size_t batch_size = 0;
   std::optional<ImageShape> shape;
   bool drop_remainder = false;
-  // The layout of the other fields (BatchOptions).
-  MaskType mask_type = MaskType::uint8;
-  std::size_t max_boxes = 0;
-  std::size_t num_classes = 0;
+  // The layout of the other fields (mask type, max boxes, classes: what the field kinds read).
+  BatchOptions batch_options;
   // A split across ranks evens out the epochs (ShardRemainder pad or drop): batches then keep a failed or
   // filtered element's slot as padding instead of closing the gap, so that every rank's count holds.
   bool even = false;

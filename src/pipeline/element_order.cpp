@@ -1,13 +1,12 @@
 #include "src/pipeline/element_order.h"
 
-#include <cinttypes>
-#include <cstdio>
 #include <limits>
 #include <utility>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
+#include "src/core/hex.h"
 #include "src/pipeline/epoch_permutation.h"
 #include "src/pipeline/stream_stage.h"
 #include "src/sources/shard_set.h"
@@ -471,12 +470,6 @@ class TakeStage final : public Stage {
 };
 
 bool is_whole_epoch(const ShuffleOrder& shuffle) { return shuffle.buffer_size == Dataset::whole_epoch; }
-
-std::string hex(std::uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%016" PRIx64, value);
-  return text;
-}
 
 // The line describe() gives the source: a streamed one names what decides its stream (the shards, their
 // order and this rank's share), so that a state refuses another set of shards or another rank.

@@ -3,32 +3,26 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "conveyor/atomic_file.h"
 #include "conveyor/error.h"
+#include "src/core/hex.h"
 #include "src/pipeline/iterator_state_data.h"
 
 namespace conveyor {
 namespace {
 
 using detail::ConsumedElements;
+using detail::hex;
 using detail::IteratorStateData;
 using detail::ShardFrontier;
 using nlohmann::json;
 
 constexpr const char* kFormat = "conveyor iterator state";
 constexpr int kVersion = 1;
-
-std::string hex(std::uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%016" PRIx64, value);
-  return text;
-}
 
 json frontier_json(const ShardFrontier& f) { return f.any ? json::array({f.epoch, f.index}) : json(nullptr); }
 

@@ -7,6 +7,7 @@
 #include <opencv2/core/utility.hpp>
 
 #include "conveyor/error.h"
+#include "conveyor/field_kinds.h"
 #include "src/core/tsan.h"
 #include "src/pipeline/iterator_state_data.h"
 #include "src/sources/shard_set.h"
@@ -165,13 +166,42 @@ void Pipeline::drive() noexcept {
 BatchLayout Pipeline::layout_for(ImageShape image, const Sample* probed) const {
   BatchLayout layout;
   layout.image = image;
-  const FieldSet fields = plan_.source->fields();
-  const bool probed_mask = probed != nullptr && !probed->mask().empty();
-  if (fields.mask || probed_mask)
-    layout.mask = {image.height, image.width, probed_mask ? probed->mask().type : plan_.mask_type};
-  layout.boxes = fields.boxes || (probed != nullptr && !probed->boxes.empty());
-  layout.max_boxes = plan_.max_boxes;
-  layout.num_classes = plan_.num_classes;
+  layout.options = plan_.batch_options;
+  // Every kind the batches carry, one field of each as its prototype: the kinds the source declares, those
+  // the first sample has (its own field: a mask's type is the first mask's), and those the batch options
+  // alone call for (num_classes: multi-hot rows), in the registry's order, then the source's own kinds.
+  const FieldSet& declared = plan_.source->fields();
+  const auto add = [&](std::shared_ptr<const Field> field) {
+    for (const std::shared_ptr<const Field>& present : layout.fields)
+      if (present->name() == field->name()) return;
+    layout.fields.push_back(std::move(field));
+  };
+  const auto seen = [&](std::string_view name) -> const Field* {
+    const Field* field = probed != nullptr ? probed->fields().find(name) : nullptr;
+    return field != nullptr && !field->empty() ? field : nullptr;
+  };
+  const auto declared_other = [&](std::string_view name) -> std::shared_ptr<const Field> {
+    for (const std::shared_ptr<const Field>& field : declared.others)
+      if (field->name() == name) return field;
+    return nullptr;
+  };
+  for (const std::string& name : field_kind_names()) {
+    if (const Field* field = seen(name)) {
+      add(field->clone());
+    } else if (std::shared_ptr<const Field> field = declared_other(name)) {
+      add(std::move(field));
+    } else if (std::shared_ptr<const Field> made = make_field(name);
+               declared.has(name) || made->wanted_by(layout.options)) {
+      add(std::move(made));
+    }
+  }
+  for (const std::shared_ptr<const Field>& field : declared.others) {
+    const Field* first = seen(field->name());
+    add(first != nullptr ? std::shared_ptr<const Field>(first->clone()) : field);
+  }
+  if (probed != nullptr)
+    for (std::size_t i = 0; i < probed->fields().size(); ++i)
+      if (!probed->fields()[i].empty()) add(probed->fields()[i].clone());
   return layout;
 }
 
@@ -226,8 +256,8 @@ std::optional<BatchLayout> Pipeline::probe_layout() {
 
 void Pipeline::start_batching(const BatchLayout& layout) {
   assembler_.emplace(plan_.batch_size, layout.image, plan_.drop_remainder, pool_capacity_,
-                     order_.state_words(), first_sequence_, plan_.even);
-  fields_in_batch_ = !layout.mask.empty() || layout.boxes || layout.num_classes > 0;
+                     order_.state_words(), first_sequence_, plan_.even, layout.fields);
+  fields_in_batch_ = !layout.fields.empty();
   std::shared_ptr<BatchPool> pool =
       BatchPool::create_with_layout(pool_capacity_, plan_.batch_size, layout, plan_.options.host_memory);
   std::lock_guard lock(setup_mutex_);

@@ -10,11 +10,12 @@
 #include "conveyor/error.h"
 #include "conveyor/random.h"
 #include "src/core/tsan.h"
+#include "src/memory/field_columns.h"
 #include "src/pipeline/pipeline.h"
 #include "src/pipeline/worker_affinity.h"
 #include "src/pipeline/worker_priority.h"
-#include "src/sources/fields_json.h"
 #include "src/sources/shard_read_error.h"
+#include "src/sources/streamed_fields.h"
 
 namespace conveyor::detail {
 namespace {
@@ -24,12 +25,6 @@ using Clock = TraceRecorder::Clock;
 // TSan: the filter bodies are built on the driver thread and run on workers (see tsan.h). Only the
 // address of this constant is used, as the synchronisation object of that hand-off.
 const char kFilterBodies = 0;
-
-// A sample whose pixels do not fit the batch's slots.
-class ShapeMismatch : public InvalidArgument {
- public:
-  using InvalidArgument::InvalidArgument;
-};
 
 const char* kind_of(const std::exception& error) {
   if (const auto* decode = dynamic_cast<const DecodeError*>(&error)) return to_string(decode->failure());
@@ -45,16 +40,6 @@ const char* kind_of(const std::exception& error) {
 std::string describe(ImageShape shape) {
   return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
          std::to_string(shape.channels);
-}
-
-std::string describe(MaskShape shape) {
-  return std::to_string(shape.height) + "x" + std::to_string(shape.width) + " " + to_string(shape.type);
-}
-
-// Whether the sample carries any field besides its pixels and label: then the batch stage runs to place
-// them (or to say that the batch has no room for them).
-bool has_fields(const Sample& sample) noexcept {
-  return !sample.mask().empty() || !sample.boxes.empty() || !sample.tags.empty();
 }
 
 // A SampleSource names its elements in its read; until then (an error before it) the element is "<source:i>".
@@ -194,8 +179,7 @@ void Pipeline::prepare(Element& element, OrderedElement& order) const {
   if (element.streamed) {
     StreamedSample& streamed = *order.streamed;
     std::swap(sample.encoded, streamed.bytes);  // the streamed sample goes back with the old buffers
-    std::swap(sample.encoded_mask, streamed.mask_bytes);
-    std::swap(element.fields_json, streamed.fields_json);
+    take_streamed_fields(streamed, sample, element.fields_json);
     sample.label = streamed.label;
     sample.path.assign(streamed.path);
     element.stream_error_kind.assign(streamed.error_kind);
@@ -246,7 +230,7 @@ bool Pipeline::reserve_slot(Element& element, int track, std::chrono::nanosecond
   // it works in the element's own images and the pipeline copies the result (copy_into_slot).
   if (!abandoning_) {
     element.sample.bind_slot(assembler_->slot(*current_, element.slot));
-    element.sample.bind_mask_slot(assembler_->mask_slot(*current_, element.slot));
+    if (FieldColumns* fields = current_->buffer->fields) fields->bind(element.sample.fields(), element.slot);
   }
   return true;
 }
@@ -270,13 +254,13 @@ void Pipeline::process(Element& element, bool probing) noexcept {
         } else if (!element.stream_error_kind.empty()) {
           // The reader found the problem ahead of time; it fails here, at the element's place.
           throw ShardReadError(element.stream_error_kind, element.stream_error_reason);
-        } else if (plan_.source->fields().boxes) {
-          try {
-            parse_fields_json(element.fields_json, sample);
-          } catch (const ShardReadError& error) {
-            throw ShardReadError(error.kind(), "'" + sample.path + "': its boxes: " + error.what());
-          }
+        } else {
+          read_streamed_fields(plan_.source->fields(), element.fields_json, sample);
         }
+        // What the source put in the sample's fields, checked by each field's type (cheap: a sample without
+        // fields asks three empty ones).
+        for (std::size_t f = 0; f < sample.fields().size(); ++f)
+          if (!sample.fields()[f].empty()) sample.fields()[f].check_read();
       }))
     return;
   for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
@@ -312,9 +296,9 @@ void Pipeline::process(Element& element, bool probing) noexcept {
     if (abandoning_ && !element.fate.compare_exchange_strong(expected, Fate::finishing)) return;
     counters_.deferred.fetch_add(1, std::memory_order_relaxed);
     keep_deferred(sample, element.buffer->buffer->deferred[element.slot]);
-    if (fields_in_batch_ || has_fields(sample))
+    if (fields_in_batch_ || sample.fields().any())
       run_stage(element, batch_stage_, track, probing, [&] { place_fields(element); });
-  } else if (!sample.in_slot() || fields_in_batch_ || has_fields(sample)) {
+  } else if (!sample.in_slot() || fields_in_batch_ || sample.fields().any()) {
     run_stage(element, batch_stage_, track, probing, [&] { copy_into_slot(element); });
   }
 }
@@ -342,54 +326,13 @@ void Pipeline::copy_into_slot(Element& element) {
 }
 
 void Pipeline::place_fields(Element& element) {
-  Sample& sample = element.sample;
-  BatchBuffer& buffer = *element.buffer->buffer;
-  const std::size_t slot = element.slot;
-  const ConstMaskView mask = sample.mask();
-  if (buffer.masks != nullptr) {
-    if (mask.empty())
-      throw InvalidArgument(sample.encoded_mask.empty()
-                                ? "no mask: the batch's samples have masks and this one has none"
-                                : "no mask after the maps: decode it with the image (ops::decode, "
-                                  "decode_random_resized_crop or decode_center_crop)");
-    if (mask.shape() != buffer.mask_shape)
-      throw ShapeMismatch("mask is " + describe(mask.shape()) + " but the batch's masks are " +
-                          describe(buffer.mask_shape));
-    if (!sample.mask_in_slot()) {
-      const MaskView out = assembler_->mask_slot(*element.buffer, slot);
-      const std::size_t row_bytes = static_cast<std::size_t>(mask.width) * mask.element_size();
-      for (int y = 0; y < mask.height; ++y) std::memcpy(out.row(y), mask.row(y), row_bytes);
-    }
-  } else if (!mask.empty()) {
-    throw InvalidArgument(
-        "the sample has a mask but the batch has none (its source gives none, and neither did "
-        "its first sample)");
+  FieldList& fields = element.sample.fields();
+  if (FieldColumns* columns = element.buffer->buffer->fields) {
+    columns->take(fields, element.slot);
+    return;
   }
-  if (buffer.boxes != nullptr) {
-    if (buffer.fixed_max_boxes != 0 && sample.boxes.size() > buffer.fixed_max_boxes)
-      throw InvalidArgument("the sample has " + std::to_string(sample.boxes.size()) +
-                            " boxes, more than BatchOptions::max_boxes (" +
-                            std::to_string(buffer.fixed_max_boxes) + ")");
-    buffer.boxes[slot].swap(sample.boxes);  // the slot's old list goes to the sample, which recycles it
-  } else if (!sample.boxes.empty()) {
-    throw InvalidArgument(
-        "the sample has boxes but the batch has none (its source gives none, and neither did its "
-        "first sample)");
-  }
-  if (buffer.multi_hot != nullptr) {
-    std::uint8_t* row = buffer.multi_hot + slot * buffer.num_classes;
-    std::fill_n(row, buffer.num_classes, std::uint8_t{0});
-    for (const std::int64_t tag : sample.tags) {
-      if (tag < 0 || static_cast<std::uint64_t>(tag) >= buffer.num_classes)
-        throw InvalidArgument("tag " + std::to_string(tag) + " is outside 0.." +
-                              std::to_string(buffer.num_classes - 1) + " (BatchOptions::num_classes)");
-      row[tag] = 1;
-    }
-  } else if (!sample.tags.empty()) {
-    throw InvalidArgument(
-        "the sample has multi-label tags but the batch has no multi-hot field: set "
-        "BatchOptions::num_classes");
-  }
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (!fields[i].empty()) throw_field_without_column(fields[i]);
 }
 
 template <class F>

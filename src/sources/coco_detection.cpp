@@ -9,6 +9,7 @@
 
 #include "conveyor/error.h"
 #include "conveyor/read_file.h"
+#include "src/sources/field_kinds.h"
 #include "src/sources/source.h"
 
 namespace conveyor::detail {
@@ -85,6 +86,7 @@ class CocoDetection final : public SampleSource {
       Box box;
       std::int64_t cls;
       bool crowd;
+      const json* source;  // for the readers of other per-instance fields (keypoints)
     };
     std::vector<Annotation> all;
     for (const json& annotation : coco_list(root, "annotations", annotations_)) {
@@ -109,8 +111,18 @@ class CocoDetection final : public SampleSource {
       all.push_back({{static_cast<float>(bbox[0]), static_cast<float>(bbox[1]),
                       static_cast<float>(bbox[0] + bbox[2]), static_cast<float>(bbox[1] + bbox[3])},
                      cls->second,
-                     crowd});
+                     crowd,
+                     &annotation});
     }
+
+    // The other per-instance fields the file carries (each kind that COCO can carry says whether it does),
+    // read for the same annotations as the boxes, in the same order.
+    for (const FieldKind& kind : field_kinds())
+      if (kind.coco != nullptr)
+        if (std::unique_ptr<CocoInstanceReader> reader = kind.coco(root, annotations_)) {
+          fields_.others.push_back(reader->prototype());
+          readers_.push_back(std::move(reader));
+        }
 
     // Flat tables, in the order the file lists its images.
     for (const Image& image : listed) {
@@ -121,6 +133,10 @@ class CocoDetection final : public SampleSource {
         boxes_.push_back(all[a].box);
         classes_.push_back(all[a].cls);
         crowd_.push_back(all[a].crowd ? 1 : 0);
+        for (const std::unique_ptr<CocoInstanceReader>& reader : readers_)
+          reader->add(*all[a].source,
+                      "annotation " + (all[a].source->contains("id") ? (*all[a].source)["id"].dump()
+                                                                     : std::to_string(a)));
       }
     }
     first_.push_back(boxes_.size());
@@ -136,8 +152,10 @@ class CocoDetection final : public SampleSource {
     sample.boxes.reserve(first_[i + 1] - first_[i]);
     for (std::size_t b = first_[i]; b < first_[i + 1]; ++b)
       sample.boxes.add(boxes_[b], classes_[b], crowd_[b] != 0);
+    for (const std::unique_ptr<CocoInstanceReader>& reader : readers_)
+      reader->read(first_[i], first_[i + 1], sample);
   }
-  FieldSet fields() const override { return {.boxes = true}; }
+  FieldSet fields() const override { return fields_; }
   std::string describe() const override {
     return "coco '" + annotations_ + "' " + std::to_string(paths_.size()) + " images " +
            std::to_string(boxes_.size()) + " boxes";
@@ -153,6 +171,8 @@ class CocoDetection final : public SampleSource {
   std::vector<std::int64_t> classes_;
   std::vector<std::uint8_t> crowd_;
   std::vector<std::string> class_names_;
+  FieldSet fields_{.boxes = true};
+  std::vector<std::unique_ptr<CocoInstanceReader>> readers_;  // other per-instance fields, as the boxes
 };
 
 }  // namespace

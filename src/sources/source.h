@@ -76,7 +76,7 @@ class Source {
   std::int64_t label(std::size_t i) const noexcept { return labels_[i]; }
   const std::vector<std::string>& class_names() const noexcept { return class_names_; }
   // The fields its elements carry besides the image and label.
-  FieldSet fields() const noexcept { return fields_; }
+  const FieldSet& fields() const noexcept { return fields_; }
 
   // Element i's encoded bytes (and its other fields) into `sample`: the pipeline's "read" stage, run in
   // parallel. Files larger than `max_bytes` (0: no limit) are refused (in-memory buffers are the caller's

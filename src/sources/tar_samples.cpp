@@ -153,6 +153,21 @@ void TarSampleReader::skip_data(const Member& member) {
   if (archive_read_data_skip(archive_.get()) != ARCHIVE_OK) fail(where(member));
 }
 
+void TarSampleReader::keep_data(const Member& member, StreamedSample& out, std::vector<std::uint8_t>& into,
+                                MemberExtent* extent) {
+  if (format_.max_member_bytes != 0 && static_cast<std::uint64_t>(member.size) > format_.max_member_bytes) {
+    set_error(out, "too_large",
+              where(member) + ": " + std::to_string(member.size) + " bytes, over the limit of " +
+                  std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
+    return skip_data(member);
+  }
+  if (extent != nullptr) {
+    *extent = {static_cast<std::uint64_t>(member.data_offset), static_cast<std::uint64_t>(member.size)};
+    return skip_data(member);  // a truncated shard fails here, as when the bytes are read
+  }
+  read_data(member, into);
+}
+
 void TarSampleReader::take(const Member& member, StreamedSample* out) {
   const bool image = std::find(format_.image_extensions.begin(), format_.image_extensions.end(),
                                member.extension) != format_.image_extensions.end();
@@ -169,18 +184,9 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
   if (mask || fields) {
     // Each extension appears once per sample (group() checks), so these are the sample's only ones.
     (mask ? has_mask_ : has_fields_) = true;
-    if (format_.max_member_bytes != 0 && static_cast<std::uint64_t>(member.size) > format_.max_member_bytes) {
-      set_error(*out, "too_large",
-                where(member) + ": " + std::to_string(member.size) + " bytes, over the limit of " +
-                    std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
-      return skip_data(member);
-    }
-    if (located_ != nullptr) {
-      (mask ? located_->mask : located_->fields) = {static_cast<std::uint64_t>(member.data_offset),
-                                                    static_cast<std::uint64_t>(member.size)};
-      return skip_data(member);
-    }
-    return read_data(member, mask ? out->mask_bytes : out->fields_json);
+    MemberExtent* extent = nullptr;
+    if (located_ != nullptr) extent = mask ? &located_->mask : &located_->fields;
+    return keep_data(member, *out, mask ? out->mask_bytes : out->fields_json, extent);
   }
   if (image) {
     if (has_image_) {
@@ -189,18 +195,7 @@ void TarSampleReader::take(const Member& member, StreamedSample* out) {
     }
     has_image_ = true;
     set_path(*out, member.name);
-    if (format_.max_member_bytes != 0 && static_cast<std::uint64_t>(member.size) > format_.max_member_bytes) {
-      set_error(*out, "too_large",
-                where(member) + ": " + std::to_string(member.size) + " bytes, over the limit of " +
-                    std::to_string(format_.max_member_bytes) + " (PipelineOptions::max_file_bytes)");
-      return skip_data(member);
-    }
-    if (located_ != nullptr) {
-      located_->image = {static_cast<std::uint64_t>(member.data_offset),
-                         static_cast<std::uint64_t>(member.size)};
-      return skip_data(member);  // a truncated shard fails here, as when the bytes are read
-    }
-    return read_data(member, out->bytes);
+    return keep_data(member, *out, out->bytes, located_ == nullptr ? nullptr : &located_->image);
   }
   if (has_label_) {
     set_error(*out, "duplicate_member", where(member) + ": a second label of sample '" + member.key + "'");

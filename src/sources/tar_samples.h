@@ -100,6 +100,10 @@ class TarSampleReader {
   void take(const Member& member, StreamedSample* out);
   void read_data(const Member& member, std::vector<std::uint8_t>& into);
   void skip_data(const Member& member);
+  // A member whose bytes the sample keeps (image, mask, fields): over the size limit, the sample's error
+  // ("too_large", its bytes skipped); when samples are located, where its bytes lie (extent); else its bytes.
+  void keep_data(const Member& member, StreamedSample& out, std::vector<std::uint8_t>& into,
+                 MemberExtent* extent);
   [[noreturn]] void fail(const std::string& context);
   std::string where(const Member& member) const;
   void set_error(StreamedSample& out, const char* kind, const std::string& reason) const;

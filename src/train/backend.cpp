@@ -6,10 +6,13 @@
 
 #include "conveyor/error.h"
 #include "src/train/cpu_steps.h"
+#include "src/train/distributed/mpi_communicator.h"
+#include "src/train/distributed/single_rank_communicator.h"
 #include "src/train/layers/cpu_context.h"
 
 #ifdef CONVEYOR_HAVE_CUDA
 #include "src/train/cuda_backend.h"
+#include "src/train/distributed/nccl_communicator.h"
 #endif
 
 namespace conveyor::train {
@@ -20,6 +23,32 @@ Backend make_backend(const BackendOptions& options) {
   return make_cuda_backend(options);
 #else
   throw InvalidArgument("trainer: GPU " + std::to_string(options.device) +
+                        " requested, but conveyor was built without CUDA");
+#endif
+}
+
+std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device,
+                                                const CommunicatorOptions& options) {
+  if (ranks.world_size < 1 || ranks.rank < 0 || ranks.rank >= ranks.world_size)
+    throw InvalidArgument("data parallel: rank " + std::to_string(ranks.rank) + " of world size " +
+                          std::to_string(ranks.world_size));
+  if (options.connect_timeout.count() <= 0 || options.collective_timeout.count() <= 0)
+    throw InvalidArgument("data parallel: the timeouts must be positive");
+  if (device < 0) {
+    if (ranks.world_size == 1 && !ranks.mpi_launcher) return std::make_unique<SingleRankCommunicator>();
+    if (!ranks.mpi_launcher)
+      throw InvalidArgument("data parallel on the CPU: rank " + std::to_string(ranks.rank) + " of " +
+                            std::to_string(ranks.world_size) + " (from " + to_string(ranks.source) +
+                            "'s variables) needs an MPI launcher, which carries the CPU's collectives: start "
+                            "the ranks with mpirun -np N, srun --mpi=pmix, or scripts/launch.sh N where "
+                            "mpirun is installed");
+    return std::make_unique<MpiCommunicator>(ranks, options.connect_timeout, options.collective_timeout);
+  }
+#ifdef CONVEYOR_HAVE_CUDA
+  return std::make_unique<NcclCommunicator>(ranks, device, options.connect_timeout,
+                                            options.collective_timeout);
+#else
+  throw InvalidArgument("data parallel: GPU " + std::to_string(device) +
                         " requested, but conveyor was built without CUDA");
 #endif
 }

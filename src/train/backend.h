@@ -1,14 +1,18 @@
 // Where the training wing picks its backend, once: the CPU reference or CUDA (cuDNN, cuBLAS and our
-// kernels), as the device wing picks its feeder's (src/device/feeder_backend.h). CMake compiles the CUDA
-// twins only where CUDA is built (src/train/CMakeLists.txt and layers/); backend.cpp is the one file of the
-// training wing that asks whether it was, and everything above the factory below (the network, the
-// parameters, the trainer, data-parallel training) is the same code for both backends.
+// kernels), as the device wing picks its feeder's (src/device/feeder_backend.h), and with it the engine of
+// data-parallel training's collectives (Open MPI on the CPU, NCCL on a GPU). CMake compiles the CUDA twins
+// only where CUDA is built (src/train/CMakeLists.txt, layers/ and distributed/); backend.cpp is the one file
+// of the training wing that asks whether it was, and everything above the factories below (the network,
+// the parameters, the trainer, data-parallel training) is the same code for both backends.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 
 #include "conveyor/cuda/device.h"
+#include "conveyor/ranks.h"
+#include "src/train/distributed/communicator.h"
 #include "src/train/layers/context.h"
 #include "src/train/step_backend.h"
 
@@ -32,6 +36,18 @@ struct Backend {
 // The CPU reference for device -1, else the GPU `device`. Throws InvalidArgument when that GPU is not
 // there or conveyor was built without CUDA.
 Backend make_backend(const BackendOptions& options);
+
+struct CommunicatorOptions {
+  std::chrono::milliseconds connect_timeout{std::chrono::minutes(2)};     // the ranks meeting
+  std::chrono::milliseconds collective_timeout{std::chrono::minutes(1)};  // a collective without progress
+};
+
+// The communicator of rank ranks.rank for a trainer on `device`: NCCL on a GPU; on the CPU (-1) Open MPI,
+// or, for a process that is the whole job and that no MPI launcher started, the single rank's (no engine at
+// all). Meets the other ranks. Throws InvalidArgument for CPU processes without an MPI launcher, a GPU
+// without CUDA, or ranks the engine's own world contradicts; CollectiveError when they do not meet in time.
+std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device,
+                                                const CommunicatorOptions& options);
 
 // Makes `device` current for the scope and restores the caller's device afterwards; nothing for -1 (the
 // CPU).

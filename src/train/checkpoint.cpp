@@ -13,21 +13,17 @@
 
 #include "conveyor/atomic_file.h"
 #include "conveyor/error.h"
+#include "src/core/hex.h"
 #include "src/train/safetensors.h"
 
 namespace conveyor::train {
 namespace {
 
+using conveyor::detail::hex;
 using nlohmann::json;
 
 constexpr const char* kFormat = "conveyor checkpoint";
 constexpr int kVersion = 2;
-
-std::string hex(std::uint64_t value) {
-  char text[24];
-  std::snprintf(text, sizeof text, "0x%016" PRIx64, value);
-  return text;
-}
 
 // A user's network, layer by layer: what tells it from another in a checkpoint.
 json network_json(const std::vector<Layer>& layers) {
@@ -88,18 +84,26 @@ json options_json(const TrainerOptions& o) {
           {"fused_batch_norm", o.fused_batch_norm}};
 }
 
-// The tensor's bytes as the checkpoint stores them: a convolution filter transposed from KRSC to PyTorch's
-// KCRS, everything else as it is.
-std::vector<float> to_torch_layout(const ParamEntry& e, const float* values) {
-  std::vector<float> out(values, values + e.ref.count);
-  if (!e.krsc) return out;
+// move(ours, theirs) for every element of a convolution filter of PyTorch's shape (K, C, R, S): its index in
+// conveyor's KRSC layout and in PyTorch's KCRS layout. The one place the two layouts are related, for the way
+// out and the way back.
+template <class Move>
+void for_each_filter_element(const ParamEntry& e, Move move) {
   const std::size_t k = static_cast<std::size_t>(e.shape[0]), c = static_cast<std::size_t>(e.shape[1]),
                     r = static_cast<std::size_t>(e.shape[2]), s = static_cast<std::size_t>(e.shape[3]);
   for (std::size_t o = 0; o < k; ++o)
     for (std::size_t y = 0; y < r; ++y)
       for (std::size_t x = 0; x < s; ++x)
         for (std::size_t i = 0; i < c; ++i)
-          out[((o * c + i) * r + y) * s + x] = values[((o * r + y) * s + x) * c + i];
+          move(((o * r + y) * s + x) * c + i, ((o * c + i) * r + y) * s + x);
+}
+
+// The tensor's bytes as the checkpoint stores them: a convolution filter transposed from KRSC to PyTorch's
+// KCRS, everything else as it is.
+std::vector<float> to_torch_layout(const ParamEntry& e, const float* values) {
+  std::vector<float> out(values, values + e.ref.count);
+  if (e.krsc)
+    for_each_filter_element(e, [&](std::size_t ours, std::size_t theirs) { out[theirs] = values[ours]; });
   return out;
 }
 
@@ -108,13 +112,7 @@ void from_torch_layout(const ParamEntry& e, const float* torch, float* values) {
     std::memcpy(values, torch, e.ref.count * sizeof(float));
     return;
   }
-  const std::size_t k = static_cast<std::size_t>(e.shape[0]), c = static_cast<std::size_t>(e.shape[1]),
-                    r = static_cast<std::size_t>(e.shape[2]), s = static_cast<std::size_t>(e.shape[3]);
-  for (std::size_t o = 0; o < k; ++o)
-    for (std::size_t y = 0; y < r; ++y)
-      for (std::size_t x = 0; x < s; ++x)
-        for (std::size_t i = 0; i < c; ++i)
-          values[((o * r + y) * s + x) * c + i] = torch[((o * c + i) * r + y) * s + x];
+  for_each_filter_element(e, [&](std::size_t ours, std::size_t theirs) { values[ours] = torch[theirs]; });
 }
 
 std::span<const std::uint8_t> bytes_of(const std::vector<float>& v) {

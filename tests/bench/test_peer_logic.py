@@ -360,7 +360,7 @@ class ResNet18Peer(unittest.TestCase):
         self.assertEqual(r["variants"]["graph"]["error"], "RuntimeError: capture")
         for key in ("commit", "model", "batch", "precision", "fused_bn", "device", "cudnn", "steps",
                     "step_ms_median", "step_ms_p95", "images_per_s_wall", "first_loss", "last_loss"):
-            self.assertIn(key, r)  # what summarize_gpu_run.py and compare_with_torch.sh read
+            self.assertIn(key, r)  # what the results' readers take
         json.dumps(r)
 
     def test_no_variant_ran_leaves_no_figures(self):

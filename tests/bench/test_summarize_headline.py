@@ -1,4 +1,5 @@
-"""bench/summarize_headline.py: gpu_run.sh headline's rounds as headline.json entries."""
+"""bench/summarize_headline.py: the rounds of bench/gpu/pipeline_vs_peers.sh and feed_vs_step.sh as headline.json
+entries."""
 import json
 import os
 import sys

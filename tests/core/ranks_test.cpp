@@ -1,4 +1,4 @@
-// Ranks from the launchers' environment variables (torchrun's and Open MPI's), read through a map.
+// Ranks from the launchers' environment variables (torchrun's, Open MPI's and Slurm's), read through a map.
 #include "conveyor/ranks.h"
 
 #include <gtest/gtest.h>
@@ -140,6 +140,88 @@ TEST(Ranks, RejectsABadRendezvousAddress) {
   EXPECT_NE(error_of({{"MASTER_PORT", "0"}}).find("not in 1..65535"), std::string::npos);
   EXPECT_NE(error_of({{"MASTER_PORT", "65536"}}).find("not in 1..65535"), std::string::npos);
   EXPECT_NE(error_of({{"MASTER_ADDR", ""}}).find("MASTER_ADDR is set but empty"), std::string::npos);
+}
+
+// What srun gives the third task of a step of 7 tasks on three nodes, 3 + 2 + 2, the task on node 1.
+const Variables kSrunTask{{"SLURM_PROCID", "4"}, {"SLURM_STEP_NUM_TASKS", "7"},
+                          {"SLURM_NTASKS", "7"}, {"SLURM_LOCALID", "1"},
+                          {"SLURM_NODEID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "3,2(x2)"}};
+
+TEST(Ranks, ReadsSlurmsVariablesWithThisNodesTaskCount) {
+  Variables variables = kSrunTask;
+  variables["MASTER_ADDR"] = "node-0";
+  variables["MASTER_PORT"] = "29500";
+  const Ranks ranks = read(variables);
+  EXPECT_EQ(ranks.rank, 4);
+  EXPECT_EQ(ranks.world_size, 7);
+  EXPECT_EQ(ranks.local_rank, 1);
+  EXPECT_EQ(ranks.local_world_size, 2);
+  EXPECT_EQ(ranks.source, RankSource::slurm);
+  EXPECT_STREQ(to_string(ranks.source), "slurm");
+  EXPECT_EQ(ranks.master_addr, "node-0");
+  EXPECT_FALSE(ranks.mpi_launcher) << "srun without --mpi=pmix starts no MPI job";
+  variables["SLURM_NODEID"] = "0";
+  variables["SLURM_LOCALID"] = "2";
+  EXPECT_EQ(read(variables).local_world_size, 3);
+}
+
+TEST(Ranks, ABatchScriptsSlurmVariablesDescribeOneProcess) {
+  // sbatch --ntasks=8 runs its script once, with SLURM_PROCID=0 and SLURM_NTASKS=8 but no step variables.
+  const Ranks ranks = read({{"SLURM_PROCID", "0"},
+                            {"SLURM_NTASKS", "8"},
+                            {"SLURM_LOCALID", "0"},
+                            {"SLURM_NODEID", "0"},
+                            {"SLURM_TASKS_PER_NODE", "8"}});
+  EXPECT_EQ(ranks, Ranks{});
+}
+
+TEST(Ranks, ALauncherStartedInsideASlurmStepWins) {
+  // torchrun (or mpirun) started by srun: one per node, each with its own workers; the workers inherit the
+  // step's variables, which describe the launcher, not them.
+  Variables variables = kSrunTask;
+  variables["RANK"] = "9";
+  variables["WORLD_SIZE"] = "12";
+  const Ranks ranks = read(variables);
+  EXPECT_EQ(ranks.rank, 9);
+  EXPECT_EQ(ranks.world_size, 12);
+  EXPECT_EQ(ranks.source, RankSource::torchrun);
+  variables = kSrunTask;
+  variables["OMPI_COMM_WORLD_RANK"] = "0";
+  variables["OMPI_COMM_WORLD_SIZE"] = "2";
+  EXPECT_EQ(read(variables).source, RankSource::open_mpi);
+}
+
+TEST(Ranks, RejectsABadSlurmTaskList) {
+  for (const std::string bad : {"", "3,", "2(x)", "2(x2", "0", "2(x0)", "a", "3,2(x2))"}) {
+    Variables variables = kSrunTask;
+    variables["SLURM_STEP_TASKS_PER_NODE"] = bad;
+    EXPECT_NE(error_of(variables).find("SLURM_STEP_TASKS_PER_NODE='" + bad + "' is not a list"),
+              std::string::npos)
+        << "'" << bad << "': " << error_of(variables);
+  }
+  Variables variables = kSrunTask;
+  variables["SLURM_NODEID"] = "3";
+  EXPECT_NE(error_of(variables).find("SLURM_NODEID=3 has no entry in SLURM_STEP_TASKS_PER_NODE='3,2(x2)'"),
+            std::string::npos)
+      << error_of(variables);
+  variables = kSrunTask;
+  variables.erase("SLURM_NODEID");
+  EXPECT_NE(error_of(variables).find("SLURM_STEP_TASKS_PER_NODE is set but SLURM_NODEID is not"),
+            std::string::npos);
+  variables = kSrunTask;
+  variables["SLURM_LOCALID"] = "2";  // node 1 runs two tasks
+  EXPECT_NE(error_of(variables).find("SLURM_LOCALID=2 is not below SLURM_STEP_TASKS_PER_NODE=2"),
+            std::string::npos)
+      << error_of(variables);
+}
+
+TEST(Ranks, KnowsWhenAnMpiLauncherWaitsForTheProcess) {
+  EXPECT_TRUE(read({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}).mpi_launcher);
+  Variables pmix = kSrunTask;  // srun --mpi=pmix
+  pmix["PMIX_RANK"] = "4";
+  EXPECT_TRUE(read(pmix).mpi_launcher);
+  EXPECT_FALSE(read({{"RANK", "0"}, {"WORLD_SIZE", "2"}}).mpi_launcher);
+  EXPECT_FALSE(read({}).mpi_launcher);
 }
 
 TEST(Ranks, ProcessEnvironmentReadsTheRealEnvironment) {

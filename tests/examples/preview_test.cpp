@@ -1,6 +1,7 @@
 // examples/preview: for each format, IIII.png (RGB, size x size), IIII.mask.png when the data has masks (the
-// same size, class ids), IIII.json with the label, boxes and classes in output pixels, and sheet.png; the
-// boxes stay on their classes' mask pixels. The data is make_fields's, over small test photos.
+// same size, class ids), IIII.json with the label, boxes and classes in output pixels (and the keypoints of
+// each box when the data has them), and sheet.png; the boxes stay on their classes' mask pixels. The data is
+// make_fields's, over small test photos.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -135,6 +136,32 @@ TEST_F(Preview, CocoWritesBoxes) {
   EXPECT_GT(box_count(preview("coco", at("fields/images"), false,
                               {"--annotations", at("fields/instances.json").string()})),
             0u);
+}
+
+TEST_F(Preview, CocoWithKeypointsWritesThemPerBoxInOutputPixels) {
+  const auto jsons =
+      preview("coco", at("fields/images"), false, {"--annotations", at("fields/keypoints.json").string()});
+  std::size_t visible = 0;
+  for (const auto& json : jsons) {
+    ASSERT_TRUE(json.contains("keypoints")) << json;
+    ASSERT_EQ(json["keypoints"].size(), json["boxes"].size()) << json;
+    for (std::size_t b = 0; b < json["keypoints"].size(); ++b) {
+      ASSERT_EQ(json["keypoints"][b].size(), 3u) << json;
+      for (const auto& point : json["keypoints"][b]) {
+        if (point[2].get<double>() == 0) continue;
+        ++visible;
+        EXPECT_GE(point[0].get<double>(), json["boxes"][b][0].get<double>() - 1e-3) << json;
+        EXPECT_LE(point[0].get<double>(), json["boxes"][b][2].get<double>() + 1e-3) << json;
+        EXPECT_GE(point[1].get<double>(), json["boxes"][b][1].get<double>() - 1e-3) << json;
+        EXPECT_LE(point[1].get<double>(), json["boxes"][b][3].get<double>() + 1e-3) << json;
+      }
+    }
+  }
+  EXPECT_GT(visible, 0u);
+  // A set without keypoints writes none.
+  for (const auto& json :
+       preview("coco", at("fields/images"), false, {"--annotations", at("fields/instances.json").string()}))
+    EXPECT_FALSE(json.contains("keypoints")) << json;
 }
 
 TEST_F(Preview, ShardsWriteMasksAndBoxes) {

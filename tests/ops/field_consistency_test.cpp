@@ -1,6 +1,9 @@
 // Issue 35's consistency target: a box drawn into a mask stays that mask's bounding box (within 1 px) after
-// every geometric op and chain, and the image under the mask still shows the rectangle that was drawn there.
-// The scenes are real files: a JPEG with filled rectangles, its mask as a PNG, the rectangles as boxes.
+// every geometric op and chain, and the image under the mask still shows the rectangle that was drawn there;
+// and issue 42's for keypoints: each visible keypoint stays on its rectangle (inside its mask's bounding box,
+// within 1 px), instance by instance with the boxes, and "left" stays left of "right" through every flip.
+// The scenes are real files: a JPEG with filled rectangles, its mask as a PNG, the rectangles as boxes, three
+// keypoints on each.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,6 +32,7 @@ Sample sample_of(const testing::Scene& scene, std::uint64_t seed) {
   sample.encoded = scene.jpeg;
   sample.encoded_mask = scene.mask_png;
   sample.boxes.assign(scene.boxes);
+  scene.add_keypoints(sample);
   sample.seed = seed;
   return sample;
 }
@@ -79,6 +83,28 @@ void expect_consistent(const testing::Scene& scene, const Sample& sample, const 
         for (int c = 0; c < 3; ++c) diff += std::abs(image.at(y, x)[c] - colour[static_cast<std::size_t>(c)]);
     EXPECT_LT(diff / ((x1 - x0) * (y1 - y0) * 3), 30)
         << context << ": class " << cls << " image off its mask";
+  }
+  // Keypoints: instance i is box i's rectangle (left, centre, right).
+  const KeypointsField* keypoints = sample.find_field<KeypointsField>();
+  ASSERT_NE(keypoints, nullptr) << context;
+  ASSERT_EQ(keypoints->instances(), sample.boxes.size()) << context;
+  for (std::size_t i = 0; i < keypoints->instances(); ++i) {
+    const std::optional<Box> drawn =
+        testing::mask_box(mask, static_cast<std::uint32_t>(sample.boxes.classes()[i]));
+    const std::span<const Keypoint> points = keypoints->instance(i);
+    for (const Keypoint& point : points) {
+      if (point.v == 0) continue;
+      EXPECT_GE(point.x, 0) << context;
+      EXPECT_LE(point.x, image.width) << context;
+      if (!drawn) continue;
+      EXPECT_GE(point.x, drawn->x0 - 1.0) << context << ": instance " << i;
+      EXPECT_LE(point.x, drawn->x1 + 1.0) << context << ": instance " << i;
+      EXPECT_GE(point.y, drawn->y0 - 1.0) << context << ": instance " << i;
+      EXPECT_LE(point.y, drawn->y1 + 1.0) << context << ": instance " << i;
+    }
+    if (points[0].v > 0 && points[2].v > 0) {
+      EXPECT_LE(points[0].x, points[2].x) << context << ": left and right";
+    }
   }
   for (std::size_t i = 0; i < scene.boxes.size(); ++i) {
     const std::int64_t cls = scene.boxes.classes()[i];

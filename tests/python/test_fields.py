@@ -185,3 +185,45 @@ def test_a_python_source_plugs_into_the_chain_with_its_fields(annotated):
         assert numpy.array_equal(numpy.asarray(batch.box_classes)[:, 0], labels)
         seen += [info.index for info in batch.samples]
     assert len(seen) == 12 and all(index % 2 == 1 for index in seen)
+
+
+def test_field_tensors_are_reached_by_name_without_the_module_naming_them(annotated):
+    coco = conveyor.Dataset.coco_detection(annotated / "instances.json", annotated / "images")
+    batch = next(iter(coco.map(conveyor.ops.decode_center_crop(40)).with_options(threads=1).batch(4)))
+    assert set(batch.fields) == {"boxes", "box_classes", "box_crowd", "box_counts"}
+    assert numpy.array_equal(numpy.from_dlpack(batch.fields["boxes"]), numpy.from_dlpack(batch.boxes))
+    assert batch.masks is None  # a kind the library knows, not in this batch
+    with pytest.raises(AttributeError):
+        batch.no_such_tensor
+    sample = next(iter(conveyor.Dataset.segmentation_folder(annotated).take(1).map(conveyor.ops.decode())
+                       .with_options(threads=1)))
+    assert set(sample.fields) == {"mask"}
+    assert numpy.asarray(sample.fields["mask"]).shape == sample.shape[:2]
+    feeder = conveyor.DeviceFeeder("cpu")
+    for device_batch in feeder.feed(coco.map(conveyor.ops.decode_center_crop(40)).with_options(threads=1).batch(4)):
+        assert set(device_batch.fields) == set(batch.fields)
+        assert device_batch.multi_hot is None
+        break
+
+
+def test_coco_keypoints_batch_beside_the_boxes_and_reach_python(annotated, tmp_path):
+    coco = json.loads((annotated / "instances.json").read_text())
+    coco["categories"][0]["keypoints"] = ["left", "right"]
+    for annotation in coco["annotations"]:
+        x, y, w, h = annotation["bbox"]
+        annotation["keypoints"] = [x + 1, y + h / 2, 2, x + w - 1, y + h / 2, 2]
+    (tmp_path / "keypoints.json").write_text(json.dumps(coco))
+    dataset = conveyor.Dataset.coco_detection(tmp_path / "keypoints.json", annotated / "images")
+    assert dataset.fields == ["boxes", "keypoints"]
+    for batch in dataset.map(conveyor.ops.decode_center_crop(40)).with_options(threads=2).batch(6):
+        keypoints = numpy.from_dlpack(batch.keypoints)
+        assert keypoints.dtype == numpy.float32 and keypoints.shape == (6, 1, 2, 3)
+        assert list(numpy.asarray(batch.keypoint_counts)) == [1] * 6
+        boxes = numpy.from_dlpack(batch.boxes)
+        for k in range(6):
+            for x, y, v in keypoints[k, 0]:
+                if v > 0:
+                    assert boxes[k, 0, 0] <= x <= boxes[k, 0, 2] and boxes[k, 0, 1] <= y <= boxes[k, 0, 3]
+    sample = next(iter(dataset.take(1).map(conveyor.ops.decode()).with_options(threads=1)))
+    assert numpy.asarray(sample.keypoints).shape == (1, 2, 3)
+    assert conveyor.field_kinds() == ["mask", "boxes", "tags", "keypoints"]

@@ -3,12 +3,14 @@
 // on its class's mask pixels), the same bytes at any thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "conveyor/dataset.h"
+#include "conveyor/fields/keypoints.h"
 #include "conveyor/ops.h"
 #include "fixtures.h"
 #include "support/subprocess.h"
@@ -86,6 +88,38 @@ TEST(MakeFields, ThreeLayoutsOfOneDataSetTheSameAtAnyThreadCount) {
     }
   }
   EXPECT_GT(boxes, 8u);
+}
+
+TEST(MakeFields, KeypointsLieOnTheirShapesPixels) {
+  TempDir dir;
+  const fs::path photos = testing::make_jpeg_folder(dir, 2, 3, 90, 120);
+  const testing::ProcessResult made = make_fields(photos, dir / "set", "1");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::vector<Sample> segmentation = read_all(Dataset::segmentation_folder(dir / "set"));
+  const std::vector<Sample> coco = read_all(
+      Dataset::coco_detection(dir / "set/keypoints.json", dir / "set/images", {.contiguous_classes = false}));
+  const std::vector<Sample> plain = read_all(
+      Dataset::coco_detection(dir / "set/instances.json", dir / "set/images", {.contiguous_classes = false}));
+  ASSERT_EQ(coco.size(), 6u);
+  for (std::size_t i = 0; i < coco.size(); ++i) {
+    EXPECT_EQ(coco[i].boxes, plain[i].boxes) << "the same annotations as instances.json";
+    const KeypointsField* keypoints = coco[i].find_field<KeypointsField>();
+    ASSERT_NE(keypoints, nullptr);
+    ASSERT_EQ(keypoints->points, 3);
+    ASSERT_EQ(keypoints->instances(), coco[i].boxes.size());
+    const ConstMaskView mask = segmentation[i].mask();
+    for (std::size_t b = 0; b < keypoints->instances(); ++b) {
+      const auto cls = static_cast<std::uint32_t>(coco[i].boxes.classes()[b]);
+      const std::span<const Keypoint> points = keypoints->instance(b);  // top, left, right
+      for (const Keypoint& point : points) {
+        EXPECT_EQ(point.v, 2);
+        EXPECT_EQ(mask.at(static_cast<int>(point.y), static_cast<int>(point.x)), cls)
+            << "image " << i << " box " << b;
+      }
+      EXPECT_LE(points[1].x, points[2].x);
+      EXPECT_LE(points[0].y, std::min(points[1].y, points[2].y));
+    }
+  }
 }
 
 }  // namespace

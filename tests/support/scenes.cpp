@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "conveyor/ops/decode_png.h"
@@ -23,6 +24,14 @@ std::array<std::uint8_t, 3> colour_of(std::int64_t cls) {
 }  // namespace
 
 std::array<std::uint8_t, 3> Scene::colour(std::int64_t cls) const { return colour_of(cls); }
+
+void Scene::add_keypoints(Sample& sample) const {
+  static const std::vector<std::string> names{"left", "centre", "right"};
+  KeypointsField& field = sample.field<KeypointsField>();
+  field.points = 3;
+  field.flip_indices = std::make_shared<const std::vector<int>>(flip_indices_by_name(names));
+  field.values = keypoints;
+}
 
 Scene make_scene(int height, int width, int count, std::uint64_t seed, MaskType type) {
   Scene scene;
@@ -58,6 +67,10 @@ Scene make_scene(int height, int width, int count, std::uint64_t seed, MaskType 
     scene.boxes.add({static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x0 + w),
                      static_cast<float>(y0 + h)},
                     static_cast<std::int64_t>(value));
+    const float middle = static_cast<float>(y0) + static_cast<float>(h) / 2;
+    scene.keypoints.push_back({static_cast<float>(x0) + 0.5f, middle, 2});
+    scene.keypoints.push_back({static_cast<float>(x0) + static_cast<float>(w) / 2, middle, 2});
+    scene.keypoints.push_back({static_cast<float>(x0 + w) - 0.5f, middle, 2});
   }
   scene.jpeg = encode_jpeg(scene.image.view(), 95, Subsampling::s444);
   scene.mask_png = ops::encode_png(std::as_const(scene.mask).view());

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "conveyor/boxes.h"
+#include "conveyor/fields/keypoints.h"
 #include "conveyor/image.h"
 #include "conveyor/mask.h"
+#include "conveyor/sample.h"
 #include "conveyor/source.h"
 
 namespace conveyor::testing {
@@ -21,7 +23,12 @@ struct Scene {
   BoxList boxes;                       // rectangle c - 1 as the box of class c, in pixel corners
   std::vector<std::uint8_t> jpeg;      // the image, quality 95, 4:4:4
   std::vector<std::uint8_t> mask_png;  // the mask
+  // Per rectangle, in the boxes' order: the centres of its left column, of itself and of its right column,
+  // all on the rectangle's mask pixels (points "left", "centre", "right").
+  std::vector<Keypoint> keypoints;
   std::array<std::uint8_t, 3> colour(std::int64_t cls) const;  // the fill of class cls's rectangle
+  // The scene's keypoints as the sample's keypoints field (a mirror swaps "left" and "right").
+  void add_keypoints(Sample& sample) const;
 };
 
 // `count` rectangles (at least 8 x 8 pixels, not overlapping: one per cell of a grid) over a make_picture

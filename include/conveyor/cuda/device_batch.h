@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include "conveyor/batch.h"
 #include "conveyor/image.h"
@@ -44,7 +45,8 @@ class DeviceBatch {
   std::uint64_t sequence() const noexcept { return sequence_; }
   std::uint64_t epoch() const noexcept { return epoch_; }
 
-  // (N, H, W, C) uint8 as the pipeline made them, and (N) int64 labels.
+  // (N, H, W, C) uint8 as the pipeline made them (and the users' pixel twins after it, which work in place:
+  // FeederOptions::pixel_ops), and (N) int64 labels.
   const TensorView& pixels() const noexcept { return pixels_; }
   const TensorView& labels() const noexcept { return labels_; }
   // The images as the model takes them, when the feeder was asked to make them (FeederOptions::normalize:
@@ -58,16 +60,20 @@ class DeviceBatch {
   // Who each sample is (host memory, valid while the handle lives).
   std::span<const SampleInfo> samples() const noexcept { return samples_; }
 
-  // The batch's other fields (conveyor/fields.h), where pixels() are, as the pipeline made them; empty
-  // views when the batch has none: masks (N, H, W) uint8 or uint16; boxes (N, M, 4) float32 with their
-  // classes (N, M) int64 (-1 padding), crowd flags (N, M) uint8 and counts (N) int64; multi-hot labels
-  // (N, K) uint8.
-  const TensorView& masks() const noexcept { return masks_; }
-  const TensorView& boxes() const noexcept { return boxes_; }
-  const TensorView& box_classes() const noexcept { return box_classes_; }
-  const TensorView& box_crowd() const noexcept { return box_crowd_; }
-  const TensorView& box_counts() const noexcept { return box_counts_; }
-  const TensorView& multi_hot() const noexcept { return multi_hot_; }
+  // The batch's other fields (conveyor/fields.h), where pixels() are, as the pipeline made them: every field
+  // tensor of the host batch (Batch::fields()), with its name, shape and padding; valid while the handle
+  // lives. Empty for a batch without fields.
+  std::span<const BatchTensor> fields() const noexcept { return fields_; }
+  // The field tensor named `name`; an empty view when the batch has none.
+  const TensorView& field(std::string_view name) const noexcept;
+  // Issue 35's names for them: masks (N, H, W) uint8 or uint16; boxes (N, M, 4) float32 with their classes
+  // (N, M) int64 (-1 padding), crowd flags (N, M) uint8 and counts (N) int64; multi-hot labels (N, K) uint8.
+  const TensorView& masks() const noexcept { return field("masks"); }
+  const TensorView& boxes() const noexcept { return field("boxes"); }
+  const TensorView& box_classes() const noexcept { return field("box_classes"); }
+  const TensorView& box_crowd() const noexcept { return field("box_crowd"); }
+  const TensorView& box_counts() const noexcept { return field("box_counts"); }
+  const TensorView& multi_hot() const noexcept { return field("multi_hot"); }
 
   // Gives the batch back now (the destructor does the same).
   void release() noexcept { hold_.reset(); }
@@ -79,7 +85,7 @@ class DeviceBatch {
   friend struct detail::DeviceBatchAccess;
   std::shared_ptr<detail::SlotHold> hold_;
   TensorView pixels_, labels_, images_;
-  TensorView masks_, boxes_, box_classes_, box_crowd_, box_counts_, multi_hot_;
+  std::span<const BatchTensor> fields_;
   std::optional<ops::NormalizeParams> normalization_;
   bool augmented_ = false;
   std::span<const SampleInfo> samples_;

@@ -14,13 +14,16 @@
 // On the CPU nothing is copied: the DeviceBatch views the batch's own memory (and normalized images made on
 // the CPU, when asked for), kept out of its pool while the handle lives.
 //
-// Work after the copy (FeederOptions::augment, FeederOptions::decode; docs/architecture.md, "GPU side"):
+// Work after the copy (FeederOptions::augment, pixel_ops, decode; docs/architecture.md, "GPU side"):
 // - augment: the cheap per-pixel ops (flip_horizontal, distort) run on the GPU as one fused kernel with
 //   normalize, on the copy stream, into DeviceBatch::images(). Each sample's parameters are drawn on the CPU
 //   from its seed by the CPU ops' own draws, so the images equal those of the same ops run as CPU maps
 //   before the feeder, bit for bit. On a CPU placement the same ops run on the CPU (feed() appends them to
 //   the chain as maps; stage() applies them to its copy), so a program gives the same images() wherever it
 //   runs. DeviceBatch::pixels() are the batch as the pipeline made it: before these ops on a GPU.
+// - pixel_ops: users' pixel ops whose CUDA twins a GpuTwins registry knows (conveyor/cuda/gpu_twins.h), run
+//   on the batch's pixels in place, in the chain's order, before the fused kernel (so pixels() hold their
+//   result); on a CPU placement the ops themselves run as the chain's maps, drawing as they would there.
 // - decode: hybrid JPEG decoding. feed() lets the chain's last map, decode_random_resized_crop, leave a share
 //   of the images to the feeder (conveyor/defer.h): for those the pipeline's workers read only the header
 //   and draw the crop window, and the feeder decodes them with nvJPEG (the GPU's hardware decoder where it
@@ -45,6 +48,7 @@
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device.h"
 #include "conveyor/cuda/device_batch.h"
+#include "conveyor/cuda/gpu_twins.h"
 #include "conveyor/dataset.h"
 #include "conveyor/ops/distort.h"
 #include "conveyor/ops/normalize.h"
@@ -152,6 +156,12 @@ struct FeederOptions {
   std::optional<ops::NormalizeParams> normalize{};
   // Per-pixel ops run after the copy, before normalize (see the top of this file).
   DeviceAugment augment{};
+  // Users' pixel ops with GPU twins, run in this order on each batch's pixels after the copy, before
+  // `augment` (place_pixel_ops fills it; conveyor/cuda/gpu_twins.h). On a CPU placement feed() runs the ops
+  // themselves as maps.
+  std::vector<PlacedPixelOp> pixel_ops{};
+  // What place_pixel_ops may move, by the twin name each op gives; null: GpuTwins::library().
+  std::shared_ptr<const GpuTwins> gpu_twins = nullptr;
   // Hybrid CPU/GPU JPEG decoding (see the top of this file); used by feed().
   DeviceDecode decode{};
   // The feeder's own kernels on the GPU (the augmentation, the crop-resize after nvJPEG) use at most this
@@ -228,31 +238,36 @@ struct FeederStats {
   std::string split_memory;
 };
 
-// The default placement of the cheap per-pixel ops. Takes a chain's maps, in order, and, when `placement`
-// is a GPU and options.normalize is set, moves the trailing flip_horizontal and distort (the library's own,
-// recognised by SampleOp::spec; at most one of each) into options.augment, where the feeder runs them fused
-// with normalize on the GPU; returns the maps that stay in the pipeline. A moved op draws as it would have
-// at its index in `maps`: build the chain from exactly these maps, with no filter before them:
+// The default placement of the cheap per-pixel ops. Takes a chain's maps, in order, and, when `placement` is
+// a GPU, moves the trailing ops whose GPU twin the registry knows (options.gpu_twins, by SampleOp::gpu_twin;
+// null: GpuTwins::library()) into the feeder: the library's flip_horizontal and distort (at most one of each,
+// and only with options.normalize) into options.augment, where they run fused with normalize; a user's pixel
+// twin into options.pixel_ops, where it runs on the pixels before them (so a flip or distort before a pixel
+// twin in the chain stays). Returns the maps that stay in the pipeline. A moved op draws as it would have at
+// its index in `maps`: build the chain from exactly these maps, with no filter before them:
 //   FeederOptions options{.normalize = trainer.input_normalization()};
 //   std::vector<SampleOp> maps = place_pixel_ops({ops::decode_random_resized_crop(224),
 //                                                 ops::flip_horizontal(0.5), ops::distort(jitter)},
 //                                                placement, options);
-// On a CPU placement, or without normalize, the maps come back unchanged: there they run as maps either
-// way. Moving changes nothing in images(): the feeder draws each sample's parameters as the maps would and
-// gives the same bytes. It also leaves decode_random_resized_crop last, where it may defer to the GPU.
+// On a CPU placement the maps come back unchanged: there they run as maps either way. Moving changes nothing
+// in images(): each twin draws each sample's parameters as its op would and gives the same bytes. It also
+// leaves decode_random_resized_crop last, where it may defer to the GPU.
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
                                       FeederOptions& options);
-// The same for the maps of a dataset whose samples have these fields (Dataset::fields()): with masks or
-// boxes the flip stays in the pipeline, which moves them with the image (the feeder flips images only);
-// distort, a colour op, may still move.
+// The same for the maps of a dataset whose samples have these fields (Dataset::fields()): with a field that
+// follows the image (a mask, boxes) a geometric twin (the flip) stays in the pipeline, which moves them with
+// the image (the feeder moves images only); distort, a colour op, may still move.
 std::vector<SampleOp> place_pixel_ops(std::vector<SampleOp> maps, const Placement& placement,
-                                      FeederOptions& options, FieldSet fields);
+                                      FeederOptions& options, const FieldSet& fields);
 // The same for a chain that is already built (Python's Dataset.to_device uses it): `dataset` without the
 // maps that moved, batched and prefetched as it was. The moved ops draw from the positions they had in the
 // chain (filters before them count, as in the pipeline), so images() are the same either way. A dataset
-// whose samples have masks or boxes keeps its flip (see the overload above).
+// whose samples have fields that follow the image keeps its flip (see the overload above).
 BatchedDataset place_pixel_ops(const BatchedDataset& dataset, const Placement& placement,
                                FeederOptions& options);
+// Whether the chain's last map may leave images to the feeder's GPU decoder: its twin (in options.gpu_twins)
+// says it defers (decode_random_resized_crop). Python's to_device turns GPU decoding on by it.
+bool may_defer_to_gpu(const BatchedDataset& dataset, const FeederOptions& options);
 
 class DeviceBatchIterator;
 

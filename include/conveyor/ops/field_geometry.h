@@ -23,6 +23,11 @@ namespace conveyor::ops {
 void crop_resize_mask(ConstMaskView mask, Rect window, MaskView out, PadMode mode = PadMode::constant,
                       std::uint16_t fill = 0);
 
+// One box of an image of which `window` becomes an out_width x out_height image, mapped and clipped as
+// crop_resize_boxes does; true when it stays by options' rule.
+bool crop_resize_box(Box& box, Rect window, int out_width, int out_height,
+                     const FieldOptions& options) noexcept;
+
 // Boxes of an image of which `window` becomes an out_width x out_height image: each corner maps to
 // (x - window.x) * out_width / window.width (likewise y), then the box is clipped to the output; a box
 // whose clipped area is below options.min_box_area, or below options.min_box_visibility times its mapped

@@ -70,9 +70,10 @@ SampleOp crop(Rect window);
 SampleOp pad(int top, int bottom, int left, int right, PadMode mode = PadMode::constant,
              std::uint8_t value = 0);
 
-// What flip_horizontal and distort carry in SampleOp::spec: their parameters and the kind of their Rng
-// stream, so that a feeder can run the same op on the GPU (conveyor::place_pixel_ops, which knows the op's
-// position k in the chain and draws from op_stream(stream, k) as the op would).
+// What flip_horizontal and distort carry in SampleOp::spec, with their GPU twins' names "flip_horizontal" and
+// "distort" in SampleOp::gpu_twin: their parameters and the kind of their Rng stream, so that a feeder can
+// run the same op on the GPU (their twins in GpuTwins::library(), conveyor/cuda/gpu_twins.h, which know the
+// op's position k in the chain and draw from op_stream(stream, k) as the op would).
 struct FlipHorizontalSpec {
   double p = 0.5;
   std::uint64_t stream = stream::flip_horizontal;
@@ -82,9 +83,9 @@ struct DistortSpec {
   std::uint64_t stream = stream::distort;
 };
 
-// What decode_random_resized_crop carries in SampleOp::spec: as the chain's last map it may leave images to
-// a feeder's GPU decoder (DeviceFeeder::feed with FeederOptions::decode), which Python's to_device checks
-// before it turns that on.
+// What decode_random_resized_crop carries in SampleOp::spec (its twin: "decode_random_resized_crop"): as the
+// chain's last map it may leave images to a feeder's GPU decoder (DeviceFeeder::feed with
+// FeederOptions::decode), which Python's to_device checks before it turns that on.
 struct DecodeRandomResizedCropSpec {
   int size = 0;
   RandomResizedCropOptions options;

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "conveyor/ops/normalize.h"
+#include "src/core/host_allocation.h"
 #include "src/device/augment/augment_params.h"
 #include "src/device/augment/fused_augment.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/device_memory.h"
-#include "src/memory/host_memory.h"
 
 namespace conveyor::cuda {
 

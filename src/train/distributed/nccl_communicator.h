@@ -1,68 +1,77 @@
-// RAII owner of an NCCL communicator, and the one way to check NCCL calls.
+// The GPU's communicator: NCCL, bootstrapped by NCCL itself (nccl_bootstrap.h), on a nonblocking
+// communicator (nccl_handle.h) watched by a thread that aborts it when its collectives stop making progress
+// (collective_watch.h).
+//
+// Every collective runs on a communication stream of the device's highest priority (the all-reduces are
+// short and sit on the step's critical path at its end: the GPU should start them as soon as their inputs
+// are ready rather than after the backward kernels queued before them), ordered after the step's stream by
+// an event (fork) and before whatever the step's stream does next by another (join). One stream for all of
+// a communicator's work keeps its collectives in issue order on the GPU, so two of them never run at once.
+// In a captured step the forks, the all-reduces and the join are part of the CUDA graph.
 #pragma once
 
-#include <nccl.h>
+#include <cuda_runtime.h>
 
-#include <array>
-#include <cstdint>
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-namespace conveyor::train {
+#include "conveyor/ranks.h"
+#include "src/device/cuda_handles.h"
+#include "src/device/device_memory.h"
+#include "src/train/distributed/collective_watch.h"
+#include "src/train/distributed/communicator.h"
+#include "src/train/distributed/nccl_handle.h"
 
-// Throws DeviceError("<call> failed in <context> (<file>:<line>): <NCCL's error>: <its last message>").
-[[noreturn]] void throw_nccl_error(ncclResult_t status, const char* call, const std::string& context,
-                                   ncclComm_t comm, const char* file, int line);
-
-inline void check_nccl(ncclResult_t status, const char* call, const std::string& context, ncclComm_t comm,
-                       const char* file, int line) {
-  if (status != ncclSuccess) throw_nccl_error(status, call, context, comm, file, line);
+namespace conveyor::nn {
+class CudaContext;
 }
 
-// NCCL's unique id as the bytes a rendezvous carries.
-using NcclId = std::array<std::uint8_t, sizeof(ncclUniqueId)>;
-NcclId make_nccl_id();
+namespace conveyor::train {
 
-// The NCCL library this process loaded, "2.28.9".
-std::string nccl_version();
-
-class NcclCommunicator {
+class NcclCommunicator final : public Communicator {
  public:
-  // Rank `rank` of `world_size` on CUDA device `device` (made current for the call). Blocks until every
-  // rank has called it with the same id.
-  NcclCommunicator(const NcclId& id, int world_size, int rank, int device);
-  // One communicator per device, ranks in the order given, for one process driving them all
-  // (ncclCommInitAll).
-  static std::vector<NcclCommunicator> for_devices(const std::vector<int>& devices);
+  // Rank ranks.rank of ranks.world_size on GPU `device`: makes NCCL's id (nccl_bootstrap.h) and the
+  // communicator, returning when every rank has joined (see NcclHandle for the errors).
+  NcclCommunicator(const Ranks& ranks, int device, std::chrono::milliseconds connect_timeout,
+                   std::chrono::milliseconds collective_timeout);
+  ~NcclCommunicator() override;
 
-  // Waits for the communicator's work and frees it (ncclCommDestroy), or, after mark_failed(), ends what
-  // is still running or waiting without waiting for the other ranks (ncclCommAbort).
-  ~NcclCommunicator();
-  NcclCommunicator(NcclCommunicator&& other) noexcept;
-  NcclCommunicator& operator=(NcclCommunicator&& other) noexcept;
-  NcclCommunicator(const NcclCommunicator&) = delete;
-  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
-
-  ncclComm_t get() const noexcept { return comm_; }
-  int device() const noexcept { return device_; }
-  int rank() const noexcept { return rank_; }
-  int size() const noexcept { return size_; }
-  // A collective of this communicator failed or was left half-done: the destructor must not wait for the
-  // other ranks.
-  void mark_failed() noexcept { failed_ = true; }
+  std::string describe() const override;
+  void attach(nn::Context& context) override;
+  void fork() override;
+  void all_reduce_average(void* data, std::size_t count, nn::DType type, const std::string& what) override;
+  void broadcast(void* data, std::size_t count, nn::DType type, int root, const std::string& what) override;
+  void join() override;
+  void after_step() override;
+  void check() override { check_usable(); }
+  void average_on_host(std::span<double> values) override;
+  void barrier() override;
+  void abandon() noexcept override;
 
  private:
-  NcclCommunicator(ncclComm_t comm, int device, int rank, int size) noexcept
-      : comm_(comm), device_(device), rank_(rank), size_(size) {}
-  void reset() noexcept;
+  // Throws the watch's reason when it aborted the communicator.
+  void check_usable() const;
+  bool capturing() const;
 
-  ncclComm_t comm_ = nullptr;
-  int device_ = -1, rank_ = 0, size_ = 1;
-  bool failed_ = false;
+  std::string bootstrap_;  // how the ranks met: "MPI_Bcast", "NCCL_COMM_ID=..."
+  int device_;
+  std::chrono::milliseconds collective_timeout_;
+  std::unique_ptr<NcclHandle> handle_;
+  std::unique_ptr<CollectiveWatch> watch_;  // after handle_: stopped before the communicator goes
+  // Made by attach(): the step's context, and what the communicator keeps of its own on the device (it
+  // outlives the trainer's context, whose memory pool goes with it): the communication stream with its
+  // events, and a few doubles for average_on_host() from a pool of its own.
+  nn::CudaContext* context_ = nullptr;
+  std::optional<cuda::DeviceMemoryPool> pool_;
+  std::optional<cuda::Stream> stream_;
+  std::vector<cuda::Event> forks_;  // one per fork between two joins: each is its own edge of a graph
+  std::size_t forks_used_ = 0;
+  std::optional<cuda::Event> joined_;
+  cuda::DeviceBuffer values_;  // given back on stream_, which it precedes in destruction
+  std::size_t steps_ = 0;
 };
 
 }  // namespace conveyor::train
-
-// CONVEYOR_NCCL(ncclAllReduce(...), "gradient bucket 3", comm) — comm may be null (no last message then).
-#define CONVEYOR_NCCL(call, context, comm) \
-  ::conveyor::train::check_nccl((call), #call, (context), (comm), __FILE__, __LINE__)

@@ -1,6 +1,8 @@
-// scripts/launch.sh, the one-host launcher: N processes with torchrun's variables meet through the
-// rendezvous, NVLink multicast is off in every one whatever the caller's environment says, and a rank that
-// fails stops the others at once (a rank waiting on a collective would otherwise wait forever).
+// scripts/launch.sh, the one-host launcher, both ways: through mpirun (where Open MPI is installed, as here)
+// and as N processes with torchrun's variables (CONVEYOR_LAUNCHER=processes, as on a GPU machine without
+// MPI). Every rank gets its launcher's variables with NVLink multicast off whatever the caller's
+// environment says, and a rank that fails stops the others at once (a rank waiting on a collective would
+// otherwise wait forever).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -8,100 +10,112 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "barrier_log.h"
-#include "support/subprocess.h"
+#include "peer_runs.h"
 #include "support/temp_dir.h"
 #include "support/watchdog.h"
 
 namespace conveyor::train {
 namespace {
 
-using testing::ProcessResult;
-using testing::TempDir;
+using namespace std::chrono_literals;
+using testing::TimedRun;
 
-ProcessResult launch(const std::vector<std::string>& args, const std::vector<std::string>& environment = {}) {
-  std::vector<std::string> argv{CONVEYOR_LAUNCH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return testing::run_process(argv, environment, std::chrono::seconds(90));
-}
+const std::vector<std::string> kMulticastOn{"NCCL_NVLS_ENABLE=1", "TORCH_SYMM_MEM_DISABLE_MULTICAST=0",
+                                            "NVSHMEM_DISABLE_NVLS=0"};
 
-std::string peer() { return testing::program_path("CONVEYOR_RENDEZVOUS_PEER", CONVEYOR_RENDEZVOUS_PEER); }
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
+// Each output line's words, keyed by the first (the rank).
+std::map<int, std::vector<std::string>> words_by_rank(const std::string& text) {
+  std::map<int, std::vector<std::string>> out;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-TEST(Launch, ThreeRanksMeetThroughTheRendezvousAndPassItsBarriers) {
-  testing::Watchdog watchdog(std::chrono::seconds(120), "launch.sh, three ranks");
-  TempDir dir;
-  const std::string log = (dir / "barriers.log").string();
-  const ProcessResult result = launch({"3", peer(), "env://", "20000", log});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  std::set<std::string> ranks, bytes;
-  for (const std::string& line : lines_of(result.out)) {  // "rank R: HEX"
-    const std::size_t colon = line.find(": ");
-    ASSERT_NE(colon, std::string::npos) << line;
-    ranks.insert(line.substr(0, colon));
-    bytes.insert(line.substr(colon + 2));
-  }
-  EXPECT_EQ(ranks, (std::set<std::string>{"rank 0", "rank 1", "rank 2"}));
-  ASSERT_EQ(bytes.size(), 1u) << "every rank got the same bytes from rank 0";
-  EXPECT_EQ(bytes.begin()->size(), 256u);
-  testing::expect_barriers_held(log, 3);  // each barrier: every rank entered before any rank left
-}
-
-TEST(Launch, EveryRankGetsTorchrunsVariablesAndNvlinkMulticastOff) {
-  testing::Watchdog watchdog(std::chrono::seconds(60), "launch.sh, variables");
-  const ProcessResult result = launch(
-      {"2", "sh", "-c",
-       "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $NCCL_NVLS_ENABLE "
-       "$TORCH_SYMM_MEM_DISABLE_MULTICAST $NVSHMEM_DISABLE_NVLS"},
-      {"NCCL_NVLS_ENABLE=1", "TORCH_SYMM_MEM_DISABLE_MULTICAST=0", "NVSHMEM_DISABLE_NVLS=0", "RANK=5"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  std::map<int, std::vector<std::string>> by_rank;
-  for (const std::string& line : lines_of(result.out)) {
+  for (std::string line; std::getline(in, line);) {
     std::istringstream words(line);
     std::vector<std::string> fields;
     for (std::string word; words >> word;) fields.push_back(word);
-    ASSERT_EQ(fields.size(), 9u) << line;
-    by_rank[std::stoi(fields[0])] = fields;
+    if (!fields.empty()) out[std::stoi(fields[0])] = fields;
   }
-  ASSERT_EQ(by_rank.size(), 2u) << result.out;
+  return out;
+}
+
+void expect_multicast_off(const std::vector<std::string>& f, std::size_t from) {
+  EXPECT_EQ(f[from], "0") << "NCCL_NVLS_ENABLE";
+  EXPECT_EQ(f[from + 1], "1") << "TORCH_SYMM_MEM_DISABLE_MULTICAST";
+  EXPECT_EQ(f[from + 2], "1") << "NVSHMEM_DISABLE_NVLS";
+}
+
+TEST(Launch, ThroughMpirunEveryRankGetsOpenMpisVariablesAndNvlinkMulticastOff) {
+  CONVEYOR_REQUIRE_MPIRUN();
+  testing::Watchdog watchdog(60s, "launch.sh through mpirun, variables");
+  std::vector<std::string> environment = kMulticastOn;
+  environment.push_back("CONVEYOR_LAUNCHER=mpirun");
+  const TimedRun run = testing::launch(
+      2,
+      {"sh", "-c",
+       "echo $OMPI_COMM_WORLD_RANK $OMPI_COMM_WORLD_SIZE $OMPI_COMM_WORLD_LOCAL_RANK $NCCL_NVLS_ENABLE "
+       "$TORCH_SYMM_MEM_DISABLE_MULTICAST $NVSHMEM_DISABLE_NVLS"},
+      30s, environment);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto by_rank = words_by_rank(run.result.out);
+  ASSERT_EQ(by_rank.size(), 2u) << run.result.out;
   for (const auto& [rank, f] : by_rank) {
+    ASSERT_EQ(f.size(), 6u);
+    EXPECT_EQ(f[1], "2");
+    EXPECT_EQ(f[2], std::to_string(rank)) << "local rank";
+    expect_multicast_off(f, 3);
+  }
+}
+
+TEST(Launch, ThroughMpirunARankThatFailsEndsTheOthersAndGivesItsStatus) {
+  CONVEYOR_REQUIRE_MPIRUN();
+  testing::Watchdog watchdog(120s, "launch.sh through mpirun, a failing rank");
+  const TimedRun run = testing::launch(
+      3, {"sh", "-c", "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then sleep 1; exit 7; fi; exec sleep 600"}, 90s,
+      {"CONVEYOR_LAUNCHER=mpirun"});
+  EXPECT_FALSE(run.result.timed_out);
+  EXPECT_EQ(run.result.exit_code, 7) << run.result.err;
+  EXPECT_LT(run.seconds, 30.0);
+}
+
+TEST(Launch, AsProcessesEveryRankGetsTorchrunsVariablesAndNvlinkMulticastOff) {
+  testing::Watchdog watchdog(60s, "launch.sh as processes, variables");
+  std::vector<std::string> environment = kMulticastOn;
+  environment.insert(environment.end(), {"CONVEYOR_LAUNCHER=processes", "RANK=5"});
+  const TimedRun run = testing::launch(
+      2,
+      {"sh", "-c",
+       "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $NCCL_NVLS_ENABLE "
+       "$TORCH_SYMM_MEM_DISABLE_MULTICAST $NVSHMEM_DISABLE_NVLS"},
+      30s, environment);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const auto by_rank = words_by_rank(run.result.out);
+  ASSERT_EQ(by_rank.size(), 2u) << run.result.out;
+  for (const auto& [rank, f] : by_rank) {
+    ASSERT_EQ(f.size(), 9u);
     EXPECT_EQ(f[1], "2");
     EXPECT_EQ(f[2], std::to_string(rank)) << "LOCAL_RANK";
     EXPECT_EQ(f[3], "2");
     EXPECT_EQ(f[4], "127.0.0.1");
     EXPECT_GT(std::stoi(f[5]), 0);
     EXPECT_EQ(f[5], by_rank.begin()->second[5]) << "one MASTER_PORT for all";
-    EXPECT_EQ(f[6], "0") << "NCCL_NVLS_ENABLE";
-    EXPECT_EQ(f[7], "1") << "TORCH_SYMM_MEM_DISABLE_MULTICAST";
-    EXPECT_EQ(f[8], "1") << "NVSHMEM_DISABLE_NVLS";
+    expect_multicast_off(f, 6);
   }
 }
 
-TEST(Launch, ARankThatFailsStopsTheOthersAndGivesItsStatus) {
-  testing::Watchdog watchdog(std::chrono::seconds(120), "launch.sh, a failing rank");
-  TempDir dir;
+TEST(Launch, AsProcessesARankThatFailsStopsTheOthersAndGivesItsStatus) {
+  testing::Watchdog watchdog(120s, "launch.sh as processes, a failing rank");
+  testing::TempDir dir;
   const std::string pids = (dir / "pids").string();
-  // Ranks 0 and 2 wait at the rendezvous for rank 1 for ten minutes; rank 1 fails as soon as all three
-  // have written their pid (else, on a loaded machine, the launcher could stop a rank before it wrote it).
+  // Ranks 0 and 2 sleep for ten minutes; rank 1 fails as soon as all three have written their pid (else, on
+  // a loaded machine, the launcher could stop a rank before it wrote it).
   const std::string script = "echo $$ >> '" + pids + "'; if [ \"$RANK\" = 1 ]; then while [ $(wc -l < '" +
-                             pids + "') -lt 3 ]; do sleep 0.05; done; exit 7; fi; exec '" + peer() +
-                             "' env:// 600000 '" + (dir / "log").string() + "'";
-  const auto started = std::chrono::steady_clock::now();
-  const ProcessResult result = launch({"3", "sh", "-c", script});
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
-  EXPECT_EQ(result.exit_code, 7) << result.err;
-  EXPECT_NE(result.err.find("rank 1 exited with status 7"), std::string::npos) << result.err;
+                             pids + "') -lt 3 ]; do sleep 0.05; done; exit 7; fi; exec sleep 600";
+  const TimedRun run = testing::launch(3, {"sh", "-c", script}, 90s, {"CONVEYOR_LAUNCHER=processes"});
+  EXPECT_LT(run.seconds, 30.0);
+  EXPECT_EQ(run.result.exit_code, 7) << run.result.err;
+  EXPECT_NE(run.result.err.find("rank 1 exited with status 7"), std::string::npos) << run.result.err;
   std::ifstream in(pids);
   int count = 0;
   for (pid_t pid = 0; in >> pid; ++count)
@@ -109,10 +123,20 @@ TEST(Launch, ARankThatFailsStopsTheOthersAndGivesItsStatus) {
   EXPECT_EQ(count, 3);
 }
 
-TEST(Launch, RefusesAMissingOrBadProcessCount) {
-  EXPECT_EQ(launch({"0", "true"}).exit_code, 2);
-  EXPECT_EQ(launch({"two", "true"}).exit_code, 2);
-  EXPECT_EQ(launch({"2"}).exit_code, 2);
+TEST(Launch, AsProcessesCpuRanksAreRefusedWithWhatToDoInstead) {
+  // The CPU's collectives need MPI, which launch.sh's processes do not start.
+  testing::Watchdog watchdog(60s, "CPU ranks without MPI");
+  const TimedRun run = testing::launch(2, {testing::data_parallel_peer(), "--steps", "2"}, 30s,
+                                       {"CONVEYOR_LAUNCHER=processes"});
+  EXPECT_NE(run.result.exit_code, 0);
+  EXPECT_NE(run.result.err.find("needs an MPI launcher"), std::string::npos) << run.result.err;
+}
+
+TEST(Launch, RefusesAMissingOrBadProcessCountOrLauncher) {
+  EXPECT_EQ(testing::launch(0, {"true"}, 30s).result.exit_code, 2);
+  EXPECT_EQ(testing::run_timed({testing::launch_script(), "two", "true"}, {}, 30s).result.exit_code, 2);
+  EXPECT_EQ(testing::run_timed({testing::launch_script(), "2"}, {}, 30s).result.exit_code, 2);
+  EXPECT_EQ(testing::launch(2, {"true"}, 30s, {"CONVEYOR_LAUNCHER=srun"}).result.exit_code, 2);
 }
 
 }  // namespace

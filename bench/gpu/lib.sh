@@ -1,0 +1,240 @@
+# bench/gpu/lib.sh: what every script of bench/gpu/ shares, sourced by each (not run). On the GPU machine,
+# from the repository root, with the bundle that scripts/device-bundle.sh (or scripts/gpu-test-bundle.sh)
+# packed into .carry/.
+#
+#   bench_options NAME=DEFAULT... -- "$@"
+#                             the script's options, each --NAME VALUE, into variables set to their defaults
+#                             first ('-' in a name is '_' in its variable); NAME+= gathers every value given
+#                             into an array, NAME! is a flag without a value (1 when given, else 0)
+#   bench_begin NAME "$@"     unpacks the bundle (once per machine), makes this script's results folder $r
+#                             (under $BENCH_RESULTS, default /tmp/bench-results), sends the console there too
+#                             and notes the start of its record
+#   bench_run SECONDS CMD...  CMD under a time limit; 20 s before it, the stacks of every bundle program still
+#                             running go to $r/hang-PID.txt; a failure is reported and listed, never fatal
+#   alternate ROUNDS FUNCTION SIDE...
+#                             FUNCTION SIDE ROUND for every side, round after round, the order reversed in even
+#                             rounds (A B C, C B A, A B C): a drift of the machine weighs on every side alike.
+#                             Every ratio is then taken as the median of the rounds' ratios (bench/summarize_*.py)
+#   imagenet_like, fields_set, fashion_mnist, shards_of SET
+#                             the data sets, made once per machine; each prints its path
+#   nvjpeg_abi_check          our nvJPEG declarations against NVIDIA's header, at compile time
+#   bench_end                 writes $r/record.json (command, commit, machine, dates, failed runs) and, when
+#                             the script runs alone (not under bench/gpu/run.sh), $OUT/results.tgz
+#
+# Only 8 files come back from a device call: everything stays under $BENCH_RESULTS until it is packed into
+# the one results.tgz.
+
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Where the bundle is unpacked and the data sets are made (BENCH_BUNDLE, BENCH_DATA: other places, to try a
+# script on a machine that others use too).
+bundle=${BENCH_BUNDLE:-/tmp/bundle}
+bin=$bundle/bin
+data=${BENCH_DATA:-/tmp/data}
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+export PYTHONUNBUFFERED=1
+
+say() { printf '%s\n' "$*" >&4; }  # to the console, even from inside a pipe that a caller filters
+
+bench_options() {
+  local _spec _name _variable
+  declare -A _kind=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    _spec=$1 _name=${1%%=*}
+    shift
+    case "$_name" in
+      *+) _name=${_name%+} _kind[$_name]=list; eval "${_name//-/_}=()" ;;
+      *!) _name=${_name%!} _kind[$_name]=flag; printf -v "${_name//-/_}" 0 ;;
+      *) _kind[$_name]=value; printf -v "${_name//-/_}" '%s' "${_spec#*=}" ;;
+    esac
+  done
+  shift
+  while [ $# -gt 0 ]; do
+    _name=${1#--} _variable=${1#--}
+    _variable=${_variable//-/_}
+    case "${_kind[$_name]:-}" in
+      value) [ $# -ge 2 ] || { echo "$(basename "$0"): $1 needs a value" >&2; exit 2; }
+             printf -v "$_variable" '%s' "$2"; shift 2 ;;
+      list) [ $# -ge 2 ] || { echo "$(basename "$0"): $1 needs a value" >&2; exit 2; }
+            eval "$_variable+=(\"\$2\")"; shift 2 ;;
+      flag) printf -v "$_variable" 1; shift ;;
+      *) echo "$(basename "$0"): unknown option $1 (its options: ${!_kind[*]})" >&2; exit 2 ;;
+    esac
+  done
+}
+
+bench_begin() {
+  bench_name=$1; shift
+  bench_arguments=("$@")
+  bench_started=$(date -u +%FT%TZ)
+  r=${BENCH_RESULTS:-/tmp/bench-results}/$bench_name
+  if [ -n "${BENCH_RUNNER:-}" ]; then
+    # The same script twice in one call: NAME, NAME-2, ...
+    local n=1
+    while [ -e "$r" ]; do n=$((n + 1)); r=${BENCH_RESULTS}/$bench_name-$n; done
+  fi
+  rm -rf "$r" && mkdir -p "$r"
+  exec > >(tee -a "$r/console.log") 2>&1
+  exec 4>&1
+  [ -f "$root/.carry/bundle.tar.xz" ] || { echo "bench: no .carry/bundle.tar.xz (scripts/device-bundle.sh)"; exit 2; }
+  # The bundle is unpacked once per machine: a list of scripts in one call shares it.
+  local stamp
+  stamp=$(stat -c '%s %Y' "$root/.carry/bundle.tar.xz")
+  if [ "$(cat "$bundle/.unpacked-from" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "$bundle" && mkdir -p "$bundle" && tar xf "$root/.carry/bundle.tar.xz" -C "$bundle" --strip-components 1 &&
+      echo "$stamp" >"$bundle/.unpacked-from"
+  fi
+  # shellcheck disable=SC1091
+  source "$bundle/tools/device-env" "$bundle/lib"
+  # nvJPEG is loaded at run time (dlopen libnvjpeg.so.13): the toolkit's copy, after the bundle's libraries.
+  [ -e "$cuda_home/lib64/libnvjpeg.so.13" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_home/lib64"
+  # The commit the bundle was built at, for every JSON written here (bench/peers/run_record.py, the C++
+  # benchmarks): the copy of the tree on this machine may answer git with another one.
+  CONVEYOR_COMMIT=$(cat "$root/.carry/commit" 2>/dev/null || git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  export CONVEYOR_COMMIT
+  # What the data-parallel GPU tests start besides themselves: this checkout's launcher and the bundle's
+  # programs (the paths they were built with are the build machine's).
+  export CONVEYOR_LAUNCH=$root/scripts/launch.sh CONVEYOR_TWO_HOSTS=$root/tests/support/two_hosts.sh
+  export CONVEYOR_DATA_PARALLEL_PEER=$bin/data_parallel_peer CONVEYOR_FEED_VS_PREFETCH=$bin/feed_vs_prefetch
+  printf '=== bench/gpu/%s.sh %s (commit %s, %s)\n' "$bench_name" "${bench_arguments[*]}" "$CONVEYOR_COMMIT" "$bench_started"
+  nvidia-smi -L 2>&1
+  echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+}
+
+dump_stacks() {
+  local pid
+  for pid in $(pgrep -f "^$bin/" 2>/dev/null); do
+    { echo "# $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+      timeout 60 cuda-gdb -p "$pid" -batch -ex 'info threads' -ex 'thread apply all bt 25' 2>&1
+    } >"$r/hang-$pid.txt"
+  done
+  say "!!! still running after $1 s: stacks in $(cd "$r" && ls hang-*.txt 2>/dev/null | tr '\n' ' ')"
+}
+
+bench_run() {
+  local limit=$1; shift
+  local after=$((limit > 40 ? limit - 20 : limit / 2)) watcher status
+  # The watcher holds neither stdout nor a pipe a caller reads to its end; killing it kills its sleep too.
+  (trap 'kill "$nap" 2>/dev/null; exit 0' TERM; sleep "$after" & nap=$!; wait "$nap"; dump_stacks "$after") \
+    >/dev/null 2>&1 &
+  watcher=$!
+  timeout -k 10 "$limit" "$@"
+  status=$?
+  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+  if [ "$status" -ne 0 ]; then
+    say "!!! rc=$status: $*"
+    echo "$status $*" >>"$r/failed_runs"
+  fi
+  return 0
+}
+
+alternate() {
+  local rounds=$1 function=$2; shift 2
+  local names=("$@") order round side i
+  for round in $(seq "$rounds"); do
+    order=()
+    if [ $((round % 2)) = 0 ]; then
+      for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
+    else
+      order=("${names[@]}")
+    fi
+    for side in "${order[@]}"; do
+      echo "--- round $round: $side"
+      "$function" "$side" "$round"
+    done
+  done
+}
+
+# The ImageNet-like set (5,000 photos made from the carried sources, scripts/device-bundle.sh --photos).
+imagenet_like() {
+  local set=$data/imagenet-like-5000
+  [ -f "$set/.complete" ] ||
+    { bench_run 180 "$bin/make_imagenet_like" --out "$set" --count 5000 --sources "$root/.carry/photos" >&2 &&
+      [ -d "$set/train" ] && touch "$set/.complete"; }
+  echo "$set/train"
+}
+
+# Fashion-MNIST's JPEGs, from the carried IDX files (--fashion: Debian's .gz, or .xz where the bundle must be
+# smaller).
+fashion_mnist() {
+  local set=$data/fashion-mnist f
+  if [ ! -f "$set/train.txt" ]; then
+    mkdir -p "$data/idx"
+    for f in "$root"/.carry/fashion-mnist/*.gz "$root"/.carry/fashion-mnist/*.xz; do
+      case "$f" in
+        *.gz) gzip -dc "$f" >"$data/idx/$(basename "${f%.gz}")" ;;
+        *.xz) xz -dc "$f" >"$data/idx/$(basename "${f%.xz}")" ;;
+      esac
+    done
+    bench_run 180 "$bin/make_fashion_mnist" --idx "$data/idx" --out "$set" >&2
+  fi
+  echo "$set"
+}
+
+# The fields set (a segmentation folder and COCO boxes) that make_fields builds over the ImageNet-like photos.
+fields_set() {
+  local set=$data/fields-5000
+  [ -f "$set/instances.json" ] || bench_run 180 "$bin/make_fields" --input "$(imagenet_like)" --out "$set" >&2
+  echo "$set"
+}
+
+# shards_of SET [make_shards options...]: the ImageNet-like set as 64 MB tar shards in /tmp/shards/SET (the
+# options prepare it: --max-side, --quality, --store raw); prints the index.
+shards_of() {
+  local name=$1; shift
+  local out=/tmp/shards/$name
+  [ -f "$out/shards.json" ] ||
+    bench_run 300 "$bin/make_shards" --input "$(imagenet_like)" --output "$out" --shard-size 64 "$@" >"$r/make_shards_$name.log" 2>&1
+  echo "$out/shards.json"
+}
+
+nvjpeg_abi_check() {
+  if [ ! -f "$cuda_home/include/nvjpeg.h" ]; then
+    echo "!!! nvjpeg ABI check: no $cuda_home/include/nvjpeg.h"
+    echo "nvjpeg_abi_check" >>"$r/tests_failed"
+  elif timeout 120 g++ -std=c++20 -I "$root/include" -I "$root" -I "$cuda_home/include" \
+      "$root/tests/device/nvjpeg_abi_check.cpp" -fsyntax-only; then
+    echo "nvjpeg ABI check: OK (our values, structs and signatures match $cuda_home/include/nvjpeg.h)"
+  else
+    echo "!!! nvjpeg ABI check FAILED (the static_assert above names what differs)"
+    echo "nvjpeg_abi_check" >>"$r/tests_failed"
+  fi
+}
+
+bench_end() {
+  local status=${1:-0}
+  [ ! -f "$r/tests_failed" ] || status=1
+  BENCH_STATUS=$status BENCH_NAME=$bench_name BENCH_STARTED=$bench_started python3 - "$r" "${bench_arguments[@]}" <<'RECORD'
+import datetime, json, os, shlex, subprocess, sys
+folder, arguments = sys.argv[1], sys.argv[2:]
+def output(*command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        return ""
+def lines(name):
+    path = os.path.join(folder, name)
+    return [l.strip() for l in open(path)] if os.path.exists(path) else []
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), None)
+record = {
+    "command": " ".join(["bench/gpu/" + os.environ["BENCH_NAME"] + ".sh"] + [shlex.quote(a) for a in arguments]),
+    "commit": os.environ.get("CONVEYOR_COMMIT", "unknown"),
+    "machine": {"gpus": [l for l in output("nvidia-smi", "-L").splitlines() if l], "cpu": cpu,
+                "cores": os.cpu_count()},
+    "started": os.environ["BENCH_STARTED"],
+    "ended": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "failed_runs": lines("failed_runs"),
+    "tests_failed": lines("tests_failed"),
+    "status": int(os.environ["BENCH_STATUS"]),
+}
+with open(os.path.join(folder, "record.json"), "w") as f:
+    json.dump(record, f, indent=2)
+    f.write("\n")
+RECORD
+  echo "=== bench/gpu/$bench_name.sh: done ($(date -u +%FT%TZ)), status $status"
+  if [ -z "${BENCH_RUNNER:-}" ]; then
+    mkdir -p "${OUT:-/tmp/out}"
+    tar -C "$(dirname "$r")" -czf "${OUT:-/tmp/out}/results.tgz" "$(basename "$r")"
+  fi
+  return "$status"
+}

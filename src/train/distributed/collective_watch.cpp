@@ -1,0 +1,84 @@
+#include "src/train/distributed/collective_watch.h"
+
+#include <cstdio>
+#include <utility>
+
+namespace conveyor::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string seconds(Clock::duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+}  // namespace
+
+CollectiveWatch::CollectiveWatch(NcclHandle& handle, std::chrono::milliseconds limit,
+                                 std::chrono::milliseconds poll_interval)
+    : handle_(handle), limit_(limit), poll_interval_(poll_interval), last_completed_(Clock::now()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+CollectiveWatch::~CollectiveWatch() {
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void CollectiveWatch::mark(cudaStream_t stream, std::string what) {
+  const std::lock_guard lock(mutex_);
+  cuda::Event event = spare_.empty() ? cuda::Event() : std::move(spare_.back());
+  if (!spare_.empty()) spare_.pop_back();
+  event.record(stream);
+  if (pending_.empty()) last_completed_ = Clock::now();  // the clock starts with the first point pending
+  pending_.push_back({std::move(event), Clock::now(), std::move(what)});
+}
+
+std::string CollectiveWatch::inspect() {
+  if (std::string error = handle_.async_error(); !error.empty())
+    return handle_.where() + ": NCCL reports " + error + ": a rank left the job";
+  const std::lock_guard lock(mutex_);
+  while (!pending_.empty()) {
+    Point& oldest = pending_.front();
+    const cudaError_t status = cudaEventQuery(oldest.event.get());
+    if (status == cudaErrorNotReady) {
+      const Clock::time_point since = std::max(oldest.recorded, last_completed_);
+      if (Clock::now() - since <= limit_) return "";
+      return handle_.where() + ": the collectives before " + oldest.what + " made no progress for " +
+             seconds(Clock::now() - since) +
+             ": another rank stopped taking part (it was killed, hangs, or was kept from the collectives for "
+             "longer than the timeout)";
+    }
+    if (status != cudaSuccess)
+      return handle_.where() + ": waiting for " + oldest.what + ": " + cudaGetErrorString(status);
+    last_completed_ = Clock::now();
+    spare_.push_back(std::move(oldest.event));
+    pending_.pop_front();
+  }
+  return "";
+}
+
+void CollectiveWatch::run() {
+  // Events and NCCL calls from this thread act on the communicator's device.
+  if (cudaSetDevice(handle_.device()) != cudaSuccess) return;
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    wake_.wait_for(lock, poll_interval_, [this] { return stop_; });
+    if (stop_) break;
+    lock.unlock();
+    const std::string reason = inspect();
+    if (!reason.empty()) {
+      handle_.abort(reason);  // its kernels stop; the trainer's next call throws `reason`
+      return;
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace conveyor::train

@@ -1,0 +1,113 @@
+"""Specifications of bench/summarize_gpu_scripts.py (the figures of bench/gpu/'s scripts that alternate
+rounds) on made-up JSON: ranks summed, ratios taken within a round, medians over the rounds."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+BENCH = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, BENCH)
+
+import summarize_gpu_scripts  # noqa: E402
+
+
+def write(folder, name, data):
+    with open(os.path.join(folder, name), "w") as file:
+        json.dump(data, file)
+
+
+def fvp(images_per_s, idle=0.02, idle_per_gpu=None, stalls=0):
+    result = {"mode": "prefetch", "images_per_s": images_per_s, "idle_fraction": idle, "compute_ms": 15.0,
+              "gpu_decoded_fraction": 0.4, "stall_reports": stalls}
+    if idle_per_gpu is not None:
+        result["idle_per_gpu"] = idle_per_gpu
+    return {"results": [result]}
+
+
+def run(part, folder):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        summarize_gpu_scripts.__dict__[part](folder)
+    return out.getvalue()
+
+
+class Scaling(unittest.TestCase):
+    def test_ranks_are_summed_and_each_round_is_against_its_own_one_gpu(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for round_, one in ((1, 16000), (2, 18000)):
+                write(folder, f"one_{round_}.json", fvp(one))
+                write(folder, f"procs_{round_}.rank0.json", fvp(one * 0.96))
+                write(folder, f"procs_{round_}.rank1.json", fvp(one * 0.96))
+                write(folder, f"inproc_{round_}.json", fvp(one * 1.8, idle_per_gpu=[0.03, 0.04]))
+                write(folder, f"procs-cpus_{round_}.rank0.json", fvp(one))
+                write(folder, f"procs-cpus_{round_}.rank1.json", fvp(one))
+            text = run("scaling", folder)
+        self.assertIn("one process per GPU / one GPU: median 1.920x over 2 round(s)", text)
+        self.assertIn("one process, every GPU / one GPU: median 1.800x", text)
+        self.assertIn("one process per GPU, cpus / one GPU: median 2.000x", text)
+        self.assertIn("idle per GPU 3.0 %, 4.0 %", text)
+
+    def test_a_round_without_its_one_gpu_run_is_left_out(self):
+        with tempfile.TemporaryDirectory() as folder:
+            write(folder, "one_1.json", fvp(16000))
+            write(folder, "procs_1.json", fvp(30000))
+            write(folder, "procs_2.json", fvp(10000))
+            text = run("scaling", folder)
+        self.assertIn("median 1.875x over 1 round(s)", text)
+
+
+class FeedVsStep(unittest.TestCase):
+    def test_prefetch_and_each_variant_against_the_same_rounds_step(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for round_ in (1, 2, 3):
+                write(folder, f"step_{round_}.json", {"images_per_s": 17500.0})
+                write(folder, f"fvp_{round_}.json", fvp(17000.0))
+                write(folder, f"fvp-nopool_{round_}.json", fvp(16300.0))
+            text = run("feed_vs_step", folder)
+        self.assertIn("prefetch / train_step_bench, the defaults: median 0.971 over 3 round(s)", text)
+        self.assertIn("prefetch / train_step_bench, nopool: median 0.931", text)
+        self.assertIn("nopool / the defaults, round by round: median 0.959x", text)
+
+
+class FirstBatch(unittest.TestCase):
+    def test_time_to_the_first_batch_and_the_rate_of_every_side(self):
+        with tempfile.TemporaryDirectory() as folder:
+            write(folder, "prime.json", {"images_per_s_after_first_batch": 1.0, "time_to_first_batch_s": 9.0})
+            for round_, first in ((1, 1.3), (2, 1.1)):
+                write(folder, f"gpu_{round_}.json", {"images_per_s_after_first_batch": 25000.0,
+                                                     "time_to_first_batch_s": first})
+                write(folder, f"cpu_{round_}.json", {"images_per_s_after_first_batch": 11000.0,
+                                                     "time_to_first_batch_s": 0.03})
+            text = run("first_batch", folder)
+        self.assertIn("gpu: time to the first batch: median 1.200 s over 2 round(s)", text)
+        self.assertIn("cpu: images/s from the first batch: median 11000.000 over 2 round(s)", text)
+        self.assertNotIn("prime", text)
+
+
+class MultiGpuHangs(unittest.TestCase):
+    def test_runs_without_a_json_did_not_end(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for i in (1, 2, 3):
+                open(os.path.join(folder, f"fvp_{i}.log"), "w").close()
+            write(folder, "fvp_1.json", fvp(28000.0))
+            write(folder, "fvp_2.json", fvp(27000.0, stalls=1))
+            text = run("multi_gpu_hangs", folder)
+        self.assertIn("2 of 3 runs ended; stall reports in ended runs: 1", text)
+
+
+class PreparedData(unittest.TestCase):
+    def test_each_set_with_its_size_and_each_sides_median(self):
+        with tempfile.TemporaryDirectory() as folder:
+            write(folder, "index_q90.json", {"shardlist": [{"filesize": 60e6}, {"filesize": 60e6}]})
+            write(folder, "cpu_q90_1.json", {"images_per_s": 20000.0})
+            write(folder, "cpu_q90_2.json", {"images_per_s": 22000.0})
+            text = run("prepared_data", folder)
+        self.assertIn("q90: shards 120 MB", text)
+        self.assertIn("cpu: median 21000 img/s (20000, 22000)", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
