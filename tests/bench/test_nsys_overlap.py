@@ -1,4 +1,4 @@
-"""Specifications of bench/levers/nsys_overlap.py on captures written here in the tables Nsight Systems exports
+"""Specifications of bench/nsys_overlap.py on captures written here in the tables Nsight Systems exports
 (StringIds and CUPTI_ACTIVITY_KIND_KERNEL, the columns it reads): which stream is the step's, how much of its
 busy time other streams' kernels shared, and which of its kernels slowed beside the feeder."""
 
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 BENCH = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-sys.path.insert(0, os.path.join(BENCH, "levers"))
+sys.path.insert(0, BENCH)
 
 import nsys_overlap  # noqa: E402
 

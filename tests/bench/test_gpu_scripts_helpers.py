@@ -1,5 +1,6 @@
-"""Specifications of the helpers of bench/levers/: a prepared set's shards written out as an ImageFolder byte
-for byte (shards_to_folder.py), and lib.sh's alternating order and run length, run in bash."""
+"""Specifications of what bench/gpu/'s scripts lean on: a prepared set's shards written out as an ImageFolder
+byte for byte (bench/shards_to_folder.py), lib.sh's alternating rounds and a variant's flags replacing a
+script's defaults, run in bash; and every script of bench/gpu/ parsing (bash -n)."""
 
 import io
 import json
@@ -11,7 +12,7 @@ import tempfile
 import unittest
 
 BENCH = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-sys.path.insert(0, os.path.join(BENCH, "levers"))
+sys.path.insert(0, BENCH)
 
 import shards_to_folder  # noqa: E402
 
@@ -44,28 +45,37 @@ class ShardsToFolder(unittest.TestCase):
 
 class Lib(unittest.TestCase):
     def bash(self, script):
-        lib = os.path.join(BENCH, "levers", "lib.sh")
+        lib = os.path.join(BENCH, "gpu", "lib.sh")
         return subprocess.run(["bash", "-c", f"source {lib}; {script}"], capture_output=True, text=True,
                               check=True).stdout.split()
 
     def test_rounds_alternate_their_order(self):
-        self.assertEqual(self.bash("in_order 1 a b c"), ["a", "b", "c"])
-        self.assertEqual(self.bash("in_order 2 a b c"), ["c", "b", "a"])
-        self.assertEqual(self.bash("in_order 3 a b c"), ["a", "b", "c"])
+        out = self.bash("side() { echo \"$2:$1\"; }; alternate 3 side a b c")
+        self.assertEqual([w for w in out if len(w) == 3 and w[1] == ":"],
+                         ["1:a", "1:b", "1:c", "2:c", "2:b", "2:a", "3:a", "3:b", "3:c"])
 
-    def test_enough_passes_for_the_images_asked_for(self):
-        self.assertEqual(self.bash("epochs_for 6000 100000"), ["17"])
-        self.assertEqual(self.bash("epochs_for 5000 100000"), ["20"])
-        self.assertEqual(self.bash("epochs_for 200000 100000"), ["1"])
+    def test_a_variants_own_flags_replace_the_scripts_defaults(self):
+        out = self.bash('unless_given "--threads 15 --gpu-hybrid 0" --threads 16 --data /d; echo "${given_defaults[@]}"')
+        self.assertEqual(out, ["--data", "/d"])
+        out = self.bash('unless_given "" --threads 16 --data /d; echo "${given_defaults[@]}"')
+        self.assertEqual(out, ["--threads", "16", "--data", "/d"])
+        # A flag that only starts like a default's name is no replacement.
+        out = self.bash('unless_given "--threads-per-gpu 2" --threads 16; echo "${given_defaults[@]}"')
+        self.assertEqual(out, ["--threads", "16"])
 
-    def test_a_failed_run_is_listed_and_the_script_goes_on(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            failed = os.path.join(tmp, "failed")
-            out = self.bash(f"levers_failed={failed}; limited 5 {tmp}/a.log false; echo rc=$?; "
-                            f"limited 5 {tmp}/b.log true; echo rc=$?")
-            self.assertEqual(out, ["rc=1", "rc=0"])
-            with open(failed) as file:
-                self.assertEqual(file.read().split(), ["1", "false"])
+    def test_options_take_their_defaults_values_lists_and_flags(self):
+        out = self.bash('bench_options rounds=3 variant+= eager-step! -- --variant "a=--x 1" --variant b=--y '
+                        '--eager-step; echo "$rounds ${#variant[@]} $eager_step"')
+        self.assertEqual(out, ["3", "2", "1"])
+
+
+class Scripts(unittest.TestCase):
+    def test_every_script_parses(self):
+        folder = os.path.join(BENCH, "gpu")
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".sh"):
+                with self.subTest(script=name):
+                    subprocess.run(["bash", "-n", os.path.join(folder, name)], check=True)
 
 
 if __name__ == "__main__":
