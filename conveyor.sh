@@ -21,6 +21,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev
   libpugixml-dev libinih-dev libnuma-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   libopenmpi-dev openmpi-bin iproute2
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev
   python3-venv python3-pip python3-setuptools python3-wheel patchelf

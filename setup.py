@@ -65,7 +65,9 @@ class CMakeBuild(build_ext):
             build_dir = str(pathlib.Path(self.build_temp).resolve() / "cmake")
             self.configure(build_dir, prefix, defines)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
-        self.spawn(["cmake", "--build", build_dir, "--target", "conveyor_python", "-j", jobs])
+        # The module, and the data service's programs where the build has them (an empty target otherwise).
+        self.spawn(["cmake", "--build", build_dir, "--target", "conveyor_python", "conveyor_python_programs",
+                    "-j", jobs])
         package_root = pathlib.Path(self.build_lib).resolve()
         self.spawn(["cmake", "--install", build_dir, "--component", "python_package",
                     "--prefix", str(package_root)])

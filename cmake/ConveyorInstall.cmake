@@ -1,9 +1,13 @@
-# Install rules: headers, the three libraries, a CMake package (find_package(conveyor 0.2 COMPONENTS data
-# cuda train)) and pkg-config files (conveyor, conveyor-cuda, conveyor-train).
+# Install rules: headers, the libraries, a CMake package (find_package(conveyor 0.2 COMPONENTS data cuda train
+# service)) and pkg-config files (conveyor, conveyor-cuda, conveyor-train, conveyor-service).
 include(CMakePackageConfigHelpers)
 set(CONVEYOR_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/conveyor)
 
-install(TARGETS conveyor_data conveyor_cuda conveyor_train conveyor EXPORT conveyorTargets
+set(conveyor_wings conveyor_data conveyor_cuda conveyor_train)
+if(CONVEYOR_WITH_SERVICE)
+  list(APPEND conveyor_wings conveyor_service)
+endif()
+install(TARGETS ${conveyor_wings} conveyor EXPORT conveyorTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
@@ -39,7 +43,11 @@ endif()
 # Relocatable: the prefix is found from where the .pc file lies, so `cmake --install --prefix` anywhere works.
 file(RELATIVE_PATH CONVEYOR_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" CONVEYOR_PC_TO_PREFIX "${CONVEYOR_PC_TO_PREFIX}")
-foreach(pc conveyor conveyor-cuda conveyor-train)
+set(conveyor_pcs conveyor conveyor-cuda conveyor-train)
+if(CONVEYOR_WITH_SERVICE)
+  list(APPEND conveyor_pcs conveyor-service)
+endif()
+foreach(pc ${conveyor_pcs})
   configure_file(cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endforeach()

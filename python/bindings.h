@@ -35,5 +35,8 @@ void bind_batches(py::module_& module);
 void bind_device(py::module_& module);
 // conveyor.PipelineOptions, conveyor.Dataset, conveyor.BatchedDataset (after the types they return).
 void bind_dataset(py::module_& module);
+// conveyor.Dataset.from_service and conveyor.service (after Dataset), where the module was built with the
+// data service.
+void bind_service(py::module_& module);
 
 }  // namespace conveyor::python

@@ -36,4 +36,7 @@ PYBIND11_MODULE(_conveyor, module) {
   bind_batches(module);
   bind_device(module);
   bind_dataset(module);
+#ifdef CONVEYOR_PYTHON_SERVICE
+  bind_service(module);
+#endif
 }

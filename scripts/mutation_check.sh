@@ -155,6 +155,18 @@ mutation flip-rate-0.6 ops/image/flip.cpp \
   'return rng.bernoulli(p);' \
   'return rng.bernoulli(p + 0.1);' \
   'conveyor_ops_tests FlipDraws.*'
+mutation service-remainder-from-delivered src/service/client/split_ledger.cpp \
+  'if (h.maker == nullptr && h.received < h.batches) return Work{split, h.received};' \
+  'if (h.maker == nullptr && h.received < h.batches) return Work{split, h.delivered};' \
+  'conveyor_service_tests SplitLedger.*'
+mutation service-batch-out-of-turn-taken src/service/client/split_ledger.cpp \
+  'if (h.maker != maker || h.ended || batch_in_split != h.received || h.received >= h.batches) return false;' \
+  'if (h.ended || h.received >= h.batches) return false;' \
+  'conveyor_service_tests SplitLedger.*'
+mutation service-token-not-checked src/service/common/job_identity.cpp \
+  'if (hash.empty()) return true;  // the job has no token' \
+  'return true;' \
+  'conveyor_service_tests Dispatcher.RefusesAnotherChainTokenProtocolOrConsumer:DataService.RefusesAWrongTokenAndAnotherChainUnderTheJobsName'
 
 # ---- which ones ------------------------------------------------------------------------------------------
 count=${#names[@]}

@@ -49,6 +49,14 @@
 //                       [--batch-log FILE] [--sample-log FILE] [--parallel-shards N] [--shard-read-ahead N]
 //                       [--shard-random-access 0|1]
 //
+// --service grpc://HOST:PORT (issue 40) has the chain the other flags describe (--data, --format, --images,
+// --size, --seed, the augmentation; --shards/--shard as ranks, --epochs, --batch, --deterministic) made by
+// the data service whose dispatcher listens there, instead of by a pipeline here: the same samples, indices
+// and pixels (conveyor/service/client.h). --service-local-threads N lets this process's own cores make splits
+// too.
+// --sample-log, --batch-log, --state-out and --resume work as they do locally; the stats end with what each
+// worker (and the local cores) made, bytes on the wire per sample, and the time spent waiting.
+//
 // Resume (issue 15): --state-out writes the iterator's state after every batch (atomically); --resume
 // starts from such a file (given once per shard of the run that wrote them, they are combined: the rest of
 // the epoch is split over this run's --shards); --batch-log writes "epoch first_index checksum" per batch
@@ -85,6 +93,7 @@
 #include "conveyor/error.h"
 #include "conveyor/iterator_state.h"
 #include "conveyor/ops.h"
+#include "conveyor/service/client.h"
 #include "conveyor/shards.h"
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
@@ -140,7 +149,29 @@ struct Config {
   bool start_at_once = true;
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
+  // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
+  std::string service, service_job, service_token, service_tls;
+  int service_local_threads = 0;
+  std::size_t service_split = 0;
 };
+
+// The options of the service mode (see the file comment).
+void add_service_options(CLI::App& app, Config& config) {
+  app.add_option("--service", config.service,
+                 "grpc://HOST:PORT: the data service's dispatcher makes the chain instead of this process");
+  app.add_option("--service-local-threads", config.service_local_threads,
+                 "with --service: this process's own cores make splits too (0: the workers alone)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--service-split", config.service_split,
+                 "with --service: batches per split (0: about 2,048 samples)")
+      ->capture_default_str();
+  app.add_option("--service-job", config.service_job,
+                 "with --service: the job's name (default: its fingerprint)");
+  app.add_option("--service-token", config.service_token, "with --service: the job's token");
+  app.add_option("--service-tls", config.service_tls,
+                 "with --service: TLS from DIR/ca.pem, cert.pem, key.pem");
+}
 
 // The options of the device mode (see the file comment).
 void add_device_options(CLI::App& app, Config& config) {
@@ -276,6 +307,7 @@ Config parse(int argc, char** argv) {
       ->check(CLI::IsMember({"classification", "segmentation", "detection"}));
   app.add_option("--images", config.images, "detection: the images folder (default: images/ beside --data)");
   add_device_options(app, config);
+  add_service_options(app, config);
   try {
     app.parse(argc, argv);
     // Checked here rather than with required(): CLI11 would report it before an unknown flag.
@@ -286,6 +318,10 @@ Config parse(int argc, char** argv) {
     if (resumable && (!config.sweep.empty() || config.repeat != 1))
       throw CLI::ValidationError("--state-out, --resume, --batch-log, --sample-log",
                                  "one run: no --sweep or --repeat");
+    if (!config.service.empty() &&
+        (config.limit > 0 || config.shuffle_buffer > 0 || config.resume.size() > 1))
+      throw CLI::ValidationError("--service",
+                                 "not with --limit, --shuffle-buffer or several --resume states");
     if (resumable && config.device != "none")
       throw CLI::ValidationError("--state-out, --resume, --batch-log, --sample-log",
                                  "host batches only: not with --device");
@@ -451,9 +487,43 @@ std::vector<conveyor::SampleOp> augmentation(int size) {
 // Every map of the chain after the data. The whole-epoch shuffle (seeded from the pipeline seed) over
 // files: its state restores in O(1); over tar shards a shuffle buffer (its state replays the stream).
 // shard(1, 0) when unsharded, so that every state can be combined into another shard count.
+// --service: the same chain made by the data service. The maps left here (flip and distort stay off the
+// chain when the GPU runs them) say which of the standard chain's ops the workers run.
+conveyor::BatchedDataset service_batches(const Config& config,
+                                         const std::shared_ptr<conveyor::TraceRecorder>& trace,
+                                         const std::vector<conveyor::SampleOp>& maps) {
+  auto has = [&](const std::string& name) {
+    return std::any_of(maps.begin(), maps.end(),
+                       [&](const conveyor::SampleOp& op) { return op.name == name; });
+  };
+  conveyor::service::ChainSpec chain;
+  chain.parameters = {{"data", config.data},
+                      {"format", config.format},
+                      {"size", std::to_string(config.size)},
+                      {"flip", has("flip_horizontal") ? "0.5" : "0"},
+                      {"distort", has("distort") ? "0.4,0.4,0.4" : "0"},
+                      {"on_error", config.on_error == conveyor::OnError::skip ? "skip" : "fail"}};
+  if (!config.images.empty()) chain.parameters["images"] = config.images;
+  chain.seed = config.seed;
+  conveyor::service::ServiceOptions options;
+  options.batch_size = config.batch;
+  options.epochs = config.epochs;
+  options.deterministic = config.deterministic;
+  options.ranks.rank = static_cast<int>(config.shard);
+  options.ranks.world_size = static_cast<int>(config.shards);
+  options.split_batches = config.service_split;
+  options.local_threads = config.service_local_threads;
+  options.prefetch = config.prefetch;
+  options.job = config.service_job;
+  options.token = config.service_token;
+  if (!config.service_tls.empty()) options.tls = conveyor::service::Tls::from_folder(config.service_tls);
+  return conveyor::service::from_service(config.service, chain, options).with_options({.trace = trace});
+}
+
 conveyor::BatchedDataset make_batches(const Config& config, int threads,
                                       const std::shared_ptr<conveyor::TraceRecorder>& trace,
                                       const std::vector<conveyor::SampleOp>& maps) {
+  if (!config.service.empty()) return service_batches(config, trace, maps);
   const DataSource source = open_data(config);
   conveyor::Dataset files = source.dataset;
   if (config.limit > 0) files = files.take(config.limit);
@@ -540,7 +610,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
         config.format == "classification" ? conveyor::FieldSet{} : open_data(config).dataset.fields();
     maps = conveyor::place_pixel_ops(std::move(maps), placement, options, fields);
   }
-  options.decode.enabled = config.gpu_decode;
+  options.decode.enabled = config.gpu_decode && config.service.empty();  // service batches arrive decoded
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
   options.decode.hardware_pool = config.hardware_pool;
@@ -701,6 +771,19 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                     {"nproc", std::thread::hardware_concurrency()},
                     {"commit", conveyor::bench::recorded_commit()}};
   out["format"] = config.format;
+  out["service"] = config.service;
+  out["service_local_threads"] = config.service_local_threads;
+  out["sources"] = Json::array();
+  for (const conveyor::SourcePart& part : main.stats.source_parts)
+    out["sources"].push_back(
+        {{"name", part.name},
+         {"batches", part.batches},
+         {"samples", part.elements},
+         {"wire_bytes", part.wire_bytes},
+         {"bytes_per_sample", part.elements ? static_cast<double>(part.wire_bytes) / part.elements : 0.0},
+         {"busy_s", part.busy_seconds},
+         {"lost", part.failures}});
+  out["source_note"] = main.stats.source_note;
   out["config"] = {{"data", config.data},
                    {"format", config.format},
                    {"batch", config.batch},

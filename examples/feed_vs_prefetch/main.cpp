@@ -143,6 +143,12 @@ int main(int argc, char** argv) try {
   setup.stall_seconds = options.stall_seconds;
   setup.collective_timeout = options.collective_timeout;
   setup.kernel_blocks = options.kernel_blocks;
+  setup.service = options.service;
+  setup.data = options.data;
+  setup.service_local_threads = options.service_local_threads;
+  setup.service_job = options.service_job;
+  setup.service_token = options.service_token;
+  setup.service_tls = options.service_tls;
   setup.batch = options.batch;
   setup.steps = options.steps;
   setup.warmup_steps = options.warmup;

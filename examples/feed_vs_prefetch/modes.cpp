@@ -16,6 +16,7 @@
 #include "conveyor/progress_watch.h"
 #include "conveyor/random.h"
 #include "conveyor/read_file.h"
+#include "conveyor/service/client.h"
 #include "training.h"
 
 namespace feed_vs_prefetch {
@@ -200,7 +201,8 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
   if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
-  if (setup.gpu_decode) {
+  // From the service the batches arrive decoded: nothing is left for nvJPEG.
+  if (setup.gpu_decode && setup.service.empty()) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
     feeder.decode.hardware_pipelining = setup.hardware_pipelining;
@@ -227,6 +229,37 @@ std::string describe_feeder(const conveyor::FeederOptions& options, const convey
             " declined, share now " + std::to_string(stats.gpu_share) + " (" + stats.decoder + ")";
   }
   return text;
+}
+
+// This rank's batches from the data service: the chain of `maps` (the standard chain's decode and, unless the
+// GPU runs them, flip and distort, at the positions the full chain gives them: the same draws), its share of
+// the job's epochs (one consumer per rank), made by the workers and, with --service-local-threads, by this
+// process's cores too (the pipeline's CPUs, --cpus).
+conveyor::BatchedDataset service_batches(const Setup& setup, const std::vector<conveyor::SampleOp>& maps,
+                                         const std::shared_ptr<conveyor::TraceRecorder>& trace) {
+  auto has = [&](const std::string& name) {
+    return std::any_of(maps.begin(), maps.end(),
+                       [&](const conveyor::SampleOp& op) { return op.name == name; });
+  };
+  conveyor::service::ChainSpec chain;
+  chain.parameters = {{"data", setup.data},
+                      {"size", std::to_string(setup.shape.height)},
+                      {"flip", has("flip_horizontal") ? "0.5" : "0"},
+                      {"distort", has("distort") ? "0.4,0.4,0.4" : "0"}};
+  chain.seed = setup.seed;
+  conveyor::service::ServiceOptions options;
+  options.batch_size = static_cast<std::size_t>(setup.batch);
+  options.epochs = 0;  // as long as the steps take
+  options.drop_remainder = true;
+  options.ranks = setup.ranks;
+  options.local_threads = setup.service_local_threads;
+  options.local_cpus = setup.pipeline_cpus;
+  options.job = setup.service_job;
+  options.token = setup.service_token;
+  if (!setup.service_tls.empty()) options.tls = conveyor::service::Tls::from_folder(setup.service_tls);
+  return conveyor::service::from_service(setup.service, chain, options)
+      .with_options({.trace = trace})
+      .prefetch(4);
 }
 
 // The pipeline: this rank's share of the one shuffled order (element q of each epoch goes to rank
@@ -270,7 +303,8 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   conveyor::FeederOptions feeder_options;
   const std::vector<conveyor::SampleOp> maps = place_work(setup, training.trainer(), feeder_options);
   feeder_options.progress_watch = watch;
-  const conveyor::BatchedDataset dataset = rank_batches(setup, maps, trace);
+  const conveyor::BatchedDataset dataset =
+      setup.service.empty() ? rank_batches(setup, maps, trace) : service_batches(setup, maps, trace);
   conveyor::DeviceFeeder feeder(setup.placement, feeder_options);
   if (setup.feeder_warmup) {
     const auto start = Clock::now();

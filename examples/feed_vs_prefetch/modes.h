@@ -65,6 +65,11 @@ struct Setup {
   double stall_seconds = 60;
   double collective_timeout = 60;  // prefetch under a launcher: seconds without progress in a collective
   int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image
+  // prefetch from the data service (--service): the dispatcher, the data folder its workers read, this
+  // process's own cores that make splits too, the job's name, token and TLS.
+  std::string service, data;
+  int service_local_threads = 0;
+  std::string service_job, service_token, service_tls;
 
   // Called after each step (warm-up steps included), for a progress bar; may be empty.
   std::function<void()> on_step;

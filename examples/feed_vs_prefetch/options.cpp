@@ -92,6 +92,26 @@ void add_device_work_options(CLI::App& app, Options& options) {
       ->check(CLI::Range(0.1, 86400.0));
 }
 
+// prefetch's batches from the data service (issue 40).
+void add_service_options(CLI::App& app, Options& options) {
+  app.add_option(
+      "--service", options.service,
+      "prefetch: the chain the other flags describe (--data, --size, the augmentation, --seed) made by "
+      "the data service at grpc://HOST:PORT (its dispatcher) instead of a pipeline here; flip and "
+      "distort stay on the GPU with --device-augment 1, and nvJPEG decodes nothing");
+  app.add_option(
+         "--service-local-threads", options.service_local_threads,
+         "prefetch with --service: this process's own cores make splits too (local first, the workers "
+         "the rest; 0: the workers alone)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--service-job", options.service_job,
+                 "prefetch with --service: the job's name (default: its fingerprint)");
+  app.add_option("--service-token", options.service_token, "prefetch with --service: the job's token");
+  app.add_option("--service-tls", options.service_tls,
+                 "prefetch with --service: TLS from DIR/ca.pem, DIR/cert.pem and DIR/key.pem");
+}
+
 }  // namespace
 
 Options parse_options(int argc, char** argv) {
@@ -149,6 +169,7 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--seed", options.seed, "seed of the order, the augmentation and the weights")
       ->capture_default_str();
   add_device_work_options(app, options);
+  add_service_options(app, options);
   app.add_flag("--deterministic", options.deterministic,
                "deterministic convolution algorithms (same losses every run)");
   CLI::Option* graph = app.add_flag("--graph", options.graph,

@@ -60,6 +60,11 @@ struct Options {
   bool gpu_hybrid = true;         // DeviceDecode::gpu_hybrid
   bool copy_whole_batch = true;   // DeviceDecode::copy_whole_batch
   std::string step_priority = "default";  // default | urgent (TrainerOptions::urgent_stream)
+  // prefetch from the data service (conveyor/service/client.h) instead of a pipeline here: its dispatcher,
+  // the trainer's own cores that make splits too, the job's name, token and TLS folder.
+  std::string service;
+  int service_local_threads = 0;
+  std::string service_job, service_token, service_tls;
 };
 
 // Parses argv; on --help prints the usage and exits 0, on a bad argument says why and exits 2.

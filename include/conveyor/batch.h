@@ -192,6 +192,14 @@ class Batch {
   // handed to other libraries, e.g. conveyor/dlpack.h). The pool's bound counts such buffers as held.
   std::shared_ptr<const void> share_memory() const noexcept { return buffer_; }
 
+  // The same batch numbered `sequence`, for code that merges batches from several makers (a data service's
+  // client: its workers' and its own cores') and numbers them in the order it hands them out.
+  Batch renumbered(std::uint64_t sequence) && noexcept {
+    const std::size_t size = size_;
+    size_ = 0;
+    return Batch(std::move(buffer_), size, sequence, epoch_);
+  }
+
   // Gives the buffer back to its pool now (also done by the destructor).
   void release() noexcept {
     buffer_.reset();

@@ -188,10 +188,13 @@ struct PipelineOptionChanges {
   PipelineOptions applied_to(PipelineOptions options) const;
 };
 
+class BatchSource;
+
 namespace detail {
 struct DatasetNode;
 struct PipelinePlan;
 class Pipeline;
+class SourcedBatches;
 }  // namespace detail
 
 // An owning iterator: begin() starts the pipeline, the destructor stops it (cancels the work, wakes
@@ -237,10 +240,13 @@ class Iterator {
   friend class Dataset;
   friend class BatchedDataset;
   explicit Iterator(std::unique_ptr<detail::Pipeline> pipeline);
+  explicit Iterator(std::unique_ptr<detail::SourcedBatches> sourced);
   bool at_end() const;
   void fetch() const;
+  std::optional<Item> pull() const;
 
   std::unique_ptr<detail::Pipeline> pipeline_;
+  std::unique_ptr<detail::SourcedBatches> sourced_;  // batches of a BatchSource (Iterator<Batch> only)
   mutable std::optional<Item> current_;
   mutable bool fetched_ = false;
 };
@@ -345,6 +351,13 @@ class Dataset {
   Dataset shard(const Ranks& ranks, ShardRemainder remainder = ShardRemainder::pad) const;
   Dataset skip(std::uint64_t count) const;
   Dataset take(std::uint64_t count) const;
+  // Only positions [first, first + count) of epoch `epoch` of the stream so far (fewer where the epoch is
+  // shorter), then the end: one part of one epoch, made anywhere with the indices, seeds and so the pixels
+  // an uninterrupted run gives those elements. A data service's worker makes its splits this way
+  // (conveyor/service/). Each element is found by its position, nothing before the range is produced: the
+  // stream before it needs random access (the source, shuffle(), shard, skip and take; shard with pad or
+  // drop before any repeat). No ordering method may follow it. Throws InvalidArgument otherwise.
+  Dataset epoch_range(std::uint64_t epoch, std::uint64_t first, std::uint64_t count) const;
 
   // ---- per element ----
   // Runs op.apply on every element; op.name names the stage in errors, stats and traces.
@@ -412,6 +425,8 @@ class Dataset {
  private:
   friend class BatchedDataset;
   explicit Dataset(std::shared_ptr<const detail::DatasetNode> node) : node_(std::move(node)) {}
+  // No elements: what a BatchedDataset from a BatchSource keeps its options in.
+  static Dataset nothing();
   // A new node after this one, inheriting its source, options and prefetch depth.
   std::shared_ptr<detail::DatasetNode> child() const;
   void require_no_filter(const char* what) const;
@@ -422,6 +437,12 @@ class Dataset {
 
 class BatchedDataset {
  public:
+  // Batches made elsewhere (conveyor/batch_source.h): another process or host, such as a data service's
+  // workers (conveyor/service/). Its batch size, shape and fields are the source's; prefetch, with_options
+  // and begin(state) apply as to any chain, samples() is an empty chain that carries the options, and
+  // with_samples throws InvalidArgument. Throws InvalidArgument for a null source.
+  static BatchedDataset from_source(std::shared_ptr<const BatchSource> source);
+
   // Batches kept ready ahead of the consumer (default 2). The pipeline pauses while this many are ready;
   // the pool holds prefetch + in-flight + held_batches buffers, so memory is bounded by configuration.
   BatchedDataset prefetch(std::size_t batches) const;
@@ -446,6 +467,8 @@ class BatchedDataset {
   const Dataset& samples() const noexcept { return samples_; }
   const std::vector<std::string>& class_names() const noexcept { return samples_.class_names(); }
   const PipelineOptions& options() const noexcept { return samples_.options(); }
+  // The BatchSource behind from_source(), or null for a chain run here.
+  const std::shared_ptr<const BatchSource>& source() const noexcept { return source_; }
 
  private:
   friend class Dataset;
@@ -453,6 +476,7 @@ class BatchedDataset {
   detail::PipelinePlan plan() const;
 
   Dataset samples_;
+  std::shared_ptr<const BatchSource> source_;
   std::size_t batch_size_;
   BatchOptions options_;
   std::size_t prefetch_ = 2;

@@ -33,6 +33,7 @@ namespace conveyor {
 namespace detail {
 struct IteratorStateData;
 class Pipeline;
+class SourcedBatches;
 }  // namespace detail
 
 class IteratorState {
@@ -71,6 +72,7 @@ class IteratorState {
 
  private:
   friend class detail::Pipeline;
+  friend class detail::SourcedBatches;
   explicit IteratorState(std::shared_ptr<const detail::IteratorStateData> data) : data_(std::move(data)) {}
   std::shared_ptr<const detail::IteratorStateData> data_;  // null: the start
 };

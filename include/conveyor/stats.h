@@ -62,6 +62,18 @@ struct RemoteReadStats {
   std::uint64_t retries = 0;           // requests made again after a transient failure
 };
 
+// One producer of the batches of a BatchSource (conveyor/batch_source.h): a data service's worker, or the
+// trainer's own cores.
+struct SourcePart {
+  std::string name;              // "local", "worker 10.77.0.2:41234"
+  std::uint64_t batches = 0;     // batches it delivered to the consumer
+  std::uint64_t elements = 0;    // their samples
+  std::uint64_t wire_bytes = 0;  // bytes received from it (0 for work done in this process)
+  double busy_seconds =
+      0;  // time it had work of this consumer's in hand: elements / busy_seconds is its rate
+  std::uint64_t failures = 0;  // times it was lost and its work handed to another
+};
+
 struct PipelineStats {
   static constexpr std::size_t kMaxSkippedSamples = 100;
   static constexpr std::size_t kMaxStallReports = 100;
@@ -90,6 +102,10 @@ struct PipelineStats {
   std::size_t decode_memory_peak = 0;      // most bytes reserved by decodes at once
   std::uint64_t decode_memory_waits = 0;   // decodes that waited for others to give memory back
   RemoteReadStats remote;                  // tar shards from servers: the cache's hits, bytes fetched
+  // Batches from a BatchSource: who made them, and a line on anything the consumer should know (such as
+  // "no worker reachable: training on local cores"). Empty for a chain run here.
+  std::vector<SourcePart> source_parts;
+  std::string source_note;
 };
 
 // A few human-readable lines: stage table, queue, skips, waits.

@@ -10,8 +10,14 @@
 # runtimes (every Linux has them, and a second copy in one process breaks it) and the CUDA libraries (the
 # driver's, and the runtime the user's CUDA or PyTorch installation provides: a process must share one).
 # CONVEYOR_LIBRARY_DIRS: folders to search besides the module's RPATH and the system's.
+# The programs of conveyor/_bin/ (CONVEYOR_PROGRAMS, where the package has them) need theirs too.
+set(conveyor_executables)
+if(CONVEYOR_PROGRAMS)
+  set(conveyor_executables EXECUTABLES ${CONVEYOR_PROGRAMS})
+endif()
 file(GET_RUNTIME_DEPENDENCIES
   LIBRARIES "${CONVEYOR_MODULE}"
+  ${conveyor_executables}
   RESOLVED_DEPENDENCIES_VAR resolved
   UNRESOLVED_DEPENDENCIES_VAR unresolved
   CONFLICTING_DEPENDENCIES_PREFIX conflicting
@@ -80,3 +86,13 @@ endforeach()
 if(replacements)
   conveyor_patchelf(${replacements} "${CONVEYOR_INSTALLED_MODULE}")
 endif()
+foreach(program ${CONVEYOR_PROGRAMS})
+  get_filename_component(name "${program}" NAME)
+  set(installed "${CMAKE_INSTALL_PREFIX}/conveyor/_bin/${name}")
+  file(CHMOD "${installed}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ
+                                        WORLD_EXECUTE)
+  if(replacements)
+    conveyor_patchelf(${replacements} "${installed}")
+  endif()
+  conveyor_patchelf(--set-rpath "$ORIGIN/../_libs" "${installed}")
+endforeach()

@@ -14,10 +14,30 @@ endif()
 set_target_properties(conveyor_python PROPERTIES INSTALL_RPATH "${conveyor_package_rpath}")
 
 install(TARGETS conveyor_python LIBRARY DESTINATION conveyor COMPONENT python_package EXCLUDE_FROM_ALL)
+# The data service's programs, where they are built (with the project): conveyor/_bin/, run by the commands
+# conveyor-dispatcher, conveyor-worker and conveyor-service-status that pip installs (conveyor/_programs.py).
+# They find the package's libraries from there ($ORIGIN/../_libs).
+set(conveyor_package_programs)
+foreach(program conveyor-dispatcher conveyor-worker conveyor-service-status)
+  if(TARGET ${program})
+    list(APPEND conveyor_package_programs ${program})
+  endif()
+endforeach()
+add_custom_target(conveyor_python_programs)
+if(conveyor_package_programs)
+  add_dependencies(conveyor_python_programs ${conveyor_package_programs})
+  install(TARGETS ${conveyor_package_programs} RUNTIME DESTINATION conveyor/_bin COMPONENT python_package
+          EXCLUDE_FROM_ALL)
+endif()
+set(conveyor_program_files)
+foreach(program ${conveyor_package_programs})
+  list(APPEND conveyor_program_files "$<TARGET_FILE:${program}>")
+endforeach()
 install(DIRECTORY conveyor/ DESTINATION conveyor COMPONENT python_package EXCLUDE_FROM_ALL
         FILES_MATCHING PATTERN "*.py" PATTERN __pycache__ EXCLUDE)
 # The libraries are found from the module in the build folder, whose RPATH still names where they lie.
 install(CODE "set(CONVEYOR_MODULE \"$<TARGET_FILE:conveyor_python>\")
+              set(CONVEYOR_PROGRAMS \"${conveyor_program_files}\")
               set(CONVEYOR_INSTALLED_MODULE \"\${CMAKE_INSTALL_PREFIX}/conveyor/$<TARGET_FILE_NAME:conveyor_python>\")
               set(CONVEYOR_LIBRARY_DIRS \"${CONVEYOR_RUNTIME_LIBRARY_DIR}\")
               include(\"${CMAKE_CURRENT_LIST_DIR}/BundleRuntimeLibraries.cmake\")"

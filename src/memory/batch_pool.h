@@ -66,6 +66,8 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   std::size_t allocated() const;
   std::size_t in_use() const;
   bool pinned() const noexcept { return pinned_; }
+  // Where its buffers come from: what memory that grows with a buffer (a BatchSource's field tensors) uses.
+  const std::shared_ptr<HostMemoryResource>& memory() const noexcept { return memory_; }
 
  private:
   struct Slot {

@@ -116,6 +116,21 @@ std::string format_stats(const PipelineStats& stats) {
   }
   if (stats.deferred > 0)
     out += "deferred " + std::to_string(stats.deferred) + " samples to the stage after batching\n";
+  std::uint64_t all = 0;
+  for (const SourcePart& part : stats.source_parts) all += part.elements;
+  if (!stats.source_parts.empty()) out += "made by:\n";
+  for (const SourcePart& part : stats.source_parts) {
+    std::snprintf(
+        line, sizeof line,
+        "  %-28s %10llu samples (%5.1f %%) %10.1f samples/s busy %8.0f bytes/sample, %llu lost\n",
+        part.name.c_str(), static_cast<unsigned long long>(part.elements),
+        all > 0 ? 100.0 * static_cast<double>(part.elements) / static_cast<double>(all) : 0.0,
+        part.busy_seconds > 0 ? static_cast<double>(part.elements) / part.busy_seconds : 0.0,
+        part.elements > 0 ? static_cast<double>(part.wire_bytes) / static_cast<double>(part.elements) : 0.0,
+        static_cast<unsigned long long>(part.failures));
+    out += line;
+  }
+  if (!stats.source_note.empty()) out += stats.source_note + "\n";
   if (const RemoteReadStats& r = stats.remote; r.shards_opened > 0) {
     std::snprintf(
         line, sizeof line,

@@ -1,10 +1,12 @@
 #include "conveyor/dataset.h"
 
+#include "conveyor/batch_source.h"
 #include "conveyor/error.h"
 #include "conveyor/random.h"
 #include "src/pipeline/dataset_node.h"
 #include "src/pipeline/element_order.h"
 #include "src/pipeline/pipeline.h"
+#include "src/pipeline/sourced_batches.h"
 #include "src/pipeline/worker_affinity.h"
 #include "src/sources/coco_detection.h"
 #include "src/sources/segmentation_folder.h"
@@ -150,6 +152,8 @@ Dataset Dataset::coco_detection(const std::filesystem::path& annotations, const 
   return from_source(detail::coco_detection(annotations, images, options));
 }
 
+Dataset Dataset::nothing() { return Dataset(source_node(detail::Source::memory({}, {}))); }
+
 Dataset Dataset::from_source(std::shared_ptr<const SampleSource> source) {
   return Dataset(source_node(detail::Source::custom(std::move(source))));
 }
@@ -163,10 +167,14 @@ std::shared_ptr<detail::DatasetNode> Dataset::child() const {
   node->options = node_->options;
   node->prefetch = node_->prefetch;
   node->has_filter = node_->has_filter;
+  node->has_range = node_->has_range;
   return node;
 }
 
 void Dataset::require_no_filter(const char* what) const {
+  if (node_->has_range)
+    throw InvalidArgument(std::string("Dataset::") + what +
+                          " after epoch_range(): the range is the end of the order; call it before");
   if (node_->has_filter)
     throw InvalidArgument(
         std::string("Dataset::") + what +
@@ -193,12 +201,16 @@ Dataset Dataset::shuffle_with(std::size_t buffer_size, std::optional<std::uint64
 
 // Repeating commutes with filtering, so it may follow a filter.
 Dataset Dataset::repeat(std::uint64_t count) const {
+  if (node_->has_range)
+    throw InvalidArgument("Dataset::repeat after epoch_range(): the range is the end of the order");
   auto node = child();
   node->order = detail::RepeatOrder{count};
   return Dataset(std::move(node));
 }
 
 Dataset Dataset::repeat() const {
+  if (node_->has_range)
+    throw InvalidArgument("Dataset::repeat after epoch_range(): the range is the end of the order");
   auto node = child();
   node->order = detail::RepeatOrder{std::nullopt};
   return Dataset(std::move(node));
@@ -236,6 +248,16 @@ Dataset Dataset::take(std::uint64_t count) const {
   require_no_filter("take");
   auto node = child();
   node->order = detail::TakeOrder{count};
+  return Dataset(std::move(node));
+}
+
+Dataset Dataset::epoch_range(std::uint64_t epoch, std::uint64_t first, std::uint64_t count) const {
+  require_no_filter("epoch_range");
+  auto node = child();
+  node->order = detail::RangeOrder{epoch, first, count};
+  node->has_range = true;
+  // Built once here (nothing is drawn) so that a chain without random access fails where it was written.
+  detail::ElementOrder(*node->source, detail::make_plan(*node).order);
   return Dataset(std::move(node));
 }
 
@@ -427,7 +449,20 @@ BatchedDataset BatchedDataset::with_options(const PipelineOptionChanges& changes
   return result;
 }
 
+BatchedDataset BatchedDataset::from_source(std::shared_ptr<const BatchSource> source) {
+  if (!source) throw InvalidArgument("BatchedDataset::from_source: no source");
+  const BatchSourceLayout layout = source->layout();
+  BatchOptions options{.sample_shape = layout.sample_shape,
+                       .mask_type = layout.masks.value_or(MaskType::uint8),
+                       .max_boxes = layout.max_boxes,
+                       .num_classes = layout.num_classes};
+  BatchedDataset result(Dataset::nothing(), layout.batch_size, options);
+  result.source_ = std::move(source);
+  return result;
+}
+
 BatchedDataset BatchedDataset::with_samples(Dataset samples) const {
+  if (source_) throw InvalidArgument("BatchedDataset::with_samples: the batches come from a BatchSource");
   BatchedDataset result = *this;
   result.samples_ = std::move(samples);
   return result;
@@ -444,11 +479,11 @@ detail::PipelinePlan BatchedDataset::plan() const {
   return plan;
 }
 
-BatchIterator BatchedDataset::begin() const {
-  return BatchIterator(std::make_unique<detail::Pipeline>(plan()));
-}
+BatchIterator BatchedDataset::begin() const { return begin(IteratorState{}); }
 
 BatchIterator BatchedDataset::begin(const IteratorState& state) const {
+  if (source_)
+    return BatchIterator(std::make_unique<detail::SourcedBatches>(source_, options(), prefetch_, state));
   return BatchIterator(std::make_unique<detail::Pipeline>(plan(), state));
 }
 

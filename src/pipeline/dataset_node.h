@@ -37,7 +37,13 @@ struct SkipOrder {
 struct TakeOrder {
   std::uint64_t count;
 };
-using OrderOp = std::variant<ShuffleOrder, RepeatOrder, ShardOrder, SkipOrder, TakeOrder>;
+// Positions [first, first + count) of one epoch of the stream so far, then the end (Dataset::epoch_range).
+struct RangeOrder {
+  std::uint64_t epoch;
+  std::uint64_t first;
+  std::uint64_t count;
+};
+using OrderOp = std::variant<ShuffleOrder, RepeatOrder, ShardOrder, SkipOrder, TakeOrder, RangeOrder>;
 
 // A map (map is set) or a filter (keep is set), run on each element.
 struct Step {
@@ -58,6 +64,7 @@ struct DatasetNode {
   PipelineOptions options;
   std::size_t prefetch = 16;
   bool has_filter = false;
+  bool has_range = false;  // an epoch_range: no ordering method may follow it
 };
 
 // Everything an iterator needs, in execution order.

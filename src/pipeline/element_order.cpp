@@ -1,5 +1,6 @@
 #include "src/pipeline/element_order.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -309,11 +310,33 @@ class ShardStage final : public Stage {
 // restore() replays that many from the reset: index arithmetic over a random-access source, a second read
 // over a streamed one. Put it before repeat() (as shard(ranks) after shuffle() is meant to be), so that a
 // replay covers one epoch.
+//
+// Random access: when the upstream has it and holds one epoch per reset (no repeat before it), position p of
+// this shard is upstream position p * num_shards + index, and with pad a position past the epoch's end is
+// the padded order's p mod n, as above: what next() gives, found without the elements before it.
 class EvenShardStage final : public Stage {
  public:
-  EvenShardStage(Stage& upstream, std::size_t num_shards, std::size_t index, ShardRemainder remainder)
-      : upstream_(upstream), num_shards_(num_shards), index_(index), remainder_(remainder) {
+  EvenShardStage(Stage& upstream, std::size_t num_shards, std::size_t index, ShardRemainder remainder,
+                 bool one_epoch_upstream)
+      : upstream_(upstream),
+        num_shards_(num_shards),
+        index_(index),
+        remainder_(remainder),
+        random_access_(one_epoch_upstream && upstream.random_access()) {
     first_.reserve(num_shards);
+  }
+  bool random_access() const noexcept override { return random_access_; }
+  std::uint64_t length() const noexcept override {
+    const std::uint64_t n = upstream_.length();
+    if (remainder_ == ShardRemainder::drop) return n / num_shards_;
+    return n == 0 ? 0 : (n + num_shards_ - 1) / num_shards_;
+  }
+  OrderedElement at(std::uint64_t epoch, std::uint64_t position) const noexcept override {
+    const std::uint64_t n = upstream_.length(), p = position * num_shards_ + index_;
+    if (p < n) return upstream_.at(epoch, p);
+    OrderedElement element = upstream_.at(epoch, p % n);  // pad: one of the epoch's first elements again
+    element.padding = true;
+    return element;
   }
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
@@ -391,6 +414,7 @@ class EvenShardStage final : public Stage {
   Stage& upstream_;
   const std::uint64_t num_shards_, index_;
   const ShardRemainder remainder_;
+  const bool random_access_;
   std::uint64_t reset_epoch_ = 0, delivered_ = 0;  // the state: replayed from reset(reset_epoch_)
   std::uint64_t epoch_ = 0, position_ = 0;
   std::vector<OrderedElement> first_;        // pad: the epoch's first num_shards elements
@@ -469,6 +493,35 @@ class TakeStage final : public Stage {
   std::uint64_t taken_ = 0;
 };
 
+// Positions [first, first + count) of one epoch of a random-access upstream, each found by position (so
+// nothing before the range is produced), whatever epoch the chain is reset to: the range names its epoch.
+class RangeStage final : public Stage {
+ public:
+  RangeStage(Stage& upstream, const RangeOrder& range) : upstream_(upstream), range_(range) {}
+  void reset(std::uint64_t /*epoch*/) override { delivered_ = 0; }
+  std::optional<OrderedElement> next() override {
+    if (delivered_ >= length()) return std::nullopt;
+    return upstream_.at(range_.epoch, range_.first + delivered_++);
+  }
+  bool random_access() const noexcept override { return false; }  // nothing may follow it (Dataset)
+  std::uint64_t length() const noexcept override {
+    const std::uint64_t n = upstream_.length();
+    return range_.first >= n ? 0 : std::min(range_.count, n - range_.first);
+  }
+  std::size_t words() const noexcept override { return 1; }
+  void save(std::uint64_t* out) const noexcept override { out[0] = delivered_; }
+  void restore(const std::uint64_t* in) override {
+    if (in[0] > length())
+      bad_state("range position " + std::to_string(in[0]) + " > " + std::to_string(length()));
+    delivered_ = in[0];
+  }
+
+ private:
+  Stage& upstream_;
+  const RangeOrder range_;
+  std::uint64_t delivered_ = 0;
+};
+
 bool is_whole_epoch(const ShuffleOrder& shuffle) { return shuffle.buffer_size == Dataset::whole_epoch; }
 
 // The line describe() gives the source: a streamed one names what decides its stream (the shards, their
@@ -533,6 +586,8 @@ void ElementOrder::build(std::unique_ptr<Stage> first, const ShardSet* streamed,
   bool repeated = false, after_shard = false, even_shard = false;
   std::size_t shards = 0;
   for (const OrderOp& op : ops) {
+    if (std::holds_alternative<RangeOrder>(op) && &op != &ops.back())
+      throw InvalidArgument("Dataset::epoch_range: no ordering method may follow it");
     Stage& upstream = *stages_.back();
     std::visit(
         [&](const auto& o) {
@@ -563,7 +618,7 @@ void ElementOrder::build(std::unique_ptr<Stage> first, const ShardSet* streamed,
               stages_.push_back(std::make_unique<ShardStage>(upstream, o.num_shards, o.index));
             } else {
               stages_.push_back(
-                  std::make_unique<EvenShardStage>(upstream, o.num_shards, o.index, o.remainder));
+                  std::make_unique<EvenShardStage>(upstream, o.num_shards, o.index, o.remainder, !repeated));
               even_shard = true;
             }
             ++shards;
@@ -572,6 +627,14 @@ void ElementOrder::build(std::unique_ptr<Stage> first, const ShardSet* streamed,
             stages_.push_back(std::make_unique<SkipStage>(upstream, o.count));
             if (after_shard && !elastic_problem_)
               elastic_problem_ = "a skip() after shard() counts per shard";
+          } else if constexpr (std::is_same_v<T, RangeOrder>) {
+            if (!upstream.random_access())
+              throw InvalidArgument(
+                  "Dataset::epoch_range: needs random access to the stream before it: the source, shuffle(), "
+                  "shard (pad and drop: before any repeat), skip and take have it; tar shards read front to "
+                  "back, a buffered shuffle and repeat() have none");
+            stages_.push_back(std::make_unique<RangeStage>(upstream, o));
+            if (!elastic_problem_) elastic_problem_ = "an epoch_range() is one part of one epoch";
           } else {
             stages_.push_back(std::make_unique<TakeStage>(upstream, o.count));
             if (after_shard && !elastic_problem_)
@@ -665,6 +728,9 @@ std::vector<std::string> ElementOrder::describe(const Source& source, const std:
                                  : std::string(" ") + to_string(o.remainder)));
           } else if constexpr (std::is_same_v<T, SkipOrder>) {
             lines.push_back("skip " + std::to_string(o.count));
+          } else if constexpr (std::is_same_v<T, RangeOrder>) {
+            lines.push_back("epoch " + std::to_string(o.epoch) + " positions " + std::to_string(o.first) +
+                            " + " + std::to_string(o.count));
           } else {
             lines.push_back("take " + std::to_string(o.count));
           }

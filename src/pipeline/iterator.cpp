@@ -4,11 +4,15 @@
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
 #include "src/pipeline/pipeline.h"
+#include "src/pipeline/sourced_batches.h"
 
 namespace conveyor {
 
 template <class Item>
 Iterator<Item>::Iterator(std::unique_ptr<detail::Pipeline> pipeline) : pipeline_(std::move(pipeline)) {}
+
+template <class Item>
+Iterator<Item>::Iterator(std::unique_ptr<detail::SourcedBatches> sourced) : sourced_(std::move(sourced)) {}
 
 template <class Item>
 Iterator<Item>::Iterator(Iterator&&) noexcept = default;
@@ -23,11 +27,16 @@ std::optional<Item> Iterator<Item>::next() {
     fetched_ = false;
     return std::exchange(current_, std::nullopt);
   }
-  if (!pipeline_) return std::nullopt;
+  return pull();
+}
+
+template <class Item>
+std::optional<Item> Iterator<Item>::pull() const {
   if constexpr (std::is_same_v<Item, Batch>) {
-    return pipeline_->next_batch();
+    if (sourced_) return sourced_->next_batch();
+    return pipeline_ ? pipeline_->next_batch() : std::nullopt;
   } else {
-    return pipeline_->next_sample();
+    return pipeline_ ? pipeline_->next_sample() : std::nullopt;
   }
 }
 
@@ -35,13 +44,7 @@ template <class Item>
 void Iterator<Item>::fetch() const {
   if (fetched_) return;
   current_.reset();  // a batch goes back to the pool before the next one is asked for
-  if (pipeline_) {
-    if constexpr (std::is_same_v<Item, Batch>) {
-      current_ = pipeline_->next_batch();
-    } else {
-      current_ = pipeline_->next_sample();
-    }
-  }
+  current_ = pull();
   fetched_ = true;
 }
 
@@ -68,15 +71,18 @@ Iterator<Item>& Iterator<Item>::operator++() {
 template <class Item>
 void Iterator<Item>::cancel() noexcept {
   if (pipeline_) pipeline_->cancel();
+  if (sourced_) sourced_->cancel();
 }
 
 template <class Item>
 PipelineStats Iterator<Item>::stats() const {
+  if (sourced_) return sourced_->stats();
   return pipeline_ ? pipeline_->stats() : PipelineStats{};
 }
 
 template <class Item>
 IteratorState Iterator<Item>::state() const {
+  if (sourced_) return sourced_->state();
   if (!pipeline_) throw InvalidArgument("Iterator::state: a moved-from iterator has no state");
   return pipeline_->state();
 }

@@ -167,41 +167,8 @@ BatchLayout Pipeline::layout_for(ImageShape image, const Sample* probed) const {
   BatchLayout layout;
   layout.image = image;
   layout.options = plan_.batch_options;
-  // Every kind the batches carry, one field of each as its prototype: the kinds the source declares, those
-  // the first sample has (its own field: a mask's type is the first mask's), and those the batch options
-  // alone call for (num_classes: multi-hot rows), in the registry's order, then the source's own kinds.
-  const FieldSet& declared = plan_.source->fields();
-  const auto add = [&](std::shared_ptr<const Field> field) {
-    for (const std::shared_ptr<const Field>& present : layout.fields)
-      if (present->name() == field->name()) return;
-    layout.fields.push_back(std::move(field));
-  };
-  const auto seen = [&](std::string_view name) -> const Field* {
-    const Field* field = probed != nullptr ? probed->fields().find(name) : nullptr;
-    return field != nullptr && !field->empty() ? field : nullptr;
-  };
-  const auto declared_other = [&](std::string_view name) -> std::shared_ptr<const Field> {
-    for (const std::shared_ptr<const Field>& field : declared.others)
-      if (field->name() == name) return field;
-    return nullptr;
-  };
-  for (const std::string& name : field_kind_names()) {
-    if (const Field* field = seen(name)) {
-      add(field->clone());
-    } else if (std::shared_ptr<const Field> field = declared_other(name)) {
-      add(std::move(field));
-    } else if (std::shared_ptr<const Field> made = make_field(name);
-               declared.has(name) || made->wanted_by(layout.options)) {
-      add(std::move(made));
-    }
-  }
-  for (const std::shared_ptr<const Field>& field : declared.others) {
-    const Field* first = seen(field->name());
-    add(first != nullptr ? std::shared_ptr<const Field>(first->clone()) : field);
-  }
-  if (probed != nullptr)
-    for (std::size_t i = 0; i < probed->fields().size(); ++i)
-      if (!probed->fields()[i].empty()) add(probed->fields()[i].clone());
+  layout.fields =
+      batch_field_kinds(plan_.source->fields(), layout.options, probed != nullptr ? &probed->fields() : nullptr);
   return layout;
 }
 

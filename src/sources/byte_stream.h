@@ -35,6 +35,10 @@ class ByteStream {
   // the server sent it (empty when none did, or for files).
   virtual std::optional<std::uint64_t> size() const noexcept { return std::nullopt; }
   virtual const std::string& etag() const noexcept;
+  // From now on the caller only drains what is left (a few MB at most, into a cache entry) while its
+  // pipeline is being torn down: a remote stream then ignores that pipeline's cancellation and does not
+  // retry, so that the drain neither fails because the epoch ended nor waits on back-offs.
+  virtual void drain_only() noexcept {}
 };
 
 // True for http:// and https:// locations.

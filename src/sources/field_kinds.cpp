@@ -1,6 +1,8 @@
 #include "src/sources/field_kinds.h"
 
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "conveyor/error.h"
 #include "conveyor/field_kinds.h"
@@ -65,6 +67,43 @@ FieldSet field_set_of(const std::vector<std::string>& names) {
     }
   }
   return set;
+}
+
+std::vector<std::shared_ptr<const Field>> batch_field_kinds(const FieldSet& declared, const BatchOptions& options,
+                                                            const FieldList* first) {
+  std::vector<std::shared_ptr<const Field>> kinds;
+  const auto add = [&](std::shared_ptr<const Field> field) {
+    for (const std::shared_ptr<const Field>& present : kinds)
+      if (present->name() == field->name()) return;
+    kinds.push_back(std::move(field));
+  };
+  const auto seen = [&](std::string_view name) -> const Field* {
+    const Field* field = first != nullptr ? first->find(name) : nullptr;
+    return field != nullptr && !field->empty() ? field : nullptr;
+  };
+  const auto declared_other = [&](std::string_view name) -> std::shared_ptr<const Field> {
+    for (const std::shared_ptr<const Field>& field : declared.others)
+      if (field->name() == name) return field;
+    return nullptr;
+  };
+  for (const std::string& name : field_kind_names()) {
+    if (const Field* field = seen(name)) {
+      add(field->clone());
+    } else if (std::shared_ptr<const Field> field = declared_other(name)) {
+      add(std::move(field));
+    } else if (std::shared_ptr<const Field> made = make_field(name);
+               declared.has(name) || made->wanted_by(options)) {
+      add(std::move(made));
+    }
+  }
+  for (const std::shared_ptr<const Field>& field : declared.others) {
+    const Field* sample_field = seen(field->name());
+    add(sample_field != nullptr ? std::shared_ptr<const Field>(sample_field->clone()) : field);
+  }
+  if (first != nullptr)
+    for (std::size_t i = 0; i < first->size(); ++i)
+      if (!(*first)[i].empty()) add((*first)[i].clone());
+  return kinds;
 }
 
 }  // namespace conveyor

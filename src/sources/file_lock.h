@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <utility>
 
@@ -23,8 +24,13 @@ class FileLock {
     if (fd_ < 0) return;
     struct stat held {
     }, named{};
-    if (::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 || ::fstat(fd_, &held) != 0 ||
-        ::stat(path.c_str(), &named) != 0 || held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+    if (::flock(fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+      held_elsewhere_ = errno == EWOULDBLOCK;
+      close();
+      return;
+    }
+    if (::fstat(fd_, &held) != 0 || ::stat(path.c_str(), &named) != 0 || held.st_ino != named.st_ino ||
+        held.st_dev != named.st_dev) {
       close();
       return;
     }
@@ -32,17 +38,23 @@ class FileLock {
   }
   ~FileLock() { close(); }
   FileLock(FileLock&& other) noexcept
-      : fd_(std::exchange(other.fd_, -1)), locked_(std::exchange(other.locked_, false)) {}
+      : fd_(std::exchange(other.fd_, -1)),
+        locked_(std::exchange(other.locked_, false)),
+        held_elsewhere_(std::exchange(other.held_elsewhere_, false)) {}
   FileLock& operator=(FileLock&& other) noexcept {
     if (this != &other) {
       close();
       fd_ = std::exchange(other.fd_, -1);
       locked_ = std::exchange(other.locked_, false);
+      held_elsewhere_ = std::exchange(other.held_elsewhere_, false);
     }
     return *this;
   }
 
   bool locked() const noexcept { return locked_; }
+  // Not locked because another descriptor holds the lock (rather than: the file could not be opened, or
+  // `path` was renamed or deleted between the open and the lock, when taking it again may succeed).
+  bool held_elsewhere() const noexcept { return held_elsewhere_; }
   int fd() const noexcept { return fd_; }
 
  private:
@@ -53,6 +65,7 @@ class FileLock {
   }
   int fd_ = -1;
   bool locked_ = false;
+  bool held_elsewhere_ = false;
 };
 
 }  // namespace conveyor::detail

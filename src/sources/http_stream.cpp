@@ -82,7 +82,7 @@ class HttpStream final : public ByteStream {
     }
     for (;;) {
       if (finished_) return {};
-      if (cancellation_ != nullptr && cancellation_->cancelled())
+      if (!draining_ && cancellation_ != nullptr && cancellation_->cancelled())
         throw ShardReadError("cancelled",
                              "'" + request_.name + "': cancelled at byte " + std::to_string(delivered_));
       if (!running_) start();
@@ -107,6 +107,7 @@ class HttpStream final : public ByteStream {
   }
 
   std::uint64_t skip(std::uint64_t) override { return 0; }  // a new request per skip would cost more
+  void drain_only() noexcept override { draining_ = true; }
   std::uint64_t position() const noexcept override { return delivered_; }
   const std::string& location() const noexcept override { return request_.name; }
   std::optional<std::uint64_t> size() const noexcept override { return total_; }
@@ -186,7 +187,7 @@ class HttpStream final : public ByteStream {
   // Makes the transfer again after a back-off when `transient` and attempts are left; throws otherwise.
   void fail(const std::string& kind, const std::string& what, bool transient) {
     if (new_bytes_) attempts_ = 0;  // that transfer moved the stream on: the budget is per place
-    if (transient && attempts_ < options_.retries) {
+    if (transient && !draining_ && attempts_ < options_.retries) {
       const auto delay = retry_wait(options_, attempts_, random_);
       ++attempts_;
       if (counters_ != nullptr) RemoteCounters::add(counters_->retries);
@@ -272,6 +273,7 @@ class HttpStream final : public ByteStream {
   const RemoteRequest request_;
   const HttpOptions options_;
   const Cancellation* const cancellation_;
+  bool draining_ = false;  // drain_only(): no cancellation, no retry
   RemoteCounters* const counters_;
   std::minstd_rand random_;  // the retries' jitter
   HeaderList headers_;

@@ -66,8 +66,10 @@ class CachingStream final : public ByteStream {
         version_(std::move(version)),
         counters_(counters) {}
   ~CachingStream() override {
-    // A reader that stopped at the archive's end leaves its padding unread: read it into the entry.
+    // A reader that stopped at the archive's end leaves its padding unread: read it into the entry. The
+    // pipeline may be cancelling its readers now (the epoch ended): the drain goes on regardless.
     try {
+      if (writing_ && !ended_ && *version_.size - remote_->position() <= kMaxDrainBytes) remote_->drain_only();
       while (writing_ && !ended_ && *version_.size - remote_->position() <= kMaxDrainBytes) read();
     } catch (...) {
       // Cancelled, or the server failed: no entry.
@@ -177,8 +179,12 @@ std::unique_ptr<ByteStream> ShardCache::fill(const std::string& location, const 
     return remote;
   }
   const fs::path path = entry(location, version);
-  FileLock lock(part_of(path), false);
-  if (!lock.locked()) {  // another process is filling it: read the store rather than wait
+  // A part file made a moment ago can be swept away as a killed filler's (make_room, by another thread or
+  // process) between its open and its lock: then it is made again. One held by another filler is left.
+  FileLock lock;
+  for (int attempt = 0; attempt < 3 && !lock.locked() && !lock.held_elsewhere(); ++attempt)
+    lock = FileLock(part_of(path), false);
+  if (!lock.locked()) {  // another filler has it: read the store rather than wait
     RemoteCounters::add(counters_.uncached);
     return remote;
   }

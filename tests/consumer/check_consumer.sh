@@ -4,7 +4,7 @@
 #   2. the same prefix through pkg-config (conveyor.pc; static archives: pkg-config --static)
 #   3. built from the source tree with add_subdirectory (the conveyor::data program only)
 # Each build runs on the JPEGs of JPEG_DIR (an ImageFolder tree) and must print the same batches; the
-# program that links conveyor::data alone must not load any CUDA library (ldd).
+# program that links conveyor::data alone must not load any CUDA library, nor gRPC (ldd).
 set -euo pipefail
 build=$(cd "$1" && pwd) jpegs=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,9 +16,9 @@ fail() { say "FAILED: $*"; exit 1; }
 
 no_cuda_libraries() {
   local found
-  found=$(ldd "$1" | grep -Eo 'lib(cuda|cudart|cudnn|cublas|cublasLt|nccl|nvjpeg)[^ ]*' || true)
-  [ -z "$found" ] || fail "$1 links conveyor::data only but loads CUDA libraries: $found"
-  say "$(basename "$1"): no CUDA library among $(ldd "$1" | wc -l) loaded objects"
+  found=$(ldd "$1" | grep -Eo 'lib(cuda|cudart|cudnn|cublas|cublasLt|nccl|nvjpeg|grpc|gpr|protobuf)[^ ]*' || true)
+  [ -z "$found" ] || fail "$1 links conveyor::data only but loads CUDA or RPC libraries: $found"
+  say "$(basename "$1"): no CUDA or RPC library among $(ldd "$1" | wc -l) loaded objects"
 }
 
 say "installing $build into $work/prefix"

@@ -120,3 +120,16 @@ def test_a_library_of_the_system_loaded_after_conveyor_is_the_systems_own(venv):
     assert sorted(pathlib.Path(line).name.split("-")[0] for line in libs) == ["libssl", "libtbb"], printed
     names = sorted(pathlib.Path(line).name for line in system)  # libtbb.so.12 is a link to libtbb.so.12.N
     assert len(names) == 2 and names[0].startswith("libssl.so.3") and names[1].startswith("libtbb.so.12"), printed
+
+
+def test_the_data_service_programs_come_with_the_package_and_run_from_it(venv):
+    """conveyor-dispatcher, conveyor-worker and conveyor-service-status: commands in the venv that run the
+    programs the package carries, their libraries found in the package's _libs."""
+    python, elsewhere = venv
+    for command in ("conveyor-dispatcher", "conveyor-worker", "conveyor-service-status"):
+        help_text = run([str(python.parent / command), "--help"], cwd=elsewhere)
+        assert command in help_text, help_text
+        program = pathlib.Path(installed(python, elsewhere, "import conveyor; print(conveyor.__file__)").strip())
+        program = program.parent / "_bin" / command
+        for line in run(["ldd", str(program)], cwd=elsewhere).splitlines():
+            assert "not found" not in line, line

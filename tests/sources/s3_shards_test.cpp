@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <thread>
 
 #include "conveyor/dataset.h"
 #include "conveyor/error.h"
@@ -91,7 +93,22 @@ std::vector<std::uint64_t> read_numbers(const Dataset& dataset, RemoteReadStats*
   std::vector<std::uint64_t> numbers;
   while (std::optional<Sample> sample = it.next()) numbers.push_back(testing::number_of(*sample));
   std::sort(numbers.begin(), numbers.end());
-  if (remote != nullptr) *remote = it.stats().remote;
+  if (remote != nullptr) {
+    // A shard's fill is counted when its stream closes: through an index the last sample can come before
+    // the reader has drained the archive's padding into the cache entry, so the counts may settle just
+    // after it. They are read once they have stayed the same for 200 ms.
+    const auto same = [](const RemoteReadStats& a, const RemoteReadStats& b) {
+      return a.cache_hits == b.cache_hits && a.cache_misses == b.cache_misses && a.uncached == b.uncached &&
+             a.bytes_fetched == b.bytes_fetched;
+    };
+    *remote = it.stats().remote;
+    for (int quiet = 0, rounds = 0; quiet < 20 && rounds < 1000; ++rounds) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      const RemoteReadStats now = it.stats().remote;
+      quiet = same(now, *remote) ? quiet + 1 : 0;
+      *remote = now;
+    }
+  }
   return numbers;
 }
 

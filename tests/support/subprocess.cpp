@@ -49,24 +49,51 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
     ::close(out_pipe[1]);
     throw std::runtime_error("ChildProcess: pipe failed");
   }
+  out_fd_ = out_pipe[0];
+  err_fd_ = err_pipe[0];
+  try {
+    spawn(argv, environment, out_pipe[1], err_pipe[1]);
+  } catch (...) {
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    ::close(out_fd_);
+    ::close(err_fd_);
+    throw;
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+}
+
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+                           const std::filesystem::path& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("ChildProcess: cannot write " + log.string());
+  try {
+    spawn(argv, environment, fd, fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+void ChildProcess::spawn(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+                         int out, int err) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawn_file_actions_adddup2(&actions, out, 1);
+  posix_spawn_file_actions_adddup2(&actions, err, 2);
   std::vector<std::string> args = argv, env = merged_environment(environment);
   std::vector<char*> arg_pointers = pointers(args), env_pointers = pointers(env);
   const int status =
       ::posix_spawn(&pid_, args[0].c_str(), &actions, nullptr, arg_pointers.data(), env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  out_fd_ = out_pipe[0];
-  err_fd_ = err_pipe[0];
-  if (status != 0) {
-    ::close(out_fd_);
-    ::close(err_fd_);
+  if (status != 0)
     throw std::runtime_error("ChildProcess: cannot start " + args[0] + ": " + std::strerror(status));
-  }
+}
+
+void ChildProcess::signal(int signal) {
+  if (!reaped_) ::kill(pid_, signal);
 }
 
 ChildProcess::~ChildProcess() {
@@ -74,14 +101,34 @@ ChildProcess::~ChildProcess() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  ::close(out_fd_);
-  ::close(err_fd_);
+  if (out_fd_ >= 0) ::close(out_fd_);
+  if (err_fd_ >= 0) ::close(err_fd_);
 }
 
 ProcessResult ChildProcess::wait(std::chrono::milliseconds limit) {
   ProcessResult result;
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  bool out_open = true, err_open = true;
+  bool out_open = out_fd_ >= 0, err_open = err_fd_ >= 0;
+  if (!out_open) {
+    // Output goes to a file: wait for the exit itself, polling (no pipe to wait on).
+    int status = 0;
+    for (;;) {
+      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) break;
+      if (done < 0 && errno != EINTR) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        result.timed_out = true;
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      ::usleep(5000);
+    }
+    reaped_ = true;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+    return result;
+  }
   char buffer[4096];
   while (out_open || err_open) {
     const auto left =

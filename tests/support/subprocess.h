@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,14 +25,23 @@ class ChildProcess {
   // ("NAME=value" entries, which replace variables of the same name).
   explicit ChildProcess(const std::vector<std::string>& argv,
                         const std::vector<std::string>& environment = {});
+  // The same with stdout and stderr going to `log` (created or truncated) instead of pipes: for a server that
+  // runs while the test does (a pipe nobody reads would fill and stop it). wait() then returns no output.
+  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+               const std::filesystem::path& log);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   // Collects the output until the child exits; kills it (SIGKILL) once `limit` has passed.
   ProcessResult wait(std::chrono::milliseconds limit);
+  // Sends `signal` to the child (while it has not been waited for).
+  void signal(int signal);
+  pid_t pid() const noexcept { return pid_; }
 
  private:
+  void spawn(const std::vector<std::string>& argv, const std::vector<std::string>& environment, int out,
+             int err);
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
   bool reaped_ = false;

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# cpu_poor_host.sh BIN DATA [OUT]: issue 40's two measurements of the data service, each against its baseline
+# in the same call. BIN holds conveyor-dispatcher, conveyor-worker, pipeline_throughput, feed_vs_prefetch
+# and train_step_bench (with their libraries: on the GPU machine `source shared/tools/device-env LIBS` first);
+# DATA is an ImageFolder (the data phase's imagenet-like-5000/train; (b) also takes local tar shards, a .json
+# index or a pattern, such as photos prepared by make_shards --max-side 320). Results go to OUT (default:
+# ./service-results): each program's JSON and console, and summary.json with the ratios.
+#
+#   (a) a CPU-poor GPU host (STEP=1, a GPU): train_step_bench (ResNet-18 bf16, batch 256) for the step's own rate;
+#       feed_vs_prefetch --modes prefetch confined to the trainer's cores (TRAINER_CPUS, default 0-3) alone;
+#       then the same program, same cores, fed by workers on the other cores (WORKER_CPUS, default 4-15, cut
+#       into WORKERS workers, default 3) over loopback, once with the trainer's cores making splits too
+#       (--service-local-threads LOCAL, default 2) and once without. Target: >= 97 % of train_step_bench.
+#   (b) transport cost (always): for each K in KS (default "4 12", cores WORKER_CPUS' first K):
+#       pipeline_throughput on those K cores alone (--threads K), against one worker with --threads K on the
+#       same K cores serving pipeline_throughput --service on the trainer's cores. Target: >= 0.9x.
+#
+# On the 2-core build machine (no GPU): STEP=0 TRAINER_CPUS=0 WORKER_CPUS=1 KS=1 measures (b)'s shape at K = 1.
+# Every run is one call; ROUNDS (default 2) repeats each pair, the order reversed in even rounds.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: cpu_poor_host.sh BIN DATA [OUT]" >&2; exit 2; }
+bin=$(cd "$1" && pwd)
+data=$2
+out=${3:-service-results}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+step=${STEP:-1}
+trainer_cpus=${TRAINER_CPUS:-0-3}
+worker_cpus=${WORKER_CPUS:-4-15}
+workers=${WORKERS:-3}
+local_threads=${LOCAL:-2}
+ks=${KS:-"4 12"}
+rounds=${ROUNDS:-2}
+batch=${BATCH:-256}
+epochs=${EPOCHS:-2}          # pipeline_throughput's passes over DATA in (b)
+fvp_steps=${FVP_STEPS:-300}  # feed_vs_prefetch's timed steps in (a)
+log() { printf '%s cpu_poor_host: %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$out/console.log" >&2; }
+
+# The CPUs of a list such as "4-15" or "1,3", one per line.
+cpus_of() {
+  local IFS=,
+  for part in $1; do
+    if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+  done
+}
+mapfile -t worker_list < <(cpus_of "$worker_cpus")
+join_cpus() { local IFS=,; echo "$*"; }
+
+servers=()
+stop_servers() {
+  for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${servers[@]}"; do wait "$pid" 2>/dev/null || true; done
+  servers=()
+}
+trap stop_servers EXIT
+
+# A dispatcher on the trainer's cores (it does little) and N workers on CPU lists; sets `port` to the
+# dispatcher's. (Not in a command substitution: the servers must be this shell's children, to be stopped.)
+start_service() {
+  local tag=$1; shift
+  taskset -c "$trainer_cpus" "$bin/conveyor-dispatcher" --host 127.0.0.1 --port 0 >"$out/$tag.dispatcher.log" 2>&1 &
+  servers+=($!)
+  port=""
+  for _ in $(seq 1 200); do
+    port=$(sed -n 's/.*listening on [^:]*:\([0-9]*\).*/\1/p' "$out/$tag.dispatcher.log")
+    [ -n "$port" ] && break
+    sleep 0.05
+  done
+  [ -n "$port" ] || { log "the dispatcher did not start"; cat "$out/$tag.dispatcher.log" >&2; exit 1; }
+  local i=0
+  for cpus in "$@"; do
+    local n
+    n=$(cpus_of "$cpus" | wc -l)
+    taskset -c "$cpus" "$bin/conveyor-worker" --dispatcher "127.0.0.1:$port" --host 127.0.0.1 --threads "$n" \
+      >"$out/$tag.worker$i.log" 2>&1 &
+    servers+=($!)
+    i=$((i + 1))
+  done
+  for _ in $(seq 1 200); do
+    [ "$("$bin/conveyor-service-status" "grpc://127.0.0.1:$port" 2>/dev/null | grep -c '  alive  ')" -ge $# ] && break
+    sleep 0.05
+  done
+}
+
+log "machine: $(hostname), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); trainer CPUs $trainer_cpus, workers $worker_cpus"
+
+# ---- (a) a CPU-poor GPU host ----
+if [ "$step" = 1 ]; then
+  # The workers' CPU lists: WORKER_CPUS cut into $workers contiguous parts.
+  per=$(( ${#worker_list[@]} / workers ))
+  parts=()
+  for ((w = 0; w < workers; w++)); do
+    parts+=("$(join_cpus "${worker_list[@]:$((w * per)):$per}")")
+  done
+  trainer_count=$(cpus_of "$trainer_cpus" | wc -l)
+  fvp=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps"
+       --threads "$trainer_count")
+  for ((round = 1; round <= rounds; round++)); do
+    log "(a) round $round: train_step_bench"
+    "$bin/train_step_bench" --model resnet18 --batch "$batch" --precision bf16 --steps 200 --warmup 5 \
+      --json "$out/a_step_$round.json" >"$out/a_step_$round.log" 2>&1
+    log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus alone"
+    taskset -c "$trainer_cpus" "${fvp[@]}" --json "$out/a_alone_$round.json" >"$out/a_alone_$round.log" 2>&1
+    start_service "a$round" "${parts[@]}"
+    for lt in 0 "$local_threads"; do
+      log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus fed by $workers workers on $worker_cpus, local threads $lt"
+      taskset -c "$trainer_cpus" "${fvp[@]}" --service "grpc://127.0.0.1:$port" --service-local-threads "$lt" \
+        --json "$out/a_service_local${lt}_$round.json" >"$out/a_service_local${lt}_$round.log" 2>&1
+    done
+    "$bin/conveyor-service-status" "grpc://127.0.0.1:$port" >"$out/a_status_$round.txt" 2>&1 || true
+    stop_servers
+  done
+fi
+
+# ---- (b) transport cost: K cores as a worker over loopback against a local pipeline on the same K cores ----
+for k in $ks; do
+  cores=$(join_cpus "${worker_list[@]:0:$k}")
+  # Local tar shards (DATA a .json index or a pattern) read at random, as the workers read them.
+  pt=(--data "$data" --batch "$batch" --epochs "$epochs" --size 224 --checksum 0 --deterministic 0
+      --shard-random-access 1)
+  for ((round = 1; round <= rounds; round++)); do
+    local_run() {
+      log "(b) K=$k round $round: pipeline_throughput --threads $k on CPUs $cores"
+      # At nice 0, as the worker's pipelines run (PipelineOptions::worker_nice's 10 would yield the cores to any
+      # other process, which a worker host does not have).
+      taskset -c "$cores" "$bin/pipeline_throughput" "${pt[@]}" --threads "$k" --worker-nice 0 \
+        --json "$out/b_k${k}_local_$round.json" >"$out/b_k${k}_local_$round.log" 2>&1
+    }
+    service_run() {
+      start_service "b_k${k}_$round" "$cores"
+      log "(b) K=$k round $round: a worker on CPUs $cores serving pipeline_throughput --service on CPUs $trainer_cpus"
+      taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" --service "grpc://127.0.0.1:$port" \
+        --service-split 4 --json "$out/b_k${k}_service_$round.json" >"$out/b_k${k}_service_$round.log" 2>&1
+      stop_servers
+    }
+    if (( round % 2 == 0 )); then service_run; local_run; else local_run; service_run; fi
+  done
+done
+
+# ---- the ratios, from the programs' own JSON ----
+LOCAL=$local_threads python3 - "$out" <<'EOF' | tee "$out/summary.txt"
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+
+
+def rate(path):
+    with open(path) as f:
+        j = json.load(f)
+    if "results" in j:  # feed_vs_prefetch: its prefetch mode
+        return next(m["images_per_s"] for m in j["results"] if m["mode"] == "prefetch")
+    return j["images_per_s"]
+
+
+def runs(pattern):
+    return [rate(p) for p in sorted(glob.glob(os.path.join(out, pattern)))]
+
+
+summary = {}
+steps = runs("a_step_*.json")
+if steps:
+    step = statistics.median(steps)
+    summary["a_train_step_bench"] = steps
+    for name in ("alone", "service_local0", "service_local" + os.environ["LOCAL"]):
+        values = runs(f"a_{name}_*.json")
+        if values:
+            got = statistics.median(values)
+            summary["a_" + name] = {"images_per_s": values, "share_of_step": got / step}
+            print(f"(a) {name:16s} median {got:9.1f} img/s = {100 * got / step:5.1f} % of train_step_bench "
+                  f"{step:.1f} (runs {values})")
+for path in sorted(glob.glob(os.path.join(out, "b_k*_local_1.json"))):
+    k = os.path.basename(path).split("_")[1]
+    local, remote = runs(f"b_{k}_local_*.json"), runs(f"b_{k}_service_*.json")
+    if local and remote:
+        ratio = statistics.median(remote) / statistics.median(local)
+        summary["b_" + k] = {"local": local, "service": remote, "ratio": ratio}
+        print(f"(b) {k}: service median {statistics.median(remote):.1f} img/s against local "
+              f"{statistics.median(local):.1f}: {ratio:.3f}x (runs {remote} / {local})")
+with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=1)
+EOF
+log "done: $out"

@@ -1,0 +1,45 @@
+#include "src/service/common/recycling_host_memory.h"
+
+namespace conveyor::service::detail {
+
+RecyclingHostMemory::RecyclingHostMemory(std::shared_ptr<HostMemoryResource> upstream, std::size_t keep_bytes)
+    : upstream_(upstream ? std::move(upstream) : pageable_host_memory()), keep_bytes_(keep_bytes) {}
+
+RecyclingHostMemory::~RecyclingHostMemory() {
+  for (const auto& [bytes, memory] : idle_) upstream_->deallocate(memory, bytes);
+}
+
+void* RecyclingHostMemory::allocate(std::size_t bytes) {
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = idle_.find(bytes); it != idle_.end()) {
+      void* memory = it->second;
+      idle_.erase(it);
+      idle_bytes_ -= bytes;
+      return memory;
+    }
+  }
+  return upstream_->allocate(bytes);
+}
+
+void RecyclingHostMemory::deallocate(void* memory, std::size_t bytes) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (idle_bytes_ + bytes <= keep_bytes_) {
+      try {
+        idle_.emplace(bytes, memory);
+        idle_bytes_ += bytes;
+        return;
+      } catch (...) {  // no room to remember it: give it back instead
+      }
+    }
+  }
+  upstream_->deallocate(memory, bytes);
+}
+
+std::size_t RecyclingHostMemory::idle_bytes() const {
+  std::lock_guard lock(mutex_);
+  return idle_bytes_;
+}
+
+}  // namespace conveyor::service::detail

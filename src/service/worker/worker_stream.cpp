@@ -1,0 +1,178 @@
+#include "src/service/worker/worker_stream.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "conveyor/error.h"
+#include "src/service/common/batch_codec.h"
+#include "src/service/common/protocol.h"
+#include "src/service/common/split_dataset.h"
+
+namespace conveyor::service::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+v1::ServerFrame end_of(std::uint64_t split, std::uint64_t batches, const PipelineStats& stats) {
+  v1::ServerFrame frame;
+  v1::SplitEnd& end = *frame.mutable_end();
+  end.set_split(split);
+  end.set_batches(batches);
+  end.set_skipped(stats.skipped);
+  for (const auto& [reason, count] : stats.skip_reasons)
+    end.add_skip_reasons(std::to_string(count) + " x " + reason);
+  return frame;
+}
+
+v1::ServerFrame failure_of(std::uint64_t split, const PipelineError& error) {
+  v1::ServerFrame frame;
+  v1::SplitFailed& failed = *frame.mutable_failed();
+  failed.set_split(split);
+  failed.set_path(error.path());
+  failed.set_stage(error.stage());
+  failed.set_reason(error.reason());
+  return frame;
+}
+
+}  // namespace
+
+WorkerStream::WorkerStream(const StreamContext& context, v1::StreamOpen open, std::shared_ptr<FrameSink> sink)
+    : context_(context), open_(std::move(open)), sink_(std::move(sink)) {
+  context_.tally.streams.fetch_add(1);
+  thread_ = std::thread([this] { run(); });
+}
+
+WorkerStream::~WorkerStream() {
+  on_closed();
+  if (thread_.joinable()) thread_.join();
+  context_.tally.streams.fetch_sub(1);
+}
+
+void WorkerStream::on_request(const v1::SplitRequest& split) {
+  {
+    std::lock_guard lock(mutex_);
+    requests_.push_back(split);
+  }
+  wake_.notify_all();
+}
+
+void WorkerStream::on_closed() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    for (BatchIterator* it : iterators_) it->cancel();
+  }
+  wake_.notify_all();
+}
+
+std::optional<v1::SplitRequest> WorkerStream::next_request(bool wait) {
+  std::unique_lock lock(mutex_);
+  if (wait) wake_.wait(lock, [&] { return closed_ || !requests_.empty(); });
+  if (closed_ || requests_.empty()) return std::nullopt;
+  v1::SplitRequest request = requests_.front();
+  requests_.pop_front();
+  return request;
+}
+
+void WorkerStream::run() noexcept {
+  try {
+    const std::string& token = open_.caller().token();
+    std::shared_ptr<const JobContext> job;
+    try {
+      if (open_.caller().protocol() != kProtocolVersion)
+        throw ServiceError(ServiceError::Kind::refused,
+                           "this worker speaks " + describe_protocol(kProtocolVersion, "") +
+                               ", the trainer " +
+                               describe_protocol(open_.caller().protocol(), open_.caller().version()));
+      job = context_.jobs.job(open_.job_id(), token, open_.fingerprint());
+      if (open_.consumer() >= job->definition.geometry().consumers())
+        throw ServiceError(ServiceError::Kind::refused,
+                           "consumer " + std::to_string(open_.consumer()) + " of a job of " +
+                               std::to_string(job->definition.geometry().consumers()));
+    } catch (const ServiceError& error) {
+      context_.tally.refused.fetch_add(1);
+      sink_->fail(error);
+      finished_ = true;
+      return;
+    }
+    serve(*job);
+  } catch (const ServiceError& error) {
+    sink_->fail(error);
+  } catch (const std::exception& error) {
+    sink_->fail(ServiceError(ServiceError::Kind::failed, std::string("worker: ") + error.what()));
+  }
+  finished_ = true;
+}
+
+WorkerStream::Running WorkerStream::start(const JobContext& job, const v1::SplitRequest& request) {
+  Running running;
+  running.request = request;
+  running.split = job.plan.remainder(request.split(), request.first_batch());
+  if (!running.split)
+    throw ServiceError(ServiceError::Kind::malformed,
+                       "split " + std::to_string(request.split()) + " from batch " +
+                           std::to_string(request.first_batch()) + " is not in the job");
+  const BatchedDataset batches =
+      split_batches(job.chain, job.definition.chain().seed(), job.definition.geometry(), open_.consumer(),
+                    *running.split, context_.where);
+  running.batches = std::make_unique<BatchIterator>(batches.begin());  // its pipeline starts working now
+  std::lock_guard lock(mutex_);
+  iterators_.push_back(running.batches.get());
+  if (closed_) running.batches->cancel();
+  return running;
+}
+
+void WorkerStream::serve(const JobContext& job) {
+  std::optional<Running> current, ahead;
+  for (;;) {
+    if (!current) {
+      if (ahead) {
+        current = std::move(ahead);
+        ahead.reset();
+      } else if (const std::optional<v1::SplitRequest> request = next_request(true)) {
+        current = start(job, *request);
+      } else {
+        return;  // closed
+      }
+    }
+    // The next split's pipeline runs while this one is sent (into its own pool, bounded by its prefetch).
+    if (!ahead)
+      if (const std::optional<v1::SplitRequest> request = next_request(false)) ahead = start(job, *request);
+    send_split(*current);
+    {
+      std::lock_guard lock(mutex_);
+      std::erase(iterators_, current->batches.get());
+      if (closed_) return;
+    }
+    current.reset();
+  }
+}
+
+void WorkerStream::send_split(Running& running) {
+  const auto started = Clock::now();
+  const std::uint64_t split = running.request.split();
+  std::uint64_t sent = 0;
+  std::optional<v1::ServerFrame> last;
+  try {
+    while (std::optional<Batch> batch = running.batches->next()) {
+      Frame frame = encode_batch(*batch, split, running.request.first_batch() + sent);
+      const std::size_t bytes = frame.bytes();
+      batch.reset();  // the frame keeps the memory until the network is done with it
+      if (!sink_->send(std::move(frame))) return;
+      ++sent;
+      context_.tally.batches.fetch_add(1);
+      context_.tally.bytes_sent.fetch_add(bytes);
+    }
+    last = end_of(split, running.request.first_batch() + sent, running.batches->stats());
+  } catch (const PipelineError& error) {
+    last =
+        failure_of(split, error);  // the chain's own failure (on_error = fail): no other worker does better
+  }
+  context_.tally.elements.fetch_add(running.batches->stats().elements_out);
+  context_.tally.splits.fetch_add(1);
+  context_.tally.busy_ns.fetch_add(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count()));
+  sink_->send(encode_frame(*last));
+}
+
+}  // namespace conveyor::service::detail

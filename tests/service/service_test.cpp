@@ -1,0 +1,318 @@
+// The data service whole, in one process over loopback: a dispatcher, workers and trainers as objects, every
+// byte through gRPC. Every sample of every epoch exactly once, batches bit for bit a local chain's in
+// deterministic mode, a resumed trainer going on where it stopped, the trainer's own cores first, refusals
+// with their reasons, and a trainer that sleeps holding the workers' memory where it is.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "conveyor/batch_checksum.h"
+#include "conveyor/ops.h"
+#include "conveyor/service/client.h"
+#include "conveyor/service/dispatcher.h"
+#include "conveyor/service/service_error.h"
+#include "conveyor/service/status.h"
+#include "conveyor/service/worker.h"
+#include "support/watchdog.h"
+#include "tests/pipeline/fixtures.h"
+
+namespace conveyor::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kClasses = 3, kPerClass = 12;  // 36 images
+constexpr int kSize = 24;
+
+// A dispatcher and `workers` workers on loopback, each worker's pipelines on one thread.
+struct Service {
+  explicit Service(int workers, const std::filesystem::path& journal = {}) {
+    DispatcherOptions o;
+    o.listen_host = "127.0.0.1";
+    o.work_dir = journal;
+    o.worker_timeout = 1500ms;
+    dispatcher = std::make_unique<Dispatcher>(o);
+    for (int i = 0; i < workers; ++i) add_worker();
+    wait_for_workers(workers);
+  }
+  std::string url() const { return "grpc://127.0.0.1:" + std::to_string(dispatcher->port()); }
+  Worker& add_worker(ChainRegistry chains = {}) {
+    WorkerOptions o;
+    o.dispatcher = url();
+    o.listen_host = "127.0.0.1";
+    o.threads = 1;
+    o.chains = std::move(chains);
+    o.heartbeat = 200ms;
+    this->workers.push_back(std::make_unique<Worker>(o));
+    return *this->workers.back();
+  }
+  void wait_for_workers(int n) const {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int alive = 0;
+      for (const WorkerStatus& w : service_status(url()).workers) alive += w.alive ? 1 : 0;
+      if (alive >= n) return;
+      std::this_thread::sleep_for(20ms);
+    }
+    FAIL() << "workers did not register";
+  }
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::vector<std::unique_ptr<Worker>> workers;
+};
+
+class DataService : public ::testing::Test {
+ protected:
+  void SetUp() override { folder_ = testing::make_jpeg_folder(dir_, kClasses, kPerClass, 40, 56); }
+
+  ChainSpec chain(std::uint64_t seed = 7) const {
+    return {.name = "standard",
+            .parameters = {{"data", folder_.string()}, {"size", std::to_string(kSize)}},
+            .seed = seed};
+  }
+  static ServiceOptions options(std::size_t batch = 4, std::uint64_t epochs = 2) {
+    ServiceOptions o;
+    o.batch_size = batch;
+    o.epochs = epochs;
+    o.split_batches = 2;
+    o.local_fallback = false;
+    o.timeout = 3000ms;
+    return o;
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path folder_;
+};
+
+struct Seen {
+  std::map<std::pair<std::uint64_t, std::uint64_t>, int> times;  // (epoch, index) -> deliveries
+  std::size_t batches = 0;
+  PipelineStats stats;
+  std::optional<IteratorState> state;
+};
+
+// Takes `limit` batches (all: 0) from `it`, counting each sample.
+void take(BatchIterator& it, Seen& seen, std::size_t limit = 0, std::chrono::milliseconds pause = 0ms) {
+  while (limit == 0 || seen.batches < limit) {
+    std::optional<Batch> batch = it.next();
+    if (!batch) break;
+    ++seen.batches;
+    for (const SampleInfo& s : batch->samples())
+      if (!s.padding) ++seen.times[{s.epoch, s.index}];
+    if (pause > 0ms) std::this_thread::sleep_for(pause);
+  }
+  seen.stats = it.stats();
+  seen.state = it.state();
+}
+
+void expect_each_once(const Seen& seen, std::uint64_t epochs, std::uint64_t samples) {
+  EXPECT_EQ(seen.times.size(), epochs * samples);
+  for (const auto& [who, times] : seen.times)
+    EXPECT_EQ(times, 1) << "epoch " << who.first << " index " << who.second;
+}
+
+TEST_F(DataService, TwoWorkersDeliverEverySampleOfEveryEpochOnce) {
+  const testing::Watchdog watchdog(60s, "two workers, one trainer");
+  Service service(2);
+  BatchIterator it = from_service(service.url(), chain(), options()).begin();
+  Seen seen;
+  take(it, seen);
+  expect_each_once(seen, 2, kClasses * kPerClass);
+  EXPECT_EQ(seen.batches, 2u * 9u);
+  std::uint64_t remote = 0, workers = 0;
+  for (const SourcePart& part : seen.stats.source_parts) {
+    remote += part.elements;
+    workers += part.elements > 0 ? 1 : 0;
+    EXPECT_GT(part.wire_bytes, part.elements * kSize * kSize * 3) << part.name;  // the pixels and a header
+  }
+  EXPECT_EQ(remote, 2u * kClasses * kPerClass);
+  EXPECT_EQ(workers, 2u) << "splits go to the worker with the fewest in hand";
+}
+
+TEST_F(DataService, BatchesLargerThanGrpcsDefaultMessageLimitArrive) {
+  const testing::Watchdog watchdog(60s, "large batches");
+  Service service(1);
+  ChainSpec big = chain();
+  big.parameters["size"] = "300";  // 16 x 300 x 300 x 3: 4.3 MB a batch, over gRPC's default 4 MB
+  Seen seen;
+  BatchIterator it = from_service(service.url(), big, options(16, 1)).begin();
+  take(it, seen);
+  expect_each_once(seen, 1, kClasses * kPerClass);
+  ASSERT_FALSE(seen.stats.source_parts.empty());
+  EXPECT_EQ(seen.stats.source_parts[0].failures, 0u) << seen.stats.source_note;
+}
+
+TEST_F(DataService, DeterministicBatchesAreTheLocalChainsBitForBit) {
+  const testing::Watchdog watchdog(60s, "deterministic");
+  Service service(2);
+  ServiceOptions o = options(4, 2);  // 36 samples: 9 whole batches an epoch
+  o.deterministic = true;
+  o.prefetch = 2;  // few buffers: batches decoded out of the consumer's order would take them all (a hang)
+  std::vector<std::uint64_t> remote, local;
+  for (const Batch& batch : from_service(service.url(), chain(), o)) {
+    BatchChecksum sum;
+    sum.add(batch);
+    remote.push_back(sum.value());
+  }
+  const Chain c = standard_chain(chain().parameters);
+  for (const Batch& batch : c.samples.shuffle()
+                                .shard(1, 0, ShardRemainder::pad)
+                                .repeat(2)
+                                .with_options({.threads = 2, .seed = 7})
+                                .batch(4, c.batching)) {
+    BatchChecksum sum;
+    sum.add(batch);
+    local.push_back(sum.value());
+  }
+  EXPECT_EQ(remote, local);
+}
+
+TEST_F(DataService, ATrainerResumedFromItsStateGetsTheRestOnce) {
+  const testing::Watchdog watchdog(60s, "resume");
+  Service service(2);
+  const BatchedDataset batches = from_service(service.url(), chain(), options());
+  Seen first;
+  {
+    BatchIterator it = batches.begin();
+    take(it, first, 7);
+  }
+  const IteratorState saved = IteratorState::from_json(first.state->to_json());
+  Seen rest;
+  BatchIterator resumed = batches.begin(saved);
+  take(resumed, rest);
+  for (const auto& [who, times] : first.times) rest.times[who] += times;
+  expect_each_once(rest, 2, kClasses * kPerClass);
+  EXPECT_EQ(rest.stats.batches, 18u);  // counting the first trainer's 7
+}
+
+TEST_F(DataService, RanksOfOneJobGetTheirOwnEqualShares) {
+  const testing::Watchdog watchdog(60s, "two ranks");
+  Service service(2);
+  Seen all;
+  std::vector<std::size_t> batches;
+  for (int rank = 0; rank < 2; ++rank) {
+    ServiceOptions o = options(4, 1);
+    o.ranks.rank = rank;
+    o.ranks.world_size = 2;
+    BatchIterator it = from_service(service.url(), chain(), o).begin();
+    Seen mine;
+    take(it, mine);
+    batches.push_back(mine.batches);
+    for (const auto& [who, times] : mine.times) all.times[who] += times;
+  }
+  EXPECT_EQ(batches[0], batches[1]);
+  expect_each_once(all, 1, kClasses * kPerClass);
+}
+
+TEST_F(DataService, TheTrainersOwnCoresTakeSplitsFirstAndAloneWhenNoWorkerIsThere) {
+  const testing::Watchdog watchdog(60s, "local first");
+  Service service(1);
+  ServiceOptions o = options();
+  o.local_threads = 1;
+  Seen seen;
+  BatchIterator it = from_service(service.url(), chain(), o).begin();
+  take(it, seen);
+  expect_each_once(seen, 2, kClasses * kPerClass);
+  std::uint64_t local = 0;
+  for (const SourcePart& part : seen.stats.source_parts)
+    if (part.name == "local") local += part.elements;
+  EXPECT_GT(local, 0u);
+  EXPECT_LT(local, 2u * kClasses * kPerClass);
+
+  Service empty(0);
+  o.local_threads = 0;
+  o.local_fallback = true;
+  Seen alone;
+  BatchIterator fallback = from_service(empty.url(), chain(), o).begin();
+  take(fallback, alone);
+  expect_each_once(alone, 2, kClasses * kPerClass);
+  EXPECT_NE(alone.stats.source_note.find("no worker reachable"), std::string::npos)
+      << alone.stats.source_note;
+}
+
+TEST_F(DataService, RefusesAWrongTokenAndAnotherChainUnderTheJobsName) {
+  const testing::Watchdog watchdog(60s, "refusals");
+  Service service(1);
+  ServiceOptions o = options();
+  o.job = "shared";
+  o.token = "right";
+  BatchIterator it = from_service(service.url(), chain(), o).begin();
+  ASSERT_TRUE(it.next());
+  o.token = "wrong";
+  try {
+    (void)from_service(service.url(), chain(), o);
+    FAIL() << "a wrong token was let in";
+  } catch (const ServiceError& error) {
+    EXPECT_EQ(error.kind(), ServiceError::Kind::unauthorized) << error.what();
+  }
+  o.token = "right";
+  try {
+    (void)from_service(service.url(), chain(/*seed=*/8), o);
+    FAIL() << "another chain joined the job";
+  } catch (const ServiceError& error) {
+    EXPECT_EQ(error.kind(), ServiceError::Kind::refused);
+    EXPECT_NE(std::string(error.what()).find("seed 8"), std::string::npos) << error.what();
+  }
+  // The worker went on serving its trainer meanwhile.
+  Seen seen;
+  take(it, seen);
+  EXPECT_EQ(seen.batches, 17u);
+}
+
+TEST_F(DataService, AUserChainIsBuiltByNameAndAWorkerWithOtherDataRefusesIt) {
+  const testing::Watchdog watchdog(60s, "user chains");
+  Service service(0);
+  // "photos" as the trainer and the first worker know it, and a worker whose "photos" read another folder.
+  auto photos = [](std::filesystem::path data) {
+    ChainRegistry chains;
+    chains.add("photos", [data](const ChainParameters& p) {
+      ChainParameters here = p;
+      here["data"] = data.string();
+      return standard_chain(here);
+    });
+    return chains;
+  };
+  const testing::TempDir other;
+  const std::filesystem::path elsewhere = testing::make_jpeg_folder(other, 2, 5, 40, 56);
+  service.add_worker(photos(folder_));
+  service.add_worker(photos(elsewhere));
+  service.wait_for_workers(2);
+  ServiceOptions o = options();
+  o.chains = photos(folder_);
+  ChainSpec spec = chain();
+  spec.name = "photos";
+  Seen seen;
+  BatchIterator it = from_service(service.url(), spec, o).begin();
+  take(it, seen);
+  expect_each_once(seen, 2, kClasses * kPerClass);
+  EXPECT_EQ(service.workers[1]->counters().batches, 0u);
+  EXPECT_GE(service.workers[1]->counters().refused, 1u);
+}
+
+TEST_F(DataService, ASleepingTrainerHoldsTheWorkersWhereTheyAre) {
+  const testing::Watchdog watchdog(60s, "flow control");
+  Service service(1);
+  ServiceOptions o = options(8, 40);  // 40 epochs of 36: far more than any queue holds
+  o.prefetch = 2;
+  BatchIterator it = from_service(service.url(), chain(), o).begin();
+  Seen seen;
+  take(it, seen, 3);
+  std::this_thread::sleep_for(1500ms);  // the trainer sleeps; the worker fills what it may, then waits
+  const WorkerCounters before = service.workers[0]->counters();
+  std::this_thread::sleep_for(1000ms);
+  const WorkerCounters after = service.workers[0]->counters();
+  EXPECT_EQ(after.batches, before.batches) << "the worker kept making batches nobody reads";
+  // What it made beyond what the trainer took: its queues, the network's window and the trainer's buffers,
+  // a few dozen small batches, not the job's 200.
+  EXPECT_LT(after.batches, 3u + 60u);
+  take(it, seen);
+  EXPECT_EQ(seen.batches, 40u * 5u);
+}
+
+}  // namespace
+}  // namespace conveyor::service
