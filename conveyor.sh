@@ -20,7 +20,7 @@ packages=(
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
   libarchive-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libxxhash-dev libspng-dev
-  libpugixml-dev libinih-dev
+  libpugixml-dev libinih-dev libnuma-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   libopenmpi-dev openmpi-bin iproute2
   python3 python3-matplotlib python3-dev python3-numpy python3-pytest pybind11-dev

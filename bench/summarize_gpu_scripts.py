@@ -2,12 +2,16 @@
 """The figures of bench/gpu/'s scripts that alternate rounds, one script's results folder at a time:
 
   summarize_gpu_scripts.py feed_vs_step FOLDER     step_R.json (train_step_bench), fvp_R.json and
-                                                   fvp-NAME_R.json (prefetch, each variant): share of the step
+                                                   fvp-NAME_R.json (prefetch, each variant): share of the step;
+                                                   step_eager_R.json: the eager step, and the compute per step
+                                                   beside the feeder over it
   summarize_gpu_scripts.py scaling FOLDER          one_R.json, VARIANT_R[.rankN].json: each variant's images/s
-                                                   over the round's one GPU, idle per GPU
+                                                   over the round's one GPU and over procs', idle per GPU, each
+                                                   rank's CPUs and batch memory
   summarize_gpu_scripts.py multi_gpu_hangs FOLDER  fvp_N.json, fvp_N.log: the runs that ended, stall reports
   summarize_gpu_scripts.py first_batch FOLDER      cpu_R, gpu_R, gpu-NAME_R (pipeline_throughput), torch_R
-                                                   (torch_dataloader.py): time to the first batch, rates
+                                                   (torch_dataloader.py): time to the first batch, rates,
+                                                   each hybrid side's first batch less CPU-only's
   summarize_gpu_scripts.py prepared_data FOLDER    {cpu,gpu,torch}_SET_R.json and index_SET.json per set
 
 Every ratio is taken within a round (the order alternates between rounds) and the median of the rounds'
@@ -108,25 +112,43 @@ def scaling(folder):
             if not run:
                 continue
             ratio = run[0] / one[0]
-            ratios.setdefault(variant, []).append(ratio)
+            ratios.setdefault(variant, {})[round_] = ratio
             idle = ", ".join(f"{100 * i:.1f} %" for i in run[1])
             share = ", ".join(f"{r.get('gpu_decoded_fraction', 0):.2f}" for r in run[2])
             print(f"  {variant:12s} {run[0]:8.0f} img/s  {ratio:.3f}x one GPU  idle per GPU {idle}  GPU-decoded {share}")
+            # Issue 41: where each rank's pipeline ran and where its batches live (FeederOptions::host).
+            for rank, result in enumerate(run[2]):
+                if result.get("pipeline_cpus_reason") or result.get("host_memory"):
+                    cpus = result.get("pipeline_cpus") or "any"
+                    print(f"    rank {rank}: CPUs {cpus} ({result.get('pipeline_cpus_reason', '')}); "
+                          f"batches {result.get('host_memory', '')}")
     names = {"procs": "one process per GPU", "inproc": "one process, every GPU"}
     for variant, values in ratios.items():
         label = names.get(variant, f"one process per GPU, {variant[len('procs-'):]}" if variant.startswith("procs-")
                           else variant)
-        median_line(f"{label} / one GPU", values)
+        median_line(f"{label} / one GPU", list(values.values()))
+    for variant, values in ratios.items():
+        if variant != "procs" and ratios.get("procs"):
+            pairs = [values[r] / ratios["procs"][r] for r in values if ratios["procs"].get(r)]
+            median_line(f"{variant} / procs (the defaults), round by round", pairs)
 
 
 def feed_vs_step(folder):
-    names = variants_of(folder, {"step"})
+    names = variants_of(folder, {"step", "step_eager"})
     shares = {name: [] for name in names}
+    eager_over_graph, compute = [], {name: [] for name in names}
+    eager_ms = []  # the step alone, launched kernel by kernel: ms per batch of 256
     for round_ in rounds_of(folder, "step_%d"):
         step = load(os.path.join(folder, f"step_{round_}.json"))
         if not step:
             continue
         line = f"round {round_}: train_step_bench {step['images_per_s']:.0f} img/s"
+        if os.path.exists(os.path.join(folder, f"step_eager_{round_}.json")):
+            eager = load(os.path.join(folder, f"step_eager_{round_}.json"))
+            if eager:
+                eager_over_graph.append(eager["images_per_s"] / step["images_per_s"])
+                eager_ms.append(1000 * 256 / eager["images_per_s"])
+                line += f", eager {eager['images_per_s']:.0f}"
         for name in names:
             run = fvp_run(folder, f"{name}_{round_}")
             if not run:
@@ -134,37 +156,63 @@ def feed_vs_step(folder):
             share = run[0] / step["images_per_s"]
             shares[name].append(share)
             result = run[2][0]
+            if result.get("compute_ms"):
+                compute[name].append(result["compute_ms"])
             line += (f"; {name} {run[0]:.0f} ({100 * share:.1f} %, idle {100 * run[1][0]:.1f} %, compute "
-                     f"{result.get('compute_ms', 0):.2f} ms, GPU-decoded {result.get('gpu_decoded_fraction', 0):.2f})")
+                     f"{result.get('compute_ms', 0):.2f} ms, GPU-decoded {result.get('gpu_decoded_fraction', 0):.2f}"
+                     + (f", paths {result['gpu_decode_paths']}" if result.get("gpu_decode_paths") else "") + ")")
         print(line)
+    labels = {name: "the defaults" if name == "fvp" else name[len("fvp-"):] if name.startswith("fvp-") else name
+              for name in names}
     for name in names:
-        label = "the defaults" if name == "fvp" else name[len("fvp-"):] if name.startswith("fvp-") else name
-        median_line(f"prefetch / train_step_bench, {label}", shares[name], unit="")
+        median_line(f"prefetch / train_step_bench, {labels[name]}", shares[name], unit="")
     for name in names:
         if name != "fvp" and shares.get("fvp") and shares[name]:
             pairs = [a / b for a, b in zip(shares[name], shares["fvp"]) if b > 0]
-            median_line(f"{name[len('fvp-'):] if name.startswith('fvp-') else name} / the defaults, round by round",
-                        pairs)
+            median_line(f"{labels[name]} / the defaults, round by round", pairs)
+    if eager_over_graph:
+        median_line("the step alone, eager / graph", eager_over_graph)
+        # How much longer the step computes beside the feeder than launched alone the same way.
+        for name in names:
+            if compute[name]:
+                median_line(f"{labels[name]}: compute per step / the eager step alone",
+                            [c / statistics.median(eager_ms) for c in compute[name]])
 
 
 def first_batch(folder):
     sides = variants_of(folder, {"prime"})
     firsts, rates = {side: [] for side in sides}, {side: [] for side in sides}
+    behind_cpu = {side: [] for side in sides if side != "cpu" and side != "torch"}
+    readiness = {side: {} for side in behind_cpu}
     for round_ in sorted({r for side in sides for r in rounds_of(folder, side + "_%d")}):
         line = f"round {round_}:"
+        runs = {side: load(os.path.join(folder, f"{side}_{round_}.json")) for side in sides}
+        cpu_first = (runs.get("cpu") or {}).get("time_to_first_batch_s")
         for side in sides:
-            run = load(os.path.join(folder, f"{side}_{round_}.json"))
+            run = runs[side]
             if not run:
                 continue
             first, rate = run.get("time_to_first_batch_s"), run["images_per_s_after_first_batch"]
             if first is not None:
                 firsts[side].append(first)
+                if side in behind_cpu and cpu_first is not None:
+                    behind_cpu[side].append(first - cpu_first)
             rates[side].append(rate)
+            # Issue 41: how the hybrid side's GPU decoder came ready, and the feeder's part of the first batch.
+            for key in ("decoder_ready_s", "first_stage_s", "feeder_construction_s"):
+                value = (run.get("device") or {}).get(key)
+                if side in readiness and value is not None:
+                    readiness[side].setdefault(key, []).append(value)
             line += f" {side} first batch after {first if first is None else f'{first:.3f}'} s, {rate:.0f} img/s;"
         print(line.rstrip(";"))
     for side in sides:
         median_line(f"{side}: time to the first batch", firsts[side], unit=" s")
         median_line(f"{side}: images/s from the first batch", rates[side], unit="")
+    for side, deltas in behind_cpu.items():
+        if deltas:
+            median_line(f"{side}: first batch less CPU-only's, round by round", deltas, unit=" s")
+        for key, values in readiness[side].items():
+            median_line(f"{side}: {key}", values, unit=" s")
 
 
 def prepared_data(folder):

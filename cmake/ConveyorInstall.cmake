@@ -29,7 +29,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/conveyorConfigVersion.cma
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/conveyorConfig.cmake ${PROJECT_BINARY_DIR}/conveyorConfigVersion.cmake
               cmake/FindCUDNN.cmake cmake/FindNCCL.cmake cmake/ConveyorFindCudaLibrary.cmake
-              cmake/FindSPNG.cmake cmake/FindINIReader.cmake
+              cmake/FindSPNG.cmake cmake/FindINIReader.cmake cmake/FindNUMA.cmake
         DESTINATION ${CONVEYOR_CMAKE_DIR})
 
 # pkg-config: static archives need their dependencies listed (pkg-config --static); shared ones do not.

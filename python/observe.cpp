@@ -102,7 +102,18 @@ void bind_stats(py::module_& module) {
       .def_readonly("decode_check_seconds", &FeederStats::decode_check_seconds)
       .def_readonly("decode_submit_seconds", &FeederStats::decode_submit_seconds)
       .def_readonly("decode_resize_seconds", &FeederStats::decode_resize_seconds)
-      .def_readonly("decode_gpu_seconds", &FeederStats::decode_gpu_seconds);
+      .def_readonly("decode_gpu_seconds", &FeederStats::decode_gpu_seconds)
+      .def_readonly("startup", &FeederStats::startup,
+                    "How the GPU decoder came ready: before feed(), made by feed(), or at once behind the CPU.")
+      .def_readonly("decoder_ready_seconds", &FeederStats::decoder_ready_seconds,
+                    "From feed() to the split's opening to the GPU (0: open from the first sample).")
+      .def_readonly("first_stage_seconds", &FeederStats::first_stage_seconds)
+      .def_readonly("gpu_decode_paths", &FeederStats::gpu_decode_paths, "GPU-decoded images by nvJPEG path.")
+      .def_readonly("bytes_not_copied", &FeederStats::bytes_not_copied)
+      .def_readonly("pipeline_cpus", &FeederStats::pipeline_cpus,
+                    "Where the last feed ran its pipeline (empty: wherever the process may run).")
+      .def_readonly("pipeline_cpus_reason", &FeederStats::pipeline_cpus_reason)
+      .def_readonly("host_memory", &FeederStats::host_memory, "Where the page-locked batches live, and why.");
 }
 
 void bind_trace(py::module_& module) {

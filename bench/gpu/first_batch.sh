@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# first_batch.sh [--rounds N] [--variant NAME="FLAGS"]... [--no-torch]
+# first_batch.sh [--rounds N] [--epochs N] [--threads N] [--variant NAME="FLAGS"]... [--no-torch]
 # How soon each pipeline gives its first batch, and its rate from there: pipeline_throughput CPU-only (cpu),
-# hybrid with the library's defaults (gpu), hybrid with FLAGS added for each --variant (say --variant
-# cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0"), and PyTorch's DataLoader (torch); 16
-# threads or workers, 24,000 images a run (4,800 x 5 epochs), alternating rounds. The split's memory starts
-# fresh in this call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json,
-# torch_R.json; bench/summarize_gpu_scripts.py first_batch: time to the first batch and the rates
-# (summary.txt).
+# hybrid with the library's defaults (gpu: issue 41's start at once, the CPU decoding every image until
+# nvJPEG is ready behind it), hybrid with FLAGS added for each --variant, and PyTorch's DataLoader (torch);
+# 16 threads or workers, 4,800 images x 5 epochs a run (--epochs 21: issue 41's 100,000), alternating rounds.
+# Issue 41's variants: warmup="--feeder-warmup 1" (DeviceFeeder::warmup up front, issue 36's way) and
+# made_first="--start-at-once 0" (feed() makes nvJPEG ready before the first batch); issue 36's:
+# cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0". The split's memory starts fresh in this
+# call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
+# bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less
+# CPU-only's round by round, the decoder's readiness, and the rates (summary.txt).
 source "$(dirname "$0")/lib.sh"
-bench_options rounds=3 variant+= no-torch! -- "$@"
+bench_options rounds=3 epochs=5 threads=16 variant+= no-torch! -- "$@"
 bench_begin first_batch "$@"
 images=$(imagenet_like)
-pt=("$bin/pipeline_throughput" --data "$images" --limit 4800 --epochs 5 --threads 16 --batch 256 --size 224 --seed 7
-    --deterministic 0)
+pt=("$bin/pipeline_throughput" --data "$images" --limit 4800 --epochs "$epochs" --threads "$threads" --batch 256
+    --size 224 --seed 7 --deterministic 0)
 export CONVEYOR_ALGORITHM_CACHE
 CONVEYOR_ALGORITHM_CACHE=$(mktemp -d /tmp/conveyor-split.XXXXXX)  # the split's memory, fresh for this call
-bench_run 180 "${pt[@]}" --device gpu --json "$r/prime.json" | grep -E '^threads 16:|^split:'
+bench_run 180 "${pt[@]}" --device gpu --json "$r/prime.json" | grep -E '^threads [0-9]+:|^split:'
 declare -A flags=([gpu]="")
 sides=(cpu gpu)
 for v in "${variant[@]}"; do flags[gpu-${v%%=*}]=${v#*=}; sides+=("gpu-${v%%=*}"); done
@@ -24,11 +27,11 @@ for v in "${variant[@]}"; do flags[gpu-${v%%=*}]=${v#*=}; sides+=("gpu-${v%%=*}"
 # shellcheck disable=SC2086  # a variant's flags, split
 side() {
   case "$1" in
-    cpu) bench_run 180 "${pt[@]}" --json "$r/cpu_$2.json" | grep -E '^threads 16:' ;;
-    torch) bench_run 300 python3 "$root/bench/peers/torch_dataloader.py" --data "$images" --limit 4800 --epochs 5 \
-             --workers 16 --batch 256 --size 224 --seed 7 --antialias both --json "$r/torch_$2.json" |
-             grep -E '^torch DataLoader' ;;
-    *) bench_run 180 "${pt[@]}" --device gpu ${flags[$1]} --json "$r/$1_$2.json" | grep -E '^threads 16:|^split:' ;;
+    cpu) bench_run 180 "${pt[@]}" --json "$r/cpu_$2.json" | grep -E '^threads [0-9]+:' ;;
+    torch) bench_run 300 python3 "$root/bench/peers/torch_dataloader.py" --data "$images" --limit 4800 \
+             --epochs "$epochs" --workers "$threads" --batch 256 --size 224 --seed 7 --antialias both \
+             --json "$r/torch_$2.json" | grep -E '^torch DataLoader' ;;
+    *) bench_run 180 "${pt[@]}" --device gpu ${flags[$1]} --json "$r/$1_$2.json" | grep -E '^threads [0-9]+:|^split:' ;;
   esac
 }
 alternate "$rounds" side "${sides[@]}"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/gpu/lib.sh: what every script of bench/gpu/ shares, sourced by each (not run). On the GPU machine,
 # from the repository root, with the bundle that scripts/device-bundle.sh (or scripts/gpu-test-bundle.sh)
 # packed into .carry/.
@@ -15,8 +16,13 @@
 #                             FUNCTION SIDE ROUND for every side, round after round, the order reversed in even
 #                             rounds (A B C, C B A, A B C): a drift of the machine weighs on every side alike.
 #                             Every ratio is then taken as the median of the rounds' ratios (bench/summarize_*.py)
-#   imagenet_like, fields_set, fashion_mnist, shards_of SET
+#   imagenet_like, fields_set, fashion_mnist, shards_of SET, prepared_folder NAME:FLAGS
 #                             the data sets, made once per machine; each prints its path
+#   unless_given "FLAGS" --NAME VALUE...
+#                             the array given_defaults: each --NAME VALUE that a variant's FLAGS do not set
+#                             themselves (the programs refuse an option given twice)
+#   gpu_places                each GPU's PCI bus, NUMA node and close CPUs, as the feeders' host placement
+#                             reads them
 #   nvjpeg_abi_check          our nvJPEG declarations against NVIDIA's header, at compile time
 #   bench_end                 writes $r/record.json (command, commit, machine, dates, failed runs) and, when
 #                             the script runs alone (not under bench/gpu/run.sh), $OUT/results.tgz
@@ -186,6 +192,39 @@ shards_of() {
   [ -f "$out/shards.json" ] ||
     bench_run 300 "$bin/make_shards" --input "$(imagenet_like)" --output "$out" --shard-size 64 "$@" >"$r/make_shards_$name.log" 2>&1
   echo "$out/shards.json"
+}
+
+# prepared_folder NAME:MAKE_SHARDS_FLAGS: the ImageNet-like set prepared by make_shards (shards_of NAME
+# FLAGS, say "q90s320:--max-side 320 --quality 90") and written out as an ImageFolder byte for byte, for the
+# programs that read folders (feed_vs_prefetch); prints the folder.
+prepared_folder() {
+  local name=${1%%:*} options=${1#*:} index folder
+  folder=$data/prepared-$name
+  if [ ! -f "$folder/.complete" ]; then
+    # shellcheck disable=SC2086  # make_shards' flags, split
+    index=$(shards_of "$name" $options)
+    rm -rf "$folder" &&
+      bench_run 300 python3 "$root/bench/shards_to_folder.py" "$index" "$folder" >&2 && touch "$folder/.complete"
+  fi
+  echo "$folder"
+}
+
+unless_given() {
+  local flags=" $1 "
+  shift
+  given_defaults=()
+  while [ $# -ge 2 ]; do
+    case "$flags" in *" $1 "*) ;; *) given_defaults+=("$1" "$2") ;; esac
+    shift 2
+  done
+}
+
+gpu_places() {
+  local bus device
+  for bus in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+    device=/sys/bus/pci/devices/$(echo "${bus#0000}" | tr 'A-F' 'a-f')
+    echo "$bus: NUMA node $(cat "$device/numa_node" 2>/dev/null || echo '?'), close CPUs $(cat "$device/local_cpulist" 2>/dev/null || echo '?')"
+  done
 }
 
 nvjpeg_abi_check() {

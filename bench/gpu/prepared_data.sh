@@ -5,8 +5,9 @@
 # --store raw"), timed, sizes in each index; then, on every set read at random from its shards,
 # pipeline_throughput CPU-only (cpu) and hybrid (gpu), and PyTorch's DataLoader on the same files (torch),
 # alternating rounds. Files: {cpu,gpu,torch}_SET_R.json, index_SET.json; bench/summarize_gpu_scripts.py
-# prepared_data (summary.txt). The share of the training step on a prepared set: feed_vs_step.sh with
-# --variant NAME="--data /tmp/shards/SET/shards.json --shard-random-access 1".
+# prepared_data (summary.txt). The share of the training step on a prepared set (issue 41): feed_vs_step.sh
+# --prepared SET:FLAGS, and on N GPUs against one, scaling.sh --prepared SET:FLAGS (feed_vs_prefetch reads
+# folders: lib.sh's prepared_folder writes the set's shards out as one).
 source "$(dirname "$0")/lib.sh"
 bench_options sets="original:;q90s320:--max-side 320 --quality 90;raw160:--max-side 160 --store raw" rounds=2 -- "$@"
 bench_begin prepared_data "$@"

@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
-# scaling.sh [--gpus N] [--rounds R] [--variant NAME="FLAGS"]...
+# scaling.sh [--gpus N] [--rounds R] [--threads N] [--steps N] [--variant NAME="FLAGS"]...
+#            [--prepared NAME:MAKE_SHARDS_FLAGS]
 # ResNet-18 bf16 trained from JPEGs (feed_vs_prefetch's prefetch, batch 256 and 16 pipeline threads per GPU,
 # 300 steps) on one GPU against N GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink
-# multicast off), in alternating rounds. Each --variant runs the N processes once more per round with FLAGS added (say --variant cpus="--cpus auto").
-# Files: one_R.json, procs_R.rankK.json, procs-NAME_R.rankK.json; every run's log beside
-# them. bench/summarize_gpu_scripts.py scaling: each variant's images/s over the round's one GPU, idle per
-# GPU (summary.txt).
+# multicast off), in alternating rounds. By default each rank's pipeline runs on its share of the CPUs close
+# to its GPU and its batches live on its GPU's NUMA node (issue 41, FeederOptions::host). Each --variant runs
+# the N processes once more per round with FLAGS added (a variant's own --threads replaces the script's);
+# issue 41's baselines: all="--cpus all --memory-near-gpu 0" (wherever the scheduler puts them) and
+# even="--cpus auto" (issue 36's even, contiguous shares, whatever the GPU's node). --prepared reads, in every
+# run, the ImageNet-like set as make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written
+# out as a folder. Files: one_R.json, procs_R.rankK.json, procs-NAME_R.rankK.json; every run's log beside
+# them; gpu_places.txt (each GPU's NUMA node and close CPUs). bench/summarize_gpu_scripts.py scaling: each
+# variant's images/s over the round's one GPU and against the defaults, idle per GPU, each rank's CPUs and
+# batch memory (summary.txt).
 source "$(dirname "$0")/lib.sh"
-bench_options gpus=2 rounds=2 variant+= -- "$@"
+bench_options gpus=2 rounds=2 threads=16 steps=300 variant+= prepared= -- "$@"
 bench_begin scaling "$@"
 images=$(imagenet_like)
-fvp=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --threads 16 --batch 256 --warmup 10 --steps 300
+[ -z "$prepared" ] || images=$(prepared_folder "$prepared")
+gpu_places | tee "$r/gpu_places.txt"
+fvp=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --batch 256 --warmup 10 --steps "$steps"
      --stall-report 30)
-declare -A flags=()
+declare -A flags=([one]="" [procs]="")
 sides=(one procs)
 for v in "${variant[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%=*}"); done
 
-# shellcheck disable=SC2086  # a variant's flags, split
 side() {
   local json=$r/$1_$2.json
+  unless_given "${flags[$1]}" --threads "$threads"
+  # shellcheck disable=SC2086  # a variant's flags, split
   case "$1" in
-    one) bench_run 180 env CUDA_VISIBLE_DEVICES=0 "${fvp[@]}" --json "$json" ;;
-    *) bench_run 180 bash "$root/scripts/launch.sh" "$gpus" "${fvp[@]}" ${flags[$1]:-} --json "$json" ;;
+    one) bench_run 180 env CUDA_VISIBLE_DEVICES=0 "${fvp[@]}" "${given_defaults[@]}" --json "$json" ;;
+    *) bench_run 180 bash "$root/scripts/launch.sh" "$gpus" "${fvp[@]}" "${given_defaults[@]}" ${flags[$1]} \
+         --json "$json" ;;
   esac >"$r/$1_$2.log" 2>&1
   echo "$1 round $2: $(grep -hE '^prefetch ' "$r/$1_$2.log" | awk '{printf "%s ", $2}')"
 }

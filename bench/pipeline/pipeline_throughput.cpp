@@ -28,11 +28,18 @@
 // GPU has finished the last batch; the checksum is computed on the GPU over every batch's pixels and
 // images (device_checksum.h), so it shows the same run-to-run and thread-count independence in
 // deterministic runs. The split (images decoded by the CPU and by the GPU, fallbacks by reason) is
-// printed and written. Issue 36's levers, each on by default and switchable to measure it against its
-// baseline: --feeder-warmup (DeviceFeeder::warmup before the pipeline starts: ring, page-locked batches,
-// nvJPEG and its kernels), --remember-split (the split starts where the last such run settled),
-// --hardware-pool (nvJPEG's hardware decoder keeps a pool instead of freeing in its calls), and
-// --kernel-blocks N (the feeder's kernels on at most N blocks per image; 0, the default, one pass's worth).
+// printed and written. Issue 36's levers, each switchable to measure it against its baseline:
+// --feeder-warmup (DeviceFeeder::warmup before the pipeline starts: ring, page-locked batches, nvJPEG and its
+// kernels; off by default since issue 41, whose start at once does the same behind the CPU workers),
+// --remember-split (the split starts where the last such run settled), --hardware-pool (nvJPEG's hardware
+// decoder keeps a pool instead of freeing in its calls), and --kernel-blocks N (the feeder's kernels on at
+// most N blocks per image; 0, the default, one pass's worth). Issue 41's: --start-at-once (the CPU decodes
+// everything until nvJPEG is ready on a thread of the feeder; 0: feed() makes it ready first),
+// --gpu-hybrid (0: only the hardware engines decode on the GPU, what they refuse goes to the CPU) and
+// --copy-whole-batch (0: the deferred samples' slots are left out of the copy). The JSON's "device" says how
+// the decoder came ready and when (startup, decoder_ready_s), the feeder's part of the first batch
+// (first_stage_s), the GPU-decoded images by nvJPEG path, and feeder_construction_s: making the
+// DeviceFeeder, which creates the process's CUDA context here (a training program has made it before).
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL|ROOT|JSON [--format classification|segmentation|detection]
 //                       [--images DIR] [--threads N] [--batch 256] [--size 224] [--epochs 1]
@@ -133,10 +140,15 @@ struct Config {
   bool gpu_augment = true;
   std::string precision = "bf16";
   // issue 36's levers, each switchable so that a run measures it against its baseline.
-  bool feeder_warmup = true;   // DeviceFeeder::warmup before the pipeline starts
+  bool feeder_warmup = false;  // DeviceFeeder::warmup before the pipeline starts (default on before issue 41)
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image
+  // issue 41's levers (DeviceDecode): the GPU decoder comes ready behind the CPU workers; GPU hybrid
+  // decoding of what the engines refuse; the deferred slots copied with the rest.
+  bool start_at_once = true;
+  bool gpu_hybrid = true;
+  bool copy_whole_batch = true;
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;
   int service_local_threads = 0;
@@ -200,6 +212,18 @@ void add_device_options(CLI::App& app, Config& config) {
   app.add_option("--hardware-pool", config.hardware_pool,
                  "nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up "
                  "(DeviceDecode::hardware_pool)")
+      ->capture_default_str();
+  app.add_option("--start-at-once", config.start_at_once,
+                 "with --deterministic 0: the CPU decodes every image until nvJPEG is ready on a thread of the "
+                 "feeder, then the split opens (DeviceDecode::start_at_once); 0: nvJPEG is made ready first")
+      ->capture_default_str();
+  app.add_option("--gpu-hybrid", config.gpu_hybrid,
+                 "what the hardware engines refuse is decoded by nvJPEG's GPU hybrid path (1) or on the CPU (0: "
+                 "only the engines decode on the GPU; DeviceDecode::gpu_hybrid)")
+      ->capture_default_str();
+  app.add_option("--copy-whole-batch", config.copy_whole_batch,
+                 "copy the deferred samples' slots with the rest (1) or only the samples the pipeline decoded "
+                 "(0; DeviceDecode::copy_whole_batch)")
       ->capture_default_str();
 }
 
@@ -369,6 +393,7 @@ struct Result {
                          // device: device_checksum.h
   conveyor::PipelineStats stats;
   std::optional<conveyor::FeederStats> feeder;  // --device gpu
+  double feeder_construction_s = 0;             // --device gpu: making the DeviceFeeder (the CUDA context)
   // The whole process's CPU over the run (every thread: the pipeline's, the shard readers', the consumer):
   // when two ways of reading run at different rates, this tells more work from less of the cores.
   struct Cpu {
@@ -591,6 +616,9 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.hardware_pool = config.hardware_pool;
   options.kernel_blocks_per_image = config.kernel_blocks;
   options.decode.remember_share = config.remember_split;
+  options.decode.start_at_once = config.start_at_once;
+  options.decode.gpu_hybrid = config.gpu_hybrid;
+  options.decode.copy_whole_batch = config.copy_whole_batch;
   options.decode.memory_key =
       "pipeline_throughput " + config.precision + (config.gpu_augment ? " augment" : "");
   return maps;
@@ -604,9 +632,11 @@ Result run_once_on_device(const Config& config, int threads,
   const auto start = Clock::now();
   conveyor::FeederOptions options;
   const std::vector<conveyor::SampleOp> maps = place_on_device(config, placement, options);
-  conveyor::DeviceFeeder feeder(placement, options);
-  const conveyor::BatchedDataset batches = make_batches(config, threads, trace, maps);
   Result result;
+  const auto constructing = Clock::now();
+  conveyor::DeviceFeeder feeder(placement, options);
+  result.feeder_construction_s = std::chrono::duration<double>(Clock::now() - constructing).count();
+  const conveyor::BatchedDataset batches = make_batches(config, threads, trace, maps);
   if (config.feeder_warmup) feeder.warmup(batches);  // timed by the feeder (FeederStats::warmup_seconds)
   conveyor::DeviceBatchIterator it = feeder.feed(batches);
   const cudaStream_t stream = conveyor::cuda::consumer_stream(feeder);
@@ -683,9 +713,13 @@ Json point_json(const Result& r, double efficiency) {
 }
 
 // --device gpu: what ran there and how the images were split between the CPU and the GPU decoder.
-Json device_json(const Config& config, const conveyor::FeederStats& f, const conveyor::PipelineStats& p) {
+Json device_json(const Config& config, const Result& r) {
+  const conveyor::FeederStats& f = *r.feeder;
+  const conveyor::PipelineStats& p = r.stats;
   Json reasons = Json::object();
   for (const auto& [reason, count] : f.fallback_reasons) reasons[reason] = count;
+  Json paths = Json::object();
+  for (const auto& [path, count] : f.gpu_decode_paths) paths[path] = count;
   return {{"device", config.device},
           {"gpu_augment", config.gpu_augment},
           {"gpu_decode", config.gpu_decode},
@@ -714,7 +748,19 @@ Json device_json(const Config& config, const conveyor::FeederStats& f, const con
           {"decode_submit_s", f.decode_submit_seconds},
           {"decode_resize_s", f.decode_resize_seconds},
           {"decode_gpu_s", f.decode_gpu_seconds},
-          {"copy_s", f.copy_seconds}};
+          {"copy_s", f.copy_seconds},
+          {"feeder_construction_s", r.feeder_construction_s},
+          {"start_at_once", config.start_at_once},
+          {"startup", f.startup},
+          {"decoder_ready_s", f.decoder_ready_seconds},
+          {"first_stage_s", f.first_stage_seconds},
+          {"host_blocks", f.host_blocks},
+          {"host_blocks_on_demand", f.host_blocks_on_demand},
+          {"host_blocks_on_demand_s", f.host_blocks_on_demand_seconds},
+          {"gpu_hybrid", config.gpu_hybrid},
+          {"gpu_decode_paths", paths},
+          {"copy_whole_batch", config.copy_whole_batch},
+          {"bytes_not_copied", f.bytes_not_copied}};
 }
 
 void write_json(const Config& config, const Result& main, const std::vector<Result>& sweep,
@@ -796,7 +842,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
                    {"evictions", remote.evictions},         {"retries", remote.retries}};
   out["checksums_equal"] =
       std::all_of(sweep.begin(), sweep.end(), [&](const Result& r) { return r.checksum == main.checksum; });
-  if (main.feeder) out["device"] = device_json(config, *main.feeder, main.stats);
+  if (main.feeder) out["device"] = device_json(config, main);
   out["sweep"] = Json::array();
   for (std::size_t i = 0; i < sweep.size(); ++i) out["sweep"].push_back(point_json(sweep[i], efficiency[i]));
 
@@ -824,6 +870,13 @@ void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& 
   for (const auto& [reason, count] : f.fallback_reasons)
     std::printf("  %llu x %s\n", static_cast<unsigned long long>(count), reason.c_str());
   if (f.warmup_seconds > 0) std::printf("feeder warm-up %.3f s: %s\n", f.warmup_seconds, f.warmup.c_str());
+  if (!f.startup.empty())
+    std::printf("GPU decoder: %s (first stage() %.3f s)\n", f.startup.c_str(), f.first_stage_seconds);
+  std::printf("page-locked batch buffers: %llu made, %llu of them while the pipeline waited (%.3f s)\n",
+              static_cast<unsigned long long>(f.host_blocks), static_cast<unsigned long long>(f.host_blocks_on_demand),
+              f.host_blocks_on_demand_seconds);
+  for (const auto& [path, count] : f.gpu_decode_paths)
+    std::printf("  %llu GPU-decoded by nvJPEG's %s path\n", static_cast<unsigned long long>(count), path.c_str());
   if (!f.split_memory.empty()) std::printf("split: %s\n", f.split_memory.c_str());
 }
 
@@ -863,7 +916,12 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(main_run.images), main_run.first_batch_s,
         static_cast<unsigned long long>(main_run.stats.skipped), main_run.checksum.c_str(), peak_rss_mb());
     std::printf("%s", conveyor::format_stats(main_run.stats).c_str());
-    if (main_run.feeder) print_split(*main_run.feeder, main_run.stats);
+    if (main_run.feeder) {
+      print_split(*main_run.feeder, main_run.stats);
+      std::printf("making the DeviceFeeder (the process's CUDA context with it) took %.3f s of the first batch's "
+                  "%.3f s\n",
+                  main_run.feeder_construction_s, main_run.first_batch_s);
+    }
     for (const Result& r : sweep)
       if (r.checksum != main_run.checksum)
         std::printf("WARNING: checksum differs at %d threads\n", r.threads);

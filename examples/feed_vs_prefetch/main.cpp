@@ -58,10 +58,11 @@ void list_images(const std::string& root, std::uint64_t seed, fvp::Setup& setup)
   }
 }
 
-// --cpus: the pipeline's CPUs. "all": wherever the process runs (empty list); "auto": local rank r of the
+// --cpus: the pipeline's CPUs. "gpu" and "all": an empty list (the feeder chooses the CPUs close to its GPU,
+// or lets the pipeline run wherever the process runs: Setup::cpus_near_gpu); "auto": local rank r of the
 // host's R the r-th share of the process's CPUs; a list ("0-15", "0,2,4-7") as given.
 std::vector<int> pipeline_cpus(const std::string& spec, const conveyor::Ranks& ranks) {
-  if (spec == "all") return {};
+  if (spec == "all" || spec == "gpu") return {};
   if (spec == "auto") return conveyor::cpu_share(ranks.local_rank, ranks.local_world_size);
   std::vector<int> listed;
   std::stringstream items(spec);
@@ -134,6 +135,11 @@ int main(int argc, char** argv) try {
   setup.remember_split = options.remember_split;
   setup.hardware_pool = options.hardware_pool;
   setup.pipeline_cpus = pipeline_cpus(options.cpus, ranks);
+  setup.cpus_near_gpu = options.cpus == "gpu";
+  setup.memory_near_gpu = options.memory_near_gpu;
+  setup.start_at_once = options.start_at_once;
+  setup.gpu_hybrid = options.gpu_hybrid;
+  setup.copy_whole_batch = options.copy_whole_batch;
   setup.stall_seconds = options.stall_seconds;
   setup.collective_timeout = options.collective_timeout;
   setup.kernel_blocks = options.kernel_blocks;
@@ -171,6 +177,7 @@ int main(int argc, char** argv) try {
   trainer.blocks_per_stage = gpu ? 2 : 1;
   trainer.deterministic = options.deterministic;
   trainer.cuda_graph = !options.no_graph;
+  trainer.urgent_stream = options.step_priority == "urgent";
   // nvJPEG's hardware decoding seems to wait for a replayed graph to end: prefetch fed the step 1.2 % faster
   // without the graph when nvJPEG decodes beside it (median of six pairs, runs 19 and 20).
   const bool nvjpeg_beside_step = gpu && options.device_augment && options.gpu_decode;
@@ -232,6 +239,13 @@ int main(int argc, char** argv) try {
                     options.hardware_pool,
                     options.cpus,
                     options.kernel_blocks};
+  info.memory_near_gpu = options.memory_near_gpu;
+  info.start_at_once = options.start_at_once;
+  info.gpu_hybrid = options.gpu_hybrid;
+  info.copy_whole_batch = options.copy_whole_batch;
+  info.step_priority = options.step_priority;
+  info.local_rank = ranks.local_rank;
+  info.local_world_size = ranks.local_world_size;
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

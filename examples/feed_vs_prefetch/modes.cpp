@@ -196,6 +196,8 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
   feeder.kernel_blocks_per_image = setup.kernel_blocks;
+  feeder.host.cpus_near_gpu = setup.cpus_near_gpu;
+  feeder.host.memory_near_gpu = setup.memory_near_gpu;
   if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
@@ -207,6 +209,9 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
     feeder.decode.hardware_pool = setup.hardware_pool;
     feeder.decode.remember_share = setup.remember_split;
     feeder.decode.memory_key = setup.memory_key;
+    feeder.decode.start_at_once = setup.start_at_once;
+    feeder.decode.gpu_hybrid = setup.gpu_hybrid;
+    feeder.decode.copy_whole_batch = setup.copy_whole_batch;
   }
   return maps;
 }

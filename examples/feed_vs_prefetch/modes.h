@@ -54,6 +54,13 @@ struct Setup {
   bool hardware_pool = true;
   std::string memory_key;
   std::vector<int> pipeline_cpus;
+  // prefetch, issue 41's levers (see options.h): the feeder's own choice of CPUs (--cpus gpu) and NUMA node
+  // for batches, the GPU decoder coming ready behind the CPU, GPU hybrid decoding, whole-batch copies.
+  bool cpus_near_gpu = true;
+  bool memory_near_gpu = true;
+  bool start_at_once = true;
+  bool gpu_hybrid = true;
+  bool copy_whole_batch = true;
   // prefetch: seconds without a step before every thread's activity is reported (0: never).
   double stall_seconds = 60;
   double collective_timeout = 60;  // prefetch under a launcher: seconds without progress in a collective

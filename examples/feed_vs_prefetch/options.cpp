@@ -47,10 +47,32 @@ void add_device_work_options(CLI::App& app, Options& options) {
          "the first batch, after the trainer's warm-up (DeviceFeeder::warmup)")
       ->capture_default_str();
   app.add_option("--cpus", options.cpus,
-                 "prefetch: the CPUs of the pipeline (PipelineOptions::cpus): all (wherever the process "
-                 "runs), auto (local rank r of the host's R gets the r-th share of the process's CPUs), or a "
-                 "list such as 0-15 or 0,2,4")
+                 "prefetch: the CPUs of the pipeline (PipelineOptions::cpus): gpu (the feeder's default: "
+                 "under a launcher with several ranks on the host, the rank's share of the CPUs close to its GPU; "
+                 "FeederOptions::host), all (wherever the process runs), auto (local rank r of the host's R gets "
+                 "the r-th even share of the process's CPUs), or a list such as 0-15 or 0,2,4")
       ->capture_default_str();
+  app.add_option("--memory-near-gpu", options.memory_near_gpu,
+                 "prefetch on a GPU: page-locked batches bound to the GPU's NUMA node on a host of several "
+                 "(HostPlacement::memory_near_gpu)")
+      ->capture_default_str();
+  app.add_option("--start-at-once", options.start_at_once,
+                 "prefetch on a GPU without --feeder-warmup, pipeline not deterministic: the CPU decodes every "
+                 "image until nvJPEG is ready (DeviceDecode::start_at_once)")
+      ->capture_default_str();
+  app.add_option("--gpu-hybrid", options.gpu_hybrid,
+                 "prefetch on a GPU: what the hardware engines refuse is decoded by nvJPEG's GPU hybrid path "
+                 "(1) or on the CPU (0: only the engines decode on the GPU; DeviceDecode::gpu_hybrid)")
+      ->capture_default_str();
+  app.add_option("--copy-whole-batch", options.copy_whole_batch,
+                 "prefetch on a GPU: copy the deferred samples' slots with the rest (1) or only the samples the "
+                 "pipeline decoded (0; DeviceDecode::copy_whole_batch)")
+      ->capture_default_str();
+  app.add_option("--step-priority", options.step_priority,
+                 "on a GPU: the step's stream at the default priority or the most urgent one, so that the "
+                 "feeder's kernels yield to it (TrainerOptions::urgent_stream)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "urgent"}));
   app.add_option(
          "--kernel-blocks", options.kernel_blocks,
          "prefetch on a GPU: thread blocks per image of the feeder's kernels (augmentation, crop-resize); "

@@ -47,12 +47,19 @@ struct Options {
   bool feeder_warmup = true;   // prefetch: DeviceFeeder::warmup after the trainer's warm-up
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
-  std::string cpus =
-      "all";  // prefetch: the pipeline's CPUs: all, auto (this rank's share of the host), or a list
+  // prefetch: the pipeline's CPUs: gpu (the library's default: a rank's share of the CPUs close to its GPU
+  // when several ranks share the host), all, auto (this rank's even share of the host), or a list
+  std::string cpus = "gpu";
   double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
   // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
   double collective_timeout = 60;
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
+  // issue 41, each a lever measured against its baseline (see --help):
+  bool memory_near_gpu = true;    // HostPlacement::memory_near_gpu
+  bool start_at_once = true;      // DeviceDecode::start_at_once
+  bool gpu_hybrid = true;         // DeviceDecode::gpu_hybrid
+  bool copy_whole_batch = true;   // DeviceDecode::copy_whole_batch
+  std::string step_priority = "default";  // default | urgent (TrainerOptions::urgent_stream)
   // prefetch from the data service (conveyor/service/client.h) instead of a pipeline here: its dispatcher,
   // the trainer's own cores that make splits too, the job's name, token and TLS folder.
   std::string service;

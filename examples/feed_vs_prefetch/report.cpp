@@ -42,8 +42,19 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
                   x > 0 ? (std::to_string(x).substr(0, std::to_string(x).find('.') + 2)).c_str() : "-");
     out << line;
   }
-  for (const auto& r : results)
-    if (!r.feeder.empty()) out << "\n" << r.mode << ": " << r.feeder << "\n";
+  for (const auto& r : results) {
+    if (r.feeder.empty()) continue;
+    out << "\n" << r.mode << ": " << r.feeder << "\n";
+    const conveyor::FeederStats& f = r.feeder_stats;
+    if (!f.pipeline_cpus_reason.empty()) {
+      out << "  " << r.mode << " pipeline CPUs:";
+      if (f.pipeline_cpus.empty()) out << " any";
+      for (const int cpu : f.pipeline_cpus) out << " " << cpu;
+      out << " (" << f.pipeline_cpus_reason << ")\n";
+    }
+    if (!f.host_memory.empty()) out << "  " << r.mode << " batches: " << f.host_memory << "\n";
+    if (!f.startup.empty()) out << "  " << r.mode << " GPU decoder: " << f.startup << "\n";
+  }
   out << "\nimages/s counts every step from the first batch on; the other columns the timed steps after "
          "the warm-up ones\n(images/s over those alone:";
   for (const auto& r : results) {
@@ -96,8 +107,19 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"hardware_pool", info.hardware_pool},
               {"cpus", info.cpus},
               {"kernel_blocks", info.kernel_blocks},
+              {"memory_near_gpu", info.memory_near_gpu},
+              {"start_at_once", info.start_at_once},
+              {"gpu_hybrid", info.gpu_hybrid},
+              {"copy_whole_batch", info.copy_whole_batch},
+              {"step_priority", info.step_priority},
+              {"local_rank", info.local_rank},
+              {"local_world_size", info.local_world_size},
               {"results", Json::array()}};
-  for (const ModeResult& r : results)
+  for (const ModeResult& r : results) {
+    Json paths = Json::object();
+    for (const auto& [path, count] : r.feeder_stats.gpu_decode_paths) paths[path] = count;
+    Json reasons = Json::object();
+    for (const auto& [reason, count] : r.feeder_stats.fallback_reasons) reasons[reason] = count;
     out["results"].push_back({{"mode", r.mode},
                               {"timing_rule", "from_first_batch"},  // images_per_s: see modes.h
                               {"images_per_s", r.images_per_s},
@@ -130,7 +152,23 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
                               {"feeder_warmup_s", r.feeder_warmup_s},
                               {"split_memory", r.split_memory},
                               {"stall_reports", r.stall_reports},
+                              // issue 41: how the GPU decoder came ready, what crossed, where the pipeline ran
+                              {"feeder_startup",
+                               {{"startup", r.feeder_stats.startup},
+                                {"decoder_ready_s", r.feeder_stats.decoder_ready_seconds},
+                                {"first_stage_s", r.feeder_stats.first_stage_seconds}}},
+                              {"gpu_decode_paths", paths},
+                              {"fallback_reasons", reasons},
+                              {"cpu_fallbacks", r.feeder_stats.cpu_fallbacks},
+                              {"copied_bytes", r.feeder_stats.bytes},
+                              {"bytes_not_copied", r.feeder_stats.bytes_not_copied},
+                              {"pipeline_cpus", r.feeder_stats.pipeline_cpus},
+                              {"pipeline_cpus_reason", r.feeder_stats.pipeline_cpus_reason},
+                              {"host_memory", r.feeder_stats.host_memory},
+                              {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
+                              {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
                               {"losses", r.losses}});  // doubles written to round-trip exactly
+  }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.
   file << out.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';

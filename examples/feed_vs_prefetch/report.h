@@ -28,8 +28,12 @@ struct RunInfo {
   bool prefetch_cuda_graph = true;  // on a GPU: prefetch does (false: kernel by kernel, beside nvJPEG)
   // prefetch, issue 36's levers (options.h)
   bool feeder_warmup = true, remember_split = true, hardware_pool = true;
-  std::string cpus = "all";
+  std::string cpus = "gpu";
   int kernel_blocks = 0;
+  // prefetch, issue 41's levers (options.h), and this rank's place on its host
+  bool memory_near_gpu = true, start_at_once = true, gpu_hybrid = true, copy_whole_batch = true;
+  std::string step_priority = "default";
+  int local_rank = 0, local_world_size = 1;
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

@@ -6,7 +6,9 @@
 #include <thread>
 #include <utility>
 
+#include "conveyor/cuda/host_locality.h"
 #include "conveyor/cuda/pinned_memory.h"
+#include "conveyor/ranks.h"
 #include "conveyor/error.h"
 #include "conveyor/ops/flip.h"
 #include "conveyor/random.h"
@@ -181,7 +183,24 @@ DeviceBatchIterator DeviceFeeder::start(const BatchedDataset& dataset, const Ite
   }
 #ifdef CONVEYOR_HAVE_CUDA
   auto& gpu = static_cast<detail::GpuFeeder&>(*backend_);
-  const int threads = options.threads > 0 ? options.threads : cores();
+  if (options.cpus.empty() && options_.host.cpus_near_gpu) {
+    // One process of several on this host: its pipeline on its share of the CPUs next to its GPU.
+    const Ranks ranks = options_.host.ranks ? *options_.host.ranks : ranks_from_environment();
+    if (ranks.local_world_size > 1) {
+      HostCpus mine = cpus_near_gpu(ranks, placement_.device);
+      options.cpus = mine.cpus;
+      gpu.note_pipeline_cpus(std::move(mine.cpus), std::move(mine.reason));
+    } else {
+      gpu.note_pipeline_cpus({}, "the only process on this host: wherever it may run");
+    }
+  } else {
+    gpu.note_pipeline_cpus(options.cpus, options.cpus.empty() ? "wherever the process may run (HostPlacement "
+                                                                "off)"
+                                                              : "the dataset's PipelineOptions::cpus");
+  }
+  const int threads = options.threads > 0                 ? options.threads
+                      : !options.cpus.empty()             ? static_cast<int>(options.cpus.size())
+                                                          : cores();
   options.defer = gpu.start_decoding(dataset, options, threads);
   if (options.defer) {
     const auto ahead = static_cast<std::size_t>(std::max(1, options_.depth - 1));

@@ -9,12 +9,15 @@
 #include <functional>
 #include <string>
 
+#include "conveyor/cuda/host_locality.h"
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
 #include "src/core/user_cache_folder.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
+#include "src/device/decode/decoded_runs.h"
+#include "src/device/node_pinned_memory.h"
 #include "src/device/normalize.h"
 #include "src/device/normalized_images.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
@@ -56,33 +59,29 @@ bool is_page_locked(const void* host) {
   return attributes.type == cudaMemoryTypeHost;
 }
 
-// What the split memory's file is for: the GPU model and size, the driver, nvJPEG.
-std::string split_environment(int device, const std::string& nvjpeg_version) {
-  cudaDeviceProp props{};
-  int driver = 0;
-  CONVEYOR_CUDA(cudaGetDeviceProperties(&props, device), "DeviceFeeder (split memory)");
-  CONVEYOR_CUDA(cudaDriverGetVersion(&driver), "DeviceFeeder (split memory)");
-  return std::string(props.name) + " " + std::to_string(props.multiProcessorCount) + "sm driver" +
-         std::to_string(driver) + " nvjpeg" + nvjpeg_version;
-}
-
-// What else moves the balance: the pipeline's threads, the batch, the data set (its size and its first and
-// last paths, hashed) and what the caller names (DeviceDecode::memory_key).
-std::string split_key(const BatchedDataset& dataset, int threads, const std::string& memory_key) {
-  const ImageShape shape = dataset.sample_shape().value_or(ImageShape{});
-  const Dataset& samples = dataset.samples();
-  const std::size_t n = samples.source_size();
-  std::size_t data = std::hash<std::size_t>{}(n);
-  try {
-    if (n > 0) data ^= std::hash<std::string>{}(samples.source_path(0) + "\n" + samples.source_path(n - 1));
-  } catch (const Error&) {
-    // A source without paths (a stream): its size stands for it.
+// The page-locked memory of the pipelines' batches: bound to the GPU's NUMA node on a host of several
+// (HostPlacement::memory_near_gpu), else cudaHostAlloc's. `where` says which and why.
+std::shared_ptr<HostMemoryResource> batch_memory(int device, const HostPlacement& host, std::string& where) {
+  where = "page-locked by cudaHostAlloc";
+  if (!host.memory_near_gpu) return pinned_host_memory();
+  const int nodes = cuda::host_numa_nodes();
+  if (nodes < 2) {
+    where += nodes == 0 ? " (libnuma: NUMA is not available to this process)" : " (one NUMA node on this host)";
+    return pinned_host_memory();
   }
-  char hex[24];
-  std::snprintf(hex, sizeof hex, "%016zx", data);
-  return "threads " + std::to_string(threads) + " batch " + std::to_string(dataset.batch_size()) + " shape " +
-         std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" +
-         std::to_string(shape.channels) + " data " + std::to_string(n) + ":" + hex + " key " + memory_key;
+  const GpuLocality locality = gpu_locality(device);
+  if (locality.numa_node < 0) {
+    where += " (the GPU's NUMA node is unknown: " + locality.unknown + ")";
+    return pinned_host_memory();
+  }
+  std::string why;
+  if (std::shared_ptr<HostMemoryResource> bound = cuda::node_pinned_memory(locality.numa_node, why)) {
+    where = "bound to NUMA node " + std::to_string(locality.numa_node) + " of " + std::to_string(nodes) +
+            ", the GPU's (" + locality.pci_bus_id + "), page-locked by cudaHostRegister";
+    return bound;
+  }
+  where += " (" + why + ")";
+  return pinned_host_memory();
 }
 
 }  // namespace
@@ -103,7 +102,9 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   copy_.emplace();
   own_consumer_.emplace();
   consumer_ = own_consumer_->get();
-  host_memory_ = std::make_shared<cuda::PinnedBlockCache>(pinned_host_memory());
+  std::string where;
+  host_memory_ = std::make_shared<cuda::PinnedBlockCache>(batch_memory(device_, options_.host, where));
+  stats_.host_memory = where;
   for (Slot& slot : slots_) slot.fallback.emplace(pinned_host_memory());
   if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
   // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
@@ -124,6 +125,14 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
 }
 
 GpuFeeder::~GpuFeeder() {
+  // A decoder startup goes first (stopped and joined): it works on the members below.
+  std::unique_ptr<cuda::DecoderStartup> startup;
+  {
+    std::lock_guard lock(mutex_);
+    startup_plan_.reset();
+    startup = std::move(startup_);
+  }
+  startup.reset();
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -148,6 +157,12 @@ GpuFeeder::~GpuFeeder() {
 
 void GpuFeeder::rethrow_failure_locked() const {
   if (failure_) std::rethrow_exception(failure_);
+}
+
+void GpuFeeder::note_pipeline_cpus(std::vector<int> cpus, std::string reason) {
+  std::lock_guard lock(mutex_);
+  stats_.pipeline_cpus = std::move(cpus);
+  stats_.pipeline_cpus_reason = std::move(reason);
 }
 
 cudaStream_t GpuFeeder::consumer_stream() const { return consumer_; }
@@ -198,29 +213,6 @@ void GpuFeeder::ensure_capacity(Slot& slot, std::size_t index, std::size_t capac
   ++stats_.allocations;
 }
 
-bool GpuFeeder::ensure_decoder() {
-  if (decoder_ || decoder_tried_) return static_cast<bool>(decoder_);
-  decoder_tried_ = true;
-  nvjpeg::LoadResult library = nvjpeg::load();
-  std::string note;
-  if (!library) {
-    note = library.unavailable + "; every image is decoded on the CPU";
-  } else {
-    try {
-      cuda::DeviceGuard guard(device_);
-      decoder_ = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode,
-                                                       options_.kernel_blocks_per_image);
-      note = decoder_->description();
-    } catch (const Error& error) {
-      note =
-          std::string("nvJPEG cannot decode here: ") + error.what() + "; every image is decoded on the CPU";
-    }
-  }
-  std::lock_guard lock(mutex_);
-  stats_.decoder = note;
-  return static_cast<bool>(decoder_);
-}
-
 double GpuFeeder::warmup(const BatchedDataset& dataset) {
   const auto start = std::chrono::steady_clock::now();
   const std::optional<ImageShape> shape = dataset.sample_shape();
@@ -243,7 +235,7 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   auto* pixels = first.buffer.as<std::uint8_t>();
   std::string decoder_line;
   if (options_.decode.enabled && ensure_decoder() && idle)
-    decoder_line = decoder_->warm_up(capacity, *shape, pixels, stream);
+    decoder_line = decoder()->warm_up(capacity, *shape, pixels, stream);
   if (options_.normalize && idle) {
     // The augmentation (or normalize) kernels, launched once on what the decoder left in the first slot.
     seeds_.assign(capacity, 0);
@@ -259,26 +251,6 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   stats_.warmup_seconds += seconds;
   if (!decoder_line.empty()) stats_.warmup = decoder_line;
   return seconds;
-}
-
-void GpuFeeder::remember_split() noexcept {
-  try {
-    std::shared_ptr<DecodeSplit> split;
-    {
-      std::lock_guard lock(mutex_);
-      split = split_;
-    }
-    if (!split || !split_memory_ || !split->adaptive()) return;
-    const SplitRecord settled = split->settled();
-    // A run too short to settle would teach the next one a share it never reached.
-    constexpr std::uint64_t kEnoughBatches = 16;
-    if (settled.batches < kEnoughBatches) return;
-    const std::string problem = split_memory_->keep(split_key_, settled);
-    std::lock_guard lock(mutex_);
-    stats_.split_memory = problem.empty() ? "kept in " + split_memory_->file().string() : problem;
-  } catch (...) {
-    // Remembering is a favour to the next run: never a reason for this one to fail.
-  }
 }
 
 std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& batch) {
@@ -314,85 +286,31 @@ std::size_t GpuFeeder::copy_fields(Slot& slot, std::size_t index, const Batch& b
   return copied;
 }
 
-std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dataset,
-                                                       const PipelineOptions& pipeline, int threads) {
-  on_error_ = pipeline.on_error;
-  trace_ = pipeline.trace;
-  decoder_track_ = trace_ ? trace_->track("GPU decoder (feeder thread)") : -1;
-  if (!options_.decode.enabled) return nullptr;
-  if (!ensure_decoder()) return nullptr;
-  remember_split();  // a feeder fed again: what the last pipeline settled at
-  // A deterministic pipeline's output must not depend on timing: its share stays where it was set.
-  const bool adaptive = options_.decode.adapt && !pipeline.deterministic;
-  auto split = std::make_shared<DecodeSplit>(options_.decode.share, adaptive, threads);
-  std::string recalled = "not remembered (DeviceDecode::remember_share is off)";
-  if (adaptive && options_.decode.remember_share) {
-    recalled = "no remembered split";
-    try {
-      const std::optional<std::filesystem::path> folder =
-          detail::user_cache_folder(options_.decode.memory_folder, std::getenv("CONVEYOR_ALGORITHM_CACHE"),
-                                    std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
-      if (folder) {
-        split_memory_.emplace(*folder, split_environment(device_, decoder_->nvjpeg_version()));
-        split_key_ = split_key(dataset, threads, options_.decode.memory_key);
-        if (const std::optional<SplitRecord> record = split_memory_->recall(split_key_)) {
-          split->start_from(*record);
-          recalled = "started from the remembered share " + std::to_string(record->share) + " (" +
-                     split_memory_->file().string() + ")";
-        }
-      }
-    } catch (const std::exception& error) {
-      split_memory_.reset();
-      recalled = std::string("split memory unusable: ") + error.what();
-    }
+std::size_t GpuFeeder::copy_decoded_samples(const Batch& batch, std::uint8_t* device_pixels,
+                                            cudaStream_t stream) {
+  decoded_runs(batch.samples(), batch.size(), runs_);
+  const std::size_t sample_bytes = batch.sample_shape().bytes();
+  const std::uint8_t* host = batch.pixels().data();
+  copy_to_.clear();
+  copy_from_.clear();
+  copy_bytes_.clear();
+  std::size_t copied = 0;
+  for (const SampleRun& run : runs_) {
+    copy_to_.push_back(device_pixels + run.first * sample_bytes);
+    copy_from_.push_back(host + run.first * sample_bytes);
+    copy_bytes_.push_back(run.count * sample_bytes);
+    copied += run.count * sample_bytes;
   }
-  std::lock_guard lock(mutex_);
-  stats_.split_memory = recalled;
-  split_ = split;
-  return split;
-}
-
-double GpuFeeder::decode_deferred(Slot& slot, const Batch& batch, std::uint8_t* device_pixels,
-                                  const DecodeSplit* split) {
-  const cudaStream_t stream = copy_->get();
-  const auto start = std::chrono::steady_clock::now();
-  cuda::DeviceDecodeOutcome outcome;
-  if (decoder_) {
-    outcome = decoder_->decode(batch, device_pixels, stream, *slot.fallback);
-  } else {
-    // Deferred without a GPU decoder (a policy set by hand, or nvJPEG gone): the CPU makes them all.
-    std::vector<cuda::CpuFallback> all;
-    for (std::size_t i = 0; i < batch.size(); ++i)
-      if (batch.samples()[i].deferred) all.push_back({i, "no GPU decoder"});
-    outcome.deferred = all.size();
-    cuda::decode_on_cpu(batch, all, device_pixels, stream, *slot.fallback, outcome);
+  if (!runs_.empty()) {
+    // One call for every run, read in stream order (after the slot's release point the stream waits for).
+    cudaMemcpyAttributes attributes{};
+    attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    std::size_t first_copy = 0;
+    CONVEYOR_CUDA(cudaMemcpyBatchAsync(copy_to_.data(), copy_from_.data(), copy_bytes_.data(), copy_to_.size(),
+                                       &attributes, &first_copy, 1, stream),
+                  "DeviceFeeder (the decoded samples' pixels, one batched copy)");
   }
-  const double host_seconds = seconds_since(start);
-  if (trace_ && decoder_track_ >= 0) {
-    const std::string what =
-        "decode " + std::to_string(outcome.gpu) + " GPU + " + std::to_string(outcome.cpu) + " CPU" +
-        (outcome.failed.empty() ? "" : ", " + std::to_string(outcome.failed.size()) + " failed");
-    trace_->complete(decoder_track_, what, start, std::chrono::steady_clock::now());
-    if (split) trace_->counter("GPU decode share", TraceRecorder::now(), split->share());
-  }
-  {
-    std::lock_guard lock(mutex_);
-    decoded_.gpu += outcome.gpu;
-    decoded_.cpu += outcome.cpu;
-    decoded_.failures += outcome.failed.size();
-    decoded_.host_seconds += host_seconds;
-    decoded_.nvjpeg += outcome.nvjpeg;
-    for (const std::string& reason : outcome.fallback_reasons) ++decoded_.reasons[reason];
-    for (const auto& [sample, reason] : outcome.failed) ++decoded_.reasons["failed: " + reason];
-  }
-  if (!outcome.failed.empty() && on_error_ == OnError::fail) {
-    const auto& [sample, reason] = outcome.failed.front();
-    const SampleInfo& info = batch.samples()[sample];
-    throw PipelineError("sample " + std::to_string(info.index) + " of epoch " + std::to_string(info.epoch) +
-                            " (deferred to the GPU)",
-                        "device decode", reason);
-  }
-  return host_seconds;
+  return batch.size() * sample_bytes - copied;
 }
 
 void GpuFeeder::make_images(const Batch& batch, const std::uint8_t* device_pixels, void* images,
@@ -412,6 +330,7 @@ void GpuFeeder::make_images(const Batch& batch, const std::uint8_t* device_pixel
 }
 
 DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
+  const auto staging_started = std::chrono::steady_clock::now();
   cuda::DeviceGuard guard(device_);
   {
     std::lock_guard lock(mutex_);
@@ -422,7 +341,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
   const std::size_t index = *taken;
   Slot& slot = slots_[index];
   DeviceBatchAccess::Parts parts;
-  std::size_t copied = 0;
+  std::size_t copied = 0, not_copied = 0;
   bool pageable = false;
   const std::size_t deferred = batch.deferred_count();
   double decode_host_s = 0;
@@ -452,9 +371,13 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     auto* device_labels = reinterpret_cast<std::int64_t*>(device_pixels + slot.label_offset);
     pageable = !is_page_locked(pixels.data());
     slot.start.record(stream);
-    CONVEYOR_CUDA(
-        cudaMemcpyAsync(device_pixels, pixels.data(), pixels.size_bytes(), cudaMemcpyHostToDevice, stream),
-        kFeederContext);
+    if (deferred > 0 && !options_.decode.copy_whole_batch) {
+      not_copied = copy_decoded_samples(batch, device_pixels, stream);
+    } else {
+      CONVEYOR_CUDA(
+          cudaMemcpyAsync(device_pixels, pixels.data(), pixels.size_bytes(), cudaMemcpyHostToDevice, stream),
+          kFeederContext);
+    }
     CONVEYOR_CUDA(
         cudaMemcpyAsync(device_labels, labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice, stream),
         kFeederContext);
@@ -482,7 +405,7 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     }
     slot.ready.record(stream);
     if (mode.hand_over) CONVEYOR_CUDA(cudaStreamWaitEvent(consumer_, slot.ready.get(), 0), kFeederContext);
-    copied = pixels.size_bytes() + labels.size_bytes() + field_bytes;
+    copied = pixels.size_bytes() - not_copied + labels.size_bytes() + field_bytes;
     parts.pixels = TensorView::contiguous(device_pixels, DType::uint8,
                                           {n, shape.height, shape.width, shape.channels}, device_);
     parts.labels = TensorView::contiguous(device_labels, DType::int64, {n}, device_);
@@ -504,11 +427,17 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     std::lock_guard lock(mutex_);
     slot.readers.clear();
     slot.in_flight = true;
+    if (stats_.batches == 0)
+      stats_.first_stage_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - staging_started).count();
     ++stats_.batches;
+    stats_.bytes_not_copied += not_copied;
     if (pageable) ++stats_.pageable;
     queue_.push_back({index, std::move(batch), copied, deferred, decode_host_s, std::move(split)});
   }
   changed_.notify_all();
+  // The first batch is on its way without waiting for nvJPEG: now it may come ready (start at once).
+  start_planned_startup();
   // The hold is made last: from here on its destructor, not this function, gives the slot back.
   return DeviceBatchAccess::make(std::make_shared<SlotHold>(shared_from_this(), index), parts);
 }
@@ -618,6 +547,9 @@ FeederStats GpuFeeder::stats() const {
     stats.decode_submit_seconds = decoded_.nvjpeg.decode;
     stats.decode_resize_seconds = decoded_.nvjpeg.resize;
     stats.decode_gpu_seconds = decoded_.gpu_seconds;
+    for (std::size_t p = 0; p < decoded_.paths.size(); ++p)
+      if (decoded_.paths[p] > 0)
+        stats.gpu_decode_paths[cuda::to_string(static_cast<cuda::NvjpegPath>(p))] = decoded_.paths[p];
     if (split_) {
       stats.gpu_share = split_->share();
       stats.declined = split_->declined_count();
@@ -626,6 +558,8 @@ FeederStats GpuFeeder::stats() const {
   }
   stats.held = held_.held();
   stats.host_blocks = host_memory_->made();
+  stats.host_blocks_on_demand = host_memory_->made_on_demand();
+  stats.host_blocks_on_demand_seconds = host_memory_->on_demand_seconds();
   return stats;
 }
 

@@ -18,11 +18,13 @@
 // (decode/device_decoder.h) into their slots, then the augmentation (augment/gpu_augmenter.h, fused with
 // normalize) or normalize alone writes images(). The decoder's time on the GPU is measured between two
 // events around it and read by the returner, which hands it to the split policy (decode/decode_split.h).
+// How the decoder comes ready and where the split starts: gpu_feeder_decode.cpp.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -39,6 +41,8 @@
 #include "src/device/augment/gpu_augmenter.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/decode/decode_split.h"
+#include "src/device/decode/decoded_runs.h"
+#include "src/device/decode/decoder_startup.h"
 #include "src/device/decode/device_decoder.h"
 #include "src/device/decode/split_memory.h"
 #include "src/device/device_memory.h"
@@ -66,13 +70,18 @@ class GpuFeeder final : public FeederBackend {
   // The feeder's own page-locked blocks (pinned_block_cache.h): kept between runs, made at warm-up.
   std::shared_ptr<HostMemoryResource> host_memory() override { return host_memory_; }
 
-  // Hybrid decoding for `dataset` run with `pipeline` options: sets up nvJPEG (once) and returns the
-  // policy for PipelineOptions::defer, or null (FeederStats::decoder says why) when there is no nvJPEG
-  // or it cannot work here. An adapting split starts where the last run with the same key settled
-  // (DeviceDecode::remember_share). Also takes the pipeline's on_error (what an image neither decoder can
-  // decode does) and trace (the "GPU decoder" track).
+  // Hybrid decoding for `dataset` run with `pipeline` options: the policy for PipelineOptions::defer, or
+  // null (FeederStats::decoder says why) when there is no nvJPEG or it cannot work here. With
+  // DeviceDecode::start_at_once in a pipeline that is not deterministic the split is closed and nvJPEG comes
+  // ready on a startup thread, which then opens it; otherwise nvJPEG is set up (once) before this returns.
+  // An adapting split starts where the last run with the same key settled (DeviceDecode::remember_share).
+  // Also takes the pipeline's on_error (what an image neither decoder can decode does) and trace (the "GPU
+  // decoder" track).
   std::shared_ptr<DeferPolicy> start_decoding(const BatchedDataset& dataset, const PipelineOptions& pipeline,
                                               int threads);
+
+  // Where feed() runs the pipeline now (FeederStats::pipeline_cpus).
+  void note_pipeline_cpus(std::vector<int> cpus, std::string reason);
 
   int device() const noexcept { return device_; }
   cudaStream_t consumer_stream() const;
@@ -112,6 +121,7 @@ class GpuFeeder final : public FeederBackend {
   };
   struct DecodeCounts {
     std::uint64_t gpu = 0, cpu = 0, failures = 0;
+    std::array<std::uint64_t, 5> paths{};  // GPU-decoded, by NvjpegPath
     std::map<std::string, std::uint64_t> reasons;
     double host_seconds = 0, gpu_seconds = 0;
     cuda::NvjpegHostTimes nvjpeg;  // of host_seconds, nvJPEG's by phase
@@ -119,10 +129,23 @@ class GpuFeeder final : public FeederBackend {
 
   // The slot's device buffer holds `capacity` samples of `shape` (and their images); allocated when not.
   void ensure_capacity(Slot& slot, std::size_t index, std::size_t capacity, ImageShape shape);
-  // nvJPEG and the decoder, made on first need; false (stats_.decoder says why) when they cannot be.
+  enum class DecoderState : std::uint8_t { untried, starting, ready, unavailable };
+  // nvJPEG and the decoder, made now if not yet (waiting for a startup thread that makes them); false
+  // (stats_.decoder says why) when they cannot be.
   bool ensure_decoder();
+  cuda::DeviceDecoder* decoder() const;  // null until ready
+  // The startup thread's result: the decoder published, the current split started from its memory and
+  // opened to the GPU.
+  void on_decoder_ready(cuda::ReadyDecoder made, std::chrono::steady_clock::time_point fed_at) noexcept;
+  // Starts `split` where the last run with the same key settled; returns what happened, for the stats.
+  std::string recall_split(DecodeSplit& split);
+  // Starts the planned decoder startup, if any (stage() after a batch, on the staging thread).
+  void start_planned_startup();
   // The current split's settled share, written to the split memory (when asked for and measured enough).
   void remember_split() noexcept;
+  // Copies the pixels of the samples the pipeline decoded (runs of slots, one batched call) into the slot;
+  // returns the bytes left out (the deferred samples').
+  std::size_t copy_decoded_samples(const Batch& batch, std::uint8_t* device_pixels, cudaStream_t stream);
   // Copies the batch's other fields into the slot on the copy stream; their device views into `fields`.
   // Returns the bytes copied.
   std::size_t copy_fields(Slot& slot, std::size_t index, const Batch& batch);
@@ -147,13 +170,20 @@ class GpuFeeder final : public FeederBackend {
   std::vector<std::unique_ptr<DevicePixelOp>> pixel_ops_;  // FeederOptions::pixel_ops' twins
   std::vector<std::uint64_t> seeds_;             // the augmenter's per-sample seeds (stage() only)
 
-  // Hybrid decoding: made by start_decoding(), used by stage() (one thread at a time).
+  // Hybrid decoding: decoder_ made by ensure_decoder() or the startup thread and then never replaced (its
+  // pointer read under mutex_, its use by stage() one thread at a time), split_ by start_decoding().
   std::unique_ptr<cuda::DeviceDecoder> decoder_;
-  bool decoder_tried_ = false;
+  DecoderState decoder_state_ = DecoderState::untried;
   std::shared_ptr<DecodeSplit> split_;
-  // Where the split is remembered and under which key (start_decoding() sets them when asked to remember).
+  // Where the split is remembered and under which key (under memory_mutex_: the startup thread recalls).
+  std::mutex memory_mutex_;
   std::optional<SplitMemory> split_memory_;
   std::string split_key_;
+  // copy_decoded_samples' scratch, kept from batch to batch.
+  std::vector<SampleRun> runs_;
+  std::vector<void*> copy_to_;
+  std::vector<const void*> copy_from_;
+  std::vector<std::size_t> copy_bytes_;
   OnError on_error_ = OnError::fail;
   std::shared_ptr<TraceRecorder> trace_;
   int decoder_track_ = -1;
@@ -165,6 +195,12 @@ class GpuFeeder final : public FeederBackend {
   DecodeCounts decoded_;
   std::exception_ptr failure_;  // a copy or a release that failed on another thread, rethrown to the caller
   bool stopping_ = false;
+  // Makes the decoder ready behind the CPU workers (DeviceDecode::start_at_once): planned by
+  // start_decoding(), started by stage() once the first batch is on its way (so that nothing on that batch's
+  // way waits behind nvJPEG's set-up), stopped and joined first in the destructor. Under mutex_.
+  std::optional<cuda::DecoderPlan> startup_plan_;
+  std::chrono::steady_clock::time_point fed_at_;
+  std::unique_ptr<cuda::DecoderStartup> startup_;
   std::thread returner_;  // last: started when everything else exists, joined in the destructor
 };
 

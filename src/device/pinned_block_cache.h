@@ -32,15 +32,26 @@ class PinnedBlockCache final : public HostMemoryResource {
 
   // Makes blocks of `bytes` until `count` of them are kept free (warm-up). Throws like allocate().
   void reserve(std::size_t bytes, std::size_t count);
+  // Makes blocks of `bytes` until `count` of that size exist, kept or lent out: what a startup thread
+  // makes ahead of a pipeline that already takes blocks itself, without making more than it will use.
+  // Throws like allocate().
+  void fill(std::size_t bytes, std::size_t count);
   // Blocks of that size kept free now, and blocks made in all (for tests and logs).
   std::size_t kept(std::size_t bytes) const;
   std::size_t made() const;
+  // Blocks made by allocate() because none was kept (on the pipeline's way: its source stage waits for
+  // them), and the seconds that took; reserve() and fill() make theirs off that way.
+  std::size_t made_on_demand() const;
+  double on_demand_seconds() const;
 
  private:
   const std::shared_ptr<HostMemoryResource> memory_;
   mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<void*>> free_;  // by size
+  std::map<std::size_t, std::size_t> made_of_;      // blocks made (or being made) by size
   std::size_t made_ = 0;
+  std::size_t made_on_demand_ = 0;
+  double on_demand_seconds_ = 0;
 };
 
 }  // namespace conveyor::cuda

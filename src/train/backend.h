@@ -24,6 +24,7 @@ struct BackendOptions {
   std::size_t memory_limit_bytes = 0;  // GPU: device memory cap (0: none, or memory_fraction)
   double memory_fraction = 0;          // GPU: the cap as a fraction of the card, when the bytes are 0
   bool deterministic = false;          // GPU: convolution algorithms by cuDNN's deterministic heuristics
+  bool urgent_stream = false;          // GPU: the context's stream at the device's most urgent priority
 };
 
 // A backend's two halves: the context (layers, memory) and the training step's side of it.

@@ -26,8 +26,8 @@ Backend make_cuda_backend(const BackendOptions& options) {
   std::size_t limit = options.memory_limit_bytes;
   if (!limit && options.memory_fraction > 0)
     limit = cuda::DeviceMemoryPool::limit_from_fraction(options.device, options.memory_fraction);
-  auto context =
-      std::make_unique<nn::CudaContext>(options.device, options.dtype, limit, options.deterministic);
+  auto context = std::make_unique<nn::CudaContext>(options.device, options.dtype, limit, options.deterministic,
+                                                   options.urgent_stream);
   auto steps = std::make_unique<GpuSteps>(*context);
   return {std::move(context), std::move(steps)};
 }

@@ -78,7 +78,8 @@ void Trainer::Impl::warmup() {
                                   .dtype = dtype_of(options.precision),
                                   .memory_limit_bytes = options.memory_limit_bytes,
                                   .memory_fraction = options.memory_fraction,
-                                  .deterministic = options.deterministic});
+                                  .deterministic = options.deterministic,
+                                  .urgent_stream = options.urgent_stream});
   DeviceScope scope(options.device);
   ctx = std::move(backend.context);
   step_backend = std::move(backend.steps);

@@ -59,6 +59,22 @@ class Scaling(unittest.TestCase):
         self.assertIn("median 1.875x over 1 round(s)", text)
 
 
+    def test_each_variant_against_the_defaults_and_each_ranks_placement(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for round_ in (1, 2):
+                write(folder, f"one_{round_}.json", fvp(16000))
+                for rank in (0, 1):
+                    placed = fvp(15000)
+                    placed["results"][0].update({"pipeline_cpus": [8 * rank + c for c in range(8)],
+                                                 "pipeline_cpus_reason": "close to the GPU",
+                                                 "host_memory": f"NUMA node {rank}"})
+                    write(folder, f"procs_{round_}.rank{rank}.json", placed)
+                    write(folder, f"procs-all_{round_}.rank{rank}.json", fvp(13500))
+            text = run("scaling", folder)
+        self.assertIn("procs-all / procs (the defaults), round by round: median 0.900x over 2 round(s)", text)
+        self.assertIn("rank 1: CPUs [8, 9, 10, 11, 12, 13, 14, 15] (close to the GPU); batches NUMA node 1", text)
+
+
 class FeedVsStep(unittest.TestCase):
     def test_prefetch_and_each_variant_against_the_same_rounds_step(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -70,6 +86,18 @@ class FeedVsStep(unittest.TestCase):
         self.assertIn("prefetch / train_step_bench, the defaults: median 0.971 over 3 round(s)", text)
         self.assertIn("prefetch / train_step_bench, nopool: median 0.931", text)
         self.assertIn("nopool / the defaults, round by round: median 0.959x", text)
+
+    def test_the_eager_step_is_no_variant_and_measures_the_compute_beside_the_feeder(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for round_ in (1, 2):
+                write(folder, f"step_{round_}.json", {"images_per_s": 20000.0})
+                write(folder, f"step_eager_{round_}.json", {"images_per_s": 16000.0})  # 16 ms a batch
+                write(folder, f"fvp_{round_}.json", fvp(15000.0))  # compute_ms 15.0
+            text = run("feed_vs_step", folder)
+        self.assertNotIn("step_eager /", text)
+        self.assertNotIn("train_step_bench, step_eager", text)
+        self.assertIn("the step alone, eager / graph: median 0.800x over 2 round(s)", text)
+        self.assertIn("the defaults: compute per step / the eager step alone: median 0.938x", text)
 
 
 class FirstBatch(unittest.TestCase):
@@ -85,6 +113,22 @@ class FirstBatch(unittest.TestCase):
         self.assertIn("gpu: time to the first batch: median 1.200 s over 2 round(s)", text)
         self.assertIn("cpu: images/s from the first batch: median 11000.000 over 2 round(s)", text)
         self.assertNotIn("prime", text)
+
+    def test_each_hybrid_side_against_the_same_rounds_cpu_only_and_its_decoder_readiness(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for round_, late in ((1, 0.05), (2, 0.07)):
+                write(folder, f"cpu_{round_}.json", {"images_per_s_after_first_batch": 11000.0,
+                                                     "time_to_first_batch_s": 0.10})
+                write(folder, f"gpu_{round_}.json", {"images_per_s_after_first_batch": 25000.0,
+                                                     "time_to_first_batch_s": 0.10 + late,
+                                                     "device": {"decoder_ready_s": 0.9, "first_stage_s": 0.02}})
+                write(folder, f"gpu-warmup_{round_}.json", {"images_per_s_after_first_batch": 25000.0,
+                                                            "time_to_first_batch_s": 1.1})
+            text = run("first_batch", folder)
+        self.assertIn("gpu: first batch less CPU-only's, round by round: median 0.060 s over 2 round(s)", text)
+        self.assertIn("gpu-warmup: first batch less CPU-only's, round by round: median 1.000 s", text)
+        self.assertIn("gpu: decoder_ready_s: median 0.900 s", text)
+        self.assertNotIn("cpu: first batch less", text)
 
 
 class MultiGpuHangs(unittest.TestCase):

@@ -113,6 +113,7 @@ TEST(GpuDecodePlan, FallbackNamesAreStable) {
   EXPECT_STREQ(to_string(GpuDecodeFallback::decode_failed), "decode_failed");
   EXPECT_STREQ(to_string(GpuDecodeFallback::gray), "gray");
   EXPECT_STREQ(to_string(GpuDecodeFallback::size_mismatch), "size_mismatch");
+  EXPECT_STREQ(to_string(GpuDecodeFallback::engines_refused), "engines_refused");
 }
 
 }  // namespace

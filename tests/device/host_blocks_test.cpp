@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "conveyor/host_memory.h"
 #include "src/device/pinned_block_cache.h"
@@ -65,6 +68,47 @@ TEST(PinnedBlockCache, ReserveMakesTheBlocksBeforeTheyAreAskedFor) {
   for (void*& block : blocks) block = cache.allocate(bytes);
   EXPECT_EQ(counted->allocations, 3) << "the pipeline's first buffers were made at warm-up";
   for (void* block : blocks) cache.deallocate(block, bytes);
+}
+
+TEST(PinnedBlockCache, FillCountsTheBlocksAlreadyLentOut) {
+  // A startup thread fills the cache while the pipeline already runs: blocks the pipeline holds count.
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  void* a = cache.allocate(4096);
+  void* b = cache.allocate(4096);
+  EXPECT_EQ(cache.made_on_demand(), 2u);
+  cache.fill(4096, 3);
+  EXPECT_EQ(counted->allocations.load(), 3) << "fill made more than the one block missing";
+  EXPECT_EQ(cache.made_on_demand(), 2u) << "fill's block counted as one the pipeline waited for";
+  EXPECT_GE(cache.on_demand_seconds(), 0.0);
+  EXPECT_EQ(cache.kept(4096), 1u);
+  cache.fill(4096, 3);
+  EXPECT_EQ(counted->allocations.load(), 3);
+  cache.fill(8192, 2);  // another size has blocks of its own
+  EXPECT_EQ(cache.kept(8192), 2u);
+  EXPECT_EQ(cache.made(), 5u);
+  cache.deallocate(a, 4096);
+  cache.deallocate(b, 4096);
+  EXPECT_EQ(cache.kept(4096), 3u);
+  EXPECT_EQ(counted->deallocations.load(), 0) << "a block was freed while the cache lives";
+}
+
+TEST(PinnedBlockCache, FillWhileThePipelineTakesBlocksMakesAtMostOneMore) {
+  // The startup thread fills while the pipeline's source stage takes blocks one at a time (run under TSan).
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  std::vector<void*> taken;
+  std::thread pipeline([&] {
+    for (int i = 0; i < 8; ++i) taken.push_back(cache.allocate(4096));
+  });
+  cache.fill(4096, 8);
+  pipeline.join();
+  EXPECT_GE(cache.made(), 8u);
+  EXPECT_LE(cache.made(), 9u) << "fill and the pipeline made more than one block too many";
+  EXPECT_EQ(std::set<void*>(taken.begin(), taken.end()).size(), taken.size()) << "a block was lent twice";
+  for (void* block : taken) cache.deallocate(block, 4096);
+  EXPECT_EQ(cache.kept(4096), cache.made());
+  EXPECT_EQ(counted->deallocations.load(), 0);
 }
 
 TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {

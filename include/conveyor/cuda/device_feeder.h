@@ -31,7 +31,9 @@
 //   is a fixed function of each sample's index when the pipeline is deterministic (same settings, same
 //   bytes, at any thread count), and moves so that neither the CPU workers nor the GPU decoder wait on the
 //   other when it is not. Images nvJPEG refuses are decoded on the CPU by the feeder and counted by reason
-//   (FeederStats). Without a GPU or without nvJPEG everything is decoded by the pipeline, as before.
+//   (FeederStats). Without a GPU or without nvJPEG everything is decoded by the pipeline, as before. In a
+//   pipeline that is not deterministic, feed() does not wait for nvJPEG: the CPU decodes everything until
+//   nvJPEG is ready on a thread of the feeder, then the GPU takes its share (DeviceDecode::start_at_once).
 #pragma once
 
 #include <cstddef>
@@ -52,6 +54,7 @@
 #include "conveyor/ops/normalize.h"
 #include "conveyor/ops/sample_ops.h"
 #include "conveyor/progress_watch.h"
+#include "conveyor/ranks.h"
 
 namespace conveyor {
 
@@ -108,6 +111,40 @@ struct DeviceDecode {
   bool remember_share = true;
   std::string memory_key;
   std::string memory_folder;
+  // In a pipeline with deterministic = false: feed() returns at once and the CPU workers decode every image
+  // while nvJPEG, its hardware pool and its kernels come ready on a thread of the feeder (what warmup()
+  // does, with a throwaway batch through every path); the split then opens to the GPU at its starting
+  // share. So the first batch comes as soon as the CPU alone makes it (issue 41: it came 1.3 s later when
+  // nvJPEG was made ready first); nvJPEG's set-up begins once that batch is on its way, so that nothing on
+  // its way waits behind it. false: feed() makes nvJPEG ready before the first batch. A
+  // deterministic pipeline always does: which samples the GPU decodes must not depend on when it was ready.
+  // warmup() before feed() makes everything ready up front either way.
+  bool start_at_once = true;
+  // Where the GPU has hardware JPEG engines: what they refuse (progressive, 4:1:1, ...) is decoded by nvJPEG's
+  // GPU hybrid path, Huffman decoding on the SMs beside the training step (true); false: on the CPU by the
+  // feeder (FeederStats counts them as "nvjpeg: engines_refused"), so that only the engines decode on the GPU.
+  bool gpu_hybrid = true;
+  // The batch's whole pixel buffer crosses to the device, the deferred samples' slots included (the decoder
+  // overwrites them); false: only the samples the pipeline decoded, as runs of slots in one batched copy
+  // (cudaMemcpyBatchAsync), so that the GPU's share of the images costs no bus or memory traffic twice.
+  bool copy_whole_batch = true;
+};
+
+// Where feed() puts the pipeline's threads and its page-locked batches on a host of several GPUs, one
+// process each (issue 41): next to the feeder's GPU (conveyor/cuda/host_locality.h).
+struct HostPlacement {
+  // With several processes on this host (Ranks::local_world_size > 1) and a dataset whose
+  // PipelineOptions::cpus is empty: the pipeline's threads and the feeder's staging thread on this rank's
+  // share of the CPUs close to its GPU, shared with the host's other ranks whose GPUs are close to the
+  // same CPUs (cpus_near_gpu); one thread per CPU when the dataset left its threads at 0. A single process
+  // keeps every CPU it may use. false: wherever the process runs.
+  bool cpus_near_gpu = true;
+  // The page-locked batch buffers bound to the GPU's NUMA node, on a host of more than one node
+  // (FeederStats::host_memory says where they went and why).
+  bool memory_near_gpu = true;
+  // This process's place among the host's processes; nullopt: from the launcher's variables
+  // (ranks_from_environment()).
+  std::optional<Ranks> ranks = std::nullopt;
 };
 
 struct FeederOptions {
@@ -135,6 +172,8 @@ struct FeederOptions {
   // The feeder's threads (its staging thread with decoding, its copy returner) join this watch and say
   // what they wait for, so that a run that stops making progress names them (conveyor/progress_watch.h).
   std::shared_ptr<ProgressWatch> progress_watch = nullptr;
+  // On a GPU: the pipeline's CPUs and the batches' NUMA node next to the GPU (see HostPlacement).
+  HostPlacement host{};
 };
 
 struct FeederStats {
@@ -146,6 +185,10 @@ struct FeederStats {
                                // buffer, slower and partly synchronous with the host
   std::uint64_t allocations = 0;  // ring buffers allocated (first batch, or a larger batch)
   std::uint64_t host_blocks = 0;  // page-locked batch buffers the feeder made for its pipelines (kept)
+  // Of those, the ones a pipeline waited for (none was kept ready: warmup() and the decoder's startup make
+  // theirs ahead), and the seconds their page-locking took.
+  std::uint64_t host_blocks_on_demand = 0;
+  double host_blocks_on_demand_seconds = 0;
   std::uint64_t host_waits = 0;   // stage() calls that waited for an earlier copy out of the same slot
   std::uint64_t held = 0;         // DeviceBatch handles (or views of them) alive now
 
@@ -169,9 +212,28 @@ struct FeederStats {
   double decode_check_seconds = 0;
   double decode_submit_seconds = 0;
   double decode_resize_seconds = 0;
-  // DeviceFeeder::warmup: its seconds, and what the GPU decoder's warm-up decoded by path.
+  // DeviceFeeder::warmup: its seconds, and what the GPU decoder's warm-up decoded by path (or the startup's,
+  // DeviceDecode::start_at_once).
   double warmup_seconds = 0;
   std::string warmup;
+  // How the GPU decoder came ready (DeviceDecode::start_at_once): before feed(), made by feed() before the
+  // first batch, or at once behind the CPU workers, and the seconds from feed() to the split's opening to
+  // the GPU (0 when it was open from the first sample).
+  std::string startup;
+  double decoder_ready_seconds = 0;
+  // The host time of the first stage() (the feeder's part of the first batch's way: ring buffers, the first
+  // copy and kernel launches).
+  double first_stage_seconds = 0;
+  // The GPU-decoded images by nvJPEG path: "hardware", "hardware_roi", "software", "software_roi" (GPU
+  // hybrid or Huffman on the CPU for what the engines refuse).
+  std::map<std::string, std::uint64_t> gpu_decode_paths;
+  // Bytes of pixels the copies left out: the deferred samples' slots (DeviceDecode::copy_whole_batch off).
+  std::uint64_t bytes_not_copied = 0;
+  // Where the last feed() ran its pipeline (empty: wherever the process may run) and why, and where the
+  // page-locked batches live (HostPlacement).
+  std::vector<int> pipeline_cpus;
+  std::string pipeline_cpus_reason;
+  std::string host_memory;
   // Where the adapting split started (a remembered share, or why not) and, at the end, where it was kept.
   std::string split_memory;
 };
@@ -252,7 +314,8 @@ class DeviceFeeder {
   // JPEGs through every decode path, so that CUDA loads their kernels now. Waits for the GPU; returns its
   // seconds. Call it where the model warms up (Trainer::warmup), before feed() (not while an iterator of
   // this feeder runs: the GPU work uses the first ring slot); it may run on a thread of its own beside the
-  // model's warm-up. feed() works without it, doing the same on its first batches.
+  // model's warm-up. feed() works without it: it makes nvJPEG ready behind the CPU workers
+  // (DeviceDecode::start_at_once), or before the first batch, and the rest on its first batches.
   double warmup(const BatchedDataset& dataset);
 
   // Waits until every copy has finished and every pinned batch has been given back.

@@ -70,6 +70,12 @@ struct TrainerOptions {
   // the time instead of 4.1-5.5 % (bench/results/2026-11-27-h100-run19-step-graph/ and -run20-...).
   // feed_vs_prefetch runs prefetch so.
   bool cuda_graph = true;
+  // GPU: the trainer's stream at the device's most urgent priority, so that kernels of other streams (a
+  // DeviceFeeder's decoding, crop-resize and augmentation, at the default priority, which is the least
+  // urgent) yield the multiprocessors they free to the step's kernels first. Priority orders which waiting
+  // blocks start; it preempts nothing already running. Issue 41 measures it beside the hybrid decoder
+  // (feed_vs_prefetch --step-priority urgent).
+  bool urgent_stream = false;
   // GPU: convolution algorithms from cuDNN's heuristics, deterministic ones only, instead of the fastest
   // by timing (which can pick differently from one run to the next): the same options and batches give
   // the same numbers every run. Steps may be slower.

@@ -33,8 +33,13 @@ double balanced_share(double cpu_decode_s, double cpu_defer_s, double gpu_decode
   return std::clamp(cpu_decode_s / denominator, 0.0, 1.0);
 }
 
-DecodeSplit::DecodeSplit(double share, bool adaptive, int threads)
-    : adaptive_(adaptive), threads_(std::max(threads, 1)), share_q16_(to_q16(share)), settled_share_(share) {
+DecodeSplit::DecodeSplit(double share, bool adaptive, int threads, bool open)
+    : adaptive_(adaptive),
+      threads_(std::max(threads, 1)),
+      open_(open),
+      share_q16_(open ? to_q16(share) : 0),
+      start_share_(share),
+      settled_share_(share) {
   if (!(share >= 0.0 && share <= 1.0))
     throw InvalidArgument("DeviceDecode::share must be in [0, 1], got " + std::to_string(share));
 }
@@ -67,6 +72,12 @@ void DecodeSplit::measure(double gpu_seconds, std::size_t deferred) noexcept {
   const double decode = per_image(decode_ns_, decode_count_);
   const double defer = per_image(defer_ns_, defer_count_);
   std::lock_guard lock(estimates_mutex_);
+  if (!is_open()) {
+    // The CPU decodes everything: its cost is worth knowing when the split opens; the share stays at 0,
+    // and these batches teach a later run nothing about where the split settles.
+    if (decode > 0) cpu_decode_s_ = smooth(cpu_decode_s_, decode);
+    return;
+  }
   ++batches_;
   settled_share_ += kSettling * (share() - settled_share_);
   if (decode > 0) cpu_decode_s_ = smooth(cpu_decode_s_, decode);
@@ -85,8 +96,17 @@ void DecodeSplit::start_from(const SplitRecord& record) noexcept {
   cpu_defer_s_ = record.cpu_defer_s;
   gpu_decode_s_ = record.gpu_decode_s;
   if (!adaptive_) return;
-  share_q16_.store(to_q16(std::clamp(record.share, kLow, kHigh)), std::memory_order_relaxed);
-  settled_share_ = share();
+  start_share_ = std::clamp(record.share, kLow, kHigh);
+  settled_share_ = start_share_;
+  if (is_open()) share_q16_.store(to_q16(start_share_), std::memory_order_relaxed);
+}
+
+void DecodeSplit::open() noexcept {
+  std::lock_guard lock(estimates_mutex_);
+  if (is_open()) return;
+  share_q16_.store(to_q16(start_share_), std::memory_order_relaxed);
+  settled_share_ = start_share_;
+  open_.store(true, std::memory_order_release);
 }
 
 SplitRecord DecodeSplit::settled() const {

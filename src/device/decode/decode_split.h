@@ -15,6 +15,13 @@
 // decode, d per image they only look at and defer, g the decoder's per deferred image. Both take the same
 // time at s* = c / (c - d + T g); after each batch the share moves a third of the way there, within
 // [0.05, 0.95] so that both sides keep being measured. c and d come from the op (spent()), g from the feeder.
+//
+// Closed until the GPU is ready (issue 41, "start at once"): a split made closed defers nothing, so the CPU
+// workers decode every image while nvJPEG, its hardware pool and its kernels come ready on a thread of the
+// feeder; open() then gives it its starting share (the one it was made with, or the remembered one). While
+// closed it keeps measuring the CPU's cost per image but neither moves nor settles its share, and the
+// batches it saw do not count toward what a later run remembers. A deterministic pipeline never gets a
+// closed split: which samples the GPU decodes must not depend on when it became ready.
 #pragma once
 
 #include <atomic>
@@ -41,8 +48,9 @@ double balanced_share(double cpu_decode_s, double cpu_defer_s, double gpu_decode
 
 class DecodeSplit final : public DeferPolicy {
  public:
-  // share in [0, 1]; adaptive: move it (measure() does); threads: the pipeline's.
-  DecodeSplit(double share, bool adaptive, int threads);
+  // share in [0, 1]; adaptive: move it (measure() does); threads: the pipeline's; open: defer from the
+  // start (false: nothing until open()).
+  DecodeSplit(double share, bool adaptive, int threads, bool open = true);
 
   bool should_defer(const Sample& sample) noexcept override;
   void declined(const Sample& sample, const char* reason) noexcept override;
@@ -52,10 +60,15 @@ class DecodeSplit final : public DeferPolicy {
   // the share when adaptive and both sides have been measured.
   void measure(double gpu_seconds, std::size_t deferred) noexcept;
 
+  // The share deferred now: 0 while closed.
   double share() const noexcept;
   bool adaptive() const noexcept { return adaptive_; }
+  // Opens a closed split at its starting share (any thread; once: later calls change nothing).
+  void open() noexcept;
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
   // Starts from what an earlier run settled at (split_memory.h): its estimates, and its share when
-  // adaptive (a fixed split keeps the share it was given). Call before the pipeline asks should_defer.
+  // adaptive (a fixed split keeps the share it was given). Call before the pipeline asks should_defer, or
+  // while the split is closed (the share then applies when it opens).
   void start_from(const SplitRecord& record) noexcept;
   // What to remember: the share averaged over the recent batches, the estimates, the batches measured.
   SplitRecord settled() const;
@@ -65,12 +78,14 @@ class DecodeSplit final : public DeferPolicy {
  private:
   const bool adaptive_;
   const int threads_;
-  std::atomic<std::uint32_t> share_q16_;
+  std::atomic<bool> open_;
+  std::atomic<std::uint32_t> share_q16_;  // 0 while closed
   // What the op reported since the last measure(): nanoseconds and counts, decoded here / deferred.
   std::atomic<std::uint64_t> decode_ns_{0}, decode_count_{0}, defer_ns_{0}, defer_count_{0};
   // Running estimates: seconds per image; the share's running average; batches measured.
   mutable std::mutex estimates_mutex_;  // measure() on the feeder's thread, settled() at the end
   double cpu_decode_s_ = 0, cpu_defer_s_ = 0, gpu_decode_s_ = 0;
+  double start_share_;  // what open() gives a closed split
   double settled_share_;
   std::uint64_t batches_ = 0;
   mutable std::mutex mutex_;  // declined_

@@ -45,6 +45,7 @@ NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
     options.hardware_pool = options_.hardware_pool;
     options.blocks_per_image = blocks_per_image_;
     options.roi = options_.roi;
+    options.software_beside_hardware = options_.gpu_hybrid;
     options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
     decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
   }
@@ -82,6 +83,7 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
     for (std::size_t k = 0; k < results.size(); ++k) {
       if (results[k].path != NvjpegPath::fallback) {
         ++outcome.gpu;
+        ++outcome.paths[static_cast<std::size_t>(results[k].path)];
       } else {
         on_cpu.push_back({which_[k], reason_of(results[k])});
       }

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,8 @@ struct DeviceDecodeOutcome {
   std::vector<std::string> fallback_reasons;
   std::vector<std::pair<std::size_t, std::string>> failed;
   NvjpegHostTimes nvjpeg;  // nvJPEG's host time for this batch, by phase
+  // The GPU-decoded images by path (indexed by NvjpegPath; the fallback entry stays 0).
+  std::array<std::size_t, 5> paths{};
 };
 
 class DeviceDecoder {

@@ -30,6 +30,8 @@ const char* to_string(GpuDecodeFallback fallback) noexcept {
       return "not_supported";
     case GpuDecodeFallback::decode_failed:
       return "decode_failed";
+    case GpuDecodeFallback::engines_refused:
+      return "engines_refused";
   }
   return "unknown";
 }

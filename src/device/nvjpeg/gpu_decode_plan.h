@@ -27,8 +27,10 @@ enum class GpuDecodeFallback : std::uint8_t {
   not_supported,      // nvJPEG's parser or its own check refused it
   decode_failed,      // nvJPEG failed while decoding it
   size_mismatch,      // nvJPEG reads other dimensions than libjpeg did (the window would not fit)
+  engines_refused,    // the hardware engines refused it, and nvJPEG's GPU hybrid path is off
+                      // (DeviceDecode::gpu_hybrid): no Huffman decoding on the SMs
 };
-inline constexpr std::size_t kGpuDecodeFallbackCount = 10;
+inline constexpr std::size_t kGpuDecodeFallbackCount = 11;
 
 // Short, stable name ("cmyk", "not_supported", ...).
 const char* to_string(GpuDecodeFallback fallback) noexcept;

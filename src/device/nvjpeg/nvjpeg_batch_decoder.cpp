@@ -223,6 +223,11 @@ Route NvjpegBatchDecoder::State::route(const NvjpegRequest& request, std::size_t
       route.path = NvjpegPath::hardware_roi;
     else if (engines_take(false))
       route.path = NvjpegPath::hardware;
+    else if (!options.software_beside_hardware) {
+      outcome = {NvjpegPath::fallback, GpuDecodeFallback::engines_refused, Status::success};
+      route.path = NvjpegPath::fallback;
+      return route;
+    }
   }
   const bool roi = route.path == NvjpegPath::hardware_roi || route.path == NvjpegPath::software_roi;
   route.width = roi ? window.width : static_cast<int>(width);
@@ -258,8 +263,13 @@ void NvjpegBatchDecoder::State::decode_hardware(std::span<const NvjpegRequest> r
                                    images.data(), params.data(), stream->get());
   if (status == Status::success) return;
   // The batch failed as a whole and nvJPEG does not say which image made it fail: every image of it goes
-  // the software way, each failing (and reported) on its own.
+  // the software way, each failing (and reported) on its own; without that way, back to the caller.
   for (const std::size_t i : which) {
+    if (!options.software_beside_hardware) {
+      routes[i].path = NvjpegPath::fallback;
+      outcomes[i] = {NvjpegPath::fallback, GpuDecodeFallback::decode_failed, status};
+      continue;
+    }
     const bool roi = options.roi;
     routes[i].path = roi ? NvjpegPath::software_roi : NvjpegPath::software;
     routes[i].width = roi ? requests[i].window.width : routes[i].width;
@@ -394,10 +404,12 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   }
   s.sw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
                                                  "nvjpegJpegStreamCreate", kNvjpegContext, sw);
-  s.description = "nvJPEG " + s.library->version() + " (" + s.library->path() +
-                  ") on gpu:" + std::to_string(options.device) + ": " + hardware_note +
-                  (s.hw_handle ? ", then " : "; ") + name_of(options.software) +
-                  (s.secondary ? " (hybrid for what it refuses)" : "") +
+  const std::string software = s.hw_handle && !options.software_beside_hardware
+                                   ? ", nothing else on the GPU (what the engines refuse: the CPU)"
+                                   : std::string(s.hw_handle ? ", then " : "; ") + name_of(options.software) +
+                                         (s.secondary ? " (hybrid for what it refuses)" : "");
+  s.description = "nvJPEG " + s.library->version() + " (" + s.library->path() + ") on gpu:" +
+                  std::to_string(options.device) + ": " + hardware_note + software +
                   (options.roi ? ", ROI decode" : ", whole-image decode");
 }
 

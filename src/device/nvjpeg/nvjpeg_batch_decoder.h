@@ -51,6 +51,9 @@ struct NvjpegDecoderOptions {
   std::size_t device_padding = std::size_t{16} << 20;
   std::size_t pinned_padding = std::size_t{8} << 20;
   NvjpegSoftwareBackend software = NvjpegSoftwareBackend::gpu_hybrid;
+  // Where the hardware decoder exists: what its engines refuse goes to the software path above (true), or
+  // back to the caller as engines_refused (false: nothing but the engines decodes; DeviceDecode::gpu_hybrid).
+  bool software_beside_hardware = true;
   bool roi = true;                             // decode only the crop window where nvJPEG allows it
   ops::ColorMode color = ops::ColorMode::rgb;  // rgb (3 channels) or gray (1); keep is per image: not here
 };

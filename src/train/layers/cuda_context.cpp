@@ -52,13 +52,17 @@ struct DeviceStorage final : Storage {
 
 }  // namespace
 
-CudaContext::CudaContext(int device, DType dtype, std::size_t memory_limit_bytes, bool deterministic)
+CudaContext::CudaContext(int device, DType dtype, std::size_t memory_limit_bytes, bool deterministic,
+                         bool urgent_stream)
     : Context(dtype, device),
       pool_(device, memory_limit_bytes),
       // A stream belongs to the device current when it is made.
-      stream_([device] {
+      stream_([device, urgent_stream] {
         cuda::DeviceGuard guard(device);
-        return cuda::Stream();
+        int least = 0, most = 0;  // numerically: the most urgent priority is the lowest number
+        if (urgent_stream)
+          CONVEYOR_CUDA(cudaDeviceGetStreamPriorityRange(&least, &most), "CudaContext (stream priority)");
+        return cuda::Stream(urgent_stream ? most : 0);
       }()),
       deterministic_algorithms_(deterministic),
       elementwise_(stream_.get()) {

@@ -82,7 +82,9 @@ class CudaContext final : public Context {
   // GPU `device` with activations and filters in `dtype`; memory_limit_bytes 0 means no limit but the card.
   // deterministic: convolution algorithms by cuDNN's heuristics, deterministic ones only
   // (TrainerOptions::deterministic), instead of timed.
-  CudaContext(int device, DType dtype, std::size_t memory_limit_bytes = 0, bool deterministic = false);
+  // urgent_stream: the stream at the device's most urgent priority (TrainerOptions::urgent_stream).
+  CudaContext(int device, DType dtype, std::size_t memory_limit_bytes = 0, bool deterministic = false,
+              bool urgent_stream = false);
   ~CudaContext() override;
 
   // ---- Context ----

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""What the training step's kernels meet on the GPU, from Nsight Systems captures exported to SQLite
+(nsys export --type sqlite): the timeline evidence for issue 41's "the GPU's share beside the step".
+
+  nsys_overlap.py BESIDE.sqlite [--alone ALONE.sqlite] [--steps N] [--json FILE]
+
+BESIDE: a capture of the step beside the feeder (feed_vs_prefetch's prefetch); ALONE: the same step without
+it (train_step_bench --no-graph, launched kernel by kernel as prefetch launches it). In each capture the
+step's stream is the one with the most kernel time (a ResNet-18 step is ~15 ms of kernels per batch; the
+feeder's kernels are a fraction of that); every other stream's kernels are the feeder's (nvJPEG's GPU
+hybrid path, the crop-resize, the fused augmentation). Written for each capture:
+- per stream: kernels, kernel time, busy time (the union of its kernels), the longest kernels by name;
+- on the step's stream: the share of its busy time during which a kernel of another stream ran (the SMs
+  were shared), and its idle share between its first and last kernel (the GPU waited for launches or data);
+- per step (with --steps): the step's busy time and the other streams' kernel time;
+with --alone, per kernel name of the step: its mean time beside the feeder over its mean time alone, the
+names that slowed most, and the step's busy time per step in both. The hardware JPEG engines are no
+kernels: their work shows only through what it takes from memory bandwidth (the step's kernels slowing).
+Standard library only (sqlite3), so it runs wherever the capture is read."""
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections import defaultdict
+
+
+def kernels(path):
+    """[(start_ns, end_ns, stream, name)] of every kernel of the capture's first device."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+        if not columns:
+            raise ValueError(f"{path}: no kernels (table CUPTI_ACTIVITY_KIND_KERNEL is missing)")
+        name = "shortName" if "shortName" in columns else "demangledName"
+        device = "deviceId" if "deviceId" in columns else "0"
+        rows = db.execute(f"SELECT k.start, k.end, k.streamId, s.value, {device} FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                          f"LEFT JOIN StringIds s ON s.id = k.{name} ORDER BY k.start").fetchall()
+    finally:
+        db.close()
+    if not rows:
+        raise ValueError(f"{path}: the capture has no kernel")
+    first = min(r[4] for r in rows)
+    return [(s, e, stream, n or "?") for s, e, stream, n, d in rows if d == first and e > s]
+
+
+def union(intervals):
+    """The union of [start, end) intervals as sorted, disjoint intervals."""
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [tuple(m) for m in merged]
+
+
+def total(intervals):
+    return sum(e - s for s, e in intervals)
+
+
+def intersection(a, b):
+    """The time two sorted, disjoint interval lists share."""
+    i = j = 0
+    shared = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            shared += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return shared
+
+
+def summarize(path, steps=None, top=8):
+    rows = kernels(path)
+    by_stream = defaultdict(list)
+    for row in rows:
+        by_stream[row[2]].append(row)
+    step_stream = max(by_stream, key=lambda s: sum(e - st for st, e, _, _ in by_stream[s]))
+    busy = {s: union((st, e) for st, e, _, _ in ks) for s, ks in by_stream.items()}
+    others = union(iv for s, ivs in busy.items() if s != step_stream for iv in ivs)
+    step_busy = busy[step_stream]
+    window = step_busy[-1][1] - step_busy[0][0]
+    streams = []
+    for s, ks in sorted(by_stream.items(), key=lambda item: -sum(e - st for st, e, _, _ in item[1])):
+        by_name = defaultdict(lambda: [0, 0])
+        for st, e, _, n in ks:
+            by_name[n][0] += 1
+            by_name[n][1] += e - st
+        longest = sorted(by_name.items(), key=lambda item: -item[1][1])[:top]
+        streams.append({
+            "stream": s, "step": s == step_stream, "kernels": len(ks),
+            "kernel_ms": sum(e - st for st, e, _, _ in ks) / 1e6, "busy_ms": total(busy[s]) / 1e6,
+            "longest": [{"name": n, "count": c, "ms": t / 1e6} for n, (c, t) in longest],
+        })
+    out = {
+        "capture": path,
+        "step_stream": step_stream,
+        "streams": streams,
+        "step_busy_ms": total(step_busy) / 1e6,
+        "step_window_ms": window / 1e6,
+        "step_idle_share": 1 - total(step_busy) / window if window > 0 else 0.0,
+        "step_busy_shared_share": intersection(step_busy, others) / total(step_busy) if step_busy else 0.0,
+        "other_kernel_ms": sum(st["kernel_ms"] for st in streams if not st["step"]),
+    }
+    if steps:
+        out["steps"] = steps
+        out["step_busy_ms_per_step"] = out["step_busy_ms"] / steps
+        out["other_kernel_ms_per_step"] = out["other_kernel_ms"] / steps
+    out["_step_names"] = mean_by_name(by_stream[step_stream])
+    return out
+
+
+def mean_by_name(rows):
+    sums = defaultdict(lambda: [0, 0])
+    for st, e, _, n in rows:
+        sums[n][0] += 1
+        sums[n][1] += e - st
+    return {n: (c, t / c) for n, (c, t) in sums.items()}
+
+
+def compare(beside, alone, top=10):
+    """Per kernel name of the step: mean time beside over mean time alone, weighted by its share of the step."""
+    a, b = alone["_step_names"], beside["_step_names"]
+    rows = []
+    for name in set(a) & set(b):
+        count, mean_beside = b[name]
+        _, mean_alone = a[name]
+        rows.append({"name": name, "count_beside": count, "mean_us_alone": mean_alone / 1e3,
+                     "mean_us_beside": mean_beside / 1e3, "ratio": mean_beside / mean_alone if mean_alone else None,
+                     "extra_ms": count * (mean_beside - mean_alone) / 1e6})
+    rows.sort(key=lambda r: -r["extra_ms"])
+    time_alone = sum(c * m for c, m in a.values())
+    time_beside_alone_mix = sum(b[n][0] * a[n][1] for n in set(a) & set(b))
+    time_beside = sum(b[n][0] * b[n][1] for n in set(a) & set(b))
+    return {
+        "step_kernel_time_ratio": time_beside / time_beside_alone_mix if time_beside_alone_mix else None,
+        "names_only_beside": sorted(set(b) - set(a))[:top],
+        "slowed_most": rows[:top],
+        "step_kernel_ms_alone": time_alone / 1e6,
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("beside")
+    ap.add_argument("--alone")
+    ap.add_argument("--steps", type=int, help="steps in each capture (per-step figures)")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    try:
+        beside = summarize(args.beside, args.steps)
+        alone = summarize(args.alone, args.steps) if args.alone else None
+    except (ValueError, sqlite3.Error) as error:
+        sys.exit(f"nsys_overlap.py: {error}")
+    result = {"beside": {k: v for k, v in beside.items() if not k.startswith("_")}}
+    if alone:
+        result["alone"] = {k: v for k, v in alone.items() if not k.startswith("_")}
+        result["comparison"] = compare(beside, alone)
+    for side in ("beside", "alone"):
+        if side not in result:
+            continue
+        s = result[side]
+        print(f"{side}: step stream busy {s['step_busy_ms']:.1f} ms over {s['step_window_ms']:.1f} ms "
+              f"(idle {100 * s['step_idle_share']:.1f} %), shared with other streams' kernels "
+              f"{100 * s['step_busy_shared_share']:.1f} % of it; other streams' kernels {s['other_kernel_ms']:.1f} ms")
+    if alone and result["comparison"]["step_kernel_time_ratio"]:
+        c = result["comparison"]
+        print(f"the step's kernels beside the feeder take {c['step_kernel_time_ratio']:.3f}x their time alone; "
+              f"slowed most: " + ", ".join(f"{r['name']} {r['ratio']:.2f}x" for r in c["slowed_most"][:4]))
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(result, file, indent=2)
+            file.write("\n")
+
+
+if __name__ == "__main__":
+    main()

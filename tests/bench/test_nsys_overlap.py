@@ -1,0 +1,91 @@
+"""Specifications of bench/nsys_overlap.py on captures written here in the tables Nsight Systems exports
+(StringIds and CUPTI_ACTIVITY_KIND_KERNEL, the columns it reads): which stream is the step's, how much of its
+busy time other streams' kernels shared, and which of its kernels slowed beside the feeder."""
+
+import contextlib
+import io
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import unittest
+
+BENCH = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, BENCH)
+
+import nsys_overlap  # noqa: E402
+
+
+def capture(path, kernels):
+    """A capture of `kernels`: (start_ns, end_ns, stream, name), on device 0 (and one on device 1, ignored)."""
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, "
+               "streamId INTEGER, shortName INTEGER, demangledName INTEGER)")
+    names = {}
+    for start, end, stream, name in kernels + [(0, 10**9, 99, "other_device")]:
+        if name not in names:
+            names[name] = len(names) + 1
+            db.execute("INSERT INTO StringIds VALUES (?, ?)", (names[name], name))
+        device = 1 if name == "other_device" else 0
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, ?, ?, ?)",
+                   (start, end, device, stream, names[name], names[name]))
+    db.commit()
+    db.close()
+
+
+class Intervals(unittest.TestCase):
+    def test_union_and_intersection(self):
+        self.assertEqual(nsys_overlap.union([(5, 8), (0, 3), (2, 4), (8, 9)]), [(0, 4), (5, 9)])
+        self.assertEqual(nsys_overlap.intersection([(0, 4), (5, 9)], [(3, 6), (8, 20)]), 1 + 1 + 1)
+
+
+class Captures(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.beside = os.path.join(self.tmp.name, "beside.sqlite")
+        self.alone = os.path.join(self.tmp.name, "alone.sqlite")
+        # Two steps of conv (6 us alone, 8 beside) and relu (2 us both) on stream 7; beside them, the feeder's
+        # resize on stream 13 runs during the first conv of each step.
+        capture(self.alone, [(0, 6000, 7, "conv"), (6000, 8000, 7, "relu"),
+                             (10000, 16000, 7, "conv"), (16000, 18000, 7, "relu")])
+        capture(self.beside, [(0, 8000, 7, "conv"), (8000, 10000, 7, "relu"),
+                              (12000, 20000, 7, "conv"), (20000, 22000, 7, "relu"),
+                              (1000, 5000, 13, "crop_resize"), (13000, 15000, 13, "crop_resize")])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_step_is_the_stream_with_the_most_kernel_time(self):
+        s = nsys_overlap.summarize(self.beside, steps=2)
+        self.assertEqual(s["step_stream"], 7)
+        self.assertEqual(s["step_busy_ms"], 0.020)  # 10 + 10 us
+        self.assertAlmostEqual(s["step_idle_share"], 2 / 22)  # the gap 10-12 us in 0-22 us
+        self.assertAlmostEqual(s["step_busy_shared_share"], 6 / 20)  # crop_resize ran 4 + 2 us of it
+        self.assertAlmostEqual(s["other_kernel_ms_per_step"], 0.003)
+
+    def test_kernels_that_slowed_beside_the_feeder_are_named(self):
+        out = os.path.join(self.tmp.name, "overlap.json")
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            nsys_overlap.main([self.beside, "--alone", self.alone, "--steps", "2", "--json", out])
+        with open(out) as file:
+            result = json.load(file)
+        comparison = result["comparison"]
+        self.assertAlmostEqual(comparison["step_kernel_time_ratio"], 20 / 16)
+        slowed = comparison["slowed_most"][0]
+        self.assertEqual(slowed["name"], "conv")
+        self.assertAlmostEqual(slowed["ratio"], 8 / 6)
+        self.assertAlmostEqual(slowed["extra_ms"], 0.004)
+        self.assertIn("1.250x", printed.getvalue())
+
+    def test_a_capture_without_kernels_is_an_error_that_names_it(self):
+        empty = os.path.join(self.tmp.name, "empty.sqlite")
+        sqlite3.connect(empty).close()
+        with self.assertRaises(ValueError) as error:
+            nsys_overlap.kernels(empty)
+        self.assertIn("empty.sqlite", str(error.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,217 @@
+// Issue 41's levers of the hybrid feeder, on a GPU: the decoder comes ready behind the CPU workers (start at
+// once), the deferred samples' slots left out of the copy, and nothing but the hardware engines decoding on
+// the GPU. Lines starting "[ levers   ]" say what happened. Skips without a GPU or without nvJPEG.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/stream.h"
+#include "conveyor/dataset.h"
+#include "conveyor/ops/sample_ops.h"
+#include "src/device/cuda_check.h"
+#include "src/device/nvjpeg/nvjpeg_library.h"
+#include "support/test_images.h"
+#include "support/watchdog.h"
+
+namespace conveyor {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSize = 64;
+constexpr ImageShape kShape{kSize, kSize, 3};
+constexpr const char* kTest = "feeder_levers_gpu_test";
+
+#define REQUIRE_GPU_AND_NVJPEG()                                      \
+  if (list_gpus().empty()) {                                          \
+    GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();   \
+  }                                                                   \
+  if (const nvjpeg::LoadResult loaded = nvjpeg::load(); !loaded) {    \
+    GTEST_SKIP() << loaded.unavailable;                               \
+  }                                                                   \
+  static_assert(true)
+
+Placement gpu() { return resolve(DeviceSpec::parse("gpu:0")); }
+
+// Photos of two shapes; with `progressive`, every ninth one progressive (the hardware engines refuse those).
+std::vector<std::vector<std::uint8_t>> photos(int count, bool progressive = false) {
+  std::vector<std::vector<std::uint8_t>> out;
+  for (int i = 0; i < count; ++i) {
+    const bool tall = i % 3 == 0;
+    out.push_back(testing::make_jpeg(tall ? 250 : 187, tall ? 166 : 250, 3, 4100 + static_cast<std::uint64_t>(i),
+                                     88, progressive && i % 9 == 4));
+  }
+  return out;
+}
+
+FeederOptions hybrid(double share) {
+  FeederOptions options;
+  options.normalize = ops::NormalizeParams{};
+  options.normalize->type = ops::ElementType::bfloat16;
+  options.normalize->layout = ops::TensorLayout::hwc;
+  options.augment.flip_horizontal = 0.5;
+  options.decode.enabled = true;
+  options.decode.share = share;
+  options.decode.remember_share = false;  // every run starts where it is told to
+  return options;
+}
+
+std::vector<std::uint8_t> bytes_of(const TensorView& view, cudaStream_t stream) {
+  std::vector<std::uint8_t> host(view.bytes());
+  CONVEYOR_CUDA(cudaMemcpyAsync(host.data(), view.data, view.bytes(), cudaMemcpyDeviceToHost, stream), kTest);
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream), kTest);
+  return host;
+}
+
+struct FedRun {
+  std::vector<std::vector<std::uint8_t>> pixels, images;
+  std::vector<std::vector<SampleInfo>> samples;
+  FeederStats feeder;
+};
+
+// Every batch of a deterministic pipeline over `files` through a feeder with `options`.
+FedRun feed_all(const std::vector<std::vector<std::uint8_t>>& files, const FeederOptions& options) {
+  DeviceFeeder feeder(gpu(), options);
+  const BatchedDataset dataset = Dataset::memory(files)
+                                     .map(ops::decode_random_resized_crop(kSize))
+                                     .with_options({.threads = 3, .deterministic = true, .seed = 11})
+                                     .batch(16, kShape);
+  FedRun out;
+  auto it = feeder.feed(dataset);
+  const cudaStream_t stream = cuda::consumer_stream(feeder);
+  while (std::optional<DeviceBatch> batch = it.next()) {
+    out.pixels.push_back(bytes_of(batch->pixels(), stream));
+    out.images.push_back(bytes_of(batch->images(), stream));
+    out.samples.emplace_back(batch->samples().begin(), batch->samples().end());
+  }
+  feeder.synchronize();
+  out.feeder = feeder.stats();
+  return out;
+}
+
+std::uint64_t count_of(const FeederStats& stats, const std::string& reason) {
+  const auto found = stats.fallback_reasons.find(reason);
+  return found == stats.fallback_reasons.end() ? 0 : found->second;
+}
+
+TEST(FeederStartAtOnce, TheCpuDecodesEverythingUntilTheGpuDecoderIsReadyThenTheSplitOpens) {
+  REQUIRE_GPU_AND_NVJPEG();
+  const testing::Watchdog watchdog(240s, "TheCpuDecodesEverythingUntilTheGpuDecoderIsReadyThenTheSplitOpens");
+  DeviceFeeder feeder(gpu(), hybrid(0.5));
+  const BatchedDataset dataset = Dataset::memory(photos(48))
+                                     .repeat()
+                                     .map(ops::decode_random_resized_crop(kSize))
+                                     .with_options({.threads = 3, .deterministic = false, .seed = 5})
+                                     .batch(16, kShape);
+  const auto fed = Clock::now();
+  auto it = feeder.feed(dataset);
+  const double returned = std::chrono::duration<double>(Clock::now() - fed).count();
+  std::vector<std::pair<double, std::size_t>> arrivals;  // seconds after feed(), deferred samples
+  // Until the split has opened and a batch with GPU-decoded samples came: the decoder's start-up is bounded
+  // (the watchdog says otherwise).
+  for (;;) {
+    std::optional<DeviceBatch> batch = it.next();
+    ASSERT_TRUE(batch.has_value()) << "an endless pipeline ended";
+    std::size_t deferred = 0;
+    for (const SampleInfo& info : batch->samples()) deferred += info.deferred ? 1 : 0;
+    arrivals.emplace_back(std::chrono::duration<double>(Clock::now() - fed).count(), deferred);
+    if (deferred > 0) break;
+  }
+  const FeederStats stats = feeder.stats();
+  std::cout << "[ levers   ] feed() returned after " << returned << " s; first batch after " << arrivals.front().first
+            << " s; " << arrivals.size() << " batches until the first with GPU-decoded samples\n[ levers   ] "
+            << stats.startup << "\n[ levers   ] decoder: " << stats.decoder << "\n[ levers   ] warm-up: "
+            << stats.warmup << "; first stage() " << stats.first_stage_seconds << " s\n";
+  EXPECT_EQ(stats.startup.rfind("at once", 0), 0u) << stats.startup;
+  ASSERT_GT(stats.decoder_ready_seconds, 0.0) << "the split never opened";
+  // The split opened decoder_ready_seconds after feed() began (measured from a moment inside it): no batch
+  // that came before has a deferred sample.
+  for (const auto& [seconds, deferred] : arrivals) {
+    if (seconds < stats.decoder_ready_seconds) {
+      EXPECT_EQ(deferred, 0u) << "a batch " << seconds << " s after feed(), before the decoder was ready at "
+                              << stats.decoder_ready_seconds << " s, had samples deferred to the GPU";
+    }
+  }
+  EXPECT_FALSE(stats.warmup.empty()) << "the startup sent no warm-up batch through nvJPEG";
+}
+
+TEST(FeederStartAtOnce, ADeterministicPipelineDefersFromItsFirstSample) {
+  REQUIRE_GPU_AND_NVJPEG();
+  const testing::Watchdog watchdog(180s, "ADeterministicPipelineDefersFromItsFirstSample");
+  const FedRun first = feed_all(photos(32), hybrid(0.5));
+  std::cout << "[ levers   ] " << first.feeder.startup << "\n";
+  EXPECT_NE(first.feeder.startup.find("deterministic"), std::string::npos) << first.feeder.startup;
+  ASSERT_FALSE(first.samples.empty());
+  std::size_t deferred = 0;
+  for (const SampleInfo& info : first.samples.front()) deferred += info.deferred ? 1 : 0;
+  EXPECT_EQ(deferred, 8u) << "the first batch of 16 at share 0.5";
+}
+
+TEST(FeederCopy, LeavingTheDeferredSlotsOutOfTheCopyChangesNoByte) {
+  REQUIRE_GPU_AND_NVJPEG();
+  const testing::Watchdog watchdog(180s, "LeavingTheDeferredSlotsOutOfTheCopyChangesNoByte");
+  const std::vector<std::vector<std::uint8_t>> files = photos(64);
+  const FedRun whole = feed_all(files, hybrid(0.4));
+  FeederOptions options = hybrid(0.4);
+  options.decode.copy_whole_batch = false;
+  const FedRun decoded_only = feed_all(files, options);
+  std::cout << "[ levers   ] bytes left out of the copy: " << decoded_only.feeder.bytes_not_copied << " of "
+            << decoded_only.feeder.bytes + decoded_only.feeder.bytes_not_copied << "\n";
+  EXPECT_EQ(whole.feeder.bytes_not_copied, 0u);
+  EXPECT_GT(decoded_only.feeder.gpu_decoded, 0u);
+  // Every deferred slot (kShape bytes each) was left out, nothing else.
+  std::uint64_t deferred = 0;
+  for (const auto& batch : decoded_only.samples)
+    for (const SampleInfo& info : batch) deferred += info.deferred ? 1 : 0;
+  EXPECT_EQ(decoded_only.feeder.bytes_not_copied, deferred * kShape.bytes());
+  ASSERT_EQ(decoded_only.pixels.size(), whole.pixels.size());
+  for (std::size_t k = 0; k < whole.pixels.size(); ++k) {
+    EXPECT_EQ(decoded_only.pixels[k], whole.pixels[k]) << "pixels of batch " << k;
+    EXPECT_EQ(decoded_only.images[k], whole.images[k]) << "images of batch " << k;
+  }
+}
+
+TEST(FeederGpuHybrid, WithoutItOnlyTheEnginesDecodeOnTheGpuAndTheCpuTakesWhatTheyRefuse) {
+  REQUIRE_GPU_AND_NVJPEG();
+  const testing::Watchdog watchdog(180s, "WithoutItOnlyTheEnginesDecodeOnTheGpuAndTheCpuTakesWhatTheyRefuse");
+  const std::vector<std::vector<std::uint8_t>> files = photos(45, /*progressive=*/true);  // 5 progressive
+  FeederOptions options = hybrid(1.0);
+  options.decode.gpu_hybrid = false;
+  const FedRun engines_only = feed_all(files, options);
+  const FeederStats& stats = engines_only.feeder;
+  std::cout << "[ levers   ] decoder: " << stats.decoder << "\n";
+  for (const auto& [path, count] : stats.gpu_decode_paths) std::cout << "[ levers   ]   " << count << " x " << path << "\n";
+  for (const auto& [reason, count] : stats.fallback_reasons) std::cout << "[ levers   ]   " << count << " x " << reason << "\n";
+  if (stats.decoder.find("hardware decoder (") == std::string::npos)
+    GTEST_SKIP() << "this GPU has no hardware JPEG engines: " << stats.decoder;
+  EXPECT_NE(stats.decoder.find("nothing else on the GPU"), std::string::npos) << stats.decoder;
+  EXPECT_EQ(count_of(stats, "nvjpeg: engines_refused"), 5u) << "the progressive photos";
+  EXPECT_EQ(stats.cpu_fallbacks, 5u);
+  EXPECT_EQ(stats.gpu_decoded, 40u);
+  for (const auto& [path, count] : stats.gpu_decode_paths)
+    EXPECT_EQ(path.rfind("hardware", 0), 0u) << count << " images went nvJPEG's " << path << " path";
+  // What the CPU decoded for the feeder is the op's own pixels: the same as a CPU-only run's.
+  FeederOptions cpu_only = hybrid(1.0);
+  cpu_only.decode.enabled = false;
+  const FedRun cpu = feed_all(files, cpu_only);
+  ASSERT_EQ(cpu.pixels.size(), engines_only.pixels.size());
+  for (std::size_t k = 0; k < cpu.pixels.size(); ++k)
+    for (std::size_t i = 0; i < engines_only.samples[k].size(); ++i) {
+      if (engines_only.samples[k][i].index % 9 != 4) continue;
+      EXPECT_EQ(std::memcmp(engines_only.pixels[k].data() + i * kShape.bytes(),
+                            cpu.pixels[k].data() + i * kShape.bytes(), kShape.bytes()),
+                0)
+          << "progressive sample " << engines_only.samples[k][i].index;
+    }
+}
+
+}  // namespace
+}  // namespace conveyor
