@@ -151,6 +151,7 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dat
     std::lock_guard lock(mutex_);
     split_ = split;
     stats_.startup = "at once: the CPU decodes every image until the GPU decoder is ready";
+    stats_.split_memory = "not recalled yet: the split recalls an earlier run's share when it opens";
     stats_.decoder_ready_seconds = 0;
     if (decoder_state_ == DecoderState::starting) return split;  // an earlier feed()'s startup opens it
     decoder_state_ = DecoderState::starting;
