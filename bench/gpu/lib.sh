@@ -135,18 +135,19 @@ bench_run() {
 }
 
 alternate() {
-  local rounds=$1 function=$2; shift 2
-  local names=("$@") order round side i
-  for round in $(seq "$rounds"); do
-    order=()
-    if [ $((round % 2)) = 0 ]; then
-      for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
+  # Underscored names: bash scopes dynamically, so a side function would see (and could clobber) these.
+  local _rounds=$1 _function=$2; shift 2
+  local _names=("$@") _order _round _side _i
+  for _round in $(seq "$_rounds"); do
+    _order=()
+    if [ $((_round % 2)) = 0 ]; then
+      for ((_i = ${#_names[@]} - 1; _i >= 0; _i--)); do _order+=("${_names[_i]}"); done
     else
-      order=("${names[@]}")
+      _order=("${_names[@]}")
     fi
-    for side in "${order[@]}"; do
-      echo "--- round $round: $side"
-      "$function" "$side" "$round"
+    for _side in "${_order[@]}"; do
+      echo "--- round $_round: $_side"
+      "$_function" "$_side" "$_round"
     done
   done
 }

@@ -11,7 +11,8 @@
 source "$(dirname "$0")/lib.sh"
 bench_options sets="original:;q90s320:--max-side 320 --quality 90;raw160:--max-side 160 --store raw" rounds=2 -- "$@"
 bench_begin prepared_data "$@"
-names=()
+# (not "names": bash scopes dynamically, and alternate() has a local of that name that side() would see)
+prepared=()
 IFS=';' read -r -a specs <<<"$sets"
 for spec in "${specs[@]}"; do
   name=${spec%%:*} options=${spec#*:}
@@ -19,12 +20,12 @@ for spec in "${specs[@]}"; do
   index=$(shards_of "$name" $options)
   tail -2 "$r/make_shards_$name.log" 2>/dev/null
   cp "$index" "$r/index_$name.json" && du -sh "$(dirname "$index")" | sed "s/^/$name on disk: /"
-  names+=("$name")
+  prepared+=("$name")
 done
 
 side() {  # SIDE ROUND, on every set
   local name common
-  for name in "${names[@]}"; do
+  for name in "${prepared[@]}"; do
     common=(--data "/tmp/shards/$name/shards.json" --epochs 4 --batch 256 --size 224 --seed 7)
     case "$1" in
       cpu) bench_run 180 "$bin/pipeline_throughput" "${common[@]}" --shard-random-access 1 --threads 16 --deterministic 0 \

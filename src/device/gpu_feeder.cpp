@@ -13,6 +13,7 @@
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
+#include "src/core/seconds_since.h"
 #include "src/core/user_cache_folder.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
@@ -30,10 +31,6 @@ constexpr const char* kFeederContext = "DeviceFeeder";
 constexpr std::size_t kAlignment = 256;  // labels and images start on their own DMA-friendly boundary
 
 std::size_t round_up(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // The augmentation's draws, from the feeder's options.
 cuda::GpuAugmentOptions augment_options(const FeederOptions& options) {

@@ -12,6 +12,7 @@
 
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
+#include "src/core/seconds_since.h"
 #include "src/core/user_cache_folder.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
@@ -23,10 +24,6 @@ namespace conveyor::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // What the split memory's file is for: the GPU model and size, which GPU of the host (each rank of a host
 // settles where its own cores and its own step put it), the driver, nvJPEG.

@@ -4,17 +4,11 @@
 #include <exception>
 #include <utility>
 
+#include "src/core/seconds_since.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
 
 namespace conveyor::cuda {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>& stop) noexcept {
   const auto start = std::chrono::steady_clock::now();
@@ -31,7 +25,7 @@ ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>
     nvjpeg::LoadResult library = nvjpeg::load();
     if (!library) {
       out.note = library.unavailable + "; every image is decoded on the CPU";
-      out.seconds = seconds_since(start);
+      out.seconds = detail::seconds_since(start);
       return out;
     }
     if (stopped()) return out;
@@ -60,7 +54,7 @@ ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>
     out.decoder.reset();
     out.note = "nvJPEG cannot decode here (unknown error); every image is decoded on the CPU";
   }
-  out.seconds = seconds_since(start);
+  out.seconds = detail::seconds_since(start);
   return out;
 }
 
