@@ -44,6 +44,7 @@ struct Ours<R (*)(Args...)> {
 CONVEYOR_OURS(nvjpegStatus_t, nv::Status);
 CONVEYOR_OURS(nvjpegBackend_t, nv::Backend);
 CONVEYOR_OURS(nvjpegOutputFormat_t, nv::OutputFormat);
+CONVEYOR_OURS(nvjpegChromaSubsampling_t, nv::ChromaSubsampling);
 CONVEYOR_OURS(nvjpegHandle_t, nv::Handle);
 CONVEYOR_OURS(nvjpegJpegState_t, nv::State);
 CONVEYOR_OURS(nvjpegJpegStream_t, nv::JpegStream);

@@ -6,6 +6,7 @@
 
 #include "conveyor/error.h"
 #include "conveyor/train/data_parallel.h"
+#include "src/train/distributed/timeout_text.h"
 
 namespace conveyor::train {
 namespace {
@@ -19,12 +20,6 @@ void require_float(nn::DType type, const std::string& what) {
   if (type != nn::DType::f32)
     throw InvalidArgument("data parallel (Open MPI): " + what +
                           " is not float32; the CPU reference computes in float32 only");
-}
-
-std::string seconds(std::chrono::milliseconds limit) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", std::chrono::duration<double>(limit).count());
-  return text;
 }
 
 }  // namespace
@@ -134,7 +129,7 @@ void MpiCommunicator::wait_all(std::chrono::milliseconds limit, const std::strin
       std::string waiting;
       for (const Pending& p : pending_)
         if (p.request != MPI_REQUEST_NULL) waiting += (waiting.empty() ? "" : ", ") + p.what;
-      fail(where() + ": " + during + " made no progress for " + seconds(limit) +
+      fail(where() + ": " + during + " made no progress for " + timeout_text(limit) +
            ": another rank stopped taking part (it was killed, hangs, or was kept from the collectives for "
            "longer than the timeout); still waiting for: " +
            waiting);

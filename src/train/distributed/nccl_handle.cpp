@@ -7,17 +7,12 @@
 
 #include "conveyor/train/data_parallel.h"
 #include "src/device/cuda_handles.h"
+#include "src/train/distributed/timeout_text.h"
 
 namespace conveyor::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string seconds(std::chrono::milliseconds limit) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", std::chrono::duration<double>(limit).count());
-  return text;
-}
 
 // "<NCCL's name of the error>: <its last message>" for `comm` (which may be null).
 std::string nccl_text(ncclResult_t status, ncclComm_t comm) {
@@ -107,7 +102,7 @@ void NcclHandle::wait_ready_locked(std::chrono::milliseconds limit, const std::s
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) fail_locked(what + ": " + nccl_text(state, comm_));
     if (Clock::now() - start > limit)
-      fail_locked(what + " did not finish within " + seconds(limit) +
+      fail_locked(what + " did not finish within " + timeout_text(limit) +
                   (what.find("meeting") != std::string::npos
                        ? ": not every rank joined (a rank that did not start or died, a wrong world size, or "
                          "rank 0's bootstrap address out of reach)"
