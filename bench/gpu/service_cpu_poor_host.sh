@@ -7,7 +7,7 @@
 #       workers on the other cores over loopback (with and without local threads), against train_step_bench;
 #   (b) the transport cost: a worker on K cores serving over loopback against a local pipeline on those cores.
 # The bundle needs conveyor-dispatcher, conveyor-worker, pipeline_throughput, feed_vs_prefetch and
-# train_step_bench.
+# train_step_bench, and conveyor-service-status for the workers' own account (a_status_R.txt).
 source "$(dirname "$0")/lib.sh"
 bench_options rounds=2 trainer-cpus=0-3 worker-cpus=4-15 workers=3 local=2 ks="4 12" steps=300 -- "$@"
 bench_begin service_cpu_poor_host "$@"
