@@ -124,6 +124,18 @@ WorkerStream::Running WorkerStream::start(const JobContext& job, const v1::Split
 
 void WorkerStream::serve(const JobContext& job) {
   std::optional<Running> current, ahead;
+  // However serve() ends (the stream closed, an error), the splits' iterators leave iterators_ before they
+  // are destroyed: on_closed() (from gRPC's thread or the destructor) must never cancel one that is gone.
+  struct Forget {
+    WorkerStream& stream;
+    std::optional<Running>& current;
+    std::optional<Running>& ahead;
+    ~Forget() {
+      std::lock_guard lock(stream.mutex_);
+      for (const std::optional<Running>* running : {&current, &ahead})
+        if (*running && (*running)->batches) std::erase(stream.iterators_, (*running)->batches.get());
+    }
+  } const forget{*this, current, ahead};
   for (;;) {
     if (!current) {
       if (ahead) {
