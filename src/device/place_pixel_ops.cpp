@@ -78,7 +78,8 @@ BatchedDataset place_pixel_ops(const BatchedDataset& dataset, const Placement& p
 bool may_defer_to_gpu(const BatchedDataset& dataset, const FeederOptions& options) {
   const std::optional<Dataset::PlacedMap> last = dataset.samples().last_map();
   if (!last) return false;
-  const GpuTwin* twin = twins_of(options).find(last->op.gpu_twin);
+  const GpuTwins twins = twins_of(options);  // kept while its entry is read
+  const GpuTwin* twin = twins.find(last->op.gpu_twin);
   return twin != nullptr && twin->defers;
 }
 
