@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 // The rest of a shard a reader left unread (the tar format's padding after its end) is read into the
 // entry when it is at most this much; a reader that stopped earlier leaves no entry.
 constexpr std::uint64_t kMaxDrainBytes = std::uint64_t{4} << 20;
+// Held by an eviction pass (make_room) throughout, by whichever thread or process runs it.
+constexpr const char* kEvictionLock = ".evict.lock";
 
 std::string hex(std::uint64_t value) {
   char text[17];
@@ -69,7 +71,8 @@ class CachingStream final : public ByteStream {
     // A reader that stopped at the archive's end leaves its padding unread: read it into the entry. The
     // pipeline may be cancelling its readers now (the epoch ended): the drain goes on regardless.
     try {
-      if (writing_ && !ended_ && *version_.size - remote_->position() <= kMaxDrainBytes) remote_->drain_only();
+      if (writing_ && !ended_ && *version_.size - remote_->position() <= kMaxDrainBytes)
+        remote_->drain_only();
       while (writing_ && !ended_ && *version_.size - remote_->position() <= kMaxDrainBytes) read();
     } catch (...) {
       // Cancelled, or the server failed: no entry.
@@ -180,10 +183,18 @@ std::unique_ptr<ByteStream> ShardCache::fill(const std::string& location, const 
   }
   const fs::path path = entry(location, version);
   // A part file made a moment ago can be swept away as a killed filler's (make_room, by another thread or
-  // process) between its open and its lock: then it is made again. One held by another filler is left.
+  // process) between its open and its lock: then it is made again. Its lock held elsewhere is another
+  // filler's, or an eviction pass's for the moment it looks at the file: once a pass is over (it holds the
+  // folder's lock throughout) the lock is tried again, and one still held is another filler's, left to it.
   FileLock lock;
-  for (int attempt = 0; attempt < 3 && !lock.locked() && !lock.held_elsewhere(); ++attempt)
+  for (int attempt = 0; attempt < 3 && !lock.locked(); ++attempt) {
     lock = FileLock(part_of(path), false);
+    if (lock.held_elsewhere()) {
+      { const FileLock pass_over(folder_ / kEvictionLock, true); }
+      lock = FileLock(part_of(path), false);
+      if (lock.held_elsewhere()) break;
+    }
+  }
   if (!lock.locked()) {  // another filler has it: read the store rather than wait
     RemoteCounters::add(counters_.uncached);
     return remote;
@@ -201,7 +212,7 @@ std::unique_ptr<ByteStream> ShardCache::fill(const std::string& location, const 
 }
 
 void ShardCache::make_room(std::uint64_t incoming) {
-  const FileLock folder_lock(folder_ / ".evict.lock", true);
+  const FileLock folder_lock(folder_ / kEvictionLock, true);
   struct Entry {
     fs::path path;
     std::uint64_t size;
