@@ -28,7 +28,7 @@ configure_package_config_file(cmake/conveyorConfig.cmake.in ${PROJECT_BINARY_DIR
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/conveyorConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/conveyorConfig.cmake ${PROJECT_BINARY_DIR}/conveyorConfigVersion.cmake
-              cmake/FindCUDNN.cmake cmake/FindNCCL.cmake cmake/ConveyorFindCudaLibrary.cmake
+              cmake/FindCUDNN.cmake cmake/FindNCCL.cmake cmake/ConveyorFindLibrary.cmake
               cmake/FindSPNG.cmake cmake/FindINIReader.cmake cmake/FindNUMA.cmake
         DESTINATION ${CONVEYOR_CMAKE_DIR})
 

@@ -34,6 +34,7 @@ import socket
 import sys
 import time
 
+import run_record
 import timing_rules
 
 try:
@@ -233,9 +234,7 @@ def main():
         print(f"conveyor ({args.format}): {conveyor['images_per_s_after_first_batch']:.1f} images/s from the first "
               f"batch; ratio conveyor / torch = {result.get('ratio_images_per_s_after_first_batch', 0):.2f}")
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=2)
-            file.write("\n")
+        run_record.write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include "conveyor/defer.h"
 #include "conveyor/fields.h"
 #include "conveyor/fields/field_list.h"
+#include "conveyor/fields/ping_pong_buffer.h"
 #include "conveyor/image.h"
 #include "conveyor/mask.h"
 #include "conveyor/memory_budget.h"
@@ -46,13 +47,9 @@ class SampleState {
   bool padding = false;
 
  protected:
-  static constexpr int kNone = -1, kSlot = 2;
   FieldList fields_;
-  Image scratch_[2];
-  ImageView slot_;
+  PingPongBuffer<Image, ImageView, ConstImageView, ImageShape> pixels_;
   MemoryBudget* decode_budget_ = nullptr;
-  int current_ = kNone;
-  int pending_ = kNone;
   const FieldOptions* field_options_ = nullptr;
   DeferPolicy* defer_policy_ = nullptr;
   std::array<std::byte, kMaxDeferredDescriptor> descriptor_{};
@@ -116,7 +113,7 @@ class Sample : public detail::SampleState {
   void publish();
 
   // True when the current pixels are in the batch slot, so the batch stage has nothing to copy.
-  bool in_slot() const noexcept { return current_ == kSlot; }
+  bool in_slot() const noexcept { return pixels_.in_slot(); }
 
   // The decoded mask (fields().mask()), as image() / output() / publish() for pixels: empty until an op
   // decodes encoded_mask; mask_output(shape) is the batch's mask slot when `shape` is the batch's mask shape.
@@ -150,8 +147,8 @@ class Sample : public detail::SampleState {
 
   // ---- used by the pipeline ----
   // Reserves `slot` (a view into a batch buffer) for this sample's final pixels; an empty view unbinds.
-  void bind_slot(ImageView slot) noexcept { slot_ = slot; }
-  ImageView slot() const noexcept { return slot_; }
+  void bind_slot(ImageView slot) noexcept { pixels_.bind_slot(slot); }
+  ImageView slot() const noexcept { return pixels_.slot(); }
   // The same for the sample's mask slot (batches whose samples have masks; the batch binds every field's).
   void bind_mask_slot(MaskView slot) noexcept { fields_.mask().bind_slot(slot); }
   MaskView mask_slot() const noexcept { return fields_.mask().slot(); }

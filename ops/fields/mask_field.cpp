@@ -112,42 +112,14 @@ MaskShape batch_mask_shape(const MaskField& field, const FieldBatchLayout& layou
 
 }  // namespace
 
-ConstMaskView MaskField::mask() const noexcept {
-  if (current_ == kSlot) return slot_;
-  if (current_ == kNone) return {};
-  return scratch_[current_].view();
-}
-
-MaskView MaskField::mutable_mask() noexcept {
-  if (current_ == kSlot) return slot_;
-  if (current_ == kNone) return {};
-  return scratch_[current_].view();
-}
-
-MaskView MaskField::output(MaskShape shape) {
-  if (shape.empty()) throw InvalidArgument("Sample::mask_output: empty shape");
-  if (!slot_.empty() && current_ != kSlot && shape == slot_.shape()) {
-    pending_ = kSlot;
-    return slot_;
-  }
-  // Ping-pong between the two scratch masks so that an op can read the current one while writing.
-  pending_ = current_ == 0 ? 1 : 0;
-  scratch_[pending_].reshape(shape);
-  return scratch_[pending_].view();
-}
-
-void MaskField::publish() {
-  if (pending_ == kNone) throw InvalidArgument("Sample::publish_mask without a preceding mask_output()");
-  current_ = pending_;
-  pending_ = kNone;
-}
+ConstMaskView MaskField::mask() const noexcept { return buffer_.current(); }
+MaskView MaskField::mutable_mask() noexcept { return buffer_.mutable_current(); }
+MaskView MaskField::output(MaskShape shape) { return buffer_.output(shape, "Sample::mask_output"); }
+void MaskField::publish() { buffer_.publish("Sample::publish_mask without a preceding mask_output()"); }
 
 void MaskField::clear() noexcept {
   encoded.clear();
-  scratch_[0].clear();
-  scratch_[1].clear();
-  slot_ = {};
-  current_ = pending_ = kNone;
+  buffer_.clear();
   opened_ = false;
 }
 

@@ -7,35 +7,10 @@
 
 namespace conveyor {
 
-ConstImageView Sample::image() const noexcept {
-  if (current_ == kSlot) return slot_;
-  if (current_ == kNone) return {};
-  return scratch_[current_].view();
-}
-
-ImageView Sample::mutable_image() noexcept {
-  if (current_ == kSlot) return slot_;
-  if (current_ == kNone) return {};
-  return scratch_[current_].view();
-}
-
-ImageView Sample::output(ImageShape shape) {
-  if (shape.empty()) throw InvalidArgument("Sample::output: empty shape");
-  if (!slot_.empty() && current_ != kSlot && shape == slot_.shape()) {
-    pending_ = kSlot;
-    return slot_;
-  }
-  // Ping-pong between the two scratch images so that an op can read the current one while writing.
-  pending_ = current_ == 0 ? 1 : 0;
-  scratch_[pending_].reshape(shape);
-  return scratch_[pending_].view();
-}
-
-void Sample::publish() {
-  if (pending_ == kNone) throw InvalidArgument("Sample::publish without a preceding output()");
-  current_ = pending_;
-  pending_ = kNone;
-}
+ConstImageView Sample::image() const noexcept { return pixels_.current(); }
+ImageView Sample::mutable_image() noexcept { return pixels_.mutable_current(); }
+ImageView Sample::output(ImageShape shape) { return pixels_.output(shape, "Sample::output"); }
+void Sample::publish() { pixels_.publish("Sample::publish without a preceding output()"); }
 
 const FieldOptions& Sample::field_options() const noexcept {
   static const FieldOptions defaults;
@@ -53,7 +28,7 @@ void Sample::defer(std::span<const std::byte> descriptor) {
   std::copy(descriptor.begin(), descriptor.end(), descriptor_.begin());
   descriptor_size_ = descriptor.size();
   deferred_ = true;
-  pending_ = kNone;
+  pixels_.drop_pending();
 }
 
 void Sample::recycle() noexcept {
@@ -62,10 +37,7 @@ void Sample::recycle() noexcept {
   label = -1;
   path.clear();
   encoded.clear();
-  scratch_[0].clear();
-  scratch_[1].clear();
-  slot_ = {};
-  current_ = pending_ = kNone;
+  pixels_.clear();
   fields_.clear();
   defer_policy_ = nullptr;
   descriptor_size_ = 0;

@@ -424,19 +424,41 @@ class EvenShardStage final : public Stage {
   bool ended_ = false;                       // the upstream ran dry (until the next reset)
 };
 
-class SkipStage final : public Stage {
+// skip(n) and take(n): a count and how many of it the epoch has used so far, their whole state.
+class CountingStage : public Stage {
  public:
-  SkipStage(Stage& upstream, std::uint64_t count) : upstream_(upstream), count_(count) {}
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
-    skipped_ = 0;
+    used_ = 0;
   }
+  bool random_access() const noexcept override { return upstream_.random_access(); }
+  std::size_t words() const noexcept override { return 1; }
+  void save(std::uint64_t* out) const noexcept override { out[0] = used_; }
+  void restore(const std::uint64_t* in) override {
+    if (in[0] > count_)
+      bad_state(std::string(what_) + " " + std::to_string(in[0]) + " > " + std::to_string(count_));
+    used_ = in[0];
+  }
+
+ protected:
+  CountingStage(Stage& upstream, std::uint64_t count, const char* what)
+      : upstream_(upstream), count_(count), what_(what) {}
+  Stage& upstream_;
+  const std::uint64_t count_;
+  std::uint64_t used_ = 0;
+
+ private:
+  const char* what_;  // the count's name in a bad checkpoint's message
+};
+
+class SkipStage final : public CountingStage {
+ public:
+  SkipStage(Stage& upstream, std::uint64_t count) : CountingStage(upstream, count, "skipped") {}
   std::optional<OrderedElement> next() override {
-    for (; skipped_ < count_; ++skipped_)
+    for (; used_ < count_; ++used_)
       if (!upstream_.next()) return std::nullopt;
     return upstream_.next();
   }
-  bool random_access() const noexcept override { return upstream_.random_access(); }
   std::uint64_t length() const noexcept override {
     const std::uint64_t n = upstream_.length();
     return n > count_ ? n - count_ : 0;
@@ -448,49 +470,22 @@ class SkipStage final : public Stage {
     const std::optional<std::uint64_t> offset = upstream_.index_offset();
     return offset ? std::optional<std::uint64_t>(*offset + count_) : std::nullopt;
   }
-  std::size_t words() const noexcept override { return 1; }
-  void save(std::uint64_t* out) const noexcept override { out[0] = skipped_; }
-  void restore(const std::uint64_t* in) override {
-    if (in[0] > count_) bad_state("skipped " + std::to_string(in[0]) + " > " + std::to_string(count_));
-    skipped_ = in[0];
-  }
-
- private:
-  Stage& upstream_;
-  const std::uint64_t count_;
-  std::uint64_t skipped_ = 0;
 };
 
-class TakeStage final : public Stage {
+class TakeStage final : public CountingStage {
  public:
-  TakeStage(Stage& upstream, std::uint64_t count) : upstream_(upstream), count_(count) {}
-  void reset(std::uint64_t epoch) override {
-    upstream_.reset(epoch);
-    taken_ = 0;
-  }
+  TakeStage(Stage& upstream, std::uint64_t count) : CountingStage(upstream, count, "taken") {}
   std::optional<OrderedElement> next() override {
-    if (taken_ == count_) return std::nullopt;
+    if (used_ == count_) return std::nullopt;
     std::optional<OrderedElement> element = upstream_.next();
-    if (element) ++taken_;
+    if (element) ++used_;
     return element;
   }
-  bool random_access() const noexcept override { return upstream_.random_access(); }
   std::uint64_t length() const noexcept override { return std::min(upstream_.length(), count_); }
   OrderedElement at(std::uint64_t epoch, std::uint64_t position) const noexcept override {
     return upstream_.at(epoch, position);
   }
   std::optional<std::uint64_t> index_offset() const noexcept override { return upstream_.index_offset(); }
-  std::size_t words() const noexcept override { return 1; }
-  void save(std::uint64_t* out) const noexcept override { out[0] = taken_; }
-  void restore(const std::uint64_t* in) override {
-    if (in[0] > count_) bad_state("taken " + std::to_string(in[0]) + " > " + std::to_string(count_));
-    taken_ = in[0];
-  }
-
- private:
-  Stage& upstream_;
-  const std::uint64_t count_;
-  std::uint64_t taken_ = 0;
 };
 
 // Positions [first, first + count) of one epoch of a random-access upstream, each found by position (so

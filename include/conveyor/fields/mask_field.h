@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conveyor/fields/field.h"
+#include "conveyor/fields/ping_pong_buffer.h"
 #include "conveyor/mask.h"
 
 namespace conveyor {
@@ -29,12 +30,12 @@ class MaskField final : public Field {
   // (and the mask does not live there already), else the scratch mask not holding the current one.
   MaskView output(MaskShape shape);
   void publish();
-  bool in_slot() const noexcept { return current_ == kSlot; }
-  void bind_slot(MaskView slot) noexcept { slot_ = slot; }
-  MaskView slot() const noexcept { return slot_; }
+  bool in_slot() const noexcept { return buffer_.in_slot(); }
+  void bind_slot(MaskView slot) noexcept { buffer_.bind_slot(slot); }
+  MaskView slot() const noexcept { return buffer_.slot(); }
 
   std::string_view name() const noexcept override { return kName; }
-  bool empty() const noexcept override { return encoded.empty() && current_ == kNone; }
+  bool empty() const noexcept override { return encoded.empty() && !buffer_.holds_contents(); }
   void clear() noexcept override;
   std::unique_ptr<Field> clone() const override;
   std::size_t open_with_image(int height, int width, std::size_t max_pixels) override;
@@ -45,15 +46,11 @@ class MaskField final : public Field {
   void tensors(std::vector<BatchTensor>& out) const override;
 
  private:
-  static constexpr int kNone = -1, kSlot = 2;
   // The current mask when there is one; throws InvalidArgument when it is still encoded (no decoding op has
   // opened it) or when its size is not the image's.
   ConstMaskView current(int image_height, int image_width) const;
 
-  Mask scratch_[2];
-  MaskView slot_;
-  int current_ = kNone;
-  int pending_ = kNone;
+  detail::PingPongBuffer<Mask, MaskView, ConstMaskView, MaskShape> buffer_;
   bool opened_ = false;  // open_with_image read `encoded`'s header into this thread's decoder
 };
 

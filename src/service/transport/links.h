@@ -31,23 +31,11 @@ struct LinkOptions {
   std::size_t max_frame_bytes = 0;
 };
 
-// ---- the control plane: requests to the dispatcher (every method throws ServiceError) ----
+// ---- the control plane: the dispatcher's calls ----
 
-class DispatcherLink {
- public:
-  virtual ~DispatcherLink() = default;
-  virtual v1::JoinJobResponse join_job(const v1::JoinJobRequest& request) = 0;
-  virtual v1::DescribeJobResponse describe_job(const v1::DescribeJobRequest& request) = 0;
-  virtual v1::GetSplitResponse get_split(const v1::GetSplitRequest& request) = 0;
-  virtual v1::ClientHeartbeatResponse client_heartbeat(const v1::ClientHeartbeatRequest& request) = 0;
-  virtual v1::RegisterWorkerResponse register_worker(const v1::RegisterWorkerRequest& request) = 0;
-  virtual v1::WorkerHeartbeatResponse worker_heartbeat(const v1::WorkerHeartbeatRequest& request) = 0;
-  virtual v1::GetJobResponse get_job(const v1::GetJobRequest& request) = 0;
-  virtual v1::GetStatusResponse get_status(const v1::GetStatusRequest& request) = 0;
-};
-std::unique_ptr<DispatcherLink> connect_dispatcher(const std::string& address, const LinkOptions& options);
-
-// What the dispatcher serves: the same calls, answered (throwing ServiceError to refuse).
+// What the dispatcher answers (DispatcherCore, served by serve_dispatcher; throwing ServiceError refuses a
+// call), and the same calls as a trainer or a worker makes them over the network (connect_dispatcher; every
+// method throws ServiceError).
 class DispatcherCalls {
  public:
   virtual ~DispatcherCalls() = default;
@@ -60,6 +48,9 @@ class DispatcherCalls {
   virtual v1::GetJobResponse get_job(const v1::GetJobRequest& request) = 0;
   virtual v1::GetStatusResponse get_status(const v1::GetStatusRequest& request) = 0;
 };
+// A client's link to a dispatcher: its calls, made over the network.
+using DispatcherLink = DispatcherCalls;
+std::unique_ptr<DispatcherLink> connect_dispatcher(const std::string& address, const LinkOptions& options);
 
 // ---- the data plane: a trainer's stream of split requests to one worker, its batches back ----
 

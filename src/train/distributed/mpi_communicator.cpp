@@ -65,33 +65,33 @@ void MpiCommunicator::fail(const std::string& message) {
   throw CollectiveError(message);
 }
 
-void MpiCommunicator::all_reduce_average(void* data, std::size_t count, nn::DType type,
-                                         const std::string& what) {
+void MpiCommunicator::post_in_pieces(void* data, std::size_t count, nn::DType type, const std::string& what,
+                                     bool average, const char* call, const PostPiece& post) {
   check_usable();
   require_float(type, what);
   auto* values = static_cast<float*>(data);
   for (std::size_t begin = 0; begin < count; begin += kMaxPiece) {
     const std::size_t piece = std::min(kMaxPiece, count - begin);
-    Pending p{.average = values + begin, .count = piece, .what = what};
-    CONVEYOR_MPI(MPI_Iallreduce(MPI_IN_PLACE, values + begin, static_cast<int>(piece), MPI_FLOAT, MPI_SUM,
-                                comm_, &p.request),
-                 where() + ": " + what);
+    Pending p{.average = average ? values + begin : nullptr, .count = piece, .what = what};
+    check_mpi(post(values + begin, static_cast<int>(piece), &p.request), call, where() + ": " + what);
     pending_.push_back(std::move(p));
   }
 }
 
+void MpiCommunicator::all_reduce_average(void* data, std::size_t count, nn::DType type,
+                                         const std::string& what) {
+  post_in_pieces(data, count, type, what, true, "MPI_Iallreduce",
+                 [&](float* first, int n, MPI_Request* request) {
+                   return MPI_Iallreduce(MPI_IN_PLACE, first, n, MPI_FLOAT, MPI_SUM, comm_, request);
+                 });
+}
+
 void MpiCommunicator::broadcast(void* data, std::size_t count, nn::DType type, int root,
                                 const std::string& what) {
-  check_usable();
-  require_float(type, what);
-  auto* values = static_cast<float*>(data);
-  for (std::size_t begin = 0; begin < count; begin += kMaxPiece) {
-    const std::size_t piece = std::min(kMaxPiece, count - begin);
-    Pending p{.what = what};
-    CONVEYOR_MPI(MPI_Ibcast(values + begin, static_cast<int>(piece), MPI_FLOAT, root, comm_, &p.request),
-                 where() + ": " + what);
-    pending_.push_back(std::move(p));
-  }
+  post_in_pieces(data, count, type, what, false, "MPI_Ibcast",
+                 [&](float* first, int n, MPI_Request* request) {
+                   return MPI_Ibcast(first, n, MPI_FLOAT, root, comm_, request);
+                 });
 }
 
 void MpiCommunicator::progress() {

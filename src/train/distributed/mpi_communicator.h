@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,12 @@ class MpiCommunicator final : public Communicator {
   };
 
   void check_usable() const;
+  // Starts one non-blocking collective per piece of at most 2^30 floats (MPI counts are ints), each waited
+  // for by wait_all(): post(first float, count, request) calls `call` and returns its status; `average`:
+  // divide by the world size once complete.
+  using PostPiece = std::function<int(float* first, int count, MPI_Request* request)>;
+  void post_in_pieces(void* data, std::size_t count, nn::DType type, const std::string& what, bool average,
+                      const char* call, const PostPiece& post);
   // Waits for every pending collective, or throws CollectiveError (and abandons) after `limit`.
   void wait_all(std::chrono::milliseconds limit, const std::string& during);
   [[noreturn]] void fail(const std::string& message);

@@ -12,6 +12,23 @@
 
 namespace conveyor::nn::cpu {
 
+namespace {
+// Calls tap(r, s, iy, ix) for each filter tap (r, s) of output pixel (oy, ox) that lands inside the input, at
+// input pixel (iy, ix): the window walk every pass shares (inlined, so the loops vectorise as before).
+template <class Tap>
+inline void for_each_tap(const ConvGeometry& g, int oy, int ox, Tap&& tap) {
+  for (int r = 0; r < g.kernel; ++r) {
+    const int iy = oy * g.stride - g.pad + r;
+    if (iy < 0 || iy >= g.input.h) continue;
+    for (int s = 0; s < g.kernel; ++s) {
+      const int ix = ox * g.stride - g.pad + s;
+      if (ix < 0 || ix >= g.input.w) continue;
+      tap(r, s, iy, ix);
+    }
+  }
+}
+}  // namespace
+
 template <class T>
 void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
   const Shape4 in = g.input, out = g.output();
@@ -30,21 +47,15 @@ void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, T* y) {
       const int n = static_cast<int>(row / out.h), oy = static_cast<int>(row % out.h);
       for (int ox = 0; ox < out.w; ++ox) {
         std::fill(acc.begin(), acc.end(), T(0));
-        for (int r = 0; r < R; ++r) {
-          const int iy = oy * g.stride - g.pad + r;
-          if (iy < 0 || iy >= in.h) continue;
-          for (int s = 0; s < R; ++s) {
-            const int ix = ox * g.stride - g.pad + s;
-            if (ix < 0 || ix >= in.w) continue;
-            const T* xp = x + nhwc_offset(in, n, iy, ix);
-            const T* wp = wt.data() + (static_cast<std::size_t>(r) * R + s) * C * K;
-            for (int c = 0; c < C; ++c) {
-              const T xv = xp[c];
-              const T* wk = wp + static_cast<std::size_t>(c) * K;
-              for (int k = 0; k < K; ++k) acc[k] += xv * wk[k];
-            }
+        for_each_tap(g, oy, ox, [&](int r, int s, int iy, int ix) {
+          const T* xp = x + nhwc_offset(in, n, iy, ix);
+          const T* wp = wt.data() + (static_cast<std::size_t>(r) * R + s) * C * K;
+          for (int c = 0; c < C; ++c) {
+            const T xv = xp[c];
+            const T* wk = wp + static_cast<std::size_t>(c) * K;
+            for (int k = 0; k < K; ++k) acc[k] += xv * wk[k];
           }
-        }
+        });
         std::copy(acc.begin(), acc.end(), y + nhwc_offset(out, n, oy, ox));
       }
     }
@@ -64,21 +75,15 @@ void conv2d_backward_data(const ConvGeometry& g, const T* dy, const T* w, T* dx,
       for (int oy = 0; oy < out.h; ++oy)
         for (int ox = 0; ox < out.w; ++ox) {
           const T* gp = dy + nhwc_offset(out, n, oy, ox);
-          for (int r = 0; r < R; ++r) {
-            const int iy = oy * g.stride - g.pad + r;
-            if (iy < 0 || iy >= in.h) continue;
-            for (int s = 0; s < R; ++s) {
-              const int ix = ox * g.stride - g.pad + s;
-              if (ix < 0 || ix >= in.w) continue;
-              T* dxp = dx + nhwc_offset(in, n, iy, ix);
-              for (int k = 0; k < K; ++k) {
-                const T gk = gp[k];
-                if (gk == T(0)) continue;
-                const T* wp = w + ((static_cast<std::size_t>(k) * R + r) * R + s) * C;
-                for (int c = 0; c < C; ++c) dxp[c] += gk * wp[c];
-              }
+          for_each_tap(g, oy, ox, [&](int r, int s, int iy, int ix) {
+            T* dxp = dx + nhwc_offset(in, n, iy, ix);
+            for (int k = 0; k < K; ++k) {
+              const T gk = gp[k];
+              if (gk == T(0)) continue;
+              const T* wp = w + ((static_cast<std::size_t>(k) * R + r) * R + s) * C;
+              for (int c = 0; c < C; ++c) dxp[c] += gk * wp[c];
             }
-          }
+          });
         }
     }
   });
@@ -99,17 +104,11 @@ void conv2d_backward_filter(const ConvGeometry& g, const T* x, const T* dy, T* d
           for (int ox = 0; ox < out.w; ++ox) {
             const T gk = dy[nhwc_offset(out, n, oy, ox) + kk];
             if (gk == T(0)) continue;
-            for (int r = 0; r < R; ++r) {
-              const int iy = oy * g.stride - g.pad + r;
-              if (iy < 0 || iy >= in.h) continue;
-              for (int s = 0; s < R; ++s) {
-                const int ix = ox * g.stride - g.pad + s;
-                if (ix < 0 || ix >= in.w) continue;
-                const T* xp = x + nhwc_offset(in, n, iy, ix);
-                T* dwp = dwk + (static_cast<std::size_t>(r) * R + s) * C;
-                for (int c = 0; c < C; ++c) dwp[c] += gk * xp[c];
-              }
-            }
+            for_each_tap(g, oy, ox, [&](int r, int s, int iy, int ix) {
+              const T* xp = x + nhwc_offset(in, n, iy, ix);
+              T* dwp = dwk + (static_cast<std::size_t>(r) * R + s) * C;
+              for (int c = 0; c < C; ++c) dwp[c] += gk * xp[c];
+            });
           }
     }
   });

@@ -1,10 +1,10 @@
-# conveyor_find_cuda_library(NAME HEADER LIBRARY TARGET): a CUDA library that ships no CMake package of its own
-# (cuDNN, NCCL), found beside the CUDA toolkit, in the system's folders or under $ENV{<NAME>_ROOT}, as the
-# imported target TARGET; sets NAME_FOUND, NAME_INCLUDE_DIR and NAME_LIBRARY as a Find module does. A macro:
-# a Find module's results belong to the scope that called find_package. Installed with the Find modules that
-# use it (FindCUDNN.cmake, FindNCCL.cmake), for static builds.
+# conveyor_find_library(NAME HEADER LIBRARY TARGET): a library that ships no CMake package of its own (cuDNN and
+# NCCL, libnuma, libspng), found in the system's folders, beside the CUDA toolkit when one was found, or under
+# $ENV{<NAME>_ROOT}, as the imported target TARGET; sets NAME_FOUND, NAME_INCLUDE_DIR and NAME_LIBRARY as a Find
+# module does. A macro: a Find module's results belong to the scope that called find_package. Installed with
+# the Find modules that use it, for static builds.
 include(FindPackageHandleStandardArgs)
-macro(conveyor_find_cuda_library name header library target)
+macro(conveyor_find_library name header library target)
   find_path(${name}_INCLUDE_DIR ${header} HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV ${name}_ROOT PATH_SUFFIXES include)
   find_library(${name}_LIBRARY ${library} HINTS ${CUDAToolkit_LIBRARY_DIR} ENV ${name}_ROOT
                PATH_SUFFIXES lib lib64)
