@@ -15,7 +15,7 @@ jobs=${CONVEYOR_JOBS:-$(nproc)}
 
 # Everything the project needs, from Debian 12's packages.
 packages=(
-  g++ cmake ninja-build pkg-config file
+  g++ cmake ninja-build pkg-config file lld
   clang libclang-rt-14-dev
   libtbb-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
