@@ -52,6 +52,13 @@ function(conveyor_add_test name)
   target_link_libraries(${name} PRIVATE conveyor::conveyor conveyor_test_support GTest::gtest GTest::gtest_main)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   conveyor_use_test_pch(${name})
+  # Built from scratch (CONVEYOR_UNITY_BUILD, CI's three builds), the program's test files in unity batches:
+  # GoogleTest's and conveyor's headers are parsed once a batch instead of once a file
+  # (bench/results/2026-11-29-cpu-2core-ci-test-unity/). A file whose file-local helpers share a name with
+  # another file's of the program is compiled alone (SKIP_UNITY_BUILD_INCLUSION, in its folder's CMakeLists).
+  if(CONVEYOR_UNITY_BUILD)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON)
+  endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   # A case that calls GTEST_SKIP (a GPU test without a GPU) prints "[  SKIPPED ]": CTest then counts it as
   # skipped, not passed (scripts/ctest_summary.py prints the counts). Set from a script ctest reads after

@@ -60,8 +60,8 @@ mutation shard-not-exactly-once src/pipeline/element_order.cpp \
   'if (element->index % num_shards_ > index_ || consumed(*element)) continue;' \
   'conveyor_pipeline_tests Shard.*'
 mutation skip-one-too-few src/pipeline/element_order.cpp \
-  'for (; skipped_ < count_; ++skipped_)' \
-  'for (; skipped_ + 1 < count_; ++skipped_)' \
+  'for (; used_ < count_; ++used_)' \
+  'for (; used_ + 1 < count_; ++used_)' \
   'conveyor_pipeline_tests SkipTake.*'
 mutation skip-reasons-not-counted src/observe/pipeline_counters.cpp \
   '++skip_reasons_[stage + ": " + kind];' \
