@@ -199,7 +199,7 @@ def first_batch(folder):
                     behind_cpu[side].append(first - cpu_first)
             rates[side].append(rate)
             # Issue 41: how the hybrid side's GPU decoder came ready, and the feeder's part of the first batch.
-            for key in ("decoder_ready_s", "first_stage_s", "feeder_construction_s"):
+            for key in ("decoder_ready_s", "first_stage_s", "feeder_construction_s", "device_setup_s"):
                 value = (run.get("device") or {}).get(key)
                 if side in readiness and value is not None:
                     readiness[side].setdefault(key, []).append(value)

@@ -5,7 +5,9 @@
 # nvJPEG is ready behind it), hybrid with FLAGS added for each --variant, and PyTorch's DataLoader (torch);
 # 16 threads or workers, 4,800 images x 5 epochs a run (--epochs 21: issue 41's 100,000), alternating rounds.
 # Issue 41's variants: warmup="--feeder-warmup 1" (DeviceFeeder::warmup up front, issue 36's way) and
-# made_first="--start-at-once 0" (feed() makes nvJPEG ready before the first batch); issue 36's:
+# made_first="--start-at-once 0" (feed() makes nvJPEG ready before the first batch), in_constructor=
+# "--set-up-behind 0" (the feeder's CUDA context made by its constructor, not behind the first batch's CPU
+# decoding); to_gpu="--gpu-decode 0" (CPU-only decoding with batches delivered to the GPU); issue 36's:
 # cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0". The split's memory starts fresh in this
 # call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
 # bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scaling.sh [--gpus N] [--rounds R] [--threads N] [--steps N] [--variant NAME="FLAGS"]...
-#            [--prepared NAME:MAKE_SHARDS_FLAGS]
+#            [--prepared NAME:MAKE_SHARDS_FLAGS] [--resident]
 # ResNet-18 bf16 trained from JPEGs (feed_vs_prefetch's prefetch, batch 256 and 16 pipeline threads per GPU,
 # 300 steps) on one GPU against N GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink
 # multicast off), in alternating rounds. By default each rank's pipeline runs on its share of the CPUs close
@@ -9,18 +9,21 @@
 # issue 41's baselines: all="--cpus all --memory-near-gpu 0" (wherever the scheduler puts them) and
 # even="--cpus auto" (issue 36's even, contiguous shares, whatever the GPU's node). --prepared reads, in every
 # run, the ImageNet-like set as make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written
-# out as a folder. Files: one_R.json, procs_R.rankK.json, procs-NAME_R.rankK.json; every run's log beside
+# out as a folder. --resident trains every side's timed steps on the last warm-up batch, kept on the GPU
+# (feed_vs_prefetch --resident): the data-parallel step's own scaling, all-reduce and all, with no input
+# (issue 41's ceiling beside the scaling from JPEGs). Files: one_R.json, procs_R.rankK.json, procs-NAME_R.rankK.json; every run's log beside
 # them; gpu_places.txt (each GPU's NUMA node and close CPUs). bench/summarize_gpu_scripts.py scaling: each
 # variant's images/s over the round's one GPU and against the defaults, idle per GPU, each rank's CPUs and
 # batch memory (summary.txt).
 source "$(dirname "$0")/lib.sh"
-bench_options gpus=2 rounds=2 threads=16 steps=300 variant+= prepared= -- "$@"
+bench_options gpus=2 rounds=2 threads=16 steps=300 variant+= prepared= resident! -- "$@"
 bench_begin scaling "$@"
 images=$(imagenet_like)
 [ -z "$prepared" ] || images=$(prepared_folder "$prepared")
 gpu_places | tee "$r/gpu_places.txt"
 fvp=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --batch 256 --warmup 10 --steps "$steps"
      --stall-report 30)
+[ "$resident" = 1 ] && fvp+=(--resident 1)
 declare -A flags=([one]="" [procs]="")
 sides=(one procs)
 for v in "${variant[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%=*}"); done

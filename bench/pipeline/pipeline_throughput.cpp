@@ -39,7 +39,9 @@
 // --copy-whole-batch (0: the deferred samples' slots are left out of the copy). The JSON's "device" says how
 // the decoder came ready and when (startup, decoder_ready_s), the feeder's part of the first batch
 // (first_stage_s), the GPU-decoded images by nvJPEG path, and feeder_construction_s: making the
-// DeviceFeeder, which creates the process's CUDA context here (a training program has made it before).
+// DeviceFeeder, which creates the process's CUDA context here (a training program has made it before) on a
+// thread of the feeder's own, behind the first batch's CPU decoding (device_setup_s: how long that took;
+// --set-up-behind 0: in the constructor, as before 2026-11-29).
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL|ROOT|JSON [--format classification|segmentation|detection]
 //                       [--images DIR] [--threads N] [--batch 256] [--size 224] [--epochs 1]
@@ -149,6 +151,7 @@ struct Config {
   bool start_at_once = true;
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
+  bool set_up_behind = true;  // FeederOptions::set_up_behind
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;
   int service_local_threads = 0;
@@ -216,6 +219,10 @@ void add_device_options(CLI::App& app, Config& config) {
   app.add_option("--start-at-once", config.start_at_once,
                  "with --deterministic 0: the CPU decodes every image until nvJPEG is ready on a thread of the "
                  "feeder, then the split opens (DeviceDecode::start_at_once); 0: nvJPEG is made ready first")
+      ->capture_default_str();
+  app.add_option("--set-up-behind", config.set_up_behind,
+                 "the feeder makes its CUDA context on a thread of its own while the CPU decodes the first "
+                 "batch (FeederOptions::set_up_behind); 0: in its constructor")
       ->capture_default_str();
   app.add_option("--gpu-hybrid", config.gpu_hybrid,
                  "what the hardware engines refuse is decoded by nvJPEG's GPU hybrid path (1) or on the CPU (0: "
@@ -617,6 +624,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.kernel_blocks_per_image = config.kernel_blocks;
   options.decode.remember_share = config.remember_split;
   options.decode.start_at_once = config.start_at_once;
+  options.set_up_behind = config.set_up_behind;
   options.decode.gpu_hybrid = config.gpu_hybrid;
   options.decode.copy_whole_batch = config.copy_whole_batch;
   options.decode.memory_key =
@@ -750,6 +758,8 @@ Json device_json(const Config& config, const Result& r) {
           {"decode_gpu_s", f.decode_gpu_seconds},
           {"copy_s", f.copy_seconds},
           {"feeder_construction_s", r.feeder_construction_s},
+          {"set_up_behind", config.set_up_behind},
+          {"device_setup_s", f.device_setup_seconds},
           {"start_at_once", config.start_at_once},
           {"startup", f.startup},
           {"decoder_ready_s", f.decoder_ready_seconds},

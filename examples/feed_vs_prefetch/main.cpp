@@ -141,6 +141,7 @@ int main(int argc, char** argv) try {
   setup.gpu_hybrid = options.gpu_hybrid;
   setup.copy_whole_batch = options.copy_whole_batch;
   setup.stall_seconds = options.stall_seconds;
+  setup.resident = options.resident;
   setup.collective_timeout = options.collective_timeout;
   setup.kernel_blocks = options.kernel_blocks;
   setup.service = options.service;
@@ -240,6 +241,7 @@ int main(int argc, char** argv) try {
                     options.cpus,
                     options.kernel_blocks};
   info.memory_near_gpu = options.memory_near_gpu;
+  info.resident = options.resident;
   info.start_at_once = options.start_at_once;
   info.gpu_hybrid = options.gpu_hybrid;
   info.copy_whole_batch = options.copy_whole_batch;

@@ -328,8 +328,9 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
       copy_s_at_timed_start = feeder.stats().copy_seconds;
     }
     const auto a = Clock::now();
-    staged.reset();  // the last step's batch released: its slot is reused once its stream passed
-    {
+    // --resident: the timed steps train on the batch already on the GPU (the step's own rate, no input).
+    if (!(setup.resident && timed && staged)) {
+      staged.reset();  // the last step's batch released: its slot is reused once its stream passed
       const conveyor::ProgressWatch::Doing doing("waiting for the staged batch");
       staged = iterator.next();  // its copy (and device work) queued
       if (!staged) throw conveyor::Error("the pipeline ended early");

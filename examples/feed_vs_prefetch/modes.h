@@ -63,6 +63,8 @@ struct Setup {
   bool copy_whole_batch = true;
   // prefetch: seconds without a step before every thread's activity is reported (0: never).
   double stall_seconds = 60;
+  // prefetch: the timed steps train on the last warm-up batch, kept on the GPU (Options::resident).
+  bool resident = false;
   double collective_timeout = 60;  // prefetch under a launcher: seconds without progress in a collective
   int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image
   // prefetch from the data service (--service): the dispatcher, the data folder its workers read, this

@@ -80,6 +80,10 @@ void add_device_work_options(CLI::App& app, Options& options) {
          "worth)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--resident", options.resident,
+                 "prefetch: after the warm-up steps, every timed step trains on the last warm-up batch, which "
+                 "stays on the GPU: the step's own rate (data parallel: its all-reduce included) without input")
+      ->capture_default_str();
   app.add_option("--stall-report", options.stall_seconds,
                  "prefetch: after this many seconds without a step, write what every thread of the run waits "
                  "for to stderr (0: never)")

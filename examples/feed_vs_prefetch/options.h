@@ -51,6 +51,9 @@ struct Options {
   // when several ranks share the host), all, auto (this rank's even share of the host), or a list
   std::string cpus = "gpu";
   double stall_seconds = 60;   // ProgressWatch limit: report what every thread waits for (0: off)
+  // prefetch: the timed steps train on the last warm-up batch, kept on the GPU (the step's own rate, its
+  // all-reduce included, with no input: issue 41's ceiling for data-parallel scaling)
+  bool resident = false;
   // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
   double collective_timeout = 60;
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)

@@ -108,6 +108,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"cpus", info.cpus},
               {"kernel_blocks", info.kernel_blocks},
               {"memory_near_gpu", info.memory_near_gpu},
+              {"resident", info.resident},
               {"start_at_once", info.start_at_once},
               {"gpu_hybrid", info.gpu_hybrid},
               {"copy_whole_batch", info.copy_whole_batch},

@@ -34,6 +34,7 @@ struct RunInfo {
   bool memory_near_gpu = true, start_at_once = true, gpu_hybrid = true, copy_whole_batch = true;
   std::string step_priority = "default";
   int local_rank = 0, local_world_size = 1;
+  bool resident = false;  // prefetch: the timed steps on the last warm-up batch (no input)
 };
 
 // One table: images/s, step time median and p95, the split of a step, idle fractions, speed-up over feed.

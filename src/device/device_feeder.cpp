@@ -136,8 +136,9 @@ DeviceFeeder::~DeviceFeeder() {
   // Held batches keep the backend (and their ring memory) alive; the copies in flight end here.
   try {
     backend_->synchronize();
-  } catch (const Error&) {
-    // A destructor cannot report; a failed copy was reported (or will be) by stage() or synchronize().
+  } catch (...) {
+    // A destructor cannot report; a failed copy (or a context that could not be made) was reported, or
+    // will be, by stage() or synchronize().
   }
 }
 
@@ -201,6 +202,8 @@ DeviceBatchIterator DeviceFeeder::start(const BatchedDataset& dataset, const Ite
   const int threads = options.threads > 0                 ? options.threads
                       : !options.cpus.empty()             ? static_cast<int>(options.cpus.size())
                                                           : cores();
+  if (const std::optional<ImageShape> shape = dataset.sample_shape(); shape && dataset.batch_size() > 0)
+    gpu.expect_batches(dataset.batch_size(), *shape);
   options.defer = gpu.start_decoding(dataset, options, threads);
   if (options.defer) {
     const auto ahead = static_cast<std::size_t>(std::max(1, options_.depth - 1));

@@ -84,45 +84,128 @@ std::shared_ptr<HostMemoryResource> batch_memory(int device, const HostPlacement
 }  // namespace
 
 GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemoryPool* shared_pool)
-    : device_(device), options_(options), pool_(shared_pool), held_(static_cast<std::size_t>(options.depth)) {
-  cuda::DeviceGuard guard(device_);
-  // The slots' events belong to the device current when they are made: made in the initializer list, on
-  // any GPU but 0 they were device 0's, and the first record on this feeder's stream failed.
-  slots_ = std::vector<Slot>(held_.size());
-  if (pool_ == nullptr) {
-    own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
-    pool_ = own_pool_.get();
-  } else if (pool_->device() != device_) {
+    : device_(device),
+      options_(options),
+      pool_(shared_pool),
+      early_memory_(std::make_shared<cuda::LateLockedHostMemory>()),
+      host_memory_(std::make_shared<cuda::PinnedBlockCache>(early_memory_)),
+      held_(static_cast<std::size_t>(options.depth)) {
+  if (pool_ != nullptr && pool_->device() != device_)
     throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
                           " was given the memory pool of gpu:" + std::to_string(pool_->device()));
-  }
-  copy_.emplace();
-  own_consumer_.emplace();
-  consumer_ = own_consumer_->get();
-  std::string where;
-  host_memory_ = std::make_shared<cuda::PinnedBlockCache>(batch_memory(device_, options_.host, where));
-  stats_.host_memory = where;
-  for (Slot& slot : slots_) slot.fallback.emplace(pinned_host_memory());
-  if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
-  // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
-  for (const PlacedPixelOp& placed : options_.pixel_ops) pixel_ops_.push_back(placed.make(device_));
   stats_.decoder = "not asked for (FeederOptions::decode)";
-  returner_ = std::thread([this] {
-    // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
-    // stray context on) device 0. A failure here shows up as a failed event wait below.
-    cudaSetDevice(device_);
-    std::optional<ProgressWatch::Member> member;
-    try {
-      member.emplace(options_.progress_watch, "feeder gpu:" + std::to_string(device_) + " copy returner");
-    } catch (...) {
-      // Not watched: a report will miss this thread's line.
+  stats_.host_memory = "not known yet: the feeder's CUDA context is being made";
+  set_up_ = std::thread([this] { set_up(); });
+  if (options_.set_up_behind) return;
+  try {
+    await_device();  // the way before issue 41's start at once: everything made before this returns
+  } catch (...) {
+    set_up_.join();  // it has ended; a joinable thread must not be destroyed
+    throw;
+  }
+}
+
+void GpuFeeder::set_up() noexcept {
+  const auto start = std::chrono::steady_clock::now();
+  std::exception_ptr failure;
+  std::string where;
+  try {
+    // The CUDA context is made here (cudaSetDevice's first call), and everything below belongs to it.
+    cuda::DeviceGuard guard(device_);
+    // The slots' events belong to the device current when they are made.
+    std::vector<Slot> slots(held_.size());
+    if (pool_ == nullptr) {
+      own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
+      pool_ = own_pool_.get();
     }
-    return_batches();
-  });
+    copy_.emplace();
+    own_consumer_.emplace();
+    consumer_ = own_consumer_->get();
+    std::string locked_where;
+    std::shared_ptr<HostMemoryResource> locked = batch_memory(device_, options_.host, locked_where);
+    where = locked_where + early_memory_->context_ready(std::move(locked));
+    for (Slot& slot : slots) slot.fallback.emplace(pinned_host_memory());
+    if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
+    // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
+    for (const PlacedPixelOp& placed : options_.pixel_ops) pixel_ops_.push_back(placed.make(device_));
+    slots_ = std::move(slots);
+    returner_ = std::thread([this] {
+      // Without this, the thread's first CUDA call would bind (and create, on a multi-GPU machine, a
+      // stray context on) device 0. A failure here shows up as a failed event wait below.
+      cudaSetDevice(device_);
+      std::optional<ProgressWatch::Member> member;
+      try {
+        member.emplace(options_.progress_watch, "feeder gpu:" + std::to_string(device_) + " copy returner");
+      } catch (...) {
+        // Not watched: a report will miss this thread's line.
+      }
+      return_batches();
+    });
+    prepare_ring();  // what feed() said its batches will be, if it said it already
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    device_failure_ = failure;
+    device_settled_ = true;
+    stats_.device_setup_seconds = seconds_since(start);
+    if (!failure) stats_.host_memory = where;
+  }
+  device_ready_.store(!failure, std::memory_order_release);
+  device_came_.notify_all();
+}
+
+void GpuFeeder::await_device() const {
+  if (device_ready_.load(std::memory_order_acquire)) return;
+  std::unique_lock lock(mutex_);
+  if (!device_settled_) {
+    const ProgressWatch::Doing doing("waiting for the feeder's CUDA context (made on a thread of its own)");
+    device_came_.wait(lock, [&] { return device_settled_; });
+  }
+  if (device_failure_) std::rethrow_exception(device_failure_);
+}
+
+void GpuFeeder::expect_batches(std::size_t capacity, ImageShape shape) {
+  // Read by the set-up thread once the context is there; once it is set up, the first stage() sizes its
+  // slot as it goes, as before.
+  std::lock_guard lock(mutex_);
+  expected_ = ExpectedBatches{capacity, shape};
+}
+
+void GpuFeeder::prepare_ring() {
+  std::optional<ExpectedBatches> expected;
+  {
+    std::lock_guard lock(mutex_);
+    expected = expected_;
+  }
+  if (!expected) return;
+  // Off the first batch's way: the ring's device buffers and the kernels' loading, while the CPU workers
+  // decode that batch.
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    ensure_capacity(slots_[i], i, expected->capacity, expected->shape);
+  launch_kernels_once(expected->capacity, expected->shape);
+}
+
+void GpuFeeder::launch_kernels_once(std::size_t capacity, ImageShape shape) {
+  if (!options_.normalize) return;
+  // CUDA loads a kernel at its first launch (lazy loading): launched here, on whatever the first slot holds,
+  // its images are overwritten by the first batch's, which the copy stream orders after this.
+  Slot& first = slots_.front();
+  auto* pixels = first.buffer.as<std::uint8_t>();
+  void* images = pixels + first.images_offset;
+  seeds_.assign(capacity, 0);
+  if (augmenter_)
+    augmenter_->run({pixels, capacity, shape, shape.bytes()}, seeds_, images, copy_->get());
+  else
+    ops::normalize_batch_cuda(pixels, capacity, shape, *options_.normalize, images, copy_->get());
 }
 
 GpuFeeder::~GpuFeeder() {
-  // A decoder startup goes first (stopped and joined): it works on the members below.
+  // The set-up thread first: the context cannot be abandoned half made, and everything below is its work.
+  set_up_.join();
+  if (!device_ready_.load(std::memory_order_acquire)) return;  // nothing was made: no returner, no ring
+  // A decoder startup goes next (stopped and joined): it works on the members below.
   std::unique_ptr<cuda::DecoderStartup> startup;
   {
     std::lock_guard lock(mutex_);
@@ -162,9 +245,13 @@ void GpuFeeder::note_pipeline_cpus(std::vector<int> cpus, std::string reason) {
   stats_.pipeline_cpus_reason = std::move(reason);
 }
 
-cudaStream_t GpuFeeder::consumer_stream() const { return consumer_; }
+cudaStream_t GpuFeeder::consumer_stream() const {
+  await_device();
+  return consumer_;
+}
 
 void GpuFeeder::set_consumer_stream(cudaStream_t stream) {
+  await_device();
   if (held_.held() > 0)
     throw Error("DeviceFeeder: the consumer stream can change only while no batch is held (" +
                 std::to_string(held_.held()) + " held now)");
@@ -172,6 +259,7 @@ void GpuFeeder::set_consumer_stream(cudaStream_t stream) {
 }
 
 void GpuFeeder::read_on(std::size_t index, cudaStream_t stream) {
+  await_device();
   cuda::DeviceGuard guard(device_);
   Slot& slot = slots_[index];
   CONVEYOR_CUDA(cudaStreamWaitEvent(stream, slot.ready.get(), 0),
@@ -215,6 +303,7 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   const std::optional<ImageShape> shape = dataset.sample_shape();
   const std::size_t capacity = dataset.batch_size();
   if (!shape || capacity == 0) return 0;  // the shape comes from the first element: nothing to size yet
+  await_device();
   cuda::DeviceGuard guard(device_);
   const cudaStream_t stream = copy_->get();
   // The ring and its kernels only while no batch is held: a held slot's buffer is not ours to resize, and
@@ -233,15 +322,7 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   std::string decoder_line;
   if (options_.decode.enabled && ensure_decoder() && idle)
     decoder_line = decoder()->warm_up(capacity, *shape, pixels, stream);
-  if (options_.normalize && idle) {
-    // The augmentation (or normalize) kernels, launched once on what the decoder left in the first slot.
-    seeds_.assign(capacity, 0);
-    void* images = pixels + first.images_offset;
-    if (augmenter_)
-      augmenter_->run({pixels, capacity, *shape, shape->bytes()}, seeds_, images, stream);
-    else
-      ops::normalize_batch_cuda(pixels, capacity, *shape, *options_.normalize, images, stream);
-  }
+  if (idle) launch_kernels_once(capacity, *shape);  // on what the decoder left in the first slot
   CONVEYOR_CUDA(cudaStreamSynchronize(stream), "DeviceFeeder::warmup");
   const double seconds = seconds_since(start);
   std::lock_guard lock(mutex_);
@@ -328,6 +409,7 @@ void GpuFeeder::make_images(const Batch& batch, const std::uint8_t* device_pixel
 
 DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
   const auto staging_started = std::chrono::steady_clock::now();
+  await_device();  // the batch waited for the context here, if it came before it (counted in the stage)
   cuda::DeviceGuard guard(device_);
   {
     std::lock_guard lock(mutex_);
@@ -517,6 +599,7 @@ void GpuFeeder::return_batches() {
 }
 
 void GpuFeeder::synchronize() {
+  await_device();
   cuda::DeviceGuard guard(device_);
   copy_->synchronize();
   std::unique_lock lock(mutex_);

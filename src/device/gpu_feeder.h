@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -47,6 +48,7 @@
 #include "src/device/decode/split_memory.h"
 #include "src/device/device_memory.h"
 #include "src/device/feeder_backend.h"
+#include "src/device/late_locked_memory.h"
 #include "src/device/pinned_block_cache.h"
 #include "src/device/retained_host_buffer.h"
 
@@ -79,6 +81,10 @@ class GpuFeeder final : public FeederBackend {
   // decoder" track).
   std::shared_ptr<DeferPolicy> start_decoding(const BatchedDataset& dataset, const PipelineOptions& pipeline,
                                               int threads);
+
+  // The batches feed() will stage: the set-up thread sizes the ring's device buffers for them once the
+  // context is there, off the first batch's way (when feed() comes before it is done).
+  void expect_batches(std::size_t capacity, ImageShape shape);
 
   // Where feed() runs the pipeline now (FeederStats::pipeline_cpus).
   void note_pipeline_cpus(std::vector<int> cpus, std::string reason);
@@ -127,6 +133,17 @@ class GpuFeeder final : public FeederBackend {
     cuda::NvjpegHostTimes nvjpeg;  // of host_seconds, nvJPEG's by phase
   };
 
+  // Makes the CUDA context and everything of the feeder's that lives in it (pool, streams, ring, page-locked
+  // memory, augmenter, pixel twins, returner), on set_up_; publishes the failure, if any, to await_device().
+  void set_up() noexcept;
+  // Waits until set_up() is done; rethrows what it failed with. Every entry point that touches the device
+  // calls it first; the pipeline's side (host memory, the decode split) does not need it.
+  void await_device() const;
+  // The ring's device buffers for expected_, if feed() said already (on the set-up thread).
+  void prepare_ring();
+  // The augmentation (or normalize) kernels launched once into the first slot (sized for `capacity`), so
+  // that their loading is not on a batch's way. Only while no batch is held.
+  void launch_kernels_once(std::size_t capacity, ImageShape shape);
   // The slot's device buffer holds `capacity` samples of `shape` (and their images); allocated when not.
   void ensure_capacity(Slot& slot, std::size_t index, std::size_t capacity, ImageShape shape);
   enum class DecoderState : std::uint8_t { untried, starting, ready, unavailable };
@@ -159,9 +176,24 @@ class GpuFeeder final : public FeederBackend {
 
   const int device_;
   const FeederOptions options_;
+  // The device side is made by set_up() on set_up_ (FeederOptions::set_up_behind): device_ready_ (set last,
+  // release) says it is there; device_settled_ and device_failure_ (under mutex_) that it ended and how.
+  std::thread set_up_;
+  std::atomic<bool> device_ready_{false};
+  bool device_settled_ = false;
+  std::exception_ptr device_failure_;
+  mutable std::condition_variable device_came_;
+  struct ExpectedBatches {
+    std::size_t capacity;
+    ImageShape shape;
+  };
+  std::optional<ExpectedBatches> expected_;  // under mutex_
   std::unique_ptr<cuda::DeviceMemoryPool> own_pool_;  // before the streams and buffers: destroyed after them
   cuda::DeviceMemoryPool* pool_;
-  std::shared_ptr<cuda::PinnedBlockCache> host_memory_;  // the pipelines' batch buffers
+  // The pipelines' batch buffers: kept blocks over the late-locked memory, which hands the first ones out
+  // before the context exists (late_locked_memory.h) and the feeder's page-locked ones after.
+  std::shared_ptr<cuda::LateLockedHostMemory> early_memory_;
+  std::shared_ptr<cuda::PinnedBlockCache> host_memory_;
   std::optional<cuda::Stream> copy_, own_consumer_;  // made with the device current
   cudaStream_t consumer_ = nullptr;
   HeldSlots held_;

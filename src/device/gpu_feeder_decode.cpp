@@ -65,6 +65,7 @@ cuda::DeviceDecoder* GpuFeeder::decoder() const {
 }
 
 bool GpuFeeder::ensure_decoder() {
+  await_device();
   cuda::DecoderStartup* running = nullptr;
   {
     std::lock_guard lock(mutex_);

@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "conveyor/cuda/device_feeder.h"
+#include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/cuda/stream.h"
 #include "conveyor/dataset.h"
 #include "conveyor/ops/sample_ops.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/decode_split.h"
+#include "src/device/late_locked_memory.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
 #include "support/test_images.h"
 #include "support/watchdog.h"
@@ -216,6 +218,56 @@ TEST(FeederGpuHybrid, WithoutItOnlyTheEnginesDecodeOnTheGpuAndTheCpuTakesWhatThe
                 0)
           << "progressive sample " << engines_only.samples[k][i].index;
     }
+}
+
+
+// Issue 41, start at once: the feeder's CUDA context is made on a thread of its own while the CPU decodes
+// the first batch (FeederOptions::set_up_behind), and the batch buffers the pipeline took before it existed
+// are page-locked when it comes. The batches must not tell the two ways apart, and none may be copied from
+// pageable memory.
+TEST(FeederSetUpBehind, GivesTheBatchesOfAFeederSetUpInItsConstructorAllFromPageLockedMemory) {
+  if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
+  const testing::Watchdog watchdog(180s, "GivesTheBatchesOfAFeederSetUpInItsConstructor");
+  const std::vector<std::vector<std::uint8_t>> files = photos(48);
+  // CPU decoding only: with nvJPEG, feed() of a deterministic pipeline makes the decoder (and so waits for
+  // the context) before the pipeline starts, and no block would be taken before the context.
+  FeederOptions behind = hybrid(0);
+  behind.decode.enabled = false;
+  FeederOptions in_constructor = behind;
+  in_constructor.set_up_behind = false;
+  const FedRun a = feed_all(files, behind);
+  const FedRun b = feed_all(files, in_constructor);
+  std::cout << "[ set-up   ] behind: context and ring in " << a.feeder.device_setup_seconds << " s; batches "
+            << a.feeder.host_memory << "\n";
+  EXPECT_GT(a.feeder.device_setup_seconds, 0);
+  EXPECT_GT(b.feeder.device_setup_seconds, 0);
+  EXPECT_EQ(a.feeder.pageable, 0u) << "a block taken before the context was copied unlocked";
+  EXPECT_EQ(b.feeder.pageable, 0u);
+  ASSERT_EQ(a.pixels.size(), b.pixels.size());
+  ASSERT_EQ(a.pixels.size(), 3u);
+  for (std::size_t k = 0; k < a.pixels.size(); ++k) {
+    EXPECT_EQ(a.pixels[k], b.pixels[k]) << "pixels of batch " << k;
+    EXPECT_EQ(a.images[k], b.images[k]) << "images of batch " << k;
+  }
+}
+
+TEST(LateLockedHostMemory, BlocksMadeBeforeTheContextArePageLockedWhenItComesAndLaterOnesComeFromItsMemory) {
+  if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
+  cuda::LateLockedHostMemory memory;
+  const std::size_t bytes = 3 * 4096 + 100;  // not whole pages: locked whole all the same
+  void* early[2] = {memory.allocate(bytes), memory.allocate(bytes)};
+  std::memset(early[0], 7, bytes);  // written before locking, as the pipeline's workers do
+  CONVEYOR_CUDA(cudaSetDevice(0), kTest);
+  const std::string note = memory.context_ready(pinned_host_memory());
+  EXPECT_NE(note.find("2 block(s) made before the CUDA context page-locked"), std::string::npos) << note;
+  void* later = memory.allocate(bytes);
+  for (void* block : {early[0], early[1], later}) {
+    cudaPointerAttributes attributes{};
+    CONVEYOR_CUDA(cudaPointerGetAttributes(&attributes, block), kTest);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost) << "a block the GPU cannot copy from directly";
+  }
+  EXPECT_EQ(static_cast<const std::uint8_t*>(early[0])[bytes - 1], 7) << "locking changed what was written";
+  for (void* block : {early[0], early[1], later}) memory.deallocate(block, bytes);
 }
 
 }  // namespace
