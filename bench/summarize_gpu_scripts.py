@@ -77,15 +77,22 @@ def median_line(label, values, unit="x"):
 
 
 def multi_gpu_hangs(folder):
-    runs = sorted(glob.glob(os.path.join(folder, "fvp_*.json")), key=lambda p: int(re.findall(r"\d+", p)[-1]))
+    # One JSON per rank (fvp_N.rankK.json): a run ended when every rank of it wrote its result.
+    ranks_of = {}
+    for path in glob.glob(os.path.join(folder, "fvp_*.json")):
+        match = re.match(r"fvp_(\d+)(?:\.rank\d+)?\.json$", os.path.basename(path))
+        if match:
+            ranks_of.setdefault(int(match.group(1)), []).append(prefetch_result(load(path)))
     logs = glob.glob(os.path.join(folder, "fvp_*.log"))
-    ended = [prefetch_result(load(path)) for path in runs]
-    ended = [r for r in ended if r]
-    stalls = sum(r.get("stall_reports", 0) for r in ended)
-    print(f"feed_vs_prefetch --gpus N: {len(ended)} of {len(logs)} runs ended; stall reports in ended runs: {stalls}")
+    world = max((len(results) for results in ranks_of.values()), default=0)
+    ended = {run: results for run, results in ranks_of.items() if len(results) == world and all(results)}
+    stalls = sum(r.get("stall_reports", 0) for results in ended.values() for r in results)
+    print(f"feed_vs_prefetch on {world} ranks: {len(ended)} of {len(logs)} runs ended (every rank's result "
+          f"written); stall reports in ended runs: {stalls}")
     if ended:
-        rates = [r["images_per_s"] for r in ended]
-        print(f"  images/s (every GPU): median {statistics.median(rates):.0f}, min {min(rates):.0f}, max {max(rates):.0f}")
+        rates = [sum(r["images_per_s"] for r in results) for results in ended.values()]
+        print(f"  images/s (all ranks together): median {statistics.median(rates):.0f}, min {min(rates):.0f}, "
+              f"max {max(rates):.0f}")
     return len(ended), len(logs)
 
 

@@ -156,8 +156,8 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dat
     stats_.decoder = "nvJPEG coming ready on a startup thread (the CPU decodes every image meanwhile)";
   }
   cuda::DecoderPlan plan;
+  // Its pool is the feeder's, set when the startup starts (the context may not be there yet).
   plan.device = device_;
-  plan.pool = pool_;
   plan.options = options_.decode;
   plan.blocks_per_image = options_.kernel_blocks_per_image;
   if (const std::optional<ImageShape> shape = dataset.sample_shape(); shape && dataset.batch_size() > 0) {
@@ -184,6 +184,7 @@ void GpuFeeder::start_planned_startup() {
     startup_plan_.reset();
     fed_at = fed_at_;
   }
+  plan->pool = pool_;  // stage() calls this: the feeder's device side is set up
   auto startup = std::make_unique<cuda::DecoderStartup>(
       std::move(*plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); });
   std::unique_ptr<cuda::DecoderStartup> earlier;  // none in practice; joined outside the lock if there were
