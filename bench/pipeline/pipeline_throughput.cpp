@@ -760,6 +760,7 @@ Json device_json(const Config& config, const Result& r) {
           {"feeder_construction_s", r.feeder_construction_s},
           {"set_up_behind", config.set_up_behind},
           {"device_setup_s", f.device_setup_seconds},
+          {"device_setup", f.device_setup},
           {"start_at_once", config.start_at_once},
           {"startup", f.startup},
           {"decoder_ready_s", f.decoder_ready_seconds},

@@ -232,6 +232,7 @@ struct FeederStats {
   double first_stage_seconds = 0;
   // How long making the CUDA context and the feeder's things in it took (FeederOptions::set_up_behind).
   double device_setup_seconds = 0;
+  std::string device_setup;  // its phases: "context 0.110 s, streams 0.001 s, ..."
   // The GPU-decoded images by nvJPEG path: "hardware", "hardware_roi", "software", "software_roi" (GPU
   // hybrid or Huffman on the CPU for what the engines refuse).
   std::map<std::string, std::uint64_t> gpu_decode_paths;
