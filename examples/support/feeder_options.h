@@ -54,14 +54,16 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
   for (const Lever& lever : levers)
     app.add_option(lever.flag, options.*lever.field, scope + lever.help)->capture_default_str();
   app.add_option("--gpu-share", options.gpu_share,
-                 scope + "the share of images the GPU decodes: fixed in deterministic runs, where adapting "
-                         "starts otherwise")
+                 scope +
+                     "the share of images the GPU decodes: fixed in deterministic runs, where adapting "
+                     "starts otherwise")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--kernel-blocks", options.kernel_blocks,
-                 scope + "thread blocks per image of the feeder's kernels (augmentation, crop-resize); fewer "
-                         "leave more of the GPU to the work beside them (FeederOptions::kernel_blocks_per_image; "
-                         "0: one pass's worth)")
+                 scope +
+                     "thread blocks per image of the feeder's kernels (augmentation, crop-resize); fewer "
+                     "leave more of the GPU to the work beside them (FeederOptions::kernel_blocks_per_image; "
+                     "0: one pass's worth)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
 }
@@ -71,8 +73,9 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
 template <class Options>
 void add_service_client_options(CLI::App& app, Options& options, const std::string& scope) {
   app.add_option("--service-local-threads", options.service_local_threads,
-                 scope + "this process's own cores make splits too (local first, the workers the rest; 0: the "
-                         "workers alone)")
+                 scope +
+                     "this process's own cores make splits too (local first, the workers the rest; 0: the "
+                     "workers alone)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
   app.add_option("--service-job", options.service_job, scope + "the job's name (default: its fingerprint)");
