@@ -22,14 +22,38 @@ using Stage = ElementOrder::Stage;
   throw InvalidArgument("iterator state does not fit this dataset: " + what);
 }
 
-// The restore of a stage whose true state is what it holds back (a buffer, a padding element) and whose
-// saved words are (epoch of its last reset, elements handed out since): reset, then take that many again
-// (index arithmetic upstream, nothing is read or decoded).
-void replay(Stage& stage, const std::uint64_t* in, const char* what) {
-  stage.reset(in[0]);
-  for (std::uint64_t i = 0; i < in[1]; ++i)
-    if (!stage.next()) bad_state(std::string(what) + " ends before position " + std::to_string(in[1]));
-}
+// A stage whose true state is what it holds back (a buffer, a padding element): it saves (epoch of its last
+// reset, elements handed out since) instead, and its restore resets, then takes that many again (index
+// arithmetic upstream, nothing is read or decoded). The stage calls replay_from() in its reset() and
+// count_delivered() for each element its next() hands out.
+class ReplayedStage : public Stage {
+ public:
+  // what: the stage in an error message ("the buffered shuffle").
+  explicit ReplayedStage(const char* what) : what_(what) {}
+  std::size_t words() const noexcept final { return 2; }
+  void save(std::uint64_t* out) const noexcept final {
+    out[0] = reset_epoch_;
+    out[1] = delivered_;
+  }
+  void restore(const std::uint64_t* in) final {
+    reset(in[0]);
+    for (std::uint64_t i = 0; i < in[1]; ++i)
+      if (!next()) bad_state(std::string(what_) + " ends before position " + std::to_string(in[1]));
+  }
+
+ protected:
+  void replay_from(std::uint64_t epoch) noexcept {
+    reset_epoch_ = epoch;
+    delivered_ = 0;
+  }
+  // The element about to be handed out is the epoch's delivered()-th since the reset (from 0).
+  std::uint64_t delivered() const noexcept { return delivered_; }
+  void count_delivered() noexcept { ++delivered_; }
+
+ private:
+  const char* const what_;
+  std::uint64_t reset_epoch_ = 0, delivered_ = 0;  // the state: replayed from reset(reset_epoch_)
+};
 
 // 0, 1, ..., n - 1 in every epoch.
 class SourceStage final : public Stage {
@@ -117,17 +141,21 @@ class PermutationStage final : public Stage {
 // (which every rank agrees on), so that a sample's seed does not depend on the world size. Its true state
 // is the buffer; the saved state is (epoch, emitted) instead, and restore() replays that many draws (index
 // arithmetic only over a random-access source; over a streamed one the stream stage reads them again).
-class BufferedShuffleStage final : public Stage {
+class BufferedShuffleStage final : public ReplayedStage {
  public:
   BufferedShuffleStage(Stage& upstream, std::size_t buffer_size, std::uint64_t seed, bool renumber)
-      : upstream_(upstream), buffer_size_(buffer_size), seed_(seed), renumber_(renumber), rng_(seed) {}
+      : ReplayedStage("the buffered shuffle"),
+        upstream_(upstream),
+        buffer_size_(buffer_size),
+        seed_(seed),
+        renumber_(renumber),
+        rng_(seed) {}
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
-    epoch_ = epoch;
+    replay_from(epoch);
     rng_ = Rng(combine_seeds(seed_, epoch), 0x5348'5546'464C'45ull);  // stream "SHUFFLE"
     buffer_.clear();
     filled_ = false;
-    emitted_ = 0;
   }
   std::optional<OrderedElement> next() override {
     if (!filled_) {
@@ -148,16 +176,10 @@ class BufferedShuffleStage final : public Stage {
       buffer_[j] = std::move(buffer_.back());
       buffer_.pop_back();
     }
-    if (renumber_) out.index = emitted_;
-    ++emitted_;
+    if (renumber_) out.index = delivered();
+    count_delivered();
     return out;
   }
-  std::size_t words() const noexcept override { return 2; }
-  void save(std::uint64_t* out) const noexcept override {
-    out[0] = epoch_;
-    out[1] = emitted_;
-  }
-  void restore(const std::uint64_t* in) override { replay(*this, in, "the buffered shuffle"); }
 
  private:
   Stage& upstream_;
@@ -165,10 +187,8 @@ class BufferedShuffleStage final : public Stage {
   const std::uint64_t seed_;
   const bool renumber_;
   Rng rng_;
-  std::uint64_t epoch_ = 0;
   std::vector<OrderedElement> buffer_;
   bool filled_ = false;
-  std::uint64_t emitted_ = 0;
 };
 
 // Restarts the upstream `count` times (or forever) with consecutive epoch numbers. Nested repeats
@@ -314,11 +334,12 @@ class ShardStage final : public Stage {
 // Random access: when the upstream has it and holds one epoch per reset (no repeat before it), position p of
 // this shard is upstream position p * num_shards + index, and with pad a position past the epoch's end is
 // the padded order's p mod n, as above: what next() gives, found without the elements before it.
-class EvenShardStage final : public Stage {
+class EvenShardStage final : public ReplayedStage {
  public:
   EvenShardStage(Stage& upstream, std::size_t num_shards, std::size_t index, ShardRemainder remainder,
                  bool one_epoch_upstream)
-      : upstream_(upstream),
+      : ReplayedStage("the even shard"),
+        upstream_(upstream),
         num_shards_(num_shards),
         index_(index),
         remainder_(remainder),
@@ -340,8 +361,7 @@ class EvenShardStage final : public Stage {
   }
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
-    reset_epoch_ = epoch;
-    delivered_ = 0;
+    replay_from(epoch);
     lookahead_.reset();
     padding_.reset();
     ended_ = false;
@@ -349,15 +369,9 @@ class EvenShardStage final : public Stage {
   }
   std::optional<OrderedElement> next() override {
     std::optional<OrderedElement> element = pull();
-    if (element) ++delivered_;
+    if (element) count_delivered();
     return element;
   }
-  std::size_t words() const noexcept override { return 2; }
-  void save(std::uint64_t* out) const noexcept override {
-    out[0] = reset_epoch_;
-    out[1] = delivered_;
-  }
-  void restore(const std::uint64_t* in) override { replay(*this, in, "the even shard"); }
 
  private:
   std::optional<OrderedElement> pull() {
@@ -415,7 +429,6 @@ class EvenShardStage final : public Stage {
   const std::uint64_t num_shards_, index_;
   const ShardRemainder remainder_;
   const bool random_access_;
-  std::uint64_t reset_epoch_ = 0, delivered_ = 0;  // the state: replayed from reset(reset_epoch_)
   std::uint64_t epoch_ = 0, position_ = 0;
   std::vector<OrderedElement> first_;        // pad: the epoch's first num_shards elements
   std::optional<OrderedElement> held_;       // drop: this shard's element of the current block
