@@ -6,12 +6,8 @@
 RESULTS.json is what `feed_vs_prefetch --json` writes.
 """
 import json
-import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_figure import plt, run_from_command_line, save
 
 
 def main(results_path, out_path):
@@ -39,11 +35,8 @@ def main(results_path, out_path):
 
     fig.suptitle(f"{run.get('model', '')} batch {run.get('batch')} on {run.get('device')}, "
                  f"{run.get('threads')} threads ({run.get('date', '')})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=110)
+    save(fig, out_path)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    run_from_command_line(main, __doc__)

@@ -8,10 +8,7 @@ number of images as conveyor's (torch_dataloader.py without --sweep) as one more
 import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_figure import plt, save
 
 
 def main(ours_path, peer_path, out_path, peer_main_path=None):
@@ -40,8 +37,7 @@ def main(ours_path, peer_path, out_path, peer_main_path=None):
     ax.set_title("decode + RandomResizedCrop(224) + flip + ColorJitter + batch 256", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=110)
+    save(fig, out_path)
 
 
 if __name__ == "__main__":

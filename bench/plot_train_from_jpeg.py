@@ -12,10 +12,7 @@ failed is drawn as an empty slot with its reason under the axis.
 import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_figure import plt, run_from_command_line, save
 
 FEEDS = [("dataloader", "DataLoader", "#c44e52"), ("conveyor", "conveyor (GPU-side stages)", "#55a868"),
          ("conveyor-cpu", "conveyor, all on the CPU", "#8fd19e"), ("gpu", "batch on the GPU (ceiling)", "#4c72b0")]
@@ -61,11 +58,8 @@ def main(results_path, out_path):
     if notes:
         fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, va="bottom")
         fig.subplots_adjust(bottom=0.12 + 0.03 * len(notes))
-    fig.tight_layout(rect=(0, 0.03 * len(notes), 1, 1))
-    fig.savefig(out_path, dpi=110)
+    save(fig, out_path, rect=(0, 0.03 * len(notes), 1, 1))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    run_from_command_line(main, __doc__)

@@ -5,12 +5,8 @@ test accuracy where the run evaluated (--eval-every).
     plot_training.py RUN.csv OUT.png
 """
 import csv
-import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_figure import plt, run_from_command_line, save
 
 
 def runs_of(rows):
@@ -40,11 +36,8 @@ def main(csv_path, out_path):
     acc.set_ylabel("accuracy (%)")
     acc.legend(fontsize="small")
     acc.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=110)
+    save(fig, out_path)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    run_from_command_line(main, __doc__)

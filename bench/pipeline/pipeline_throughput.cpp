@@ -99,6 +99,7 @@
 #include "conveyor/shards.h"
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
+#include "examples/support/feeder_options.h"
 
 namespace {
 
@@ -162,18 +163,10 @@ struct Config {
 void add_service_options(CLI::App& app, Config& config) {
   app.add_option("--service", config.service,
                  "grpc://HOST:PORT: the data service's dispatcher makes the chain instead of this process");
-  app.add_option("--service-local-threads", config.service_local_threads,
-                 "with --service: this process's own cores make splits too (0: the workers alone)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
   app.add_option("--service-split", config.service_split,
                  "with --service: batches per split (0: about 2,048 samples)")
       ->capture_default_str();
-  app.add_option("--service-job", config.service_job,
-                 "with --service: the job's name (default: its fingerprint)");
-  app.add_option("--service-token", config.service_token, "with --service: the job's token");
-  app.add_option("--service-tls", config.service_tls,
-                 "with --service: TLS from DIR/ca.pem, cert.pem, key.pem");
+  example_support::add_service_client_options(app, config, "with --service: ");
 }
 
 // The options of the device mode (see the file comment).
@@ -181,57 +174,12 @@ void add_device_options(CLI::App& app, Config& config) {
   app.add_option("--device", config.device,
                  "none: the batches end in host memory; gpu or gpu:N: on that GPU, with the options below")
       ->capture_default_str();
-  app.add_option("--gpu-decode", config.gpu_decode, "nvJPEG decodes a share of the images (hybrid split)")
-      ->capture_default_str();
-  app.add_option("--gpu-share", config.gpu_share,
-                 "the GPU's share: fixed in deterministic runs, where adapting starts otherwise")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--hardware-pipelining", config.hardware_pipelining,
-                 "let nvJPEG's hardware decoder buffer images beyond each batch "
-                 "(DeviceDecode::hardware_pipelining)")
-      ->capture_default_str();
   app.add_option("--gpu-augment", config.gpu_augment, "flip and distort on the GPU, fused with normalize")
       ->capture_default_str();
   app.add_option("--precision", config.precision, "the normalized images' element type (NHWC)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
-  app.add_option(
-         "--feeder-warmup", config.feeder_warmup,
-         "make the feeder ready (ring, page-locked batches, nvJPEG and its kernels) before the pipeline "
-         "starts (DeviceFeeder::warmup)")
-      ->capture_default_str();
-  app.add_option(
-         "--remember-split", config.remember_split,
-         "an adapting split starts where the last run like this one settled, and is kept for the next "
-         "(DeviceDecode::remember_share)")
-      ->capture_default_str();
-  app.add_option(
-         "--kernel-blocks", config.kernel_blocks,
-         "thread blocks per image of the feeder's kernels (FeederOptions::kernel_blocks_per_image; 0: one "
-         "pass's worth)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--hardware-pool", config.hardware_pool,
-                 "nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up "
-                 "(DeviceDecode::hardware_pool)")
-      ->capture_default_str();
-  app.add_option("--start-at-once", config.start_at_once,
-                 "with --deterministic 0: the CPU decodes every image until nvJPEG is ready on a thread of the "
-                 "feeder, then the split opens (DeviceDecode::start_at_once); 0: nvJPEG is made ready first")
-      ->capture_default_str();
-  app.add_option("--set-up-behind", config.set_up_behind,
-                 "the feeder makes its CUDA context on a thread of its own while the CPU decodes the first "
-                 "batch (FeederOptions::set_up_behind); 0: in its constructor")
-      ->capture_default_str();
-  app.add_option("--gpu-hybrid", config.gpu_hybrid,
-                 "what the hardware engines refuse is decoded by nvJPEG's GPU hybrid path (1) or on the CPU (0: "
-                 "only the engines decode on the GPU; DeviceDecode::gpu_hybrid)")
-      ->capture_default_str();
-  app.add_option("--copy-whole-batch", config.copy_whole_batch,
-                 "copy the deferred samples' slots with the rest (1) or only the samples the pipeline decoded "
-                 "(0; DeviceDecode::copy_whole_batch)")
-      ->capture_default_str();
+  example_support::add_feeder_lever_options(app, config, "");
 }
 
 Config parse(int argc, char** argv) {

@@ -138,6 +138,7 @@ int main(int argc, char** argv) try {
   setup.cpus_near_gpu = options.cpus == "gpu";
   setup.memory_near_gpu = options.memory_near_gpu;
   setup.start_at_once = options.start_at_once;
+  setup.set_up_behind = options.set_up_behind;
   setup.gpu_hybrid = options.gpu_hybrid;
   setup.copy_whole_batch = options.copy_whole_batch;
   setup.stall_seconds = options.stall_seconds;

@@ -198,6 +198,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
   feeder.kernel_blocks_per_image = setup.kernel_blocks;
   feeder.host.cpus_near_gpu = setup.cpus_near_gpu;
   feeder.host.memory_near_gpu = setup.memory_near_gpu;
+  feeder.set_up_behind = setup.set_up_behind;
   if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);

@@ -59,6 +59,7 @@ struct Setup {
   bool cpus_near_gpu = true;
   bool memory_near_gpu = true;
   bool start_at_once = true;
+  bool set_up_behind = true;
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
   // prefetch: seconds without a step before every thread's activity is reported (0: never).

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "device_option.h"
+#include "feeder_options.h"
 #include "plot_script.h"
 
 namespace feed_vs_prefetch {
@@ -16,36 +17,11 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "prefetch on a GPU: flip and distort on the GPU, fused with the normalize that makes the "
                  "model's input (1), or as CPU maps (0)")
       ->capture_default_str();
-  app.add_option("--gpu-decode", options.gpu_decode,
-                 "prefetch on a GPU: nvJPEG decodes --gpu-share of the images while the CPU decodes the rest "
-                 "(needs --device-augment 1: the decode must be the pipeline's last map)")
-      ->capture_default_str();
-  app.add_option("--gpu-share", options.gpu_share, "the share of images the GPU decodes")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--pipeline-deterministic", options.pipeline_deterministic,
                  "prefetch: the pipeline's deterministic option; with 0 the hybrid split moves the GPU's "
                  "share, batch by batch, to where neither the CPU workers nor the GPU decoder waits (the "
                  "batches then depend on timing); with 1 the same batches every run at --gpu-share (default: "
                  "0, or 1 with --deterministic or --record-loss)");
-  app.add_option("--hardware-pipelining", options.hardware_pipelining,
-                 "prefetch on a GPU: let nvJPEG's hardware decoder buffer images beyond each batch (its own "
-                 "default; DeviceDecode::hardware_pipelining)")
-      ->capture_default_str();
-  app.add_option(
-         "--hardware-pool", options.hardware_pool,
-         "prefetch on a GPU: nvJPEG's hardware decoder keeps its buffers in a pool sized at warm-up (1) "
-         "or allocates and frees them in its decode calls (0; DeviceDecode::hardware_pool)")
-      ->capture_default_str();
-  app.add_option("--remember-split", options.remember_split,
-                 "prefetch on a GPU: an adapting split starts where the last run like this one settled, and "
-                 "is kept for the next (DeviceDecode::remember_share)")
-      ->capture_default_str();
-  app.add_option(
-         "--feeder-warmup", options.feeder_warmup,
-         "prefetch: make the feeders ready (ring, page-locked batches, nvJPEG and its kernels) before "
-         "the first batch, after the trainer's warm-up (DeviceFeeder::warmup)")
-      ->capture_default_str();
   app.add_option("--cpus", options.cpus,
                  "prefetch: the CPUs of the pipeline (PipelineOptions::cpus): gpu (the feeder's default: "
                  "under a launcher with several ranks on the host, the rank's share of the CPUs close to its GPU; "
@@ -56,30 +32,11 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "prefetch on a GPU: page-locked batches bound to the GPU's NUMA node on a host of several "
                  "(HostPlacement::memory_near_gpu)")
       ->capture_default_str();
-  app.add_option("--start-at-once", options.start_at_once,
-                 "prefetch on a GPU without --feeder-warmup, pipeline not deterministic: the CPU decodes every "
-                 "image until nvJPEG is ready (DeviceDecode::start_at_once)")
-      ->capture_default_str();
-  app.add_option("--gpu-hybrid", options.gpu_hybrid,
-                 "prefetch on a GPU: what the hardware engines refuse is decoded by nvJPEG's GPU hybrid path "
-                 "(1) or on the CPU (0: only the engines decode on the GPU; DeviceDecode::gpu_hybrid)")
-      ->capture_default_str();
-  app.add_option("--copy-whole-batch", options.copy_whole_batch,
-                 "prefetch on a GPU: copy the deferred samples' slots with the rest (1) or only the samples the "
-                 "pipeline decoded (0; DeviceDecode::copy_whole_batch)")
-      ->capture_default_str();
   app.add_option("--step-priority", options.step_priority,
                  "on a GPU: the step's stream at the default priority or the most urgent one, so that the "
                  "feeder's kernels yield to it (TrainerOptions::urgent_stream)")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "urgent"}));
-  app.add_option(
-         "--kernel-blocks", options.kernel_blocks,
-         "prefetch on a GPU: thread blocks per image of the feeder's kernels (augmentation, crop-resize); "
-         "fewer leave more of the GPU to the step (FeederOptions::kernel_blocks_per_image; 0: one pass's "
-         "worth)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--resident", options.resident,
                  "prefetch: after the warm-up steps, every timed step trains on the last warm-up batch, which "
                  "stays on the GPU: the step's own rate (data parallel: its all-reduce included) without input")
@@ -94,6 +51,7 @@ void add_device_work_options(CLI::App& app, Options& options) {
                  "ends with an error (a rank killed or hung; DataParallelOptions::collective_timeout)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  example_support::add_feeder_lever_options(app, options, "prefetch on a GPU: ");
 }
 
 // prefetch's batches from the data service (issue 40).
@@ -103,17 +61,7 @@ void add_service_options(CLI::App& app, Options& options) {
       "prefetch: the chain the other flags describe (--data, --size, the augmentation, --seed) made by "
       "the data service at grpc://HOST:PORT (its dispatcher) instead of a pipeline here; flip and "
       "distort stay on the GPU with --device-augment 1, and nvJPEG decodes nothing");
-  app.add_option(
-         "--service-local-threads", options.service_local_threads,
-         "prefetch with --service: this process's own cores make splits too (local first, the workers "
-         "the rest; 0: the workers alone)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
-  app.add_option("--service-job", options.service_job,
-                 "prefetch with --service: the job's name (default: its fingerprint)");
-  app.add_option("--service-token", options.service_token, "prefetch with --service: the job's token");
-  app.add_option("--service-tls", options.service_tls,
-                 "prefetch with --service: TLS from DIR/ca.pem, DIR/cert.pem and DIR/key.pem");
+  example_support::add_service_client_options(app, options, "prefetch with --service: ");
 }
 
 }  // namespace

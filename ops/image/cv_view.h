@@ -9,16 +9,16 @@
 
 namespace conveyor::ops::detail {
 
-inline cv::Mat as_mat(ImageView view) {
-  return cv::Mat(view.height, view.width, CV_8UC(view.channels), view.data,
+// A cv::Mat header of `type` over a view's rows. OpenCV has no const Mat header; callers only ever pass the
+// header of a const view as an input array.
+template <class View>
+cv::Mat mat_header(const View& view, int type) {
+  return cv::Mat(view.height, view.width, type, const_cast<std::uint8_t*>(view.data),
                  static_cast<std::size_t>(view.stride));
 }
 
-// OpenCV has no const Mat header; callers only ever pass the result as an input array.
-inline cv::Mat as_mat(ConstImageView view) {
-  return cv::Mat(view.height, view.width, CV_8UC(view.channels), const_cast<std::uint8_t*>(view.data),
-                 static_cast<std::size_t>(view.stride));
-}
+inline cv::Mat as_mat(ImageView view) { return mat_header(view, CV_8UC(view.channels)); }
+inline cv::Mat as_mat(ConstImageView view) { return mat_header(view, CV_8UC(view.channels)); }
 
 // OpenCV's border rule for a pad mode, for images and masks alike.
 inline int cv_border(PadMode mode) {
@@ -37,14 +37,7 @@ inline int cv_border(PadMode mode) {
 
 inline int cv_type(MaskType type) { return type == MaskType::uint16 ? CV_16UC1 : CV_8UC1; }
 
-inline cv::Mat as_mat(MaskView view) {
-  return cv::Mat(view.height, view.width, cv_type(view.type), view.data,
-                 static_cast<std::size_t>(view.stride));
-}
-
-inline cv::Mat as_mat(ConstMaskView view) {
-  return cv::Mat(view.height, view.width, cv_type(view.type), const_cast<std::uint8_t*>(view.data),
-                 static_cast<std::size_t>(view.stride));
-}
+inline cv::Mat as_mat(MaskView view) { return mat_header(view, cv_type(view.type)); }
+inline cv::Mat as_mat(ConstMaskView view) { return mat_header(view, cv_type(view.type)); }
 
 }  // namespace conveyor::ops::detail

@@ -13,7 +13,7 @@ std::shared_ptr<const void> DeviceBatch::share_hold() const noexcept { return ho
 
 const TensorView& DeviceBatch::field(std::string_view name) const noexcept {
   static const TensorView none;  // constant: what a batch without the tensor shows
-  for (const BatchTensor& tensor : fields_)
+  for (const BatchTensor& tensor : parts_.fields)
     if (tensor.name == name) return tensor.view;
   return none;
 }
@@ -23,18 +23,7 @@ namespace detail {
 DeviceBatch DeviceBatchAccess::make(std::shared_ptr<SlotHold> hold, const Parts& parts) {
   DeviceBatch batch;
   batch.hold_ = std::move(hold);
-  batch.pixels_ = parts.pixels;
-  batch.labels_ = parts.labels;
-  batch.images_ = parts.images;
-  batch.fields_ = parts.fields;
-  batch.normalization_ = parts.normalization;
-  batch.augmented_ = parts.augmented;
-  batch.samples_ = parts.samples;
-  batch.size_ = parts.size;
-  batch.shape_ = parts.shape;
-  batch.device_ = parts.device;
-  batch.sequence_ = parts.sequence;
-  batch.epoch_ = parts.epoch;
+  batch.parts_ = parts;
   return batch;
 }
 

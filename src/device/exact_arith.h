@@ -13,54 +13,25 @@
 
 namespace conveyor::cuda::exact {
 
-CONVEYOR_HOST_DEVICE float mul(float a, float b) {
+// The float and double forms of one operation: on the device the intrinsic that is never fused (FLOAT_RN,
+// DOUBLE_RN), on the host the operator itself (OP). One rule for every operation, so that no form can miss
+// its intrinsic.
 #ifdef __CUDA_ARCH__
-  return __fmul_rn(a, b);
+#define CONVEYOR_EXACT_OPERATION(NAME, OP, FLOAT_RN, DOUBLE_RN)                \
+  CONVEYOR_HOST_DEVICE float NAME(float a, float b) { return FLOAT_RN(a, b); } \
+  CONVEYOR_HOST_DEVICE double NAME(double a, double b) { return DOUBLE_RN(a, b); }
 #else
-  return a * b;
+#define CONVEYOR_EXACT_OPERATION(NAME, OP, FLOAT_RN, DOUBLE_RN)        \
+  CONVEYOR_HOST_DEVICE float NAME(float a, float b) { return a OP b; } \
+  CONVEYOR_HOST_DEVICE double NAME(double a, double b) { return a OP b; }
 #endif
-}
 
-CONVEYOR_HOST_DEVICE float add(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
+CONVEYOR_EXACT_OPERATION(mul, *, __fmul_rn, __dmul_rn)
+CONVEYOR_EXACT_OPERATION(add, +, __fadd_rn, __dadd_rn)
+CONVEYOR_EXACT_OPERATION(sub, -, __fsub_rn, __dsub_rn)
+#undef CONVEYOR_EXACT_OPERATION
 
-CONVEYOR_HOST_DEVICE float sub(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
-CONVEYOR_HOST_DEVICE double mul(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-CONVEYOR_HOST_DEVICE double add(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-CONVEYOR_HOST_DEVICE double sub(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
+// In double only: a float quotient is computed in double (the promotion picks this form).
 CONVEYOR_HOST_DEVICE double div(double a, double b) {
 #ifdef __CUDA_ARCH__
   return __ddiv_rn(a, b);

@@ -115,19 +115,7 @@ class SlotHold {
 
 // Builds DeviceBatch handles and reaches the backend behind a feeder or a batch.
 struct DeviceBatchAccess {
-  struct Parts {
-    TensorView pixels, labels, images;
-    // The batch's field tensors where the consumer reads them (Batch::fields(), or their device copies);
-    // the storage lives as long as the slot is held.
-    std::span<const BatchTensor> fields;
-    std::optional<ops::NormalizeParams> normalization;  // set with images
-    bool augmented = false;
-    std::span<const SampleInfo> samples;
-    std::size_t size = 0;
-    ImageShape shape;
-    int device = -1;
-    std::uint64_t sequence = 0, epoch = 0;
-  };
+  using Parts = DeviceBatchParts;
   static DeviceBatch make(std::shared_ptr<SlotHold> hold, const Parts& parts);
   // FeederOptions::augment flips images only: a batch with a field that would have to flip with them is
   // refused (place_pixel_ops leaves such a chain's flip in the pipeline), so that no batch differs by

@@ -22,27 +22,57 @@ using Stage = ElementOrder::Stage;
   throw InvalidArgument("iterator state does not fit this dataset: " + what);
 }
 
-// The restore of a stage whose true state is what it holds back (a buffer, a padding element) and whose
-// saved words are (epoch of its last reset, elements handed out since): reset, then take that many again
-// (index arithmetic upstream, nothing is read or decoded).
-void replay(Stage& stage, const std::uint64_t* in, const char* what) {
-  stage.reset(in[0]);
-  for (std::uint64_t i = 0; i < in[1]; ++i)
-    if (!stage.next()) bad_state(std::string(what) + " ends before position " + std::to_string(in[1]));
-}
+// A stage whose saved state is two words: the epoch of its last reset and its position in that epoch (the
+// elements it has handed out since). The stage calls start() in its reset() (and its restore()) and
+// advance() for each element its next() hands out.
+class EpochPositionStage : public Stage {
+ public:
+  std::size_t words() const noexcept final { return 2; }
+  void save(std::uint64_t* out) const noexcept final {
+    out[0] = epoch_;
+    out[1] = position_;
+  }
+
+ protected:
+  std::uint64_t epoch() const noexcept { return epoch_; }
+  std::uint64_t position() const noexcept { return position_; }
+  void start(std::uint64_t epoch, std::uint64_t position = 0) noexcept {
+    epoch_ = epoch;
+    position_ = position;
+  }
+  // The position of the element being handed out; the next one's after it.
+  std::uint64_t advance() noexcept { return position_++; }
+
+ private:
+  std::uint64_t epoch_ = 0, position_ = 0;
+};
+
+// A stage whose true state is what it holds back (a buffer, a padding element): it saves its epoch and
+// position instead, and its restore resets, then takes that many again (index arithmetic upstream, nothing
+// is read or decoded).
+class ReplayedStage : public EpochPositionStage {
+ public:
+  // what: the stage in an error message ("the buffered shuffle").
+  explicit ReplayedStage(const char* what) : what_(what) {}
+  void restore(const std::uint64_t* in) final {
+    reset(in[0]);
+    for (std::uint64_t i = 0; i < in[1]; ++i)
+      if (!next()) bad_state(std::string(what_) + " ends before position " + std::to_string(in[1]));
+  }
+
+ private:
+  const char* const what_;
+};
 
 // 0, 1, ..., n - 1 in every epoch.
-class SourceStage final : public Stage {
+class SourceStage final : public EpochPositionStage {
  public:
   explicit SourceStage(std::uint64_t size) : size_(size) {}
-  void reset(std::uint64_t epoch) override {
-    epoch_ = epoch;
-    position_ = 0;
-  }
+  void reset(std::uint64_t epoch) override { start(epoch); }
   std::optional<OrderedElement> next() override {
-    if (position_ == size_) return std::nullopt;
-    const std::uint64_t i = position_++;
-    return OrderedElement{i, epoch_, i, false, nullptr};
+    if (position() == size_) return std::nullopt;
+    const std::uint64_t i = advance();
+    return OrderedElement{i, epoch(), i, false, nullptr};
   }
   bool random_access() const noexcept override { return true; }
   std::uint64_t length() const noexcept override { return size_; }
@@ -50,36 +80,28 @@ class SourceStage final : public Stage {
     return {position, epoch, position, false, nullptr};
   }
   std::optional<std::uint64_t> index_offset() const noexcept override { return 0; }
-  std::size_t words() const noexcept override { return 2; }
-  void save(std::uint64_t* out) const noexcept override {
-    out[0] = epoch_;
-    out[1] = position_;
-  }
   void restore(const std::uint64_t* in) override {
     if (in[1] > size_) bad_state("source position " + std::to_string(in[1]) + " > " + std::to_string(size_));
-    epoch_ = in[0];
-    position_ = in[1];
+    start(in[0], in[1]);
   }
 
  private:
   const std::uint64_t size_;
-  std::uint64_t epoch_ = 0, position_ = 0;
 };
 
 // The whole epoch in the order of a keyed permutation (seeded from seed and epoch): element p of the
 // output is element perm(p) of the upstream's epoch, so the position is the whole state.
-class PermutationStage final : public Stage {
+class PermutationStage final : public EpochPositionStage {
  public:
   PermutationStage(Stage& upstream, std::uint64_t seed) : upstream_(upstream), seed_(seed) {}
   void reset(std::uint64_t epoch) override {
-    epoch_ = epoch;
-    position_ = 0;
+    start(epoch);
     permutation_ = EpochPermutation(upstream_.length(), combine_seeds(seed_, epoch));
   }
   std::optional<OrderedElement> next() override {
-    if (position_ >= permutation_.size()) return std::nullopt;
-    OrderedElement element = upstream_.at(epoch_, permutation_(position_));
-    element.index = position_++;
+    if (position() >= permutation_.size()) return std::nullopt;
+    OrderedElement element = upstream_.at(epoch(), permutation_(position()));
+    element.index = advance();
     return element;
   }
   bool random_access() const noexcept override { return true; }
@@ -91,22 +113,16 @@ class PermutationStage final : public Stage {
     return element;
   }
   std::optional<std::uint64_t> index_offset() const noexcept override { return 0; }
-  std::size_t words() const noexcept override { return 2; }
-  void save(std::uint64_t* out) const noexcept override {
-    out[0] = epoch_;
-    out[1] = position_;
-  }
   void restore(const std::uint64_t* in) override {
     reset(in[0]);
     if (in[1] > permutation_.size())
       bad_state("shuffle position " + std::to_string(in[1]) + " > " + std::to_string(permutation_.size()));
-    position_ = in[1];
+    start(in[0], in[1]);
   }
 
  private:
   Stage& upstream_;
   const std::uint64_t seed_;
-  std::uint64_t epoch_ = 0, position_ = 0;
   EpochPermutation permutation_{0, 0};
 };
 
@@ -117,17 +133,21 @@ class PermutationStage final : public Stage {
 // (which every rank agrees on), so that a sample's seed does not depend on the world size. Its true state
 // is the buffer; the saved state is (epoch, emitted) instead, and restore() replays that many draws (index
 // arithmetic only over a random-access source; over a streamed one the stream stage reads them again).
-class BufferedShuffleStage final : public Stage {
+class BufferedShuffleStage final : public ReplayedStage {
  public:
   BufferedShuffleStage(Stage& upstream, std::size_t buffer_size, std::uint64_t seed, bool renumber)
-      : upstream_(upstream), buffer_size_(buffer_size), seed_(seed), renumber_(renumber), rng_(seed) {}
+      : ReplayedStage("the buffered shuffle"),
+        upstream_(upstream),
+        buffer_size_(buffer_size),
+        seed_(seed),
+        renumber_(renumber),
+        rng_(seed) {}
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
-    epoch_ = epoch;
+    start(epoch);
     rng_ = Rng(combine_seeds(seed_, epoch), 0x5348'5546'464C'45ull);  // stream "SHUFFLE"
     buffer_.clear();
     filled_ = false;
-    emitted_ = 0;
   }
   std::optional<OrderedElement> next() override {
     if (!filled_) {
@@ -148,16 +168,10 @@ class BufferedShuffleStage final : public Stage {
       buffer_[j] = std::move(buffer_.back());
       buffer_.pop_back();
     }
-    if (renumber_) out.index = emitted_;
-    ++emitted_;
+    const std::uint64_t position = advance();
+    if (renumber_) out.index = position;
     return out;
   }
-  std::size_t words() const noexcept override { return 2; }
-  void save(std::uint64_t* out) const noexcept override {
-    out[0] = epoch_;
-    out[1] = emitted_;
-  }
-  void restore(const std::uint64_t* in) override { replay(*this, in, "the buffered shuffle"); }
 
  private:
   Stage& upstream_;
@@ -165,10 +179,8 @@ class BufferedShuffleStage final : public Stage {
   const std::uint64_t seed_;
   const bool renumber_;
   Rng rng_;
-  std::uint64_t epoch_ = 0;
   std::vector<OrderedElement> buffer_;
   bool filled_ = false;
-  std::uint64_t emitted_ = 0;
 };
 
 // Restarts the upstream `count` times (or forever) with consecutive epoch numbers. Nested repeats
@@ -314,11 +326,12 @@ class ShardStage final : public Stage {
 // Random access: when the upstream has it and holds one epoch per reset (no repeat before it), position p of
 // this shard is upstream position p * num_shards + index, and with pad a position past the epoch's end is
 // the padded order's p mod n, as above: what next() gives, found without the elements before it.
-class EvenShardStage final : public Stage {
+class EvenShardStage final : public ReplayedStage {
  public:
   EvenShardStage(Stage& upstream, std::size_t num_shards, std::size_t index, ShardRemainder remainder,
                  bool one_epoch_upstream)
-      : upstream_(upstream),
+      : ReplayedStage("the even shard"),
+        upstream_(upstream),
         num_shards_(num_shards),
         index_(index),
         remainder_(remainder),
@@ -340,8 +353,7 @@ class EvenShardStage final : public Stage {
   }
   void reset(std::uint64_t epoch) override {
     upstream_.reset(epoch);
-    reset_epoch_ = epoch;
-    delivered_ = 0;
+    start(epoch);
     lookahead_.reset();
     padding_.reset();
     ended_ = false;
@@ -349,15 +361,9 @@ class EvenShardStage final : public Stage {
   }
   std::optional<OrderedElement> next() override {
     std::optional<OrderedElement> element = pull();
-    if (element) ++delivered_;
+    if (element) advance();
     return element;
   }
-  std::size_t words() const noexcept override { return 2; }
-  void save(std::uint64_t* out) const noexcept override {
-    out[0] = reset_epoch_;
-    out[1] = delivered_;
-  }
-  void restore(const std::uint64_t* in) override { replay(*this, in, "the even shard"); }
 
  private:
   std::optional<OrderedElement> pull() {
@@ -415,7 +421,6 @@ class EvenShardStage final : public Stage {
   const std::uint64_t num_shards_, index_;
   const ShardRemainder remainder_;
   const bool random_access_;
-  std::uint64_t reset_epoch_ = 0, delivered_ = 0;  // the state: replayed from reset(reset_epoch_)
   std::uint64_t epoch_ = 0, position_ = 0;
   std::vector<OrderedElement> first_;        // pad: the epoch's first num_shards elements
   std::optional<OrderedElement> held_;       // drop: this shard's element of the current block

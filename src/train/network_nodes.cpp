@@ -17,17 +17,23 @@ void Activation::allocate(nn::Context& ctx) {
   }
 }
 
+// ---- a node of one layer ---------------------------------------------------------------------------
+
+LayerNode::LayerNode(std::string name, Activation& input, const nn::Shape4& output_shape)
+    : Node(std::move(name)), input_(input) {
+  output_.shape = output_shape;
+  output_.name = this->name() + " output";
+}
+
 // ---- convolution -----------------------------------------------------------------------------------
 
 ConvNode::ConvNode(std::string name, const nn::ConvGeometry& geometry, Activation& input,
                    ParameterLayout& layout)
-    : Node(std::move(name)), geometry_(geometry), input_(input) {
+    : LayerNode(std::move(name), input, geometry.output()), geometry_(geometry) {
   const int channels = geometry.out_channels;
   weight_ = layout.add(this->name() + ".weight", ParamGroup::weights, geometry.weight_count(),
                        ParamInit::kaiming_normal_fan_out, channels * geometry.kernel * geometry.kernel,
                        {channels, geometry.input.c, geometry.kernel, geometry.kernel}, /*krsc=*/true);
-  output_.shape = geometry.output();
-  output_.name = this->name() + " output";
 }
 
 void ConvNode::prepare(nn::Context& ctx, const ParameterStore& p) {
@@ -58,15 +64,13 @@ void ConvNode::describe(std::string& out) const {
 
 BatchNormNode::BatchNormNode(std::string name, nn::BatchNormOptions options, Activation& input,
                              ParameterLayout& layout)
-    : Node(std::move(name)), options_(options), input_(input) {
+    : LayerNode(std::move(name), input, input.shape), options_(options) {
   const int channels = input.shape.c;
   gamma_ = layout.add(this->name() + ".weight", ParamGroup::vectors, channels, ParamInit::ones);
   beta_ = layout.add(this->name() + ".bias", ParamGroup::vectors, channels, ParamInit::zeros);
   running_mean_ =
       layout.add(this->name() + ".running_mean", ParamGroup::statistics, channels, ParamInit::zeros);
   running_var_ = layout.add(this->name() + ".running_var", ParamGroup::statistics, channels, ParamInit::ones);
-  output_.shape = input.shape;
-  output_.name = this->name() + " output";
 }
 
 nn::BatchNormParams BatchNormNode::params_of(const ParameterStore& p) const {
@@ -112,10 +116,11 @@ void BatchNormNode::count_batch_norm_paths(std::map<std::string, int>& counts) c
 
 PoolNode::PoolNode(std::string name, const nn::PoolGeometry& geometry, nn::PoolMode mode, bool global,
                    Activation& input)
-    : Node(std::move(name)), geometry_(geometry), mode_(mode), global_(global), input_(input) {
-  output_.shape = global ? nn::Shape4{input.shape.n, 1, 1, input.shape.c} : geometry.output();
-  output_.name = this->name() + " output";
-}
+    : LayerNode(std::move(name), input,
+                global ? nn::Shape4{input.shape.n, 1, 1, input.shape.c} : geometry.output()),
+      geometry_(geometry),
+      mode_(mode),
+      global_(global) {}
 
 void PoolNode::prepare(nn::Context& ctx, const ParameterStore&) {
   layer_ = global_ ? ctx.make_global_average_pool(name(), input_.shape)
@@ -139,10 +144,7 @@ void PoolNode::describe(std::string& out) const {
 
 // ---- ReLU ------------------------------------------------------------------------------------------
 
-ReluNode::ReluNode(std::string name, Activation& input) : Node(std::move(name)), input_(input) {
-  output_.shape = input.shape;
-  output_.name = this->name() + " output";
-}
+ReluNode::ReluNode(std::string name, Activation& input) : LayerNode(std::move(name), input, input.shape) {}
 
 void ReluNode::prepare(nn::Context& ctx, const ParameterStore&) { elementwise_ = &ctx.elementwise(); }
 

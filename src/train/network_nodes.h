@@ -65,10 +65,22 @@ class Node {
   std::string name_;
 };
 
-class ConvNode final : public Node {
+// A node of one layer: it reads one activation, its input's, and writes its own.
+class LayerNode : public Node {
+ public:
+  Activation& output() noexcept final { return output_; }
+  void allocate(nn::Context& ctx) final { output_.allocate(ctx); }
+
+ protected:
+  LayerNode(std::string name, Activation& input, const nn::Shape4& output_shape);
+
+  Activation& input_;
+  Activation output_;
+};
+
+class ConvNode final : public LayerNode {
  public:
   ConvNode(std::string name, const nn::ConvGeometry& geometry, Activation& input, ParameterLayout& layout);
-  Activation& output() noexcept override { return output_; }
   const nn::ConvGeometry& geometry() const noexcept { return geometry_; }
   bool needs_input_grad() const noexcept { return input_.with_grad; }
   // The input gradient is left to backward_input() (a residual block's first convolution adds it last).
@@ -76,7 +88,6 @@ class ConvNode final : public Node {
   // dx += conv^T(dy, w): the deferred input gradient.
   void backward_input(const ParameterStore& params);
 
-  void allocate(nn::Context& ctx) override { output_.allocate(ctx); }
   void prepare(nn::Context& ctx, const ParameterStore& params) override;
   void forward(const ParameterStore& params, bool training) override;
   void backward(const ParameterStore& params, const GradientReady& ready) override;
@@ -85,21 +96,17 @@ class ConvNode final : public Node {
 
  private:
   nn::ConvGeometry geometry_;
-  Activation& input_;
-  Activation output_;
   ParamRef weight_;
   bool defer_input_grad_ = false;
   std::unique_ptr<nn::Conv2d> layer_;
 };
 
-class BatchNormNode final : public Node {
+class BatchNormNode final : public LayerNode {
  public:
   BatchNormNode(std::string name, nn::BatchNormOptions options, Activation& input, ParameterLayout& layout);
-  Activation& output() noexcept override { return output_; }
   // The end of a residual block: z is added before the ReLU, and z's gradient is written there.
   void add_before_relu(Activation& z) noexcept { residual_ = &z; }
 
-  void allocate(nn::Context& ctx) override { output_.allocate(ctx); }
   void prepare(nn::Context& ctx, const ParameterStore& params) override;
   void forward(const ParameterStore& params, bool training) override;
   void backward(const ParameterStore& params, const GradientReady& ready) override;
@@ -109,21 +116,17 @@ class BatchNormNode final : public Node {
  private:
   nn::BatchNormParams params_of(const ParameterStore& p) const;
   nn::BatchNormOptions options_;
-  Activation& input_;
-  Activation output_;
   Activation* residual_ = nullptr;
   ParamRef gamma_, beta_, running_mean_, running_var_;
   std::unique_ptr<nn::BatchNorm> layer_;
 };
 
-class PoolNode final : public Node {
+class PoolNode final : public LayerNode {
  public:
   // global: the mean over the whole image (geometry's window ignored).
   PoolNode(std::string name, const nn::PoolGeometry& geometry, nn::PoolMode mode, bool global,
            Activation& input);
-  Activation& output() noexcept override { return output_; }
 
-  void allocate(nn::Context& ctx) override { output_.allocate(ctx); }
   void prepare(nn::Context& ctx, const ParameterStore& params) override;
   void forward(const ParameterStore& params, bool training) override;
   void backward(const ParameterStore& params, const GradientReady& ready) override;
@@ -133,26 +136,20 @@ class PoolNode final : public Node {
   nn::PoolGeometry geometry_;
   nn::PoolMode mode_;
   bool global_;
-  Activation& input_;
-  Activation output_;
   std::unique_ptr<nn::Pool2d> layer_;
 };
 
 // A ReLU that does not follow a batch norm (one that does is folded into it).
-class ReluNode final : public Node {
+class ReluNode final : public LayerNode {
  public:
   ReluNode(std::string name, Activation& input);
-  Activation& output() noexcept override { return output_; }
 
-  void allocate(nn::Context& ctx) override { output_.allocate(ctx); }
   void prepare(nn::Context& ctx, const ParameterStore& params) override;
   void forward(const ParameterStore& params, bool training) override;
   void backward(const ParameterStore& params, const GradientReady& ready) override;
   void describe(std::string& out) const override;
 
  private:
-  Activation& input_;
-  Activation output_;
   const nn::Elementwise* elementwise_ = nullptr;
 };
 

@@ -26,6 +26,21 @@ namespace conveyor {
 namespace detail {
 class SlotHold;
 struct DeviceBatchAccess;
+
+// What a DeviceBatch shows, as a feeder backend fills it in (DeviceBatchAccess::make).
+struct DeviceBatchParts {
+  TensorView pixels, labels, images;
+  // The batch's field tensors where the consumer reads them (Batch::fields(), or their device copies); the
+  // storage lives as long as the slot is held.
+  std::span<const BatchTensor> fields;
+  std::optional<ops::NormalizeParams> normalization;  // set with images
+  bool augmented = false;
+  std::span<const SampleInfo> samples;
+  std::size_t size = 0;
+  ImageShape shape;
+  int device = -1;
+  std::uint64_t sequence = 0, epoch = 0;
+};
 }  // namespace detail
 
 class DeviceBatch {
@@ -38,32 +53,34 @@ class DeviceBatch {
   ~DeviceBatch() = default;  // releases (see the top of this file)
 
   explicit operator bool() const noexcept { return hold_ != nullptr; }
-  std::size_t size() const noexcept { return size_; }
-  ImageShape sample_shape() const noexcept { return shape_; }
-  bool on_device() const noexcept { return device_ >= 0; }
-  int device() const noexcept { return device_; }  // CUDA device index; -1 on the CPU
-  std::uint64_t sequence() const noexcept { return sequence_; }
-  std::uint64_t epoch() const noexcept { return epoch_; }
+  std::size_t size() const noexcept { return parts_.size; }
+  ImageShape sample_shape() const noexcept { return parts_.shape; }
+  bool on_device() const noexcept { return parts_.device >= 0; }
+  int device() const noexcept { return parts_.device; }  // CUDA device index; -1 on the CPU
+  std::uint64_t sequence() const noexcept { return parts_.sequence; }
+  std::uint64_t epoch() const noexcept { return parts_.epoch; }
 
   // (N, H, W, C) uint8 as the pipeline made them (and the users' pixel twins after it, which work in place:
   // FeederOptions::pixel_ops), and (N) int64 labels.
-  const TensorView& pixels() const noexcept { return pixels_; }
-  const TensorView& labels() const noexcept { return labels_; }
+  const TensorView& pixels() const noexcept { return parts_.pixels; }
+  const TensorView& labels() const noexcept { return parts_.labels; }
   // The images as the model takes them, when the feeder was asked to make them (FeederOptions::normalize:
   // float32/float16/bfloat16, NCHW or NHWC, per-channel mean and std); an empty view otherwise.
-  const TensorView& images() const noexcept { return images_; }
+  const TensorView& images() const noexcept { return parts_.images; }
   // How images() were made: the normalization asked for, and whether the feeder's per-pixel ops
   // (FeederOptions::augment) ran before it, so that images() hold what pixels() do not. Empty / false
   // without images().
-  const std::optional<ops::NormalizeParams>& images_normalization() const noexcept { return normalization_; }
-  bool images_augmented() const noexcept { return augmented_; }
+  const std::optional<ops::NormalizeParams>& images_normalization() const noexcept {
+    return parts_.normalization;
+  }
+  bool images_augmented() const noexcept { return parts_.augmented; }
   // Who each sample is (host memory, valid while the handle lives).
-  std::span<const SampleInfo> samples() const noexcept { return samples_; }
+  std::span<const SampleInfo> samples() const noexcept { return parts_.samples; }
 
   // The batch's other fields (conveyor/fields.h), where pixels() are, as the pipeline made them: every field
   // tensor of the host batch (Batch::fields()), with its name, shape and padding; valid while the handle
   // lives. Empty for a batch without fields.
-  std::span<const BatchTensor> fields() const noexcept { return fields_; }
+  std::span<const BatchTensor> fields() const noexcept { return parts_.fields; }
   // The field tensor named `name`; an empty view when the batch has none.
   const TensorView& field(std::string_view name) const noexcept;
   // Issue 35's names for them: masks (N, H, W) uint8 or uint16; boxes (N, M, 4) float32 with their classes
@@ -84,15 +101,7 @@ class DeviceBatch {
  private:
   friend struct detail::DeviceBatchAccess;
   std::shared_ptr<detail::SlotHold> hold_;
-  TensorView pixels_, labels_, images_;
-  std::span<const BatchTensor> fields_;
-  std::optional<ops::NormalizeParams> normalization_;
-  bool augmented_ = false;
-  std::span<const SampleInfo> samples_;
-  std::size_t size_ = 0;
-  ImageShape shape_;
-  int device_ = -1;
-  std::uint64_t sequence_ = 0, epoch_ = 0;
+  detail::DeviceBatchParts parts_;
 };
 
 }  // namespace conveyor

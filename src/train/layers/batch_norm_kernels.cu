@@ -95,26 +95,22 @@ __global__ void finish_backward_kernel(const float* partials, int chunks, int ch
 template <class T, class Op>
 __global__ void per_channel_kernel(std::size_t count, int channels, const T* __restrict__ x,
                                    const T* __restrict__ other, T* __restrict__ y, Op op, bool vector) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t packs = count / Pack<T>::kSize;
-    for (std::size_t p = i; p < packs; p += stride) {
-      Pack<T> v = load_pack<T>(x, p);
-      Pack<T> o{};
-      if (other) o = load_pack<T>(other, p);
-      const int c0 = static_cast<int>((p * Pack<T>::kSize) % channels);
+  for_packs_then_elements<T>(
+      count, vector,
+      [=](std::size_t p) {
+        Pack<T> v = load_pack<T>(x, p);
+        Pack<T> o{};
+        if (other) o = load_pack<T>(other, p);
+        const int c0 = static_cast<int>((p * Pack<T>::kSize) % channels);
 #pragma unroll
-      for (int j = 0; j < Pack<T>::kSize; ++j)
-        v.v[j] = from_float<T>(op(to_float(v.v[j]), other ? to_float(o.v[j]) : 0.f, c0 + j));
-      store_pack(y, p, v);
-    }
-    done = packs * Pack<T>::kSize;
-  }
-  for (std::size_t e = done + i; e < count; e += stride)
-    y[e] =
-        from_float<T>(op(to_float(x[e]), other ? to_float(other[e]) : 0.f, static_cast<int>(e % channels)));
+        for (int j = 0; j < Pack<T>::kSize; ++j)
+          v.v[j] = from_float<T>(op(to_float(v.v[j]), other ? to_float(o.v[j]) : 0.f, c0 + j));
+        store_pack(y, p, v);
+      },
+      [=](std::size_t e) {
+        y[e] = from_float<T>(
+            op(to_float(x[e]), other ? to_float(other[e]) : 0.f, static_cast<int>(e % channels)));
+      });
 }
 
 struct NormalizeOp {

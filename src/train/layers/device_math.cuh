@@ -1,4 +1,5 @@
-// Device helpers shared by our kernels: float conversions of the storage types and 16-byte packs.
+// Device helpers shared by our kernels: float conversions of the storage types, 16-byte packs and the
+// grid-stride loop over them.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,6 +30,23 @@ __device__ __forceinline__ Pack<T> load_pack(const void* base, std::size_t pack)
 template <class T>
 __device__ __forceinline__ void store_pack(void* base, std::size_t pack, const Pack<T>& p) {
   reinterpret_cast<Pack<T>*>(base)[pack] = p;
+}
+
+// The grid-stride loop of an element-wise pass over `count` elements of T: pack(p) for every whole 16-byte
+// pack p when `vector` (the pointers allow vector loads and stores), then element(e) for every element left
+// (all of them when not), each thread of the grid taking every stride-th.
+template <class T, class PackBody, class ElementBody>
+__device__ __forceinline__ void for_packs_then_elements(std::size_t count, bool vector, PackBody pack,
+                                                        ElementBody element) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  std::size_t done = 0;
+  if (vector) {
+    const std::size_t packs = count / Pack<T>::kSize;
+    for (std::size_t p = i; p < packs; p += stride) pack(p);
+    done = packs * Pack<T>::kSize;
+  }
+  for (std::size_t e = done + i; e < count; e += stride) element(e);
 }
 
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }

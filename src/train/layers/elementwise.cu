@@ -31,24 +31,18 @@ struct AddRelu {
 // then the tail (count % pack) one by one. No __restrict__: these run in place.
 template <class T, class Op>
 __global__ void map_kernel(std::size_t count, const T* a, const T* b, T* y, bool vector, Op op) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  std::size_t done = 0;
-  if (vector) {
-    const std::size_t packs = count / Pack<T>::kSize;
-    for (std::size_t p = i; p < packs; p += stride) {
-      Pack<T> av = load_pack<T>(a, p);
-      Pack<T> bv{};
-      if constexpr (Op::kBinary) bv = load_pack<T>(b, p);
+  for_packs_then_elements<T>(
+      count, vector,
+      [=](std::size_t p) {
+        Pack<T> av = load_pack<T>(a, p);
+        Pack<T> bv{};
+        if constexpr (Op::kBinary) bv = load_pack<T>(b, p);
 #pragma unroll
-      for (int j = 0; j < Pack<T>::kSize; ++j)
-        av.v[j] = from_float<T>(op(to_float(av.v[j]), Op::kBinary ? to_float(bv.v[j]) : 0.f));
-      store_pack(y, p, av);
-    }
-    done = packs * Pack<T>::kSize;
-  }
-  for (std::size_t e = done + i; e < count; e += stride)
-    y[e] = from_float<T>(op(to_float(a[e]), Op::kBinary ? to_float(b[e]) : 0.f));
+        for (int j = 0; j < Pack<T>::kSize; ++j)
+          av.v[j] = from_float<T>(op(to_float(av.v[j]), Op::kBinary ? to_float(bv.v[j]) : 0.f));
+        store_pack(y, p, av);
+      },
+      [=](std::size_t e) { y[e] = from_float<T>(op(to_float(a[e]), Op::kBinary ? to_float(b[e]) : 0.f)); });
 }
 
 // Launches map_kernel over `count` elements of the working type.

@@ -22,6 +22,21 @@ Window window_of(const PoolGeometry& g, int oy, int ox) {
           std::min(x0 + g.window, g.input.w)};
 }
 
+// The backward passes' loop. Windows overlap, so one image per task (never two tasks writing the same dx):
+// the image's dx is zeroed, then visit(n, oy, ox, window) adds each output pixel's gradient into it.
+template <class T, class Visit>
+void backward_by_image(const PoolGeometry& g, T* dx, Visit visit) {
+  const Shape4 in = g.input, out = g.output();
+  const std::size_t image = static_cast<std::size_t>(in.h) * in.w * in.c;
+  parallel_ranges(static_cast<std::size_t>(in.n), 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t nn = begin; nn < end; ++nn) {
+      std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
+      for (int oy = 0; oy < out.h; ++oy)
+        for (int ox = 0; ox < out.w; ++ox) visit(static_cast<int>(nn), oy, ox, window_of(g, oy, ox));
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -47,25 +62,15 @@ void max_pool_forward(const PoolGeometry& g, const T* x, T* y) {
 template <class T>
 void max_pool_backward(const PoolGeometry& g, const T* x, const T* dy, T* dx) {
   const Shape4 in = g.input, out = g.output();
-  const std::size_t image = static_cast<std::size_t>(in.h) * in.w * in.c;
-  // Windows overlap, so one image per task (never two tasks writing the same dx).
-  parallel_ranges(static_cast<std::size_t>(in.n), 1, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t nn = begin; nn < end; ++nn) {
-      const int n = static_cast<int>(nn);
-      std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
-      for (int oy = 0; oy < out.h; ++oy)
-        for (int ox = 0; ox < out.w; ++ox) {
-          const Window win = window_of(g, oy, ox);
-          for (int c = 0; c < in.c; ++c) {
-            std::size_t best = nhwc_offset(in, n, win.y0, win.x0) + c;
-            for (int iy = win.y0; iy < win.y1; ++iy)
-              for (int ix = win.x0; ix < win.x1; ++ix) {
-                const std::size_t at = nhwc_offset(in, n, iy, ix) + c;
-                if (x[at] > x[best]) best = at;
-              }
-            dx[best] += dy[nhwc_offset(out, n, oy, ox) + c];
-          }
+  backward_by_image(g, dx, [&](int n, int oy, int ox, const Window& win) {
+    for (int c = 0; c < in.c; ++c) {
+      std::size_t best = nhwc_offset(in, n, win.y0, win.x0) + c;
+      for (int iy = win.y0; iy < win.y1; ++iy)
+        for (int ix = win.x0; ix < win.x1; ++ix) {
+          const std::size_t at = nhwc_offset(in, n, iy, ix) + c;
+          if (x[at] > x[best]) best = at;
         }
+      dx[best] += dy[nhwc_offset(out, n, oy, ox) + c];
     }
   });
 }
@@ -95,23 +100,14 @@ void avg_pool_forward(const PoolGeometry& g, const T* x, T* y) {
 template <class T>
 void avg_pool_backward(const PoolGeometry& g, const T* dy, T* dx) {
   const Shape4 in = g.input, out = g.output();
-  const std::size_t image = static_cast<std::size_t>(in.h) * in.w * in.c;
   const T inv_area = T(1) / static_cast<T>(g.window * g.window);
-  parallel_ranges(static_cast<std::size_t>(in.n), 1, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t nn = begin; nn < end; ++nn) {
-      const int n = static_cast<int>(nn);
-      std::fill(dx + nn * image, dx + (nn + 1) * image, T(0));
-      for (int oy = 0; oy < out.h; ++oy)
-        for (int ox = 0; ox < out.w; ++ox) {
-          const T* gp = dy + nhwc_offset(out, n, oy, ox);
-          const Window win = window_of(g, oy, ox);
-          for (int iy = win.y0; iy < win.y1; ++iy)
-            for (int ix = win.x0; ix < win.x1; ++ix) {
-              T* dxp = dx + nhwc_offset(in, n, iy, ix);
-              for (int c = 0; c < in.c; ++c) dxp[c] += gp[c] * inv_area;
-            }
-        }
-    }
+  backward_by_image(g, dx, [&](int n, int oy, int ox, const Window& win) {
+    const T* gp = dy + nhwc_offset(out, n, oy, ox);
+    for (int iy = win.y0; iy < win.y1; ++iy)
+      for (int ix = win.x0; ix < win.x1; ++ix) {
+        T* dxp = dx + nhwc_offset(in, n, iy, ix);
+        for (int c = 0; c < in.c; ++c) dxp[c] += gp[c] * inv_area;
+      }
   });
 }
 
