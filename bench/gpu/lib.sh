@@ -241,6 +241,30 @@ nvjpeg_abi_check() {
   fi
 }
 
+# Nsight Systems on this machine: its path, or nothing (and the script's record says so).
+find_nsys() {
+  local nsys
+  nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  [ -n "$nsys" ] || { say "!!! no nsys on this machine"; echo "no nsys" >>"$r/failed_runs"; }
+  echo "$nsys"
+}
+
+# nsys_capture NSYS NAME COMMAND...: COMMAND under Nsight Systems (CUDA calls; its console in NAME.log), the
+# capture's GPU kernel, CUDA API and memory-copy summaries as CSV ($r/NAME_*.csv) and its SQLite export
+# ($r/NAME.sqlite, for bench/nsys_overlap.py; the caller deletes it), the report itself (hundreds of MB)
+# deleted.
+nsys_capture() {
+  local nsys=$1 name=$2
+  shift 2
+  bench_run 300 "$nsys" profile -t cuda --cpuctxsw=none -s none -o "$r/$name" --force-overwrite true "$@" \
+    >"$r/$name.log" 2>&1
+  bench_run 300 "$nsys" stats --report cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum --format csv \
+    -o "$r/$name" "$r/$name.nsys-rep" >/dev/null 2>&1
+  [ -f "$r/$name.sqlite" ] ||
+    bench_run 300 "$nsys" export --type sqlite -o "$r/$name.sqlite" "$r/$name.nsys-rep" >/dev/null 2>&1
+  rm -f "$r/$name.nsys-rep"
+}
+
 bench_end() {
   local status=${1:-0}
   [ ! -f "$r/tests_failed" ] || status=1

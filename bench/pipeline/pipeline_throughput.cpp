@@ -100,6 +100,7 @@
 #include "conveyor/stats.h"
 #include "conveyor/trace.h"
 #include "examples/support/feeder_options.h"
+#include "examples/support/service_client.h"
 
 namespace {
 
@@ -447,19 +448,11 @@ std::vector<conveyor::SampleOp> augmentation(int size) {
 conveyor::BatchedDataset service_batches(const Config& config,
                                          const std::shared_ptr<conveyor::TraceRecorder>& trace,
                                          const std::vector<conveyor::SampleOp>& maps) {
-  auto has = [&](const std::string& name) {
-    return std::any_of(maps.begin(), maps.end(),
-                       [&](const conveyor::SampleOp& op) { return op.name == name; });
-  };
-  conveyor::service::ChainSpec chain;
-  chain.parameters = {{"data", config.data},
-                      {"format", config.format},
-                      {"size", std::to_string(config.size)},
-                      {"flip", has("flip_horizontal") ? "0.5" : "0"},
-                      {"distort", has("distort") ? "0.4,0.4,0.4" : "0"},
-                      {"on_error", config.on_error == conveyor::OnError::skip ? "skip" : "fail"}};
+  conveyor::service::ChainSpec chain =
+      example_support::standard_service_chain(config.data, static_cast<int>(config.size), config.seed, maps);
+  chain.parameters["format"] = config.format;
+  chain.parameters["on_error"] = config.on_error == conveyor::OnError::skip ? "skip" : "fail";
   if (!config.images.empty()) chain.parameters["images"] = config.images;
-  chain.seed = config.seed;
   conveyor::service::ServiceOptions options;
   options.batch_size = config.batch;
   options.epochs = config.epochs;
@@ -469,9 +462,7 @@ conveyor::BatchedDataset service_batches(const Config& config,
   options.split_batches = config.service_split;
   options.local_threads = config.service_local_threads;
   options.prefetch = config.prefetch;
-  options.job = config.service_job;
-  options.token = config.service_token;
-  if (!config.service_tls.empty()) options.tls = conveyor::service::Tls::from_folder(config.service_tls);
+  example_support::join_service_job(options, config.service_job, config.service_token, config.service_tls);
   return conveyor::service::from_service(config.service, chain, options).with_options({.trace = trace});
 }
 

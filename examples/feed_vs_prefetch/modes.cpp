@@ -17,6 +17,7 @@
 #include "conveyor/random.h"
 #include "conveyor/read_file.h"
 #include "conveyor/service/client.h"
+#include "service_client.h"
 #include "training.h"
 
 namespace feed_vs_prefetch {
@@ -238,16 +239,8 @@ std::string describe_feeder(const conveyor::FeederOptions& options, const convey
 // process's cores too (the pipeline's CPUs, --cpus).
 conveyor::BatchedDataset service_batches(const Setup& setup, const std::vector<conveyor::SampleOp>& maps,
                                          const std::shared_ptr<conveyor::TraceRecorder>& trace) {
-  auto has = [&](const std::string& name) {
-    return std::any_of(maps.begin(), maps.end(),
-                       [&](const conveyor::SampleOp& op) { return op.name == name; });
-  };
-  conveyor::service::ChainSpec chain;
-  chain.parameters = {{"data", setup.data},
-                      {"size", std::to_string(setup.shape.height)},
-                      {"flip", has("flip_horizontal") ? "0.5" : "0"},
-                      {"distort", has("distort") ? "0.4,0.4,0.4" : "0"}};
-  chain.seed = setup.seed;
+  const conveyor::service::ChainSpec chain =
+      example_support::standard_service_chain(setup.data, setup.shape.height, setup.seed, maps);
   conveyor::service::ServiceOptions options;
   options.batch_size = static_cast<std::size_t>(setup.batch);
   options.epochs = 0;  // as long as the steps take
@@ -255,9 +248,7 @@ conveyor::BatchedDataset service_batches(const Setup& setup, const std::vector<c
   options.ranks = setup.ranks;
   options.local_threads = setup.service_local_threads;
   options.local_cpus = setup.pipeline_cpus;
-  options.job = setup.service_job;
-  options.token = setup.service_token;
-  if (!setup.service_tls.empty()) options.tls = conveyor::service::Tls::from_folder(setup.service_tls);
+  example_support::join_service_job(options, setup.service_job, setup.service_token, setup.service_tls);
   return conveyor::service::from_service(setup.service, chain, options)
       .with_options({.trace = trace})
       .prefetch(4);

@@ -139,7 +139,20 @@ class MultiGpuHangs(unittest.TestCase):
             write(folder, "fvp_1.json", fvp(28000.0))
             write(folder, "fvp_2.json", fvp(27000.0, stalls=1))
             text = run("multi_gpu_hangs", folder)
-        self.assertIn("2 of 3 runs ended; stall reports in ended runs: 1", text)
+        self.assertIn("on 1 ranks: 2 of 3 runs ended (every rank's result written); stall reports in ended runs: 1",
+                      text)
+
+    def test_a_run_ended_when_every_rank_wrote_its_result_and_its_rate_is_theirs_together(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for i in (1, 2, 3):
+                open(os.path.join(folder, f"fvp_{i}.log"), "w").close()
+            for i in (1, 2):
+                write(folder, f"fvp_{i}.rank0.json", fvp(12000.0))
+                write(folder, f"fvp_{i}.rank1.json", fvp(11000.0 + i))
+            write(folder, "fvp_3.rank0.json", fvp(12000.0))  # rank 1 never ended: the run did not end
+            text = run("multi_gpu_hangs", folder)
+        self.assertIn("on 2 ranks: 2 of 3 runs ended", text)
+        self.assertIn("median 23002, min 23001, max 23002", text)
 
 
 class PreparedData(unittest.TestCase):
