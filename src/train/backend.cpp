@@ -34,6 +34,8 @@ std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device,
                           std::to_string(ranks.world_size));
   if (options.connect_timeout.count() <= 0 || options.collective_timeout.count() <= 0)
     throw InvalidArgument("data parallel: the timeouts must be positive");
+  if (options.abort_grace.count() < 0)
+    throw InvalidArgument("data parallel: the abort grace must not be negative (0: a stuck rank is never ended)");
   if (device < 0) {
     if (ranks.world_size == 1 && !ranks.mpi_launcher) return std::make_unique<SingleRankCommunicator>();
     if (!ranks.mpi_launcher)
@@ -46,7 +48,7 @@ std::unique_ptr<Communicator> make_communicator(const Ranks& ranks, int device,
   }
 #ifdef CONVEYOR_HAVE_CUDA
   return std::make_unique<NcclCommunicator>(ranks, device, options.connect_timeout,
-                                            options.collective_timeout);
+                                            options.collective_timeout, options.abort_grace);
 #else
   throw InvalidArgument("data parallel: GPU " + std::to_string(device) +
                         " requested, but conveyor was built without CUDA");

@@ -40,6 +40,7 @@ Backend make_backend(const BackendOptions& options);
 struct CommunicatorOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::minutes(2)};     // the ranks meeting
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(1)};  // a collective without progress
+  std::chrono::milliseconds abort_grace{std::chrono::seconds(10)};       // DataParallelOptions::abort_grace
 };
 
 // The communicator of rank ranks.rank for a trainer on `device`: NCCL on a GPU; on the CPU (-1) Open MPI,

@@ -78,6 +78,12 @@ struct DataParallelOptions {
   // the longest time one rank may spend apart from the others between two collectives (a rank 0 that saves
   // a checkpoint while the others go on to the next step waits here for it).
   std::chrono::milliseconds collective_timeout{std::chrono::minutes(1)};
+  // On GPUs: after the watch aborted a communicator whose collectives stopped, how long the rank has to end
+  // on its own (its trainer's next call throws CollectiveError, and destroying the trainer tears the
+  // communicator down). A rank still there then is ended with exit status 1 and the reason on stderr, as
+  // PyTorch's ProcessGroupNCCL watchdog ends it: NCCL's abort can itself wait for kernels or a peer that are
+  // gone, and a CUDA wait of the trainer's may never return. Zero: never ended (the rank may hang).
+  std::chrono::milliseconds abort_grace{std::chrono::seconds(10)};
 };
 // The calling thread, when it joined a ProgressWatch (conveyor/progress_watch.h), says there what it waits
 // for (its step, the backward pass, which all-reduce it begins), so that a run that stops names it.

@@ -1,6 +1,8 @@
 #include "src/train/distributed/collective_watch.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <utility>
 
 namespace conveyor::train {
@@ -17,8 +19,12 @@ std::string seconds(Clock::duration d) {
 }  // namespace
 
 CollectiveWatch::CollectiveWatch(NcclHandle& handle, std::chrono::milliseconds limit,
-                                 std::chrono::milliseconds poll_interval)
-    : handle_(handle), limit_(limit), poll_interval_(poll_interval), last_completed_(Clock::now()) {
+                                 std::chrono::milliseconds abort_grace, std::chrono::milliseconds poll_interval)
+    : handle_(handle),
+      limit_(limit),
+      abort_grace_(abort_grace),
+      poll_interval_(poll_interval),
+      last_completed_(Clock::now()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -64,6 +70,41 @@ std::string CollectiveWatch::inspect() {
   return "";
 }
 
+void CollectiveWatch::abort_stuck(const std::string& reason) {
+  std::fprintf(stderr, "conveyor: %s; aborting the communicator\n", reason.c_str());
+  std::fflush(stderr);
+  if (abort_grace_.count() <= 0) {
+    handle_.abort(reason);  // its kernels stop; the trainer's next call throws `reason`
+    return;
+  }
+  const Clock::time_point deadline = Clock::now() + abort_grace_;
+  std::promise<void> aborted;
+  std::future<void> done = aborted.get_future();
+  std::thread aborter([&] {
+    // The abort's own thread: the deadline below must hold even when the abort does not return.
+    if (cudaSetDevice(handle_.device()) == cudaSuccess) handle_.abort(reason);
+    aborted.set_value();
+  });
+  bool torn_down = false;
+  {
+    std::unique_lock lock(mutex_);
+    torn_down = wake_.wait_until(lock, deadline, [this] { return stop_; });
+  }
+  if (torn_down && done.wait_until(deadline) == std::future_status::ready) {
+    aborter.join();
+    return;
+  }
+  std::fprintf(stderr,
+               "conveyor: %s; the rank did not end within %.1f s of aborting the communicator (%s): ending the "
+               "process (DataParallelOptions::abort_grace)\n",
+               handle_.where().c_str(), std::chrono::duration<double>(abort_grace_).count(),
+               done.wait_for(std::chrono::seconds(0)) == std::future_status::ready
+                   ? "the abort returned, but the trainer did not tear the communicator down"
+                   : "NCCL's abort did not return");
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
 void CollectiveWatch::run() {
   // Events and NCCL calls from this thread act on the communicator's device.
   if (cudaSetDevice(handle_.device()) != cudaSuccess) return;
@@ -74,7 +115,7 @@ void CollectiveWatch::run() {
     lock.unlock();
     const std::string reason = inspect();
     if (!reason.empty()) {
-      handle_.abort(reason);  // its kernels stop; the trainer's next call throws `reason`
+      abort_stuck(reason);
       return;
     }
     lock.lock();

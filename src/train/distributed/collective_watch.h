@@ -9,6 +9,12 @@
 // completed, whichever is later, the collectives it follows are stuck, and the watch aborts the communicator
 // (its kernels stop, so the host's waits return) and keeps the reason, which the trainer's next call
 // throws. It also aborts at once on an error NCCL found by itself (a peer's connection reset).
+//
+// The reason goes to stderr when the watch decides, before the abort: NCCL's abort can itself hang (it waits
+// for kernels to leave and, within a host, for the other ranks), and so can a CUDA wait of the trainer's.
+// A rank that has not torn the watch down (its trainer destroyed) within `abort_grace` of the decision is
+// ended with exit status 1 (std::_Exit: nothing of it can be trusted to unwind), as PyTorch's ProcessGroupNCCL
+// watchdog ends a rank; zero leaves it to hang.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,7 +35,7 @@ namespace conveyor::train {
 class CollectiveWatch {
  public:
   // Watches `handle` (which must outlive the watch) on its device.
-  CollectiveWatch(NcclHandle& handle, std::chrono::milliseconds limit,
+  CollectiveWatch(NcclHandle& handle, std::chrono::milliseconds limit, std::chrono::milliseconds abort_grace,
                   std::chrono::milliseconds poll_interval = std::chrono::milliseconds(200));
   ~CollectiveWatch();  // stops the thread and joins it
   CollectiveWatch(const CollectiveWatch&) = delete;
@@ -49,9 +55,12 @@ class CollectiveWatch {
   void run();
   // One look; returns the reason to abort, or empty.
   std::string inspect();
+  // Says `reason`, aborts the communicator and, with an abort grace, ends the process if the rank is still
+  // there when it has passed.
+  void abort_stuck(const std::string& reason);
 
   NcclHandle& handle_;
-  const std::chrono::milliseconds limit_, poll_interval_;
+  const std::chrono::milliseconds limit_, abort_grace_, poll_interval_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Point> pending_;

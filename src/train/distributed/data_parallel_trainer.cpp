@@ -64,7 +64,9 @@ DataParallelTrainer::Impl::Impl(const TrainerOptions& options, const Ranks& rank
   trainer = std::make_unique<Trainer>(options);  // checks the options before the ranks meet
   comm = make_communicator(
       ranks, options.device,
-      {.connect_timeout = parallel.connect_timeout, .collective_timeout = parallel.collective_timeout});
+      {.connect_timeout = parallel.connect_timeout,
+       .collective_timeout = parallel.collective_timeout,
+       .abort_grace = parallel.abort_grace});
   Trainer::Impl& t = *trainer->impl_;
   // The reducer needs the trainer's context and bound parameters, which warm-up makes; its hooks must be
   // in place before warm-up's throwaway step and the capture of the step's graph.

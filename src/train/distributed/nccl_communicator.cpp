@@ -37,14 +37,15 @@ std::string where_of(const Ranks& ranks, int device) {
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(const Ranks& ranks, int device, std::chrono::milliseconds connect_timeout,
-                                   std::chrono::milliseconds collective_timeout)
+                                   std::chrono::milliseconds collective_timeout,
+                                   std::chrono::milliseconds abort_grace)
     : Communicator(ranks.rank, ranks.world_size), device_(device), collective_timeout_(collective_timeout) {
   const NcclBootstrap bootstrap = bootstrap_nccl(ranks, connect_timeout);
   bootstrap_ = bootstrap.how;
   handle_ =
       std::make_unique<NcclHandle>(bootstrap.id, ranks.world_size, ranks.rank, device, connect_timeout,
                                    collective_timeout, where_of(ranks, device) + ", bootstrap " + bootstrap_);
-  watch_ = std::make_unique<CollectiveWatch>(*handle_, collective_timeout);
+  watch_ = std::make_unique<CollectiveWatch>(*handle_, collective_timeout, abort_grace);
 }
 
 NcclCommunicator::~NcclCommunicator() {

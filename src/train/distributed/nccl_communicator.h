@@ -35,8 +35,9 @@ class NcclCommunicator final : public Communicator {
  public:
   // Rank ranks.rank of ranks.world_size on GPU `device`: makes NCCL's id (nccl_bootstrap.h) and the
   // communicator, returning when every rank has joined (see NcclHandle for the errors).
+  // `abort_grace`: DataParallelOptions::abort_grace (CollectiveWatch).
   NcclCommunicator(const Ranks& ranks, int device, std::chrono::milliseconds connect_timeout,
-                   std::chrono::milliseconds collective_timeout);
+                   std::chrono::milliseconds collective_timeout, std::chrono::milliseconds abort_grace);
   ~NcclCommunicator() override;
 
   std::string describe() const override;

@@ -91,6 +91,7 @@ TEST(DataParallelSingleProcess, RefusesTimeoutsAndBucketsThatAreNotPositive) {
                InvalidArgument);
   EXPECT_THROW(DataParallelTrainer(small(), Ranks{}, {.collective_timeout = std::chrono::milliseconds(-1)}),
                InvalidArgument);
+  EXPECT_THROW(DataParallelTrainer(small(), Ranks{}, {.abort_grace = std::chrono::milliseconds(-1)}), InvalidArgument);
 }
 
 }  // namespace
