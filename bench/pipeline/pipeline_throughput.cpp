@@ -556,7 +556,8 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
         config.format == "classification" ? conveyor::FieldSet{} : open_data(config).dataset.fields();
     maps = conveyor::place_pixel_ops(std::move(maps), placement, options, fields);
   }
-  options.decode.enabled = config.gpu_decode && config.service.empty();  // service batches arrive decoded
+  // Service batches arrive decoded: nvJPEG then takes its share of the splits this process makes itself.
+  options.decode.enabled = config.gpu_decode && (config.service.empty() || config.service_local_threads > 0);
   options.decode.share = config.gpu_share;
   options.decode.hardware_pipelining = config.hardware_pipelining;
   options.decode.hardware_pool = config.hardware_pool;

@@ -203,8 +203,9 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
   if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
-  // From the service the batches arrive decoded: nothing is left for nvJPEG.
-  if (setup.gpu_decode && setup.service.empty()) {
+  // From the service the workers' batches arrive decoded: nvJPEG takes its share of the splits this process
+  // makes itself (--service-local-threads), and of nothing else.
+  if (setup.gpu_decode && (setup.service.empty() || setup.service_local_threads > 0)) {
     feeder.decode.enabled = true;
     feeder.decode.share = setup.gpu_share;
     feeder.decode.hardware_pipelining = setup.hardware_pipelining;

@@ -4,6 +4,7 @@
 // with their reasons, and a trainer that sleeps holding the workers' memory where it is.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "conveyor/batch_checksum.h"
+#include "conveyor/defer.h"
 #include "conveyor/ops.h"
 #include "conveyor/service/client.h"
 #include "conveyor/service/dispatcher.h"
@@ -233,6 +235,50 @@ TEST_F(DataService, TheTrainersOwnCoresTakeSplitsFirstAndAloneWhenNoWorkerIsTher
   expect_each_once(alone, 2, kClasses * kPerClass);
   EXPECT_NE(alone.stats.source_note.find("no worker reachable"), std::string::npos)
       << alone.stats.source_note;
+}
+
+// Defers every other sample it is asked about, as a DeviceFeeder's split gives its GPU decoder a share.
+class EveryOtherSample final : public DeferPolicy {
+ public:
+  bool should_defer(const Sample&) noexcept override { return asked.fetch_add(1) % 2 == 0; }
+  void declined(const Sample&, const char*) noexcept override { ++declined_count; }
+  void spent(bool, std::chrono::nanoseconds) noexcept override {}
+  std::atomic<int> asked{0}, declined_count{0};
+};
+
+// Issue 40, local first: the splits the trainer makes itself leave to its GPU decoder what the consumer's
+// deferral asks (the pipeline options a DeviceFeeder sets), and the workers' batches come decoded.
+TEST_F(DataService, TheTrainersOwnSplitsDeferWhatTheConsumerAsksAndTheWorkersBatchesComeDecoded) {
+  const testing::Watchdog watchdog(60s, "deferral of the trainer's own splits");
+  ChainSpec spec = chain();
+  spec.parameters["flip"] = "0";  // the decode is the chain's last map: the one that may defer
+  spec.parameters["distort"] = "0";
+  auto deferred_in = [&](const Service& service, int local_threads, const std::shared_ptr<DeferPolicy>& policy) {
+    ServiceOptions o = options();
+    o.local_threads = local_threads;
+    Seen seen;
+    std::size_t deferred = 0;
+    BatchIterator it = from_service(service.url(), spec, o).with_options({.defer = policy}).begin();
+    while (std::optional<Batch> batch = it.next()) {
+      ++seen.batches;
+      deferred += batch->deferred_count();
+      for (const SampleInfo& s : batch->samples())
+        if (!s.padding) ++seen.times[{s.epoch, s.index}];
+    }
+    expect_each_once(seen, 2, kClasses * kPerClass);
+    return deferred;
+  };
+  Service none(0);
+  auto local = std::make_shared<EveryOtherSample>();
+  const std::size_t deferred_locally = deferred_in(none, 1, local);
+  EXPECT_EQ(deferred_locally, static_cast<std::size_t>((local->asked + 1) / 2 - local->declined_count));
+  EXPECT_EQ(local->asked, 2 * kClasses * kPerClass) << "every sample was the trainer's own";
+  EXPECT_GT(deferred_locally, 0u);
+
+  Service one(1);
+  auto remote = std::make_shared<EveryOtherSample>();
+  EXPECT_EQ(deferred_in(one, 0, remote), 0u) << "a worker's batch came with samples left undecoded";
+  EXPECT_EQ(remote->asked, 0) << "the policy was asked about a worker's samples";
 }
 
 TEST_F(DataService, RefusesAWrongTokenAndAnotherChainUnderTheJobsName) {

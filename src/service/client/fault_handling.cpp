@@ -122,6 +122,10 @@ void ServiceStream::fall_back_to_local() {
   where.cpus = job_->options.local_cpus;
   where.host_memory = options_.host_memory;
   where.trace = options_.trace;
+  // The consumer's deferral (a DeviceFeeder decoding on its GPU): the trainer's own splits leave to its GPU
+  // decoder what the policy asks, as a local pipeline would; the workers' batches arrive decoded (issue 40:
+  // local first, the GPU decoder's share included, remote for the deficit).
+  where.defer = options_.defer;
   // Room for what waits for the consumer and what it holds (deterministic: the whole split, see
   // receive_depth).
   const std::size_t most_waiting = deterministic_ ? job_->definition.geometry().split_batches() : prefetch_;
