@@ -269,6 +269,8 @@ TEST_F(DataService, TheTrainersOwnSplitsDeferWhatTheConsumerAsksAndTheWorkersBat
     return deferred;
   };
   Service none(0);
+  // A job that is not deterministic says so to its consumer: a feeder's split may then follow timing.
+  EXPECT_FALSE(from_service(none.url(), spec, options()).options().deterministic);
   auto local = std::make_shared<EveryOtherSample>();
   const std::size_t deferred_locally = deferred_in(none, 1, local);
   EXPECT_EQ(deferred_locally, static_cast<std::size_t>((local->asked + 1) / 2 - local->declined_count));

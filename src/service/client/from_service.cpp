@@ -155,7 +155,10 @@ BatchedDataset from_service(const std::string& url, const ChainSpec& chain, cons
     per_sample += bytes;
   }
   job->link.max_frame_bytes = 2 * options.batch_size * per_sample + (std::size_t{64} << 20);
+  // The pipeline's deterministic option says what the job's does: a consumer that adapts to timing (a
+  // DeviceFeeder's hybrid split, which otherwise stays at its starting share) may do so when the job does.
   return BatchedDataset::from_source(std::make_shared<ServiceBatchSource>(std::move(job)))
+      .with_options({.deterministic = options.deterministic})
       .prefetch(std::max<std::size_t>(1, options.prefetch));
 }
 
