@@ -222,7 +222,6 @@ void GpuFeeder::launch_kernels_once(std::size_t capacity, ImageShape shape) {
 GpuFeeder::~GpuFeeder() {
   // The set-up thread first: the context cannot be abandoned half made, and everything below is its work.
   set_up_.join();
-  if (!device_ready_.load(std::memory_order_acquire)) return;  // nothing was made: no returner, no ring
   // A decoder startup goes next (stopped and joined): it works on the members below.
   std::unique_ptr<cuda::DecoderStartup> startup;
   {
@@ -236,7 +235,11 @@ GpuFeeder::~GpuFeeder() {
     stopping_ = true;
   }
   changed_.notify_all();
-  returner_.join();  // it drains the queue first: every copy has finished and every batch is back
+  // It drains the queue first: every copy has finished and every batch is back. (A set-up that failed may
+  // have failed after starting it, or before.)
+  if (returner_.joinable()) returner_.join();
+  // A set-up that failed left nothing to order: what it made goes with the members, in their order.
+  if (!device_ready_.load(std::memory_order_acquire)) return;
   remember_split();
   try {
     cuda::DeviceGuard guard(device_);
