@@ -100,7 +100,10 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   try {
     await_device();  // the way before issue 41's start at once: everything made before this returns
   } catch (...) {
-    set_up_.join();  // it has ended; a joinable thread must not be destroyed
+    // Both threads must be joined before the members go: the set-up has ended, and a set-up that failed
+    // late may have started the returner.
+    set_up_.join();
+    stop_returner();
     throw;
   }
 }
@@ -230,14 +233,7 @@ GpuFeeder::~GpuFeeder() {
     startup = std::move(startup_);
   }
   startup.reset();
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  // It drains the queue first: every copy has finished and every batch is back. (A set-up that failed may
-  // have failed after starting it, or before.)
-  if (returner_.joinable()) returner_.join();
+  stop_returner();
   // A set-up that failed left nothing to order: what it made goes with the members, in their order.
   if (!device_ready_.load(std::memory_order_acquire)) return;
   remember_split();
@@ -254,6 +250,17 @@ GpuFeeder::~GpuFeeder() {
   } catch (const Error&) {
     // A destructor cannot report; the CUDA context is broken if the guard failed.
   }
+}
+
+void GpuFeeder::stop_returner() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  // It drains the queue first: every copy has finished and every batch is back. A set-up that failed may
+  // have failed before starting it.
+  if (returner_.joinable()) returner_.join();
 }
 
 void GpuFeeder::rethrow_failure_locked() const {

@@ -172,6 +172,8 @@ class GpuFeeder final : public FeederBackend {
   // images() of the batch: the augmentation, or normalize alone.
   void make_images(const Batch& batch, const std::uint8_t* device_pixels, void* images, cudaStream_t stream);
   void return_batches();
+  // Ends return_batches() once the queue is drained and joins its thread (when the set-up started it).
+  void stop_returner() noexcept;
   void rethrow_failure_locked() const;
 
   const int device_;
