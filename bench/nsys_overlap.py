@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What the training step's kernels meet on the GPU, from Nsight Systems captures exported to SQLite
-(nsys export --type sqlite): the timeline evidence for issue 41's "the GPU's share beside the step".
+(nsys export --type sqlite) or from bench/tools/cupti_timeline's records (.tsv, where nsys cannot make a
+report): the timeline evidence for issue 41's "the GPU's share beside the step".
 
-  nsys_overlap.py BESIDE.sqlite [--alone ALONE.sqlite] [--steps N] [--json FILE]
+  nsys_overlap.py BESIDE.sqlite|.tsv [--alone ALONE.sqlite|.tsv] [--steps N] [--json FILE]
 
 BESIDE: a capture of the step beside the feeder (feed_vs_prefetch's prefetch); ALONE: the same step without
 it (train_step_bench --no-graph, launched kernel by kernel as prefetch launches it). In each capture the
@@ -25,8 +26,25 @@ import sys
 from collections import defaultdict
 
 
+def timeline_rows(path, kind):
+    """The lines of one kind ("kernel" or "copy") of a cupti_timeline record, fields after the kind."""
+    with open(path) as file:
+        rows = [line.rstrip("\n").split("\t")[1:] for line in file if line.startswith(kind + "\t")]
+    if kind == "kernel" and not rows:
+        raise ValueError(f"{path}: no kernels (did CUPTI record anything?)")
+    return rows
+
+
+def first_device_only(rows):
+    first = min(r[4] for r in rows)
+    return [(s, e, stream, n or "?") for s, e, stream, n, d in rows if d == first and e > s]
+
+
 def kernels(path):
     """[(start_ns, end_ns, stream, name)] of every kernel of the capture's first device."""
+    if path.endswith(".tsv"):
+        return first_device_only([(int(s), int(e), int(stream), name, int(d))
+                                  for s, e, d, stream, name in timeline_rows(path, "kernel")])
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         columns = {row[1] for row in db.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
@@ -40,8 +58,17 @@ def kernels(path):
         db.close()
     if not rows:
         raise ValueError(f"{path}: the capture has no kernel")
-    first = min(r[4] for r in rows)
-    return [(s, e, stream, n or "?") for s, e, stream, n, d in rows if d == first and e > s]
+    return first_device_only(rows)
+
+
+def copies(path):
+    """{kind: [(start_ns, end_ns)]} of the memory copies and sets (kind "set") of a cupti_timeline record;
+    empty for an nsys capture."""
+    out = defaultdict(list)
+    if path.endswith(".tsv"):
+        for s, e, _device, _stream, _bytes, kind in timeline_rows(path, "copy"):
+            out[kind].append((int(s), int(e)))
+    return out
 
 
 def union(intervals):
@@ -106,6 +133,10 @@ def summarize(path, steps=None, top=8):
         "step_busy_shared_share": intersection(step_busy, others) / total(step_busy) if step_busy else 0.0,
         "other_kernel_ms": sum(st["kernel_ms"] for st in streams if not st["step"]),
     }
+    # The step's busy time during which a copy engine moved data for anyone (its own copies included).
+    out["copies"] = {kind: {"count": len(ivs), "busy_ms": total(union(ivs)) / 1e6,
+                            "step_busy_shared_share": intersection(step_busy, union(ivs)) / total(step_busy)}
+                     for kind, ivs in copies(path).items()}
     if steps:
         out["steps"] = steps
         out["step_busy_ms_per_step"] = out["step_busy_ms"] / steps

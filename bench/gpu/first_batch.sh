@@ -8,7 +8,8 @@
 # made_first="--start-at-once 0" (feed() makes nvJPEG ready before the first batch), in_constructor=
 # "--set-up-behind 0" (the feeder's CUDA context made by its constructor, not behind the first batch's CPU
 # decoding); to_gpu="--gpu-decode 0" (CPU-only decoding with batches delivered to the GPU); issue 36's:
-# cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0". The split's memory starts fresh in this
+# cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0"; ctx="--context-first 1" (the CUDA context made
+# before the clock starts, as a training program has it). The split's memory starts fresh in this
 # call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
 # bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less
 # CPU-only's round by round, the decoder's readiness, and the rates (summary.txt).

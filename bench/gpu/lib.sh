@@ -242,10 +242,10 @@ nvjpeg_abi_check() {
 }
 
 # Nsight Systems on this machine: its path, or nothing (and the script's record says so).
-find_nsys() {
+find_nsys() {  # find_nsys [--quiet]: with --quiet, a missing nsys is no failed run (the caller has another way)
   local nsys
   nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-  [ -n "$nsys" ] || { say "!!! no nsys on this machine"; echo "no nsys" >>"$r/failed_runs"; }
+  [ -n "$nsys" ] || [ "${1:-}" = --quiet ] || { say "!!! no nsys on this machine"; echo "no nsys" >>"$r/failed_runs"; }
   echo "$nsys"
 }
 
@@ -263,6 +263,25 @@ nsys_capture() {
   [ -f "$r/$name.sqlite" ] ||
     bench_run 300 "$nsys" export --type sqlite -o "$r/$name.sqlite" "$r/$name.nsys-rep" >/dev/null 2>&1
   rm -f "$r/$name.nsys-rep"
+}
+
+# cupti_library: bench/tools/cupti_timeline built against this machine's CUPTI (once per machine); prints its
+# path, or nothing (and a failed run) where no CUPTI is found.
+cupti_library() {
+  local built=$bundle/cupti_timeline/libcupti_timeline.so
+  [ -f "$built" ] || "$root/bench/tools/cupti_timeline/build.sh" "$bundle/cupti_timeline" >/dev/null 2>"$r/cupti_build.log" ||
+    { say "!!! cannot build the CUPTI timeline: $(tail -1 "$r/cupti_build.log")"; echo "no CUPTI" >>"$r/failed_runs"; return 0; }
+  echo "$built"
+}
+
+# cupti_capture LIBRARY NAME COMMAND...: COMMAND with the CUPTI timeline injected (every kernel and copy of
+# the process, $r/NAME.tsv, for bench/nsys_overlap.py; its console in NAME.log): nsys_capture's stand-in on
+# machines whose Nsight Systems cannot make a report.
+cupti_capture() {
+  local library=$1 name=$2
+  shift 2
+  CUDA_INJECTION64_PATH=$library CONVEYOR_TIMELINE_OUT=$r/$name.tsv bench_run 300 "$@" >"$r/$name.log" 2>&1
+  grep -h 'cupti_timeline' "$r/$name.log" >&4 || true
 }
 
 bench_end() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# step_timeline.sh [--steps N] [--threads N] [--flags "FEED_VS_PREFETCH_FLAGS"]
+# step_timeline.sh [--steps N] [--threads N] [--flags "FEED_VS_PREFETCH_FLAGS"] [--cupti]
 # What the ResNet-18 step's kernels meet on the GPU beside the hybrid feeder (issue 41, "the GPU's share
 # beside the step"): Nsight Systems captures of feed_vs_prefetch's prefetch (16 threads, batch 256, the
 # defaults or with FLAGS added) and of the step alone, launched kernel by kernel as prefetch launches it
@@ -7,19 +7,31 @@
 # memory-copy summaries as CSV (beside_*.csv, alone_*.csv), the runs' JSON, and nsys_overlap.json
 # (bench/nsys_overlap.py: the share of the step's busy time shared with the feeder's kernels, its idle share,
 # and which of its kernels slow beside the feeder; summary.txt). The reports themselves (hundreds of MB) are
-# deleted. Every step of each capture is in it (no warm-up steps): feed_vs_prefetch also runs the trainer's
-# and the feeder's warm-up, train_step_bench its first step.
+# deleted. Where nsys is missing or --cupti is given, bench/tools/cupti_timeline records the same kernels
+# (and the copies) through CUPTI instead: beside.tsv.gz and alone.tsv.gz are kept. Every step of each capture
+# is in it (no warm-up steps): feed_vs_prefetch also runs the trainer's and the feeder's warm-up,
+# train_step_bench its first step.
 source "$(dirname "$0")/lib.sh"
-bench_options steps=60 threads=16 flags= -- "$@"
+bench_options steps=60 threads=16 flags= cupti! -- "$@"
 bench_begin step_timeline "$@"
 images=$(imagenet_like)
-nsys=$(find_nsys)
-if [ -n "$nsys" ]; then
+beside=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --threads "$threads" --batch 256 --steps "$steps"
+        --warmup 0 --progress 0)
+alone=("$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps "$steps" --warmup 0 --no-graph)
+nsys= library=
+[ "$cupti" = 1 ] || nsys=$(find_nsys --quiet)
+[ -n "$nsys" ] || library=$(cupti_library)
+if [ -n "$library" ]; then
   # shellcheck disable=SC2086  # the flags, split
-  nsys_capture "$nsys" beside env CUDA_VISIBLE_DEVICES=0 "$bin/feed_vs_prefetch" --data "$images" --modes prefetch \
-    --threads "$threads" --batch 256 --steps "$steps" --warmup 0 --progress 0 $flags --json "$r/beside.json"
-  nsys_capture "$nsys" alone env CUDA_VISIBLE_DEVICES=0 "$bin/train_step_bench" --model resnet18 --batch 256 \
-    --precision bf16 --steps "$steps" --warmup 0 --no-graph --json "$r/alone.json"
+  cupti_capture "$library" beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
+  cupti_capture "$library" alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
+  python3 "$root/bench/nsys_overlap.py" "$r/beside.tsv" --alone "$r/alone.tsv" --steps "$steps" \
+    --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
+  gzip -f "$r/beside.tsv" "$r/alone.tsv"
+elif [ -n "$nsys" ]; then
+  # shellcheck disable=SC2086  # the flags, split
+  nsys_capture "$nsys" beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
+  nsys_capture "$nsys" alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
   python3 "$root/bench/nsys_overlap.py" "$r/beside.sqlite" --alone "$r/alone.sqlite" --steps "$steps" \
     --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
   rm -f "$r/beside.sqlite" "$r/alone.sqlite"

@@ -41,7 +41,9 @@
 // (first_stage_s), the GPU-decoded images by nvJPEG path, and feeder_construction_s: making the
 // DeviceFeeder, which creates the process's CUDA context here (a training program has made it before) on a
 // thread of the feeder's own, behind the first batch's CPU decoding (device_setup_s: how long that took;
-// --set-up-behind 0: in the constructor, as before 2026-11-29).
+// --set-up-behind 0: in the constructor, as before 2026-11-29). --context-first 1 makes the CUDA context before
+// the clock starts, as a training program has it once its model is on the GPU: the first batch then measures
+// the feeder's own set-up, not the context's.
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL|ROOT|JSON [--format classification|segmentation|detection]
 //                       [--images DIR] [--threads N] [--batch 256] [--size 224] [--epochs 1]
@@ -154,6 +156,7 @@ struct Config {
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
+  bool context_first = false;  // the process's CUDA context made before the clock starts
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;
   int service_local_threads = 0;
@@ -181,6 +184,10 @@ void add_device_options(CLI::App& app, Config& config) {
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   example_support::add_feeder_lever_options(app, config, "");
+  app.add_option("--context-first", config.context_first,
+                 "with --device gpu: make the process's CUDA context before the clock starts, as a training "
+                 "program has it once its model is on the GPU (0: the feeder makes it, timed)")
+      ->capture_default_str();
 }
 
 Config parse(int argc, char** argv) {
@@ -577,6 +584,11 @@ Result run_once_on_device(const Config& config, int threads,
                           const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   const conveyor::Placement placement = conveyor::resolve(conveyor::DeviceSpec::parse(config.device));
   if (!placement.gpu) throw std::runtime_error("--device " + config.device + " is not a GPU");
+  if (config.context_first) {
+    // cudaFree(nullptr) is the runtime's way to make the device's primary context without doing anything.
+    if (cudaSetDevice(placement.device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
+      throw std::runtime_error("--context-first: cannot make the CUDA context of " + placement.description);
+  }
   const auto start = Clock::now();
   conveyor::FeederOptions options;
   const std::vector<conveyor::SampleOp> maps = place_on_device(config, placement, options);
@@ -699,6 +711,7 @@ Json device_json(const Config& config, const Result& r) {
           {"copy_s", f.copy_seconds},
           {"feeder_construction_s", r.feeder_construction_s},
           {"set_up_behind", config.set_up_behind},
+          {"context_first", config.context_first},
           {"device_setup_s", f.device_setup_seconds},
           {"device_setup", f.device_setup},
           {"start_at_once", config.start_at_once},

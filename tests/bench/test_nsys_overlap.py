@@ -1,6 +1,7 @@
 """Specifications of bench/nsys_overlap.py on captures written here in the tables Nsight Systems exports
-(StringIds and CUPTI_ACTIVITY_KIND_KERNEL, the columns it reads): which stream is the step's, how much of its
-busy time other streams' kernels shared, and which of its kernels slowed beside the feeder."""
+(StringIds and CUPTI_ACTIVITY_KIND_KERNEL, the columns it reads) and in bench/tools/cupti_timeline's lines:
+which stream is the step's, how much of its busy time other streams' kernels and the copies shared, and which
+of its kernels slowed beside the feeder."""
 
 import contextlib
 import io
@@ -33,6 +34,16 @@ def capture(path, kernels):
                    (start, end, device, stream, names[name], names[name]))
     db.commit()
     db.close()
+
+
+def timeline(path, kernels, copies=()):
+    """The same `kernels` as cupti_timeline writes them (and one on device 1, ignored), with `copies`:
+    (start_ns, end_ns, stream, bytes, kind)."""
+    with open(path, "w") as file:
+        for start, end, stream, name in kernels + [(0, 10**9, 99, "other_device")]:
+            file.write(f"kernel\t{start}\t{end}\t{1 if name == 'other_device' else 0}\t{stream}\t{name}\n")
+        for start, end, stream, size, kind in copies:
+            file.write(f"copy\t{start}\t{end}\t0\t{stream}\t{size}\t{kind}\n")
 
 
 class Intervals(unittest.TestCase):
@@ -79,12 +90,34 @@ class Captures(unittest.TestCase):
         self.assertAlmostEqual(slowed["extra_ms"], 0.004)
         self.assertIn("1.250x", printed.getvalue())
 
+    def test_a_cupti_timeline_reads_as_the_capture_and_adds_the_copies_beside_the_step(self):
+        path = os.path.join(self.tmp.name, "beside.tsv")
+        kernels = [(0, 8000, 7, "conv"), (8000, 10000, 7, "relu"), (12000, 20000, 7, "conv"),
+                   (20000, 22000, 7, "relu"), (1000, 5000, 13, "crop_resize"), (13000, 15000, 13, "crop_resize")]
+        # The batch's copy overlaps 1 us of the first conv and 2 us of its relu (and the idle gap); a memset
+        # overlaps the second step's conv and relu by 1 us each.
+        timeline(path, kernels, [(7000, 11000, 17, 4096, "htod"), (19000, 21000, 17, 64, "set")])
+        s = nsys_overlap.summarize(path, steps=2)
+        self.assertEqual(s["step_stream"], 7)
+        self.assertAlmostEqual(s["step_busy_shared_share"], 6 / 20)
+        self.assertEqual(s["copies"]["htod"]["count"], 1)
+        self.assertAlmostEqual(s["copies"]["htod"]["busy_ms"], 0.004)
+        self.assertAlmostEqual(s["copies"]["htod"]["step_busy_shared_share"], 3 / 20)
+        self.assertAlmostEqual(s["copies"]["set"]["step_busy_shared_share"], 2 / 20)
+        self.assertEqual(nsys_overlap.summarize(self.beside)["copies"], {})  # nsys captures: kernels only
+
     def test_a_capture_without_kernels_is_an_error_that_names_it(self):
         empty = os.path.join(self.tmp.name, "empty.sqlite")
         sqlite3.connect(empty).close()
         with self.assertRaises(ValueError) as error:
             nsys_overlap.kernels(empty)
         self.assertIn("empty.sqlite", str(error.exception))
+        copies_only = os.path.join(self.tmp.name, "copies_only.tsv")
+        with open(copies_only, "w") as file:
+            file.write("copy\t0\t10\t0\t3\t8\thtod\n")
+        with self.assertRaises(ValueError) as error:
+            nsys_overlap.kernels(copies_only)
+        self.assertIn("copies_only.tsv", str(error.exception))
 
 
 if __name__ == "__main__":
