@@ -33,8 +33,13 @@ newest() {  # newest() NAME: the highest-numbered typedef NAME<N> in cupti_activ
 kernel=$(newest CUpti_ActivityKernel) memcpy=$(newest CUpti_ActivityMemcpy) memset=$(newest CUpti_ActivityMemset)
 [ -n "$kernel" ] && [ -n "$memcpy" ] && [ -n "$memset" ] ||
   { echo "cupti_timeline: cannot tell the record types in $include/cupti_activity.h" >&2; exit 1; }
+# cupti.h includes the toolkit's headers (cuda.h, crt/host_defines.h): the Python package has only some.
+toolkit=()
+for cuda in "${CUDA_HOME:-}" /usr/local/cuda; do
+  [ -n "$cuda" ] && [ -f "$cuda/include/crt/host_defines.h" ] && { toolkit=(-I"$cuda/include"); break; }
+done
 mkdir -p "$out"
-"${CXX:-g++}" -std=c++17 -O2 -shared -fPIC -I"$include" \
+"${CXX:-g++}" -std=c++17 -O2 -shared -fPIC -I"$include" "${toolkit[@]}" \
   -DTIMELINE_KERNEL_RECORD="$kernel" -DTIMELINE_MEMCPY_RECORD="$memcpy" -DTIMELINE_MEMSET_RECORD="$memset" \
   "$here/cupti_timeline.cpp" -o "$out/libcupti_timeline.so" "$libfile" -Wl,-rpath,"$lib"
 echo "cupti_timeline: built with $include ($kernel, $memcpy, $memset)" >&2
