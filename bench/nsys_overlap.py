@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """What the training step's kernels meet on the GPU, from Nsight Systems captures exported to SQLite
 (nsys export --type sqlite) or from bench/tools/cupti_timeline's records (.tsv, where nsys cannot make a
-report): the timeline evidence for issue 41's "the GPU's share beside the step".
+report; .tsv.gz too): the timeline evidence for issue 41's "the GPU's share beside the step".
 
-  nsys_overlap.py BESIDE.sqlite|.tsv [--alone ALONE.sqlite|.tsv] [--steps N] [--json FILE]
+  nsys_overlap.py BESIDE.sqlite|.tsv [--alone ALONE.sqlite|.tsv] [--steps N] [--step-marker NAME] [--json FILE]
 
 BESIDE: a capture of the step beside the feeder (feed_vs_prefetch's prefetch); ALONE: the same step without
 it (train_step_bench --no-graph, launched kernel by kernel as prefetch launches it). In each capture the
@@ -14,12 +14,16 @@ hybrid path, the crop-resize, the fused augmentation). Written for each capture:
 - on the step's stream: the share of its busy time during which a kernel of another stream ran (the SMs
   were shared), and its idle share between its first and last kernel (the GPU waited for launches or data);
 - per step (with --steps): the step's busy time and the other streams' kernel time;
+with --step-marker (a kernel that ends each step, say sgd_kernel), per step of the last N - 1 (the steady
+state: a capture holds warm-up too): the step's period, its kernels' busy time, the gaps between its kernels
+(the GPU waiting for launches) and the gap before its first kernel (waiting for the batch);
 with --alone, per kernel name of the step: its mean time beside the feeder over its mean time alone, the
 names that slowed most, and the step's busy time per step in both. The hardware JPEG engines are no
 kernels: their work shows only through what it takes from memory bandwidth (the step's kernels slowing).
 Standard library only (sqlite3), so it runs wherever the capture is read."""
 
 import argparse
+import gzip
 import json
 import sqlite3
 import sys
@@ -28,7 +32,7 @@ from collections import defaultdict
 
 def timeline_rows(path, kind):
     """The lines of one kind ("kernel" or "copy") of a cupti_timeline record, fields after the kind."""
-    with open(path) as file:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as file:
         rows = [line.rstrip("\n").split("\t")[1:] for line in file if line.startswith(kind + "\t")]
     if kind == "kernel" and not rows:
         raise ValueError(f"{path}: no kernels (did CUPTI record anything?)")
@@ -42,7 +46,7 @@ def first_device_only(rows):
 
 def kernels(path):
     """[(start_ns, end_ns, stream, name)] of every kernel of the capture's first device."""
-    if path.endswith(".tsv"):
+    if path.endswith((".tsv", ".tsv.gz")):
         return first_device_only([(int(s), int(e), int(stream), name, int(d))
                                   for s, e, d, stream, name in timeline_rows(path, "kernel")])
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -65,7 +69,7 @@ def copies(path):
     """{kind: [(start_ns, end_ns)]} of the memory copies and sets (kind "set") of a cupti_timeline record;
     empty for an nsys capture."""
     out = defaultdict(list)
-    if path.endswith(".tsv"):
+    if path.endswith((".tsv", ".tsv.gz")):
         for s, e, _device, _stream, _bytes, kind in timeline_rows(path, "copy"):
             out[kind].append((int(s), int(e)))
     return out
@@ -101,7 +105,7 @@ def intersection(a, b):
     return shared
 
 
-def summarize(path, steps=None, top=8):
+def summarize(path, steps=None, top=8, marker=None):
     rows = kernels(path)
     by_stream = defaultdict(list)
     for row in rows:
@@ -141,8 +145,47 @@ def summarize(path, steps=None, top=8):
         out["steps"] = steps
         out["step_busy_ms_per_step"] = out["step_busy_ms"] / steps
         out["other_kernel_ms_per_step"] = out["other_kernel_ms"] / steps
+    if marker:
+        out["per_step"] = per_step(by_stream[step_stream], marker, steps or len(by_stream[step_stream]))
     out["_step_names"] = mean_by_name(by_stream[step_stream])
     return out
+
+
+def per_step(rows, marker, steps):
+    """Medians over the last `steps` - 1 intervals between the ends of the kernels named `marker` (runs of
+    them as one) on the step's stream: period, busy, gaps inside, gap before the first kernel (ms)."""
+    rows = sorted(rows)
+    ends = []  # the end of each run of marker kernels (an optimizer may end a step with several)
+    previous = None
+    for _, e, _, n in rows:
+        if n == marker:
+            if previous == marker:
+                ends[-1] = e
+            else:
+                ends.append(e)
+        previous = n
+    if len(ends) < 2:
+        raise ValueError(f"the step's stream has {len(ends)} kernel(s) named {marker!r}: no whole step")
+    ends = ends[-steps:]
+    periods, busy, gaps, first = [], [], [], []
+    for lo, hi in zip(ends, ends[1:]):
+        inside = [(s, e) for s, e, _, _ in rows if lo < s <= hi]
+        if not inside:
+            continue
+        periods.append(hi - lo)
+        busy.append(total(union(inside)))
+        first.append(inside[0][0] - lo)
+        merged = union(inside)
+        gaps.append(sum(b[0] - a[1] for a, b in zip(merged, merged[1:])))
+    return {"marker": marker, "steps": len(periods),
+            "period_ms": median(periods) / 1e6, "busy_ms": median(busy) / 1e6,
+            "gaps_inside_ms": median(gaps) / 1e6, "gap_before_first_kernel_ms": median(first) / 1e6}
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def mean_by_name(rows):
@@ -180,11 +223,12 @@ def main(argv=None):
     ap.add_argument("beside")
     ap.add_argument("--alone")
     ap.add_argument("--steps", type=int, help="steps in each capture (per-step figures)")
+    ap.add_argument("--step-marker", help="the kernel that ends each step (per-step figures)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     try:
-        beside = summarize(args.beside, args.steps)
-        alone = summarize(args.alone, args.steps) if args.alone else None
+        beside = summarize(args.beside, args.steps, marker=args.step_marker)
+        alone = summarize(args.alone, args.steps, marker=args.step_marker) if args.alone else None
     except (ValueError, sqlite3.Error) as error:
         sys.exit(f"nsys_overlap.py: {error}")
     result = {"beside": {k: v for k, v in beside.items() if not k.startswith("_")}}
@@ -198,6 +242,11 @@ def main(argv=None):
         print(f"{side}: step stream busy {s['step_busy_ms']:.1f} ms over {s['step_window_ms']:.1f} ms "
               f"(idle {100 * s['step_idle_share']:.1f} %), shared with other streams' kernels "
               f"{100 * s['step_busy_shared_share']:.1f} % of it; other streams' kernels {s['other_kernel_ms']:.1f} ms")
+        if "per_step" in s:
+            p = s["per_step"]
+            print(f"{side}, per step (median of {p['steps']}): period {p['period_ms']:.2f} ms, kernels busy "
+                  f"{p['busy_ms']:.2f} ms, gaps between them {p['gaps_inside_ms']:.2f} ms, before the first "
+                  f"{p['gap_before_first_kernel_ms']:.2f} ms")
     if alone and result["comparison"]["step_kernel_time_ratio"]:
         c = result["comparison"]
         print(f"the step's kernels beside the feeder take {c['step_kernel_time_ratio']:.3f}x their time alone; "

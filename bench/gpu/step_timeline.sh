@@ -6,7 +6,7 @@
 # (train_step_bench --no-graph), when the machine has nsys. Kept: each capture's GPU kernel, CUDA API and
 # memory-copy summaries as CSV (beside_*.csv, alone_*.csv), the runs' JSON, and nsys_overlap.json
 # (bench/nsys_overlap.py: the share of the step's busy time shared with the feeder's kernels, its idle share,
-# and which of its kernels slow beside the feeder; summary.txt). The reports themselves (hundreds of MB) are
+# which of its kernels slow beside the feeder, and per step the period, kernel time and launch gaps; summary.txt). The reports themselves (hundreds of MB) are
 # deleted. Where nsys is missing or --cupti is given, bench/tools/cupti_timeline records the same kernels
 # (and the copies) through CUPTI instead: beside.tsv.gz and alone.tsv.gz are kept. Every step of each capture
 # is in it (no warm-up steps): feed_vs_prefetch also runs the trainer's and the feeder's warm-up,
@@ -26,14 +26,14 @@ if [ -n "$library" ]; then
   cupti_capture "$library" beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
   cupti_capture "$library" alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
   python3 "$root/bench/nsys_overlap.py" "$r/beside.tsv" --alone "$r/alone.tsv" --steps "$steps" \
-    --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
+    --step-marker sgd_kernel --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
   gzip -f "$r/beside.tsv" "$r/alone.tsv"
 elif [ -n "$nsys" ]; then
   # shellcheck disable=SC2086  # the flags, split
   nsys_capture "$nsys" beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
   nsys_capture "$nsys" alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
   python3 "$root/bench/nsys_overlap.py" "$r/beside.sqlite" --alone "$r/alone.sqlite" --steps "$steps" \
-    --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
+    --step-marker sgd_kernel --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
   rm -f "$r/beside.sqlite" "$r/alone.sqlite"
   for f in "$r"/*.csv; do [ -f "$f" ] && { echo "--- $(basename "$f")"; head -8 "$f" | cut -c1-200; }; done
 fi

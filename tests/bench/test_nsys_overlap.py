@@ -106,6 +106,27 @@ class Captures(unittest.TestCase):
         self.assertAlmostEqual(s["copies"]["set"]["step_busy_shared_share"], 2 / 20)
         self.assertEqual(nsys_overlap.summarize(self.beside)["copies"], {})  # nsys captures: kernels only
 
+    def test_per_step_figures_split_the_steps_stream_at_the_marker_kernel(self):
+        path = os.path.join(self.tmp.name, "steps.tsv")
+        # Three steps of 10 us ending in sgd (twice: one for each weight type): conv 4 us, a 1 us launch gap,
+        # relu 2 us, sgd 0.5 + 0.5 us; the second and third wait 2 us for their batch before conv. The
+        # feeder's kernel on stream 13 is not the step's.
+        kernels = []
+        for start in (0, 10000, 20000):
+            at = start + (0 if start == 0 else 2000)
+            kernels += [(at, at + 4000, 7, "conv"), (at + 5000, at + 7000, 7, "relu"),
+                        (start + 9000, start + 9500, 7, "sgd"), (start + 9500, start + 10000, 7, "sgd")]
+        timeline(path, kernels + [(3000, 9000, 13, "crop_resize")])
+        s = nsys_overlap.summarize(path, steps=3, marker="sgd")
+        self.assertEqual(s["per_step"]["steps"], 2)  # the two whole steps after the first marker
+        self.assertAlmostEqual(s["per_step"]["period_ms"], 0.010)
+        self.assertAlmostEqual(s["per_step"]["busy_ms"], 0.007)
+        self.assertAlmostEqual(s["per_step"]["gap_before_first_kernel_ms"], 0.002)
+        self.assertAlmostEqual(s["per_step"]["gaps_inside_ms"], 0.001 + 0.0)  # conv-relu 1 us, relu-sgd none
+        with self.assertRaises(ValueError) as error:
+            nsys_overlap.summarize(path, steps=3, marker="adam")
+        self.assertIn("adam", str(error.exception))
+
     def test_a_capture_without_kernels_is_an_error_that_names_it(self):
         empty = os.path.join(self.tmp.name, "empty.sqlite")
         sqlite3.connect(empty).close()

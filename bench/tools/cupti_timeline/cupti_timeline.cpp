@@ -51,7 +51,10 @@ std::string short_name(const char* mangled) {
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
                                                         &std::free);
-  const std::string full = status == 0 && demangled ? demangled.get() : mangled;
+  std::string full = status == 0 && demangled ? demangled.get() : mangled;
+  // "(anonymous namespace)" is a namespace, not a parameter list.
+  for (std::size_t at; (at = full.find("(anonymous namespace)")) != std::string::npos;)
+    full.replace(at, std::strlen("(anonymous namespace)"), "anonymous");
   std::string base;
   int depth = 0;
   for (const char c : full) {
