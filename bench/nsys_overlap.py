@@ -23,6 +23,7 @@ kernels: their work shows only through what it takes from memory bandwidth (the 
 Standard library only (sqlite3), so it runs wherever the capture is read."""
 
 import argparse
+import bisect
 import gzip
 import json
 import sqlite3
@@ -65,13 +66,14 @@ def kernels(path):
     return first_device_only(rows)
 
 
-def copies(path):
-    """{kind: [(start_ns, end_ns)]} of the memory copies and sets (kind "set") of a cupti_timeline record;
-    empty for an nsys capture."""
+def copies(path, exclude_stream=None):
+    """{kind: [(start_ns, end_ns)]} of the memory copies and sets (kind "set") of a cupti_timeline record,
+    less those of `exclude_stream`; empty for an nsys capture."""
     out = defaultdict(list)
     if path.endswith((".tsv", ".tsv.gz")):
-        for s, e, _device, _stream, _bytes, kind in timeline_rows(path, "copy"):
-            out[kind].append((int(s), int(e)))
+        for s, e, _device, stream, _bytes, kind in timeline_rows(path, "copy"):
+            if exclude_stream is None or int(stream) != exclude_stream:
+                out[kind].append((int(s), int(e)))
     return out
 
 
@@ -146,12 +148,21 @@ def summarize(path, steps=None, top=8, marker=None):
         out["step_busy_ms_per_step"] = out["step_busy_ms"] / steps
         out["other_kernel_ms_per_step"] = out["other_kernel_ms"] / steps
     if marker:
-        out["per_step"] = per_step(by_stream[step_stream], marker, steps or len(by_stream[step_stream]))
+        feeder = [(st, e) for st, e, stream, _ in rows if stream != step_stream]
+        copy_intervals = [iv for kind_ivs in copies(path, exclude_stream=step_stream).values() for iv in kind_ivs]
+        out["per_step"] = per_step(by_stream[step_stream], marker, steps or len(by_stream[step_stream]),
+                                   feeder, copy_intervals)
     out["_step_names"] = mean_by_name(by_stream[step_stream])
     return out
 
 
-def per_step(rows, marker, steps):
+def overlaps(intervals, lo, hi):
+    """Whether any of the sorted, disjoint `intervals` meets [lo, hi]."""
+    i = bisect.bisect_right(intervals, (hi, float("inf")))
+    return i > 0 and intervals[i - 1][1] >= lo
+
+
+def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
     """Medians over the last `steps` - 1 intervals between the ends of the kernels named `marker` (runs of
     them as one) on the step's stream: period, busy, gaps inside, gap before the first kernel (ms)."""
     rows = sorted(rows)
@@ -167,7 +178,9 @@ def per_step(rows, marker, steps):
     if len(ends) < 2:
         raise ValueError(f"the step's stream has {len(ends)} kernel(s) named {marker!r}: no whole step")
     ends = ends[-steps:]
+    feeder, copy_intervals = union(feeder), union(copy_intervals)
     periods, busy, gaps, first = [], [], [], []
+    company = defaultdict(lambda: [0, 0])  # what else ran in a gap: [count, ns]
     for lo, hi in zip(ends, ends[1:]):
         inside = [(s, e) for s, e, _, _ in rows if lo < s <= hi]
         if not inside:
@@ -177,9 +190,19 @@ def per_step(rows, marker, steps):
         first.append(inside[0][0] - lo)
         merged = union(inside)
         gaps.append(sum(b[0] - a[1] for a, b in zip(merged, merged[1:])))
-    return {"marker": marker, "steps": len(periods),
+        for a, b in zip(merged, merged[1:]):
+            kind = " and ".join(name for name, intervals in (("a feeder kernel", feeder), ("a copy", copy_intervals))
+                                if overlaps(intervals, a[1], b[0])) or "nothing else"
+            company[kind][0] += 1
+            company[kind][1] += b[0] - a[1]
+    count = len(periods)
+    return {"marker": marker, "steps": count,
             "period_ms": median(periods) / 1e6, "busy_ms": median(busy) / 1e6,
-            "gaps_inside_ms": median(gaps) / 1e6, "gap_before_first_kernel_ms": median(first) / 1e6}
+            "gaps_inside_ms": median(gaps) / 1e6, "gap_before_first_kernel_ms": median(first) / 1e6,
+            # The gaps between the step's kernels by what else the GPU did meanwhile (another stream's kernel,
+            # a copy on another stream): how much longer a gap is when the feeder's work falls into it.
+            "gaps_by_company": {kind: {"per_step": n / count, "mean_us": t / n / 1e3, "ms_per_step": t / count / 1e6}
+                                for kind, (n, t) in sorted(company.items())}}
 
 
 def median(values):
@@ -247,6 +270,9 @@ def main(argv=None):
             print(f"{side}, per step (median of {p['steps']}): period {p['period_ms']:.2f} ms, kernels busy "
                   f"{p['busy_ms']:.2f} ms, gaps between them {p['gaps_inside_ms']:.2f} ms, before the first "
                   f"{p['gap_before_first_kernel_ms']:.2f} ms")
+            for kind, g in p["gaps_by_company"].items():
+                print(f"  gaps with {kind} beside: {g['per_step']:.1f} a step, {g['mean_us']:.1f} us each, "
+                      f"{g['ms_per_step']:.3f} ms a step")
     if alone and result["comparison"]["step_kernel_time_ratio"]:
         c = result["comparison"]
         print(f"the step's kernels beside the feeder take {c['step_kernel_time_ratio']:.3f}x their time alone; "

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # step_timeline.sh [--steps N] [--threads N] [--flags "FEED_VS_PREFETCH_FLAGS"] [--cupti]
 # What the ResNet-18 step's kernels meet on the GPU beside the hybrid feeder (issue 41, "the GPU's share
-# beside the step"): Nsight Systems captures of feed_vs_prefetch's prefetch (16 threads, batch 256, the
-# defaults or with FLAGS added) and of the step alone, launched kernel by kernel as prefetch launches it
-# (train_step_bench --no-graph), when the machine has nsys. Kept: each capture's GPU kernel, CUDA API and
-# memory-copy summaries as CSV (beside_*.csv, alone_*.csv), the runs' JSON, and nsys_overlap.json
-# (bench/nsys_overlap.py: the share of the step's busy time shared with the feeder's kernels, its idle share,
-# which of its kernels slow beside the feeder, and per step the period, kernel time and launch gaps; summary.txt). The reports themselves (hundreds of MB) are
-# deleted. Where nsys is missing or --cupti is given, bench/tools/cupti_timeline records the same kernels
-# (and the copies) through CUPTI instead: beside.tsv.gz and alone.tsv.gz are kept. Every step of each capture
-# is in it (no warm-up steps): feed_vs_prefetch also runs the trainer's and the feeder's warm-up,
-# train_step_bench its first step.
+# beside the step"): timelines of feed_vs_prefetch's prefetch (16 threads, batch 256, the defaults or with
+# FLAGS added) and of the step alone, launched kernel by kernel as prefetch launches it (train_step_bench
+# --no-graph). With Nsight Systems where the machine has it: each capture's GPU kernel, CUDA API and
+# memory-copy summaries as CSV (beside_*.csv, alone_*.csv; the reports, hundreds of MB, deleted). Where nsys
+# is missing or --cupti is given, bench/tools/cupti_timeline records the kernels and copies through CUPTI
+# instead (beside.tsv.gz, alone.tsv.gz kept). Either way bench/nsys_overlap.py writes nsys_overlap.json and
+# summary.txt: the share of the step's busy time shared with the feeder's kernels, its idle share, which of
+# its kernels slow beside the feeder, and per step (cut at sgd_kernel) the period, the kernel time and the
+# gaps between the step's kernels by what else ran in them. Every step of each capture is in it (no warm-up
+# steps): feed_vs_prefetch also runs the trainer's and the feeder's warm-up, train_step_bench its first step.
 source "$(dirname "$0")/lib.sh"
 bench_options steps=60 threads=16 flags= cupti! -- "$@"
 bench_begin step_timeline "$@"

@@ -116,8 +116,13 @@ class Captures(unittest.TestCase):
             at = start + (0 if start == 0 else 2000)
             kernels += [(at, at + 4000, 7, "conv"), (at + 5000, at + 7000, 7, "relu"),
                         (start + 9000, start + 9500, 7, "sgd"), (start + 9500, start + 10000, 7, "sgd")]
-        timeline(path, kernels + [(3000, 9000, 13, "crop_resize")])
+        # In the whole steps' conv-relu gaps: a copy (the second step), a feeder kernel (the third).
+        timeline(path, kernels + [(3000, 9000, 13, "crop_resize"), (26200, 26800, 13, "rgba2rgb")],
+                 [(15500, 16500, 17, 4096, "htod")])
         s = nsys_overlap.summarize(path, steps=3, marker="sgd")
+        self.assertEqual(s["per_step"]["gaps_by_company"], {
+            "a copy": {"per_step": 0.5, "mean_us": 1.0, "ms_per_step": 0.0005},
+            "a feeder kernel": {"per_step": 0.5, "mean_us": 1.0, "ms_per_step": 0.0005}})
         self.assertEqual(s["per_step"]["steps"], 2)  # the two whole steps after the first marker
         self.assertAlmostEqual(s["per_step"]["period_ms"], 0.010)
         self.assertAlmostEqual(s["per_step"]["busy_ms"], 0.007)

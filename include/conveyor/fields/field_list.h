@@ -45,8 +45,10 @@ class FieldList {
     if constexpr (std::is_same_v<T, MaskField>) return &mask_;
     if constexpr (std::is_same_v<T, BoxesField>) return &boxes_;
     if constexpr (std::is_same_v<T, TagsField>) return &tags_;
-    for (const std::unique_ptr<Field>& field : others_)
-      if (typeid(*field) == typeid(T)) return static_cast<T*>(field.get());
+    for (const std::unique_ptr<Field>& field : others_) {
+      const Field& held = *field;  // not typeid(*field): clang warns of the call evaluated inside typeid
+      if (typeid(held) == typeid(T)) return static_cast<T*>(field.get());
+    }
     return nullptr;
   }
   template <class T>

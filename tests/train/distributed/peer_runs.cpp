@@ -30,8 +30,17 @@ std::string on_path(const std::string& program) {
   return "";
 }
 
-std::vector<std::string> mpi_sanitizer_environment() {
+// GCC says it builds under AddressSanitizer with __SANITIZE_ADDRESS__; clang 14, only through __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define CONVEYOR_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONVEYOR_UNDER_ASAN 1
+#endif
+#endif
+
+std::vector<std::string> mpi_sanitizer_environment() {
+#if defined(CONVEYOR_UNDER_ASAN)
   return {"ASAN_OPTIONS=fast_unwind_on_malloc=0", std::string("LSAN_OPTIONS=suppressions=") + CONVEYOR_LSAN_SUPPRESSIONS};
 #else
   return {};
