@@ -18,23 +18,26 @@ images=$(imagenet_like)
 beside=("$bin/feed_vs_prefetch" --data "$images" --modes prefetch --threads "$threads" --batch 256 --steps "$steps"
         --warmup 0 --progress 0)
 alone=("$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16 --steps "$steps" --warmup 0 --no-graph)
-nsys= library=
+# capture NAME COMMAND...: COMMAND's timeline as $r/NAME.$ext, by whichever recorder this machine has.
+nsys='' library='' ext=''
 [ "$cupti" = 1 ] || nsys=$(find_nsys --quiet)
-[ -n "$nsys" ] || library=$(cupti_library)
-if [ -n "$library" ]; then
+if [ -n "$nsys" ]; then
+  capture() { nsys_capture "$nsys" "$@"; } && ext=sqlite
+else
+  library=$(cupti_library)
+  [ -z "$library" ] || { capture() { cupti_capture "$library" "$@"; } && ext=tsv; }
+fi
+if [ -n "$ext" ]; then
   # shellcheck disable=SC2086  # the flags, split
-  cupti_capture "$library" beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
-  cupti_capture "$library" alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
-  python3 "$root/bench/nsys_overlap.py" "$r/beside.tsv" --alone "$r/alone.tsv" --steps "$steps" \
+  capture beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
+  capture alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
+  python3 "$root/bench/nsys_overlap.py" "$r/beside.$ext" --alone "$r/alone.$ext" --steps "$steps" \
     --step-marker sgd_kernel --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
-  gzip -f "$r/beside.tsv" "$r/alone.tsv"
-elif [ -n "$nsys" ]; then
-  # shellcheck disable=SC2086  # the flags, split
-  nsys_capture "$nsys" beside env CUDA_VISIBLE_DEVICES=0 "${beside[@]}" $flags --json "$r/beside.json"
-  nsys_capture "$nsys" alone env CUDA_VISIBLE_DEVICES=0 "${alone[@]}" --json "$r/alone.json"
-  python3 "$root/bench/nsys_overlap.py" "$r/beside.sqlite" --alone "$r/alone.sqlite" --steps "$steps" \
-    --step-marker sgd_kernel --json "$r/nsys_overlap.json" | tee "$r/summary.txt"
-  rm -f "$r/beside.sqlite" "$r/alone.sqlite"
-  for f in "$r"/*.csv; do [ -f "$f" ] && { echo "--- $(basename "$f")"; head -8 "$f" | cut -c1-200; }; done
+  if [ "$ext" = tsv ]; then
+    gzip -f "$r/beside.tsv" "$r/alone.tsv"
+  else
+    rm -f "$r/beside.sqlite" "$r/alone.sqlite"
+    for f in "$r"/*.csv; do [ -f "$f" ] && { echo "--- $(basename "$f")"; head -8 "$f" | cut -c1-200; }; done
+  fi
 fi
 bench_end

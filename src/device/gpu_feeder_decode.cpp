@@ -218,13 +218,17 @@ void GpuFeeder::on_decoder_ready(cuda::ReadyDecoder made, Clock::time_point fed_
                        Clock::now());
     char line[160];
     std::snprintf(line, sizeof line,
-                  "at once: the CPU decoded every image for %.3f s while the GPU decoder came ready in %.3f s; "
-                  "then the split opened at %.3f",
-                  after, made.seconds, split->share());
+                  "at once: the CPU decoded every image for %.3f s while the GPU decoder came ready in %.3f s",
+                  after, made.seconds);
+    char opened[48];
+    std::snprintf(opened, sizeof opened, "; then the split opened at %.3f", split->share());
+    std::string startup = line;
+    if (!made.phases.empty()) startup += " (" + made.phases + ")";
+    startup += opened;
     std::lock_guard lock(mutex_);
     stats_.split_memory = recalled;
     stats_.decoder_ready_seconds = after;
-    stats_.startup = line;
+    stats_.startup = std::move(startup);
   } catch (...) {
     // Out of memory for a note: the split stays as it is (closed: the CPU decodes everything).
   }

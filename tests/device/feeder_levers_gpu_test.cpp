@@ -144,6 +144,9 @@ TEST(FeederStartAtOnce, TheCpuDecodesEverythingUntilTheGpuDecoderIsReadyThenTheS
     }
   }
   EXPECT_FALSE(stats.warmup.empty()) << "the startup sent no warm-up batch through nvJPEG";
+  // Where the decoder's start-up went, phase by phase.
+  for (const char* phase : {"library ", "decoders ", "page-locked batch buffers ", "warm-up "})
+    EXPECT_NE(stats.startup.find(phase), std::string::npos) << phase << "is not in: " << stats.startup;
 }
 
 TEST(FeederStartAtOnce, ADeterministicPipelineDefersFromItsFirstSample) {

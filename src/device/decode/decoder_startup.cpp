@@ -1,6 +1,7 @@
 #include "src/device/decode/decoder_startup.h"
 
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <utility>
 
@@ -13,6 +14,15 @@ namespace conveyor::cuda {
 ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>& stop) noexcept {
   const auto start = std::chrono::steady_clock::now();
   ReadyDecoder out;
+  auto phase_began = start;
+  const auto phase_done = [&](const char* name) {  // one "name 0.123 s" more in out.phases
+    const auto now = std::chrono::steady_clock::now();
+    char part[64];
+    std::snprintf(part, sizeof part, "%s%s %.3f s", out.phases.empty() ? "" : ", ", name,
+                  std::chrono::duration<double>(now - phase_began).count());
+    out.phases += part;
+    phase_began = now;
+  };
   const auto stopped = [&] {
     if (!stop.load(std::memory_order_relaxed)) return false;
     out.decoder.reset();
@@ -23,6 +33,7 @@ ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>
     // This thread's CUDA calls go to the feeder's device (a fresh thread would bind device 0).
     DeviceGuard guard(plan.device);
     nvjpeg::LoadResult library = nvjpeg::load();
+    phase_done("library");
     if (!library) {
       out.note = library.unavailable + "; every image is decoded on the CPU";
       out.seconds = detail::seconds_since(start);
@@ -32,11 +43,14 @@ ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>
     out.decoder = std::make_unique<DeviceDecoder>(library.library, *plan.pool, plan.device, plan.options,
                                                   plan.blocks_per_image);
     out.note = out.decoder->description();
+    phase_done("decoders");
     if (stopped()) return out;
     // The pipeline makes its first batch buffer itself; these are the ones it would make next, each a
     // cudaHostAlloc of tens of megabytes on its source stage.
-    if (plan.host_memory && plan.host_block_bytes > 0)
+    if (plan.host_memory && plan.host_block_bytes > 0) {
       plan.host_memory->fill(plan.host_block_bytes, plan.host_blocks);
+      phase_done("page-locked batch buffers");
+    }
     if (stopped()) return out;
     if (plan.images > 0 && plan.shape.channels == 3) {
       Stream stream;
@@ -46,6 +60,7 @@ ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>
       out.warmup = out.decoder->warm_up(plan.images, plan.shape, scratch.as<std::uint8_t>(), stream.get());
       scratch.reset();
       stream.synchronize();
+      phase_done("warm-up");
     }
   } catch (const std::exception& error) {
     out.decoder.reset();
