@@ -157,7 +157,6 @@ struct Config {
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
   bool context_first = false;  // the process's CUDA context made before the clock starts
-  bool decoders_together = true;  // DeviceDecode::decoders_together
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;
   int service_local_threads = 0;
@@ -185,10 +184,6 @@ void add_device_options(CLI::App& app, Config& config) {
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   example_support::add_feeder_lever_options(app, config, "");
-  app.add_option("--decoders-together", config.decoders_together,
-                 "the GPU decoder's two nvJPEG decoders made at the same time, on two threads (0: the second "
-                 "when the first batch or the warm-up needs it; DeviceDecode::decoders_together)")
-      ->capture_default_str();
   app.add_option("--context-first", config.context_first,
                  "with --device gpu: make the process's CUDA context before the clock starts, as a training "
                  "program has it once its model is on the GPU (0: the feeder makes it, timed)")
@@ -579,7 +574,6 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.set_up_behind = config.set_up_behind;
   options.decode.gpu_hybrid = config.gpu_hybrid;
   options.decode.copy_whole_batch = config.copy_whole_batch;
-  options.decode.decoders_together = config.decoders_together;
   options.decode.memory_key =
       "pipeline_throughput " + config.precision + (config.gpu_augment ? " augment" : "");
   return maps;
@@ -718,7 +712,6 @@ Json device_json(const Config& config, const Result& r) {
           {"feeder_construction_s", r.feeder_construction_s},
           {"set_up_behind", config.set_up_behind},
           {"context_first", config.context_first},
-          {"decoders_together", config.decoders_together},
           {"device_setup_s", f.device_setup_seconds},
           {"device_setup", f.device_setup},
           {"start_at_once", config.start_at_once},

@@ -1,6 +1,6 @@
 // Issue 41's levers of the hybrid feeder, on a GPU: the decoder comes ready behind the CPU workers (start at
-// once), its two nvJPEG decoders made together, the deferred samples' slots left out of the copy, and nothing
-// but the hardware engines decoding on the GPU. Lines starting "[ levers   ]" say what happened. Skips without a GPU or without nvJPEG.
+// once), the deferred samples' slots left out of the copy, and nothing but the hardware engines decoding on
+// the GPU. Lines starting "[ levers   ]" say what happened. Skips without a GPU or without nvJPEG.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -186,25 +186,6 @@ TEST(FeederCopy, LeavingTheDeferredSlotsOutOfTheCopyChangesNoByte) {
   for (std::size_t k = 0; k < whole.pixels.size(); ++k) {
     EXPECT_EQ(decoded_only.pixels[k], whole.pixels[k]) << "pixels of batch " << k;
     EXPECT_EQ(decoded_only.images[k], whole.images[k]) << "images of batch " << k;
-  }
-}
-
-TEST(FeederDecodersTogether, TheTwoDecodersMadeTogetherOrOneByOneDecodeTheSameBytes) {
-  REQUIRE_GPU_AND_NVJPEG();
-  const testing::Watchdog watchdog(180s, "TheTwoDecodersMadeTogetherOrOneByOneDecodeTheSameBytes");
-  const std::vector<std::vector<std::uint8_t>> files = photos(64, /*progressive=*/true);
-  const FedRun together = feed_all(files, hybrid(0.5));
-  FeederOptions options = hybrid(0.5);
-  options.decode.decoders_together = false;
-  const FedRun one_by_one = feed_all(files, options);
-  std::cout << "[ levers   ] together: " << together.feeder.decoder << "\n";
-  // Both decoders took batches (they alternate), every path decoded alike.
-  EXPECT_GT(together.feeder.gpu_decoded, 16u);
-  EXPECT_EQ(together.feeder.gpu_decoded, one_by_one.feeder.gpu_decoded);
-  ASSERT_EQ(together.pixels.size(), one_by_one.pixels.size());
-  for (std::size_t k = 0; k < together.pixels.size(); ++k) {
-    EXPECT_EQ(together.pixels[k], one_by_one.pixels[k]) << "pixels of batch " << k;
-    EXPECT_EQ(together.images[k], one_by_one.images[k]) << "images of batch " << k;
   }
 }
 

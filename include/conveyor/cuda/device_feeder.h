@@ -128,10 +128,6 @@ struct DeviceDecode {
   // overwrites them); false: only the samples the pipeline decoded, as runs of slots in one batched copy
   // (cudaMemcpyBatchAsync), so that the GPU's share of the images costs no bus or memory traffic twice.
   bool copy_whole_batch = true;
-  // The two RGB decoders that the feeder uses in turn are made at the same time, on two threads, when the
-  // GPU decoder is set up (true); false: the second is made by the first batch (or the warm-up) that needs
-  // it. Most of the set-up is nvJPEG making its handles.
-  bool decoders_together = true;
 };
 
 // Where feed() puts the pipeline's threads and its page-locked batches on a host of several GPUs, one

@@ -1,8 +1,6 @@
 #include "src/device/decode/device_decoder.h"
 
-#include <exception>
 #include <string>
-#include <thread>
 
 #include "conveyor/error.h"
 #include "conveyor/ops/deferred_crop.h"
@@ -34,46 +32,23 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
       blocks_per_image_(blocks_per_image) {
   if (!library_) throw InvalidArgument(std::string(kGpuDecodeContext) + ": no nvJPEG library");
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
-  auto& rgb = decoders_[1];  // the two RGB decoders
-  if (options_.decoders_together) {
-    // nvJPEG's handles take most of a second to make: the second decoder's on a thread of its own, beside
-    // the first's (joined before anything below can throw past it).
-    std::exception_ptr failed;
-    {
-      std::jthread second([&] {
-        try {
-          rgb[1] = make_decoder(3);
-        } catch (...) {
-          failed = std::current_exception();
-        }
-      });
-      try {
-        rgb[0] = make_decoder(3);
-      } catch (...) {
-        if (!failed) failed = std::current_exception();
-      }
-    }
-    if (failed) std::rethrow_exception(failed);
-  }
   description_ = decoder_for(3).description();
-}
-
-std::unique_ptr<NvjpegBatchDecoder> DeviceDecoder::make_decoder(int channels) const {
-  NvjpegDecoderOptions options;
-  options.device = device_;
-  options.hardware = options_.hardware;
-  options.hardware_pipelining = options_.hardware_pipelining;
-  options.hardware_pool = options_.hardware_pool;
-  options.blocks_per_image = blocks_per_image_;
-  options.roi = options_.roi;
-  options.software_beside_hardware = options_.gpu_hybrid;
-  options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
-  return std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
 }
 
 NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
   std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[channels == 1 ? 0 : 1][turn_ % 2];
-  if (!decoder) decoder = make_decoder(channels);
+  if (!decoder) {
+    NvjpegDecoderOptions options;
+    options.device = device_;
+    options.hardware = options_.hardware;
+    options.hardware_pipelining = options_.hardware_pipelining;
+    options.hardware_pool = options_.hardware_pool;
+    options.blocks_per_image = blocks_per_image_;
+    options.roi = options_.roi;
+    options.software_beside_hardware = options_.gpu_hybrid;
+    options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
+    decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
+  }
   return *decoder;
 }
 

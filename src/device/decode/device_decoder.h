@@ -68,15 +68,13 @@ class DeviceDecoder {
 
  private:
   NvjpegBatchDecoder& decoder_for(int channels);
-  std::unique_ptr<NvjpegBatchDecoder> make_decoder(int channels) const;
 
   std::shared_ptr<const nvjpeg::Library> library_;
   DeviceMemoryPool* pool_;
   int device_;
   DeviceDecode options_;
   int blocks_per_image_;
-  // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now, the
-  // two together with DeviceDecode::decoders_together).
+  // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;
   std::string description_;
