@@ -149,7 +149,7 @@ def summarize(path, steps=None, top=8, marker=None):
         out["other_kernel_ms_per_step"] = out["other_kernel_ms"] / steps
     if marker:
         feeder = [(st, e) for st, e, stream, _ in rows if stream != step_stream]
-        copy_intervals = [iv for kind_ivs in copies(path, exclude_stream=step_stream).values() for iv in kind_ivs]
+        copy_intervals = [iv for ivs in copies(path, exclude_stream=step_stream).values() for iv in ivs]
         out["per_step"] = per_step(by_stream[step_stream], marker, steps or len(by_stream[step_stream]),
                                    feeder, copy_intervals)
     out["_step_names"] = mean_by_name(by_stream[step_stream])
@@ -178,21 +178,21 @@ def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
     if len(ends) < 2:
         raise ValueError(f"the step's stream has {len(ends)} kernel(s) named {marker!r}: no whole step")
     ends = ends[-steps:]
-    feeder, copy_intervals = union(feeder), union(copy_intervals)
+    others = (("a feeder kernel", union(feeder)), ("a copy", union(copy_intervals)))
     periods, busy, gaps, first = [], [], [], []
     company = defaultdict(lambda: [0, 0])  # what else ran in a gap: [count, ns]
     for lo, hi in zip(ends, ends[1:]):
         inside = [(s, e) for s, e, _, _ in rows if lo < s <= hi]
         if not inside:
             continue
-        periods.append(hi - lo)
-        busy.append(total(union(inside)))
-        first.append(inside[0][0] - lo)
         merged = union(inside)
+        periods.append(hi - lo)
+        busy.append(total(merged))
+        first.append(inside[0][0] - lo)
         gaps.append(sum(b[0] - a[1] for a, b in zip(merged, merged[1:])))
         for a, b in zip(merged, merged[1:]):
-            kind = " and ".join(name for name, intervals in (("a feeder kernel", feeder), ("a copy", copy_intervals))
-                                if overlaps(intervals, a[1], b[0])) or "nothing else"
+            kind = " and ".join(name for name, intervals in others if overlaps(intervals, a[1], b[0]))
+            kind = kind or "nothing else"
             company[kind][0] += 1
             company[kind][1] += b[0] - a[1]
     count = len(periods)
@@ -201,7 +201,8 @@ def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
             "gaps_inside_ms": median(gaps) / 1e6, "gap_before_first_kernel_ms": median(first) / 1e6,
             # The gaps between the step's kernels by what else the GPU did meanwhile (another stream's kernel,
             # a copy on another stream): how much longer a gap is when the feeder's work falls into it.
-            "gaps_by_company": {kind: {"per_step": n / count, "mean_us": t / n / 1e3, "ms_per_step": t / count / 1e6}
+            "gaps_by_company": {kind: {"per_step": n / count, "mean_us": t / n / 1e3,
+                                       "ms_per_step": t / count / 1e6}
                                 for kind, (n, t) in sorted(company.items())}}
 
 
