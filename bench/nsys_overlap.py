@@ -66,15 +66,13 @@ def kernels(path):
     return first_device_only(rows)
 
 
-def copies(path, exclude_stream=None):
-    """{kind: [(start_ns, end_ns)]} of the memory copies and sets (kind "set") of a cupti_timeline record,
-    less those of `exclude_stream`; empty for an nsys capture."""
-    out = defaultdict(list)
-    if path.endswith((".tsv", ".tsv.gz")):
-        for s, e, _device, stream, _bytes, kind in timeline_rows(path, "copy"):
-            if exclude_stream is None or int(stream) != exclude_stream:
-                out[kind].append((int(s), int(e)))
-    return out
+def copies(path):
+    """[(start_ns, end_ns, stream, kind)] of the memory copies and sets (kind "set") of a cupti_timeline
+    record; empty for an nsys capture."""
+    if not path.endswith((".tsv", ".tsv.gz")):
+        return []
+    return [(int(s), int(e), int(stream), kind)
+            for s, e, _device, stream, _bytes, kind in timeline_rows(path, "copy")]
 
 
 def union(intervals):
@@ -140,16 +138,20 @@ def summarize(path, steps=None, top=8, marker=None):
         "other_kernel_ms": sum(st["kernel_ms"] for st in streams if not st["step"]),
     }
     # The step's busy time during which a copy engine moved data for anyone (its own copies included).
+    moved = copies(path)
+    by_kind = defaultdict(list)
+    for st, e, _, kind in moved:
+        by_kind[kind].append((st, e))
     out["copies"] = {kind: {"count": len(ivs), "busy_ms": total(union(ivs)) / 1e6,
                             "step_busy_shared_share": intersection(step_busy, union(ivs)) / total(step_busy)}
-                     for kind, ivs in copies(path).items()}
+                     for kind, ivs in by_kind.items()}
     if steps:
         out["steps"] = steps
         out["step_busy_ms_per_step"] = out["step_busy_ms"] / steps
         out["other_kernel_ms_per_step"] = out["other_kernel_ms"] / steps
     if marker:
         feeder = [(st, e) for st, e, stream, _ in rows if stream != step_stream]
-        copy_intervals = [iv for ivs in copies(path, exclude_stream=step_stream).values() for iv in ivs]
+        copy_intervals = [(st, e) for st, e, stream, _ in moved if stream != step_stream]
         out["per_step"] = per_step(by_stream[step_stream], marker, steps or len(by_stream[step_stream]),
                                    feeder, copy_intervals)
     out["_step_names"] = mean_by_name(by_stream[step_stream])

@@ -79,6 +79,13 @@ const char* copy_kind(std::uint8_t kind) {
   }
 }
 
+template <class Record>  // a memcpy or memset record
+void write_copy(std::FILE* out, const Record& m, const char* kind) {
+  std::fprintf(out, "copy\t%llu\t%llu\t%u\t%u\t%llu\t%s\n", static_cast<unsigned long long>(m.start),
+               static_cast<unsigned long long>(m.end), m.deviceId, m.streamId,
+               static_cast<unsigned long long>(m.bytes), kind);
+}
+
 void write(std::FILE* out, const CUpti_Activity* record) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -90,19 +97,13 @@ void write(std::FILE* out, const CUpti_Activity* record) {
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const TIMELINE_MEMCPY_RECORD*>(record);
-      std::fprintf(out, "copy\t%llu\t%llu\t%u\t%u\t%llu\t%s\n", static_cast<unsigned long long>(m->start),
-                   static_cast<unsigned long long>(m->end), m->deviceId, m->streamId,
-                   static_cast<unsigned long long>(m->bytes), copy_kind(m->copyKind));
+      const auto& m = *reinterpret_cast<const TIMELINE_MEMCPY_RECORD*>(record);
+      write_copy(out, m, copy_kind(m.copyKind));
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const TIMELINE_MEMSET_RECORD*>(record);
-      std::fprintf(out, "copy\t%llu\t%llu\t%u\t%u\t%llu\tset\n", static_cast<unsigned long long>(m->start),
-                   static_cast<unsigned long long>(m->end), m->deviceId, m->streamId,
-                   static_cast<unsigned long long>(m->bytes));
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      write_copy(out, *reinterpret_cast<const TIMELINE_MEMSET_RECORD*>(record), "set");
       break;
-    }
     default: break;
   }
 }
@@ -142,11 +143,12 @@ void flush_at_exit() {
 // call. The runtime registered its own teardown before that call reached the driver, and exit handlers run in
 // the reverse order: this library's flush comes first.
 extern "C" int InitializeInjection() {
-  const char* path = std::getenv("CONVEYOR_TIMELINE_OUT");
+  const char* const asked = std::getenv("CONVEYOR_TIMELINE_OUT");
+  const char* const path = asked ? asked : "cupti_timeline.tsv";
   Timeline& t = timeline();
-  t.out = std::fopen(path ? path : "cupti_timeline.tsv", "w");
+  t.out = std::fopen(path, "w");
   if (!t.out) {
-    std::fprintf(stderr, "cupti_timeline: cannot write %s\n", path ? path : "cupti_timeline.tsv");
+    std::fprintf(stderr, "cupti_timeline: cannot write %s\n", path);
     return 0;
   }
   if (const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
