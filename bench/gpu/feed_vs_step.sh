@@ -11,12 +11,14 @@
 # thread). --eager-step adds train_step_bench --no-graph (step_eager: the step launched kernel by kernel, as
 # prefetch launches it beside nvJPEG). --prepared reads, in every prefetch run, the ImageNet-like set as
 # make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written out as a folder.
+# --previous NAME runs prefetch once more per round with a previous build's feed_vs_prefetch (bin/NAME, carried
+# in the bundle) and the defaults: side fvp-previous, a change's effect against the binary before it.
 # Files: step_R.json, step_eager_R.json, fvp_R.json, fvp-NAME_R.json. The headline's prefetch row
 # (bench/summarize_headline.py: entries.json) and every variant's share of the step, against the defaults
 # round by round, its compute time per step and GPU-decoded images by nvJPEG path
 # (bench/summarize_gpu_scripts.py feed_vs_step: summary.txt).
 source "$(dirname "$0")/lib.sh"
-bench_options rounds=3 steps=300 threads=16 variant+= eager-step! prepared= -- "$@"
+bench_options rounds=3 steps=300 threads=16 variant+= eager-step! prepared= previous= -- "$@"
 bench_begin feed_vs_step "$@"
 images=$(imagenet_like)
 [ -z "$prepared" ] || images=$(prepared_folder "$prepared")
@@ -24,6 +26,10 @@ declare -A flags=([fvp]="")
 sides=(step fvp)
 [ "$eager_step" = 0 ] || sides=(step step_eager fvp)
 for v in "${variant[@]}"; do flags[fvp-${v%%=*}]=${v#*=}; sides+=("fvp-${v%%=*}"); done
+if [ -n "$previous" ]; then
+  [ -x "$bin/$previous" ] || { echo "!!! no previous binary at $bin/$previous"; echo "no previous binary" >>"$r/failed_runs"; bench_end 1; exit; }
+  flags[fvp-previous]="" && sides+=(fvp-previous)
+fi
 
 side() {
   local step=(env CUDA_VISIBLE_DEVICES=0 "$bin/train_step_bench" --model resnet18 --batch 256 --precision bf16
@@ -32,9 +38,11 @@ side() {
     step) bench_run 180 "${step[@]}" --json "$r/step_$2.json" 2>&1 | grep -E '^first step|^steady' ;;
     step_eager) bench_run 180 "${step[@]}" --no-graph --json "$r/step_eager_$2.json" 2>&1 | grep -E '^steady' ;;
     *)
+      local exe=$bin/feed_vs_prefetch
+      [ "$1" = fvp-previous ] && exe=$bin/$previous
       unless_given "${flags[$1]}" --threads "$threads" --data "$images"
       # shellcheck disable=SC2086  # the variant's flags, split
-      bench_run 300 env CUDA_VISIBLE_DEVICES=0 "$bin/feed_vs_prefetch" "${given_defaults[@]}" --modes prefetch \
+      bench_run 300 env CUDA_VISIBLE_DEVICES=0 "$exe" "${given_defaults[@]}" --modes prefetch \
         --batch 256 --steps "$steps" --warmup 3 --progress 0 ${flags[$1]} --json "$r/$1_$2.json" 2>&1 |
         grep -E '^ *prefetch ' ;;
   esac

@@ -125,6 +125,19 @@ TEST_F(CropResizeGpu, RandomWindowsEqualOpenCvBitForBit) {
   }
 }
 
+TEST_F(CropResizeGpu, OutputsWiderThanABlockAndShorterThanATileEqualOpenCv) {
+  // A block has a thread per column up to 256 columns and makes 8 rows at a time: wider outputs loop over
+  // the columns, and the last tile of rows is short.
+  std::vector<Image> sources;
+  std::vector<ops::Rect> windows;
+  for (int i = 0; i < 4; ++i) {
+    sources.push_back(testing::make_picture(90, 420, 3, 60 + static_cast<std::uint64_t>(i)));
+    windows.push_back({7 * i, i, 400 - 11 * i, 85 - 3 * i});
+  }
+  const ImageShape out{13, 300, 3};
+  for (const int blocks : {0, 1}) check(sources, windows, out, 300 * 3, 300 * 3 * 13, blocks);
+}
+
 TEST_F(CropResizeGpu, TrainingBatchEqualsOpenCvBitForBit) {
   Rng rng(32);
   std::vector<Image> sources;
