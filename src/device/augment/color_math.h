@@ -11,42 +11,12 @@
 
 namespace conveyor::cuda::color {
 
-// 2^23: from here on a float has no fraction bits, so adding it to a value in [0, 2^23) rounds that value
-// to a whole number, which sits in the low bits of the sum.
-constexpr float kNoFractionBits = 8388608.0f;
-constexpr unsigned kNoFractionBitsPattern = 0x4B000000u;  // kNoFractionBits's bits
-
-// Truncation towards zero, clamped to [0, 255] (distort bounds factors so values fit an int). The CPU
-// truncates through int, then clamps. The GPU clamps first, which gives the same value (truncation is
-// monotonic and both bounds are whole), and then truncates with one addition rounded towards zero past
-// 2^23: float-to-int conversions run at an eighth of the rate of additions there, and this takes two of
-// them per channel and step.
+// Truncation towards zero through int, clamped to [0, 255] (distort bounds factors so values fit an int).
+CONVEYOR_HOST_DEVICE float truncate(float x) { return static_cast<float>(static_cast<int>(x)); }
 CONVEYOR_HOST_DEVICE float to_8bit(float x) {
-#ifdef __CUDA_ARCH__
-  const float clamped = fminf(fmaxf(x, 0.0f), 255.0f);
-  return __fsub_rn(__fadd_rz(clamped, kNoFractionBits), kNoFractionBits);
-#else
-  x = static_cast<float>(static_cast<int>(x));
+  x = truncate(x);
   x = x > 0.0f ? x : 0.0f;
   return x < 255.0f ? x : 255.0f;
-#endif
-}
-
-// An 8-bit value as float, and a whole float in [0, 255] as unsigned, without the GPU's conversion
-// instructions (see to_8bit): the value sits in the low bits of 2^23's float.
-CONVEYOR_HOST_DEVICE float from_8bit(std::uint8_t v) {
-#ifdef __CUDA_ARCH__
-  return __fsub_rn(__uint_as_float(kNoFractionBitsPattern | v), kNoFractionBits);
-#else
-  return v;
-#endif
-}
-CONVEYOR_HOST_DEVICE unsigned whole_to_unsigned(float whole) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(__fadd_rn(whole, kNoFractionBits)) - kNoFractionBitsPattern;
-#else
-  return static_cast<unsigned>(whole);
-#endif
 }
 
 CONVEYOR_HOST_DEVICE float scale_and_shift(float x, float factor, float shift) {
@@ -67,8 +37,7 @@ CONVEYOR_HOST_DEVICE void apply_pass(const ops::detail::ColorPass& pass, float* 
         const float keep = exact::sub(1.0f, step.factor);
         const float luma = exact::add(exact::add(exact::mul(0.2989f, v[0]), exact::mul(0.587f, v[1])),
                                       exact::mul(0.114f, v[2]));
-        // luma lies in [0, 255] (non-negative weights summing to 0.9999): to_8bit only truncates it.
-        const float gray = exact::mul(to_8bit(luma), keep);
+        const float gray = exact::mul(truncate(luma), keep);
         for (int c = 0; c < 3; ++c) v[c] = to_8bit(exact::add(exact::mul(v[c], step.factor), gray));
       } else {  // hue: the rotation matrix of the pass, rows for R, G and B
         const float* m = pass.hue;

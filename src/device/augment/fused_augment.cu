@@ -56,7 +56,7 @@ __device__ __forceinline__ void read_pixel(const std::uint8_t* image, int width,
   if (flip) x = width - 1 - x;
   const std::uint8_t* p = image + (static_cast<std::size_t>(y) * width + x) * C;
 #pragma unroll
-  for (int c = 0; c < C; ++c) v[c] = color::from_8bit(p[c]);
+  for (int c = 0; c < C; ++c) v[c] = p[c];
 }
 
 template <int C>
@@ -78,7 +78,7 @@ __global__ void channel_sums_kernel(const std::uint8_t* __restrict__ data, std::
     read_pixel<C>(pixels_of_image, width, pixel, false, v);  // a sum does not care about the flip
     color::apply_pass<C>(plan.passes[0], v);
 #pragma unroll
-    for (int c = 0; c < C; ++c) local[c] += color::whole_to_unsigned(v[c]);
+    for (int c = 0; c < C; ++c) local[c] += static_cast<unsigned int>(v[c]);
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
