@@ -120,41 +120,12 @@ int main(int argc, char** argv) try {
   if (options.threads == 0) options.threads = static_cast<int>(std::thread::hardware_concurrency());
 
   fvp::Setup setup;
+  setup.options = options;
   setup.placement = placement;
   setup.ranks = ranks;
-  setup.record_loss = options.record_loss;
-  setup.threads = options.threads;
   setup.pipeline_threads = pipeline_threads;
-  setup.pipeline_nice = options.pipeline_nice;
-  setup.device_augment = options.device_augment;
-  setup.gpu_decode = options.gpu_decode;
-  setup.gpu_share = options.gpu_share;
-  setup.pipeline_deterministic = options.pipeline_deterministic;
-  setup.hardware_pipelining = options.hardware_pipelining;
-  setup.feeder_warmup = options.feeder_warmup;
-  setup.remember_split = options.remember_split;
-  setup.hardware_pool = options.hardware_pool;
   setup.pipeline_cpus = pipeline_cpus(options.cpus, ranks);
   setup.cpus_near_gpu = options.cpus == "gpu";
-  setup.memory_near_gpu = options.memory_near_gpu;
-  setup.start_at_once = options.start_at_once;
-  setup.set_up_behind = options.set_up_behind;
-  setup.gpu_hybrid = options.gpu_hybrid;
-  setup.copy_whole_batch = options.copy_whole_batch;
-  setup.stall_seconds = options.stall_seconds;
-  setup.resident = options.resident;
-  setup.collective_timeout = options.collective_timeout;
-  setup.kernel_blocks = options.kernel_blocks;
-  setup.service = options.service;
-  setup.data = options.data;
-  setup.service_local_threads = options.service_local_threads;
-  setup.service_job = options.service_job;
-  setup.service_token = options.service_token;
-  setup.service_tls = options.service_tls;
-  setup.batch = options.batch;
-  setup.steps = options.steps;
-  setup.warmup_steps = options.warmup;
-  setup.seed = options.seed;
   if (!std::filesystem::is_directory(options.data))
     throw conveyor::IoError("no data folder '" + options.data +
                             "' (./conveyor.sh demo makes the demo data; or pass --data DIR)");
@@ -209,46 +180,14 @@ int main(int argc, char** argv) try {
     std::fflush(stdout);
     std::shared_ptr<conveyor::TraceRecorder> trace;
     if (!options.trace_dir.empty()) trace = std::make_shared<conveyor::TraceRecorder>();
-    example_support::ProgressBar bar(mode, setup.warmup_steps + setup.steps, progress);
+    example_support::ProgressBar bar(mode, options.warmup + options.steps, progress);
     setup.on_step = [&bar] { bar.advance(); };
     results.push_back(fvp::run_mode(mode, setup, trace));
     setup.on_step = nullptr;
     if (trace) trace->write_json(std::filesystem::path(options.trace_dir) / (mode + ".trace.json"));
   }
 
-  fvp::RunInfo info{placement.description,
-                    options.model,
-                    options.precision,
-                    options.data,
-                    utc_now(),
-                    host_name(),
-                    options.threads,
-                    options.batch,
-                    options.size,
-                    options.steps,
-                    static_cast<int>(setup.paths.size()),
-                    ranks.world_size,
-                    ranks.rank,
-                    options.deterministic,
-                    options.gpu_share,
-                    options.pipeline_deterministic,
-                    options.hardware_pipelining,
-                    options.pipeline_nice,
-                    trainer.cuda_graph,
-                    setup.prefetch_graph,
-                    options.feeder_warmup,
-                    options.remember_split,
-                    options.hardware_pool,
-                    options.cpus,
-                    options.kernel_blocks};
-  info.memory_near_gpu = options.memory_near_gpu;
-  info.resident = options.resident;
-  info.start_at_once = options.start_at_once;
-  info.gpu_hybrid = options.gpu_hybrid;
-  info.copy_whole_batch = options.copy_whole_batch;
-  info.step_priority = options.step_priority;
-  info.local_rank = ranks.local_rank;
-  info.local_world_size = ranks.local_world_size;
+  const fvp::RunInfo info{setup, utc_now(), host_name()};
   std::printf("\n%s", fvp::format_table(info, results).c_str());
   const std::string json = per_rank(options.json, ranks);
   if (!json.empty()) fvp::write_json(json, info, results);

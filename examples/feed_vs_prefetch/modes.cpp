@@ -37,7 +37,7 @@ void prepare_sample(const Setup& setup, std::uint64_t index, conveyor::Sample& s
   sample.recycle();
   sample.index = index % n;
   sample.epoch = index / n;
-  sample.seed = conveyor::sample_seed(setup.seed, sample.epoch, sample.index);
+  sample.seed = conveyor::sample_seed(setup.options.seed, sample.epoch, sample.index);
   sample.path = setup.paths[sample.index];
   sample.label = setup.labels[sample.index];
   std::string stage = "read";
@@ -95,11 +95,12 @@ class Recorder {
     if (step_times_ms.size() > steps_.size())
       step_times_ms.erase(step_times_ms.begin(),
                           step_times_ms.end() - static_cast<std::ptrdiff_t>(steps_.size()));
-    const double batch_images = static_cast<double>(setup_.batch);
+    const double batch_images = static_cast<double>(setup_.options.batch);
     result_.images_per_s_after_warmup_steps =
         wall_ms > 0 ? 1000.0 * static_cast<double>(steps_.size()) * batch_images / wall_ms : 0;
-    const int all_steps = setup_.warmup_steps + setup_.steps;
-    result_.images_per_s = from_first_batch_ms > 0 ? 1000.0 * all_steps * batch_images / from_first_batch_ms : 0;
+    const int all_steps = setup_.options.warmup + setup_.options.steps;
+    result_.images_per_s =
+        from_first_batch_ms > 0 ? 1000.0 * all_steps * batch_images / from_first_batch_ms : 0;
     result_.step_ms_median = quantile(wall, 0.5);
     result_.step_ms_p95 = quantile(wall, 0.95);
     result_.data_wait_ms = quantile(data, 0.5);
@@ -129,41 +130,42 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
   recorder.result().warmup_s = ms_between(t0, Clock::now()) / 1000;
 
   conveyor::DeviceFeeder feeder(setup.placement, {.depth = 1});
-  conveyor::PageableBatchBuffer buffer(static_cast<std::size_t>(setup.batch), setup.shape);
+  conveyor::PageableBatchBuffer buffer(static_cast<std::size_t>(setup.options.batch), setup.shape);
   const bool parallel = mode == "parallel";
-  tbb::task_arena arena(setup.threads);
-  std::vector<conveyor::Sample> samples(parallel ? static_cast<std::size_t>(setup.batch) : 1);
+  tbb::task_arena arena(setup.options.threads);
+  std::vector<conveyor::Sample> samples(parallel ? static_cast<std::size_t>(setup.options.batch) : 1);
   const int track = trace ? trace->track("training thread") : -1;
 
   const auto mode_start = Clock::now();
   Clock::time_point timed_start{}, first_batch_at{};
   double busy_at_timed_start = 0, data_total = 0;
-  for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
-    const bool timed = step >= setup.warmup_steps;
-    if (step == setup.warmup_steps) {
+  for (int step = 0; step < setup.options.warmup + setup.options.steps; ++step) {
+    const bool timed = step >= setup.options.warmup;
+    if (step == setup.options.warmup) {
       timed_start = Clock::now();
       busy_at_timed_start = trainer.gpu_busy_ms();
     }
-    const std::uint64_t first = static_cast<std::uint64_t>(step) * static_cast<std::uint64_t>(setup.batch);
+    const std::uint64_t first =
+        static_cast<std::uint64_t>(step) * static_cast<std::uint64_t>(setup.options.batch);
     const auto a = Clock::now();
     if (parallel) {
       arena.execute([&] {
-        tbb::parallel_for(0, setup.batch, [&](int i) {
+        tbb::parallel_for(0, setup.options.batch, [&](int i) {
           prepare_sample(setup, first + static_cast<std::uint64_t>(i), samples[static_cast<std::size_t>(i)],
                          buffer.slot(static_cast<std::size_t>(i)));
           buffer.labels()[static_cast<std::size_t>(i)] = samples[static_cast<std::size_t>(i)].label;
         });
       });
     } else {
-      for (int i = 0; i < setup.batch; ++i) {
+      for (int i = 0; i < setup.options.batch; ++i) {
         prepare_sample(setup, first + static_cast<std::uint64_t>(i), samples[0],
                        buffer.slot(static_cast<std::size_t>(i)));
         buffer.labels()[static_cast<std::size_t>(i)] = samples[0].label;
       }
     }
     const auto b = Clock::now();
-    conveyor::DeviceBatch staged =
-        feeder.stage(buffer.batch(static_cast<std::size_t>(setup.batch), static_cast<std::uint64_t>(step)));
+    conveyor::DeviceBatch staged = feeder.stage(
+        buffer.batch(static_cast<std::size_t>(setup.options.batch), static_cast<std::uint64_t>(step)));
     feeder.synchronize();
     const auto c = Clock::now();
     trainer.step(staged);
@@ -196,25 +198,26 @@ ModeResult run_synchronous(const std::string& mode, const Setup& setup,
 std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::train::Trainer& trainer,
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
-  feeder.kernel_blocks_per_image = setup.kernel_blocks;
+  feeder.kernel_blocks_per_image = setup.options.kernel_blocks;
   feeder.host.cpus_near_gpu = setup.cpus_near_gpu;
-  feeder.host.memory_near_gpu = setup.memory_near_gpu;
-  feeder.set_up_behind = setup.set_up_behind;
+  feeder.host.memory_near_gpu = setup.options.memory_near_gpu;
+  feeder.set_up_behind = setup.options.set_up_behind;
   if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
-  if (setup.device_augment) feeder.normalize = trainer.input_normalization();
+  if (setup.options.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);
   // From the service the workers' batches arrive decoded: nvJPEG takes its share of the splits this process
   // makes itself (--service-local-threads), and of nothing else.
-  if (setup.gpu_decode && (setup.service.empty() || setup.service_local_threads > 0)) {
+  if (setup.options.gpu_decode &&
+      (setup.options.service.empty() || setup.options.service_local_threads > 0)) {
     feeder.decode.enabled = true;
-    feeder.decode.share = setup.gpu_share;
-    feeder.decode.hardware_pipelining = setup.hardware_pipelining;
-    feeder.decode.hardware_pool = setup.hardware_pool;
-    feeder.decode.remember_share = setup.remember_split;
+    feeder.decode.share = setup.options.gpu_share;
+    feeder.decode.hardware_pipelining = setup.options.hardware_pipelining;
+    feeder.decode.hardware_pool = setup.options.hardware_pool;
+    feeder.decode.remember_share = setup.options.remember_split;
     feeder.decode.memory_key = setup.memory_key;
-    feeder.decode.start_at_once = setup.start_at_once;
-    feeder.decode.gpu_hybrid = setup.gpu_hybrid;
-    feeder.decode.copy_whole_batch = setup.copy_whole_batch;
+    feeder.decode.start_at_once = setup.options.start_at_once;
+    feeder.decode.gpu_hybrid = setup.options.gpu_hybrid;
+    feeder.decode.copy_whole_batch = setup.options.copy_whole_batch;
   }
   return maps;
 }
@@ -240,17 +243,18 @@ std::string describe_feeder(const conveyor::FeederOptions& options, const convey
 // process's cores too (the pipeline's CPUs, --cpus).
 conveyor::BatchedDataset service_batches(const Setup& setup, const std::vector<conveyor::SampleOp>& maps,
                                          const std::shared_ptr<conveyor::TraceRecorder>& trace) {
-  const conveyor::service::ChainSpec chain =
-      example_support::standard_service_chain(setup.data, setup.shape.height, setup.seed, maps);
+  const conveyor::service::ChainSpec chain = example_support::standard_service_chain(
+      setup.options.data, setup.shape.height, setup.options.seed, maps);
   conveyor::service::ServiceOptions options;
-  options.batch_size = static_cast<std::size_t>(setup.batch);
+  options.batch_size = static_cast<std::size_t>(setup.options.batch);
   options.epochs = 0;  // as long as the steps take
   options.drop_remainder = true;
   options.ranks = setup.ranks;
-  options.local_threads = setup.service_local_threads;
+  options.local_threads = setup.options.service_local_threads;
   options.local_cpus = setup.pipeline_cpus;
-  example_support::join_service_job(options, setup.service_job, setup.service_token, setup.service_tls);
-  return conveyor::service::from_service(setup.service, chain, options)
+  example_support::join_service_job(options, setup.options.service_job, setup.options.service_token,
+                                    setup.options.service_tls);
+  return conveyor::service::from_service(setup.options.service, chain, options)
       .with_options({.trace = trace})
       .prefetch(4);
 }
@@ -261,16 +265,16 @@ conveyor::BatchedDataset rank_batches(const Setup& setup, const std::vector<conv
                                       const std::shared_ptr<conveyor::TraceRecorder>& trace) {
   conveyor::PipelineOptions options;
   options.threads = setup.pipeline_threads;  // 0: the feeder chooses (leaves a core to a CPU step)
-  options.worker_nice = setup.pipeline_nice;
-  options.seed = setup.seed;
-  options.deterministic = setup.pipeline_deterministic;
+  options.worker_nice = setup.options.pipeline_nice;
+  options.seed = setup.options.seed;
+  options.deterministic = setup.options.pipeline_deterministic;
   options.trace = trace;
   options.cpus = setup.pipeline_cpus;
   conveyor::Dataset samples = conveyor::Dataset::files(setup.paths, setup.labels).repeat();
   if (setup.data_parallel()) samples = samples.shard(setup.ranks, conveyor::ShardRemainder::pad);
   for (const auto& op : maps) samples = samples.map(op);
   return samples.with_options(conveyor::PipelineOptionChanges::all(options))
-      .batch(static_cast<std::size_t>(setup.batch), setup.shape, true)
+      .batch(static_cast<std::size_t>(setup.options.batch), setup.shape, true)
       .prefetch(4);
 }
 
@@ -282,9 +286,9 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   // Every thread of the run (this one, the feeder's) says what it waits for; when no step ends for
   // stall_seconds, one report on stderr names them all: a hang shows its cycle of waits.
   std::shared_ptr<conveyor::ProgressWatch> watch;
-  if (setup.stall_seconds > 0)
+  if (setup.options.stall_seconds > 0)
     watch = std::make_shared<conveyor::ProgressWatch>(conveyor::ProgressWatch::Options{
-        .limit = std::chrono::milliseconds(static_cast<long long>(setup.stall_seconds * 1000))});
+        .limit = std::chrono::milliseconds(static_cast<long long>(setup.options.stall_seconds * 1000))});
   const conveyor::ProgressWatch::Member me(watch, "training loop (main thread)");
   Training training(setup);
   auto t0 = Clock::now();
@@ -297,9 +301,9 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   const std::vector<conveyor::SampleOp> maps = place_work(setup, training.trainer(), feeder_options);
   feeder_options.progress_watch = watch;
   const conveyor::BatchedDataset dataset =
-      setup.service.empty() ? rank_batches(setup, maps, trace) : service_batches(setup, maps, trace);
+      setup.options.service.empty() ? rank_batches(setup, maps, trace) : service_batches(setup, maps, trace);
   conveyor::DeviceFeeder feeder(setup.placement, feeder_options);
-  if (setup.feeder_warmup) {
+  if (setup.options.feeder_warmup) {
     const auto start = Clock::now();
     feeder.warmup(dataset);
     recorder.result().feeder_warmup_s = ms_between(start, Clock::now()) / 1000;
@@ -312,9 +316,9 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   double busy_at_timed_start = 0, copy_s_at_timed_start = 0, data_total = 0;
   auto previous = Clock::now();
   std::optional<conveyor::DeviceBatch> staged;
-  for (int step = 0; step < setup.warmup_steps + setup.steps; ++step) {
-    const bool timed = step >= setup.warmup_steps;
-    if (step == setup.warmup_steps) {
+  for (int step = 0; step < setup.options.warmup + setup.options.steps; ++step) {
+    const bool timed = step >= setup.options.warmup;
+    if (step == setup.options.warmup) {
       training.synchronize();
       timed_start = previous = Clock::now();
       busy_at_timed_start = training.trainer().gpu_busy_ms();
@@ -322,7 +326,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
     }
     const auto a = Clock::now();
     // --resident: the timed steps train on the batch already on the GPU (the step's own rate, no input).
-    if (!(setup.resident && timed && staged)) {
+    if (!(setup.options.resident && timed && staged)) {
       staged.reset();  // the last step's batch released: its slot is reused once its stream passed
       const conveyor::ProgressWatch::Doing doing("waiting for the staged batch");
       staged = iterator.next();  // its copy (and device work) queued
@@ -341,7 +345,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
       recorder.result().first_batch_s = ms_between(mode_start, b) / 1000;
       recorder.result().first_step_s = ms_between(a, Clock::now()) / 1000;
     }
-    if (setup.record_loss) recorder.result().losses.push_back(training.last_step().loss);
+    if (setup.options.record_loss) recorder.result().losses.push_back(training.last_step().loss);
     if (trace) {
       trace->complete(track, "wait for batch (staged)", a, b);
       trace->complete(track, "queue step", b, c);
@@ -364,7 +368,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
                                       training.trainer().gpu_busy_ms() - busy_at_timed_start, data_total,
                                       training.trainer().step_times_ms());
   // Copies overlap the step: their cost is the copy stream's own time (events), per step on average.
-  result.copy_ms = 1000 * (feeder.stats().copy_seconds - copy_s_at_timed_start) / setup.steps;
+  result.copy_ms = 1000 * (feeder.stats().copy_seconds - copy_s_at_timed_start) / setup.options.steps;
   // Where the work ran: the pipeline and the feeder.
   const conveyor::FeederStats stats = feeder.stats();
   const conveyor::PipelineStats pipeline = iterator.stats();

@@ -14,11 +14,15 @@
 #include "conveyor/sample.h"
 #include "conveyor/trace.h"
 #include "conveyor/train/trainer.h"
+#include "options.h"
 
 namespace feed_vs_prefetch {
 
 // Everything the modes share, so that only the scheduling differs between them.
 struct Setup {
+  // The command line, its defaults resolved for the placement (batch, steps, warm-up steps, threads: the
+  // parallel map's, all cores for 0): the levers each mode reads as the user set them.
+  Options options;
   std::vector<std::string> paths;  // in the order every mode reads them (already shuffled)
   std::vector<std::int64_t> labels;
   std::vector<conveyor::SampleOp> ops;  // decode + augment, the same seeds in every mode
@@ -27,52 +31,17 @@ struct Setup {
   // This process's place among the ranks a launcher started (rank 0 of 1 when run alone): with several,
   // prefetch trains data-parallel, each rank on its share of the data (one GPU, or the CPU, per process).
   conveyor::Ranks ranks;
-  bool record_loss = false;  // prefetch: every step's loss (reading it synchronises after each step)
   conveyor::train::TrainerOptions trainer;
   // prefetch: TrainerOptions::cuda_graph for its trainer (feed and parallel take trainer's). nvJPEG's
   // hardware decoding seems to wait for a replayed graph to end; kernels launched one by one left the GPU
   // less idle (bench/results/2026-11-27-h100-run19-step-graph/).
   bool prefetch_graph = true;
-  int threads = 1;             // feed and parallel
-  int pipeline_threads = 0;    // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)
-  bool device_augment = true;  // prefetch on a GPU: flip and distort fused with normalize on the GPU
-  bool gpu_decode = true;      // prefetch on a GPU: hybrid decoding (nvJPEG takes gpu_share of the images)
-  double gpu_share = 0.5;
-  bool pipeline_deterministic = false;  // prefetch: false lets the hybrid split adapt its share
-  bool hardware_pipelining = false;     // prefetch on a GPU: DeviceDecode::hardware_pipelining
-  int batch = 0;
-  int warmup_steps = 0;
-  int steps = 0;
-  unsigned long long seed = 0;
-
-  // prefetch: PipelineOptions::worker_nice, the library's default unless given
-  int pipeline_nice = conveyor::PipelineOptions{}.worker_nice;
-  // prefetch, issue 36's levers (see options.h): feeders warmed up before the first batch; the split
-  // remembered under memory_key; nvJPEG's hardware pool; the pipeline's CPUs (empty: all).
-  bool feeder_warmup = true;
-  bool remember_split = true;
-  bool hardware_pool = true;
+  int pipeline_threads = 0;  // prefetch: the pipeline's (0: the feeder chooses, cores - 1 for a CPU step)
+  // prefetch: the split remembered under memory_key (DeviceDecode::remember_share); the pipeline's CPUs from
+  // --cpus (empty: all, or the feeder's own choice close to its GPU when cpus_near_gpu, --cpus gpu).
   std::string memory_key;
   std::vector<int> pipeline_cpus;
-  // prefetch, issue 41's levers (see options.h): the feeder's own choice of CPUs (--cpus gpu) and NUMA node
-  // for batches, the GPU decoder coming ready behind the CPU, GPU hybrid decoding, whole-batch copies.
   bool cpus_near_gpu = true;
-  bool memory_near_gpu = true;
-  bool start_at_once = true;
-  bool set_up_behind = true;
-  bool gpu_hybrid = true;
-  bool copy_whole_batch = true;
-  // prefetch: seconds without a step before every thread's activity is reported (0: never).
-  double stall_seconds = 60;
-  // prefetch: the timed steps train on the last warm-up batch, kept on the GPU (Options::resident).
-  bool resident = false;
-  double collective_timeout = 60;  // prefetch under a launcher: seconds without progress in a collective
-  int kernel_blocks = 0;  // prefetch: FeederOptions::kernel_blocks_per_image
-  // prefetch from the data service (--service): the dispatcher, the data folder its workers read, this
-  // process's own cores that make splits too, the job's name, token and TLS.
-  std::string service, data;
-  int service_local_threads = 0;
-  std::string service_job, service_token, service_tls;
 
   // Called after each step (warm-up steps included), for a progress bar; may be empty.
   std::function<void()> on_step;
@@ -104,8 +73,8 @@ struct ModeResult {
   conveyor::FeederStats feeder_stats;  // prefetch: the feeder at the end (warm-up steps included)
   double feeder_warmup_s = 0;          // prefetch: DeviceFeeder::warmup
   std::string split_memory;            // prefetch: the split: where it started, where it was kept
-  std::uint64_t stall_reports = 0;   // prefetch: reports the ProgressWatch wrote
-  std::vector<double> losses;        // prefetch with record_loss: every step's loss, warm-up steps included
+  std::uint64_t stall_reports = 0;     // prefetch: reports the ProgressWatch wrote
+  std::vector<double> losses;          // prefetch with record_loss: every step's loss, warm-up steps included
 };
 
 // Runs `mode` ("feed", "parallel" or "prefetch"). With a recorder, the training thread, the copies and

@@ -19,15 +19,16 @@ double speedup(const std::vector<ModeResult>& results, const ModeResult& r) {
 }  // namespace
 
 std::string format_table(const RunInfo& info, const std::vector<ModeResult>& results) {
+  const Options& o = info.setup.options;
+  const conveyor::Ranks& ranks = info.setup.ranks;
   std::ostringstream out;
   char line[256];
-  out << "feed_vs_prefetch: " << info.model << ", batch " << info.batch << ", " << info.size << "x"
-      << info.size
-      << (info.world_size > 1 ? " per rank (rank " + std::to_string(info.rank) + " of " +
-                                    std::to_string(info.world_size) + ")"
-                              : std::string())
-      << ", " << info.threads << " threads, " << info.steps << " timed steps per mode\n"
-      << "device: " << info.device << "\n\n";
+  out << "feed_vs_prefetch: " << o.model << ", batch " << o.batch << ", " << o.size << "x" << o.size
+      << (ranks.world_size > 1 ? " per rank (rank " + std::to_string(ranks.rank) + " of " +
+                                     std::to_string(ranks.world_size) + ")"
+                               : std::string())
+      << ", " << o.threads << " threads, " << o.steps << " timed steps per mode\n"
+      << "device: " << info.setup.placement.description << "\n\n";
   std::snprintf(line, sizeof line, "%-9s %10s %9s %9s %9s %9s %9s %7s %7s %8s\n", "mode", "images/s",
                 "step p50", "step p95", "data", "copy", "compute", "wait", "idle", "speed-up");
   out << line;
@@ -76,99 +77,103 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
   }
   out << "(data: waiting for or making the batch; copy: host to device; compute: the step on the device;\n"
          " wait: share of wall time spent on data; idle: share of wall time the "
-      << (info.device.rfind("gpu", 0) == 0 ? "GPU" : "training thread") << " did not compute)\n";
+      << (info.setup.placement.description.rfind("gpu", 0) == 0 ? "GPU" : "training thread")
+      << " did not compute)\n";
   return out.str();
 }
 
 void write_json(const std::string& path, const RunInfo& info, const std::vector<ModeResult>& results) {
   using Json = nlohmann::ordered_json;  // ordered: the fields stay in the order written here
-  Json out = {{"device", info.device},
-              {"model", info.model},
-              {"precision", info.precision},
-              {"data", info.data},
-              {"images_in_data", info.images},
+  const Options& o = info.setup.options;
+  const conveyor::Ranks& ranks = info.setup.ranks;
+  Json out = {{"device", info.setup.placement.description},
+              {"model", o.model},
+              {"precision", o.precision},
+              {"data", o.data},
+              {"images_in_data", info.setup.paths.size()},
               {"date", info.date},
               {"host", info.host},
-              {"threads", info.threads},
-              {"batch", info.batch},
-              {"size", info.size},
-              {"steps", info.steps},
-              {"world_size", info.world_size},
-              {"rank", info.rank},
-              {"deterministic", info.deterministic},
-              {"gpu_share", info.gpu_share},
-              {"pipeline_deterministic", info.pipeline_deterministic},
-              {"hardware_pipelining", info.hardware_pipelining},
-              {"pipeline_nice", info.pipeline_nice},
-              {"cuda_graph", info.cuda_graph},
-              {"prefetch_cuda_graph", info.prefetch_cuda_graph},
-              {"feeder_warmup", info.feeder_warmup},
-              {"remember_split", info.remember_split},
-              {"hardware_pool", info.hardware_pool},
-              {"cpus", info.cpus},
-              {"kernel_blocks", info.kernel_blocks},
-              {"memory_near_gpu", info.memory_near_gpu},
-              {"resident", info.resident},
-              {"start_at_once", info.start_at_once},
-              {"gpu_hybrid", info.gpu_hybrid},
-              {"copy_whole_batch", info.copy_whole_batch},
-              {"step_priority", info.step_priority},
-              {"local_rank", info.local_rank},
-              {"local_world_size", info.local_world_size},
+              {"threads", o.threads},
+              {"batch", o.batch},
+              {"size", o.size},
+              {"steps", o.steps},
+              {"world_size", ranks.world_size},
+              {"rank", ranks.rank},
+              {"deterministic", o.deterministic},
+              {"gpu_share", o.gpu_share},
+              {"pipeline_deterministic", o.pipeline_deterministic},
+              {"hardware_pipelining", o.hardware_pipelining},
+              {"pipeline_nice", o.pipeline_nice},
+              {"cuda_graph", info.setup.trainer.cuda_graph},
+              {"prefetch_cuda_graph", info.setup.prefetch_graph},
+              {"feeder_warmup", o.feeder_warmup},
+              {"remember_split", o.remember_split},
+              {"hardware_pool", o.hardware_pool},
+              {"cpus", o.cpus},
+              {"kernel_blocks", o.kernel_blocks},
+              {"memory_near_gpu", o.memory_near_gpu},
+              {"resident", o.resident},
+              {"start_at_once", o.start_at_once},
+              {"gpu_hybrid", o.gpu_hybrid},
+              {"copy_whole_batch", o.copy_whole_batch},
+              {"step_priority", o.step_priority},
+              {"local_rank", ranks.local_rank},
+              {"local_world_size", ranks.local_world_size},
               {"results", Json::array()}};
   for (const ModeResult& r : results) {
     Json paths = Json::object();
     for (const auto& [path, count] : r.feeder_stats.gpu_decode_paths) paths[path] = count;
     Json reasons = Json::object();
     for (const auto& [reason, count] : r.feeder_stats.fallback_reasons) reasons[reason] = count;
-    out["results"].push_back({{"mode", r.mode},
-                              {"timing_rule", "from_first_batch"},  // images_per_s: see modes.h
-                              {"images_per_s", r.images_per_s},
-                              {"images_per_s_after_warmup_steps", r.images_per_s_after_warmup_steps},
-                              {"step_ms_median", r.step_ms_median},
-                              {"step_ms_p95", r.step_ms_p95},
-                              {"data_wait_ms", r.data_wait_ms},
-                              {"copy_ms", r.copy_ms},
-                              {"compute_ms", r.compute_ms},
-                              {"data_wait_fraction", r.data_wait_fraction},
-                              {"idle_fraction", r.idle_fraction},
-                              {"speedup_over_feed", speedup(results, r)},
-                              {"warmup_s", r.warmup_s},
-                              {"first_batch_s", r.first_batch_s},
-                              {"first_step_s", r.first_step_s},
-                              {"loss_last", r.loss_last},  // NaN (a diverged run) is written as null
-                              {"pipeline_threads", r.pipeline_threads},
-                              {"gpu_decoded_fraction", r.gpu_decoded_fraction},
-                              {"feeder", r.feeder},
-                              // The feeder's GPU decoding over the whole mode, warm-up steps included.
-                              {"decoder",
-                               {{"gpu_share_end", r.feeder_stats.gpu_share},
-                                {"gpu_decoded", r.feeder_stats.gpu_decoded},
-                                {"host_s", r.feeder_stats.decode_host_seconds},
-                                {"gpu_s", r.feeder_stats.decode_gpu_seconds},
-                                {"wait_s", r.feeder_stats.decode_wait_seconds},
-                                {"check_s", r.feeder_stats.decode_check_seconds},
-                                {"submit_s", r.feeder_stats.decode_submit_seconds},
-                                {"resize_s", r.feeder_stats.decode_resize_seconds}}},
-                              {"feeder_warmup_s", r.feeder_warmup_s},
-                              {"split_memory", r.split_memory},
-                              {"stall_reports", r.stall_reports},
-                              // issue 41: how the GPU decoder came ready, what crossed, where the pipeline ran
-                              {"feeder_startup",
-                               {{"startup", r.feeder_stats.startup},
-                                {"decoder_ready_s", r.feeder_stats.decoder_ready_seconds},
-                                {"first_stage_s", r.feeder_stats.first_stage_seconds}}},
-                              {"gpu_decode_paths", paths},
-                              {"fallback_reasons", reasons},
-                              {"cpu_fallbacks", r.feeder_stats.cpu_fallbacks},
-                              {"copied_bytes", r.feeder_stats.bytes},
-                              {"bytes_not_copied", r.feeder_stats.bytes_not_copied},
-                              {"pipeline_cpus", r.feeder_stats.pipeline_cpus},
-                              {"pipeline_cpus_reason", r.feeder_stats.pipeline_cpus_reason},
-                              {"host_memory", r.feeder_stats.host_memory},
-                              {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
-                              {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
-                              {"losses", r.losses}});  // doubles written to round-trip exactly
+    out["results"].push_back(
+        {{"mode", r.mode},
+         {"timing_rule", "from_first_batch"},  // images_per_s: see modes.h
+         {"images_per_s", r.images_per_s},
+         {"images_per_s_after_warmup_steps", r.images_per_s_after_warmup_steps},
+         {"step_ms_median", r.step_ms_median},
+         {"step_ms_p95", r.step_ms_p95},
+         {"data_wait_ms", r.data_wait_ms},
+         {"copy_ms", r.copy_ms},
+         {"compute_ms", r.compute_ms},
+         {"data_wait_fraction", r.data_wait_fraction},
+         {"idle_fraction", r.idle_fraction},
+         {"speedup_over_feed", speedup(results, r)},
+         {"warmup_s", r.warmup_s},
+         {"first_batch_s", r.first_batch_s},
+         {"first_step_s", r.first_step_s},
+         {"loss_last", r.loss_last},  // NaN (a diverged run) is written as null
+         {"pipeline_threads", r.pipeline_threads},
+         {"gpu_decoded_fraction", r.gpu_decoded_fraction},
+         {"feeder", r.feeder},
+         // The feeder's GPU decoding over the whole mode, warm-up steps included.
+         {"decoder",
+          {{"gpu_share_end", r.feeder_stats.gpu_share},
+           {"gpu_decoded", r.feeder_stats.gpu_decoded},
+           {"host_s", r.feeder_stats.decode_host_seconds},
+           {"gpu_s", r.feeder_stats.decode_gpu_seconds},
+           {"wait_s", r.feeder_stats.decode_wait_seconds},
+           {"check_s", r.feeder_stats.decode_check_seconds},
+           {"submit_s", r.feeder_stats.decode_submit_seconds},
+           {"resize_s", r.feeder_stats.decode_resize_seconds}}},
+         {"feeder_warmup_s", r.feeder_warmup_s},
+         {"split_memory", r.split_memory},
+         {"stall_reports", r.stall_reports},
+         // issue 41: how the GPU decoder came ready, what crossed, where the pipeline ran
+         {"feeder_startup",
+          {{"startup", r.feeder_stats.startup},
+           {"decoder_ready_s", r.feeder_stats.decoder_ready_seconds},
+           {"first_stage_s", r.feeder_stats.first_stage_seconds}}},
+         {"gpu_decode_paths", paths},
+         {"fallback_reasons", reasons},
+         {"cpu_fallbacks", r.feeder_stats.cpu_fallbacks},
+         {"copied_bytes", r.feeder_stats.bytes},
+         {"bytes_not_copied", r.feeder_stats.bytes_not_copied},
+         {"pipeline_cpus", r.feeder_stats.pipeline_cpus},
+         {"pipeline_cpus_reason", r.feeder_stats.pipeline_cpus_reason},
+         {"host_memory", r.feeder_stats.host_memory},
+         {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
+         {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
+         {"losses", r.losses}});  // doubles written to round-trip exactly
   }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   // The data path need not be UTF-8: a byte that is not becomes U+FFFD rather than an exception.

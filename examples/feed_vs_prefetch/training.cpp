@@ -19,8 +19,9 @@ Training::Training(const Setup& setup) {
   if (setup.data_parallel())
     parallel_ = std::make_unique<conveyor::train::DataParallelTrainer>(
         options, setup.ranks,
-        conveyor::train::DataParallelOptions{.collective_timeout = std::chrono::milliseconds(
-                                                 static_cast<long long>(setup.collective_timeout * 1000))});
+        conveyor::train::DataParallelOptions{
+            .collective_timeout =
+                std::chrono::milliseconds(static_cast<long long>(setup.options.collective_timeout * 1000))});
   else
     single_ = std::make_unique<conveyor::train::Trainer>(options);
 }
