@@ -20,16 +20,6 @@ void check_name(const std::string& name, const char* what) {
                           "' is not a valid name (letters, digits, '_' and '-', in parts joined by '.')");
 }
 
-Layer make(Layer::Kind kind, int outputs = 0, int size = 0, int stride = 1, int pad = 0) {
-  Layer layer;
-  layer.kind = kind;
-  layer.outputs = outputs;
-  layer.size = size;
-  layer.stride = stride;
-  layer.pad = pad;
-  return layer;
-}
-
 void describe_into(const std::vector<Layer>& layers, const std::string& indent, std::string& out) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
@@ -123,24 +113,22 @@ std::string NetworkDescription::describe() const {
 namespace layers {
 
 Layer conv(int out_channels, int size, int stride, int pad) {
-  return make(Layer::Kind::convolution, out_channels, size, stride, pad);
+  return {
+      .kind = Layer::Kind::convolution, .outputs = out_channels, .size = size, .stride = stride, .pad = pad};
 }
-Layer batch_norm() { return make(Layer::Kind::batch_norm); }
-Layer relu() { return make(Layer::Kind::relu); }
+Layer batch_norm() { return {.kind = Layer::Kind::batch_norm}; }
+Layer relu() { return {.kind = Layer::Kind::relu}; }
 Layer max_pool(int window, int stride, int pad) {
-  return make(Layer::Kind::max_pool, 0, window, stride, pad);
+  return {.kind = Layer::Kind::max_pool, .size = window, .stride = stride, .pad = pad};
 }
 Layer avg_pool(int window, int stride, int pad) {
-  return make(Layer::Kind::average_pool, 0, window, stride, pad);
+  return {.kind = Layer::Kind::average_pool, .size = window, .stride = stride, .pad = pad};
 }
-Layer global_avg_pool() { return make(Layer::Kind::global_average_pool); }
-Layer dense(int outputs) { return make(Layer::Kind::dense, outputs); }
+Layer global_avg_pool() { return {.kind = Layer::Kind::global_average_pool}; }
+Layer dense(int outputs) { return {.kind = Layer::Kind::dense, .outputs = outputs}; }
 
 Layer residual(std::vector<Layer> main, std::vector<Layer> shortcut) {
-  Layer layer = make(Layer::Kind::residual);
-  layer.main = std::move(main);
-  layer.shortcut = std::move(shortcut);
-  return layer;
+  return {.kind = Layer::Kind::residual, .main = std::move(main), .shortcut = std::move(shortcut)};
 }
 
 }  // namespace layers

@@ -64,12 +64,12 @@ struct Layer {
     residual
   };
   Kind kind = Kind::relu;
-  std::string name;  // the layer's part of its parameters' names; empty: its index in its sequence
-  int outputs = 0;   // convolution: output channels; dense: outputs
-  int size = 0;      // convolution: kernel size; max/avg pool: window size
+  std::string name{};  // the layer's part of its parameters' names; empty: its index in its sequence
+  int outputs = 0;     // convolution: output channels; dense: outputs
+  int size = 0;        // convolution: kernel size; max/avg pool: window size
   int stride = 1;
   int pad = 0;
-  std::vector<Layer> main, shortcut;       // residual: the two branches (shortcut empty: identity)
+  std::vector<Layer> main{}, shortcut{};   // residual: the two branches (shortcut empty: identity)
   std::string shortcut_name = "shortcut";  // residual: the shortcut's part of its parameters' names
 
   // This layer named `name` (letters, digits, '_', '-' and '.' between parts): "conv1", or "layer1.0" for a
