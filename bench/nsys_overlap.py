@@ -149,6 +149,7 @@ def summarize(path, steps=None, top=8, marker=None):
         out["steps"] = steps
         out["step_busy_ms_per_step"] = out["step_busy_ms"] / steps
         out["other_kernel_ms_per_step"] = out["other_kernel_ms"] / steps
+    out["other_kernels"] = other_kernels(rows, step_stream, step_busy, top)
     if marker:
         feeder = [(st, e) for st, e, stream, _ in rows if stream != step_stream]
         copy_intervals = [(st, e) for st, e, stream, _ in moved if stream != step_stream]
@@ -156,6 +157,22 @@ def summarize(path, steps=None, top=8, marker=None):
                                    feeder, copy_intervals)
     out["_step_names"] = mean_by_name(by_stream[step_stream])
     return out
+
+
+def other_kernels(rows, step_stream, step_busy, top):
+    """The other streams' kernels with the most time, by name: median duration of those that ran while the
+    step's stream was idle (what the kernel takes on a GPU of its own) and of those that met the step's
+    kernels (us)."""
+    runs = defaultdict(lambda: ([], []))  # name: (durations with the step idle, durations beside it)
+    for st, e, stream, name in rows:
+        if stream != step_stream:
+            shared = intersection([(st, e)], step_busy)
+            runs[name][1 if shared > 0.05 * (e - st) else 0].append(e - st)
+    longest = sorted(runs.items(), key=lambda item: -sum(map(sum, item[1])))[:top]
+    return [{"name": name, "step_idle": len(idle), "beside_step": len(beside),
+             "median_us_step_idle": median(idle) / 1e3 if idle else None,
+             "median_us_beside_step": median(beside) / 1e3 if beside else None}
+            for name, (idle, beside) in longest]
 
 
 def overlaps(intervals, lo, hi):
@@ -276,6 +293,12 @@ def main(argv=None):
             for kind, g in p["gaps_by_company"].items():
                 print(f"  gaps with {kind} beside: {g['per_step']:.1f} a step, {g['mean_us']:.1f} us each, "
                       f"{g['ms_per_step']:.3f} ms a step")
+        for k in s["other_kernels"][:4]:
+            idle, beside = k["median_us_step_idle"], k["median_us_beside_step"]
+            print(f"  other kernel {k['name'][:40]}: {k['step_idle']} with the step idle"
+                  + (f" (median {idle:.1f} us)" if idle is not None else "")
+                  + f", {k['beside_step']} beside its kernels"
+                  + (f" (median {beside:.1f} us)" if beside is not None else ""))
     if alone and result["comparison"]["step_kernel_time_ratio"]:
         c = result["comparison"]
         print(f"the step's kernels beside the feeder take {c['step_kernel_time_ratio']:.3f}x their time alone; "

@@ -106,6 +106,21 @@ class Captures(unittest.TestCase):
         self.assertAlmostEqual(s["copies"]["set"]["step_busy_shared_share"], 2 / 20)
         self.assertEqual(nsys_overlap.summarize(self.beside)["copies"], {})  # nsys captures: kernels only
 
+    def test_other_kernels_are_timed_apart_with_the_step_idle_and_beside_it(self):
+        path = os.path.join(self.tmp.name, "feeder.tsv")
+        # The step's conv 0-8 us and 12-20 us; resize runs 3 us in the idle 9-12 us (and 1 us after the last
+        # conv), 5 us inside the first conv, 6 us across the second's start (2 us shared: beside); a kernel
+        # touching a step's kernel for less than 5 % of its time counts as idle.
+        kernels = [(0, 8000, 7, "conv"), (12000, 20000, 7, "conv"),
+                   (9000, 12000, 13, "resize"), (20000, 21000, 13, "resize"), (1000, 6000, 13, "resize"),
+                   (10000, 16000, 13, "resize"), (7990, 11990, 14, "rgba2rgb")]
+        timeline(path, kernels)
+        by_name = {k["name"]: k for k in nsys_overlap.summarize(path)["other_kernels"]}
+        self.assertEqual(by_name["resize"], {"name": "resize", "step_idle": 2, "beside_step": 2,
+                                             "median_us_step_idle": 2.0, "median_us_beside_step": 5.5})
+        self.assertEqual(by_name["rgba2rgb"]["step_idle"], 1)
+        self.assertIsNone(by_name["rgba2rgb"]["median_us_beside_step"])
+
     def test_per_step_figures_split_the_steps_stream_at_the_marker_kernel(self):
         path = os.path.join(self.tmp.name, "steps.tsv")
         # Three steps of 10 us ending in sgd (twice: one for each weight type): conv 4 us, a 1 us launch gap,
