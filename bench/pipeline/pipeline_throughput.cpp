@@ -151,7 +151,6 @@ struct Config {
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image
   int gpu_sms = 0;             // FeederOptions::gpu_sms
-  bool gpu_sms_nvjpeg_only = false;  // FeederOptions::gpu_sms_nvjpeg_only
   // issue 41's levers (DeviceDecode): the GPU decoder comes ready behind the CPU workers; GPU hybrid
   // decoding of what the engines refuse; the deferred slots copied with the rest.
   bool start_at_once = true;
@@ -572,7 +571,6 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.hardware_pool = config.hardware_pool;
   options.kernel_blocks_per_image = config.kernel_blocks;
   options.gpu_sms = config.gpu_sms;
-  options.gpu_sms_nvjpeg_only = config.gpu_sms_nvjpeg_only;
   options.decode.remember_share = config.remember_split;
   options.decode.start_at_once = config.start_at_once;
   options.set_up_behind = config.set_up_behind;

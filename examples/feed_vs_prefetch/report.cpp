@@ -55,7 +55,7 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
     }
     if (!f.host_memory.empty()) out << "  " << r.mode << " batches: " << f.host_memory << "\n";
     if (!f.startup.empty()) out << "  " << r.mode << " GPU decoder: " << f.startup << "\n";
-    if (!f.gpu_sms.empty()) out << "  " << r.mode << " feeder's SMs: " << f.gpu_sms << "\n";
+    if (!f.gpu_sms.empty()) out << "  " << r.mode << " feeder's kernels on " << f.gpu_sms << "\n";
   }
   out << "\nimages/s counts every step from the first batch on; the other columns the timed steps after "
          "the warm-up ones\n(images/s over those alone:";
@@ -113,7 +113,6 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"cpus", o.cpus},
               {"kernel_blocks", o.kernel_blocks},
               {"gpu_sms", o.gpu_sms},
-              {"gpu_sms_nvjpeg_only", o.gpu_sms_nvjpeg_only},
               {"memory_near_gpu", o.memory_near_gpu},
               {"resident", o.resident},
               {"start_at_once", o.start_at_once},

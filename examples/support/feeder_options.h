@@ -75,11 +75,6 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
                      "context, and the step's on the rest (FeederOptions::gpu_sms; 0: all of them)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
-  app.add_option("--gpu-sms-nvjpeg-only", options.gpu_sms_nvjpeg_only,
-                 scope +
-                     "with --gpu-sms: only nvJPEG's kernels on those SMs; the feeder's own kernels and copies "
-                     "on the whole GPU (FeederOptions::gpu_sms_nvjpeg_only)")
-      ->capture_default_str();
 }
 
 // How this process takes part in a data service job: the flags that go with --service (which each program

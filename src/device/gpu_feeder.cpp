@@ -128,9 +128,8 @@ void GpuFeeder::set_up() noexcept {
       phase("SM partition");
     }
     // Everything below, made in the partition's context, runs on its SMs (the slots' events, recorded on
-    // the copy stream, belong to it too); with gpu_sms_nvjpeg_only only nvJPEG's streams are made there.
-    std::optional<cuda::PartitionGuard> partition;
-    if (!options_.gpu_sms_nvjpeg_only) partition.emplace(partition_.get());
+    // the copy stream, belong to it too).
+    const cuda::PartitionGuard partition(partition_.get());
     std::vector<Slot> slots(held_.size());
     if (pool_ == nullptr) {
       own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
@@ -179,8 +178,7 @@ void GpuFeeder::set_up() noexcept {
     device_settled_ = true;
     stats_.device_setup_seconds = seconds_since(start);
     stats_.device_setup = timeline;
-    if (partition_)
-      stats_.gpu_sms = partition_->description() + (options_.gpu_sms_nvjpeg_only ? ", nvJPEG's kernels only" : "");
+    if (partition_) stats_.gpu_sms = partition_->description();
     if (!failure) stats_.host_memory = where;
   }
   device_ready_.store(!failure, std::memory_order_release);

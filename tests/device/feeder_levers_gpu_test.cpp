@@ -195,22 +195,18 @@ TEST(FeederSmPartition, TheFeedersKernelsOnAShareOfTheSmsGiveTheSameBytes) {
   const testing::Watchdog watchdog(180s, "TheFeedersKernelsOnAShareOfTheSmsGiveTheSameBytes");
   const std::vector<std::vector<std::uint8_t>> files = photos(64);
   const FedRun whole = feed_all(files, hybrid(0.4));
+  FeederOptions options = hybrid(0.4);
+  options.gpu_sms = 16;
+  const FedRun share = feed_all(files, options);
+  std::cout << "[ levers   ] the feeder's kernels on " << share.feeder.gpu_sms << "; GPU-decoded "
+            << share.feeder.gpu_decoded << ", set-up " << share.feeder.device_setup << "\n";
   EXPECT_TRUE(whole.feeder.gpu_sms.empty());
-  for (const bool nvjpeg_only : {false, true}) {
-    FeederOptions options = hybrid(0.4);
-    options.gpu_sms = 16;
-    options.gpu_sms_nvjpeg_only = nvjpeg_only;
-    const FedRun share = feed_all(files, options);
-    std::cout << "[ levers   ] the feeder's SMs: " << share.feeder.gpu_sms << "; GPU-decoded "
-              << share.feeder.gpu_decoded << ", set-up " << share.feeder.device_setup << "\n";
-    EXPECT_EQ(share.feeder.gpu_sms.rfind("16 of ", 0), 0u) << share.feeder.gpu_sms;  // 16: a multiple of 8
-    EXPECT_EQ(share.feeder.gpu_sms.find("nvJPEG's kernels only") != std::string::npos, nvjpeg_only);
-    EXPECT_GT(share.feeder.gpu_decoded, 0u);
-    ASSERT_EQ(share.pixels.size(), whole.pixels.size());
-    for (std::size_t k = 0; k < whole.pixels.size(); ++k) {
-      EXPECT_EQ(share.pixels[k], whole.pixels[k]) << "pixels of batch " << k << ", nvJPEG only " << nvjpeg_only;
-      EXPECT_EQ(share.images[k], whole.images[k]) << "images of batch " << k << ", nvJPEG only " << nvjpeg_only;
-    }
+  EXPECT_EQ(share.feeder.gpu_sms.rfind("16 of ", 0), 0u) << share.feeder.gpu_sms;  // 16: a multiple of 8
+  EXPECT_GT(share.feeder.gpu_decoded, 0u);
+  ASSERT_EQ(share.pixels.size(), whole.pixels.size());
+  for (std::size_t k = 0; k < whole.pixels.size(); ++k) {
+    EXPECT_EQ(share.pixels[k], whole.pixels[k]) << "pixels of batch " << k;
+    EXPECT_EQ(share.images[k], whole.images[k]) << "images of batch " << k;
   }
 }
 

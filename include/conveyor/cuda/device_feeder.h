@@ -173,9 +173,6 @@ struct FeederOptions {
   // only, a CUDA green context (rounded up by the driver: to multiples of 8 on an H100 or H200), and a
   // training step's kernels have the others to themselves. 0: on all of them, beside the step's.
   int gpu_sms = 0;
-  // With gpu_sms: only nvJPEG's kernels run on those SMs (its streams are made in the green context); the
-  // feeder's own streams, and with them its crop-resize, augmentation and copies, keep the whole GPU.
-  bool gpu_sms_nvjpeg_only = false;
   // The feeder's threads (its staging thread with decoding, its copy returner) join this watch and say
   // what they wait for, so that a run that stops making progress names them (conveyor/progress_watch.h).
   std::shared_ptr<ProgressWatch> progress_watch = nullptr;
@@ -241,9 +238,7 @@ struct FeederStats {
   // How long making the CUDA context and the feeder's things in it took (FeederOptions::set_up_behind).
   double device_setup_seconds = 0;
   std::string device_setup;  // its phases: "context 0.110 s, streams 0.001 s, ..."
-  // FeederOptions::gpu_sms as made: "16 of 132 SMs (a green context)", and ", nvJPEG's kernels only" with
-  // gpu_sms_nvjpeg_only; empty: all SMs.
-  std::string gpu_sms;
+  std::string gpu_sms;       // FeederOptions::gpu_sms as made: "16 of 132 SMs (a green context)"; empty: all
   // The GPU-decoded images by nvJPEG path: "hardware", "hardware_roi", "software", "software_roi" (GPU
   // hybrid or Huffman on the CPU for what the engines refuse).
   std::map<std::string, std::uint64_t> gpu_decode_paths;
