@@ -150,7 +150,6 @@ struct Config {
   bool remember_split = true;  // DeviceDecode::remember_share
   bool hardware_pool = true;   // DeviceDecode::hardware_pool
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image
-  int gpu_sms = 0;             // FeederOptions::gpu_sms
   // issue 41's levers (DeviceDecode): the GPU decoder comes ready behind the CPU workers; GPU hybrid
   // decoding of what the engines refuse; the deferred slots copied with the rest.
   bool start_at_once = true;
@@ -570,7 +569,6 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.hardware_pipelining = config.hardware_pipelining;
   options.decode.hardware_pool = config.hardware_pool;
   options.kernel_blocks_per_image = config.kernel_blocks;
-  options.gpu_sms = config.gpu_sms;
   options.decode.remember_share = config.remember_split;
   options.decode.start_at_once = config.start_at_once;
   options.set_up_behind = config.set_up_behind;
@@ -704,7 +702,6 @@ Json device_json(const Config& config, const Result& r) {
           {"split_memory", f.split_memory},
           {"hardware_pool", config.hardware_pool},
           {"kernel_blocks", config.kernel_blocks},
-          {"gpu_sms", config.gpu_sms},
           {"decode_host_s", f.decode_host_seconds},
           {"decode_wait_s", f.decode_wait_seconds},
           {"decode_check_s", f.decode_check_seconds},

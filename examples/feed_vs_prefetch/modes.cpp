@@ -199,7 +199,6 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
                                            conveyor::FeederOptions& feeder) {
   feeder.depth = 3;
   feeder.kernel_blocks_per_image = setup.options.kernel_blocks;
-  feeder.gpu_sms = setup.options.gpu_sms;
   feeder.host.cpus_near_gpu = setup.cpus_near_gpu;
   feeder.host.memory_near_gpu = setup.options.memory_near_gpu;
   feeder.set_up_behind = setup.options.set_up_behind;

@@ -57,7 +57,6 @@ struct Options {
   // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
   double collective_timeout = 60;
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
-  int gpu_sms = 0;             // FeederOptions::gpu_sms (0: all of the GPU's)
   // issue 41, each a lever measured against its baseline (see --help):
   bool memory_near_gpu = true;    // HostPlacement::memory_near_gpu
   bool start_at_once = true;      // DeviceDecode::start_at_once

@@ -55,7 +55,6 @@ std::string format_table(const RunInfo& info, const std::vector<ModeResult>& res
     }
     if (!f.host_memory.empty()) out << "  " << r.mode << " batches: " << f.host_memory << "\n";
     if (!f.startup.empty()) out << "  " << r.mode << " GPU decoder: " << f.startup << "\n";
-    if (!f.gpu_sms.empty()) out << "  " << r.mode << " feeder's kernels on " << f.gpu_sms << "\n";
   }
   out << "\nimages/s counts every step from the first batch on; the other columns the timed steps after "
          "the warm-up ones\n(images/s over those alone:";
@@ -112,7 +111,6 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"hardware_pool", o.hardware_pool},
               {"cpus", o.cpus},
               {"kernel_blocks", o.kernel_blocks},
-              {"gpu_sms", o.gpu_sms},
               {"memory_near_gpu", o.memory_near_gpu},
               {"resident", o.resident},
               {"start_at_once", o.start_at_once},
@@ -173,7 +171,6 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
          {"pipeline_cpus", r.feeder_stats.pipeline_cpus},
          {"pipeline_cpus_reason", r.feeder_stats.pipeline_cpus_reason},
          {"host_memory", r.feeder_stats.host_memory},
-         {"feeder_gpu_sms", r.feeder_stats.gpu_sms},
          {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
          {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
          {"losses", r.losses}});  // doubles written to round-trip exactly

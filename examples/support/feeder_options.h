@@ -69,12 +69,6 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
                      "0: one pass's worth)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--gpu-sms", options.gpu_sms,
-                 scope +
-                     "the feeder's kernels (nvJPEG's and its own) run on this many of the GPU's SMs, a green "
-                     "context, and the step's on the rest (FeederOptions::gpu_sms; 0: all of them)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 16));
 }
 
 // How this process takes part in a data service job: the flags that go with --service (which each program

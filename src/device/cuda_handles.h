@@ -10,25 +10,19 @@
 
 namespace conveyor::cuda {
 
-// Makes `device` current for the lifetime of the guard and restores the previous one after. Where `device`
-// is current already, it does nothing: cudaSetDevice would make the device's primary context current, and
-// the current one may be a share of it (sm_partition.h).
+// Makes `device` current for the lifetime of the guard and restores the previous one after.
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
     CONVEYOR_CUDA(cudaGetDevice(&previous_), "DeviceGuard");
-    changed_ = previous_ != device;
-    if (changed_) CONVEYOR_CUDA(cudaSetDevice(device), "DeviceGuard");
+    if (previous_ != device) CONVEYOR_CUDA(cudaSetDevice(device), "DeviceGuard");
   }
-  ~DeviceGuard() {
-    if (changed_) cudaSetDevice(previous_);
-  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
   int previous_ = 0;
-  bool changed_ = false;
 };
 
 class Stream {

@@ -24,7 +24,6 @@ namespace {
 void check_options(const FeederOptions& options) {
   if (options.kernel_blocks_per_image < 0)
     throw InvalidArgument("DeviceFeeder: kernel_blocks_per_image must be >= 0 (0: one pass's worth)");
-  if (options.gpu_sms < 0) throw InvalidArgument("DeviceFeeder: gpu_sms must be >= 0 (0: all of the GPU's)");
   if (options.depth < 1 || options.depth > 8)
     throw InvalidArgument("DeviceFeeder depth must be 1 to 8 (2 or 3 are the useful ones), got " +
                           std::to_string(options.depth));

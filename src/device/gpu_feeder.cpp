@@ -120,22 +120,15 @@ void GpuFeeder::set_up() noexcept {
     cuda::DeviceGuard guard(device_);
     CONVEYOR_CUDA(cudaFree(nullptr), "DeviceFeeder: making the CUDA context");
     phase("context");
-    // The consumer's own stream is the step's: on the whole GPU.
-    own_consumer_.emplace();
-    consumer_ = own_consumer_->get();
-    if (options_.gpu_sms > 0) {
-      partition_ = std::make_unique<cuda::SmPartition>(device_, options_.gpu_sms);
-      phase("SM partition");
-    }
-    // Everything below, made in the partition's context, runs on its SMs (the slots' events, recorded on
-    // the copy stream, belong to it too).
-    const cuda::PartitionGuard partition(partition_.get());
+    // The slots' events belong to the device current when they are made.
     std::vector<Slot> slots(held_.size());
     if (pool_ == nullptr) {
       own_pool_ = std::make_unique<cuda::DeviceMemoryPool>(device_);
       pool_ = own_pool_.get();
     }
     copy_.emplace();
+    own_consumer_.emplace();
+    consumer_ = own_consumer_->get();
     phase("streams");
     std::string locked_where;
     std::shared_ptr<HostMemoryResource> locked = batch_memory(device_, options_.host, locked_where);
@@ -178,7 +171,6 @@ void GpuFeeder::set_up() noexcept {
     device_settled_ = true;
     stats_.device_setup_seconds = seconds_since(start);
     stats_.device_setup = timeline;
-    if (partition_) stats_.gpu_sms = partition_->description();
     if (!failure) stats_.host_memory = where;
   }
   device_ready_.store(!failure, std::memory_order_release);
@@ -247,7 +239,6 @@ GpuFeeder::~GpuFeeder() {
   remember_split();
   try {
     cuda::DeviceGuard guard(device_);
-    const cuda::PartitionGuard partition(partition_.get());
     // No batch is held any more (each hold keeps this object alive), but the last consumers may still
     // read: free each buffer in stream order after its release point.
     for (Slot& slot : slots_) {
@@ -342,7 +333,6 @@ double GpuFeeder::warmup(const BatchedDataset& dataset) {
   if (!shape || capacity == 0) return 0;  // the shape comes from the first element: nothing to size yet
   await_device();
   cuda::DeviceGuard guard(device_);
-  const cuda::PartitionGuard partition(partition_.get());
   const cudaStream_t stream = copy_->get();
   // The ring and its kernels only while no batch is held: a held slot's buffer is not ours to resize, and
   // the kernels below write into the first slot.
@@ -449,7 +439,6 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
   const auto staging_started = std::chrono::steady_clock::now();
   await_device();  // the batch waited for the context here, if it came before it (counted in the stage)
   cuda::DeviceGuard guard(device_);
-  const cuda::PartitionGuard partition(partition_.get());  // the decoding and kernels on its SMs
   {
     std::lock_guard lock(mutex_);
     rethrow_failure_locked();

@@ -51,7 +51,6 @@
 #include "src/device/late_locked_memory.h"
 #include "src/device/pinned_block_cache.h"
 #include "src/device/retained_host_buffer.h"
-#include "src/device/sm_partition.h"
 
 namespace conveyor::detail {
 
@@ -192,9 +191,6 @@ class GpuFeeder final : public FeederBackend {
   };
   std::optional<ExpectedBatches> expected_;  // under mutex_
   std::unique_ptr<cuda::DeviceMemoryPool> own_pool_;  // before the streams and buffers: destroyed after them
-  // FeederOptions::gpu_sms: the feeder's streams, events and nvJPEG's are made with it current, and its work
-  // is launched so; null: the whole GPU. Before everything made in it: destroyed after them.
-  std::unique_ptr<cuda::SmPartition> partition_;
   cuda::DeviceMemoryPool* pool_;
   // The pipelines' batch buffers: kept blocks over the late-locked memory, which hands the first ones out
   // before the context exists (late_locked_memory.h) and the feeder's page-locked ones after.

@@ -90,7 +90,6 @@ bool GpuFeeder::ensure_decoder() {
   } else {
     try {
       cuda::DeviceGuard guard(device_);
-      const cuda::PartitionGuard partition(partition_.get());  // nvJPEG's streams on the feeder's SMs
       made = std::make_unique<cuda::DeviceDecoder>(library.library, *pool_, device_, options_.decode,
                                                    options_.kernel_blocks_per_image);
       note = made->description();
@@ -186,7 +185,6 @@ void GpuFeeder::start_planned_startup() {
     fed_at = fed_at_;
   }
   plan->pool = pool_;  // stage() calls this: the feeder's device side is set up
-  plan->partition = partition_.get();
   auto startup = std::make_unique<cuda::DecoderStartup>(
       std::move(*plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); });
   std::unique_ptr<cuda::DecoderStartup> earlier;  // none in practice; joined outside the lock if there were

@@ -1,6 +1,6 @@
 // Issue 41's levers of the hybrid feeder, on a GPU: the decoder comes ready behind the CPU workers (start at
-// once), the deferred samples' slots left out of the copy, nothing but the hardware engines decoding on
-// the GPU, and the feeder's kernels on a share of the GPU's SMs. Lines starting "[ levers   ]" say what happened. Skips without a GPU or without nvJPEG.
+// once), the deferred samples' slots left out of the copy, and nothing but the hardware engines decoding on
+// the GPU. Lines starting "[ levers   ]" say what happened. Skips without a GPU or without nvJPEG.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -15,7 +15,6 @@
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/cuda/stream.h"
 #include "conveyor/dataset.h"
-#include "conveyor/error.h"
 #include "conveyor/ops/sample_ops.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/decode_split.h"
@@ -187,39 +186,6 @@ TEST(FeederCopy, LeavingTheDeferredSlotsOutOfTheCopyChangesNoByte) {
   for (std::size_t k = 0; k < whole.pixels.size(); ++k) {
     EXPECT_EQ(decoded_only.pixels[k], whole.pixels[k]) << "pixels of batch " << k;
     EXPECT_EQ(decoded_only.images[k], whole.images[k]) << "images of batch " << k;
-  }
-}
-
-TEST(FeederSmPartition, TheFeedersKernelsOnAShareOfTheSmsGiveTheSameBytes) {
-  REQUIRE_GPU_AND_NVJPEG();
-  const testing::Watchdog watchdog(180s, "TheFeedersKernelsOnAShareOfTheSmsGiveTheSameBytes");
-  const std::vector<std::vector<std::uint8_t>> files = photos(64);
-  const FedRun whole = feed_all(files, hybrid(0.4));
-  FeederOptions options = hybrid(0.4);
-  options.gpu_sms = 16;
-  const FedRun share = feed_all(files, options);
-  std::cout << "[ levers   ] the feeder's kernels on " << share.feeder.gpu_sms << "; GPU-decoded "
-            << share.feeder.gpu_decoded << ", set-up " << share.feeder.device_setup << "\n";
-  EXPECT_TRUE(whole.feeder.gpu_sms.empty());
-  EXPECT_EQ(share.feeder.gpu_sms.rfind("16 of ", 0), 0u) << share.feeder.gpu_sms;  // 16: a multiple of 8
-  EXPECT_GT(share.feeder.gpu_decoded, 0u);
-  ASSERT_EQ(share.pixels.size(), whole.pixels.size());
-  for (std::size_t k = 0; k < whole.pixels.size(); ++k) {
-    EXPECT_EQ(share.pixels[k], whole.pixels[k]) << "pixels of batch " << k;
-    EXPECT_EQ(share.images[k], whole.images[k]) << "images of batch " << k;
-  }
-}
-
-TEST(FeederSmPartition, AShareAsLargeAsTheGpuIsRefusedWithItsSize) {
-  REQUIRE_GPU_AND_NVJPEG();
-  const testing::Watchdog watchdog(120s, "AShareAsLargeAsTheGpuIsRefusedWithItsSize");
-  FeederOptions options = hybrid(0.4);
-  options.gpu_sms = 1 << 15;
-  try {
-    feed_all(photos(16), options);
-    ADD_FAILURE() << "a partition of every SM was accepted";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("leave none"), std::string::npos) << error.what();
   }
 }
 

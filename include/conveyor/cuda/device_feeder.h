@@ -169,10 +169,6 @@ struct FeederOptions {
   // hold fewer of the GPU's multiprocessors at once, leaving more to a training step that runs beside them
   // (issue 36: the step computes slower beside the decoder); the pixels are the same either way.
   int kernel_blocks_per_image = 0;
-  // On a GPU: the feeder's kernels (nvJPEG's and its own) run on this many of the GPU's multiprocessors
-  // only, a CUDA green context (rounded up by the driver: to multiples of 8 on an H100 or H200), and a
-  // training step's kernels have the others to themselves. 0: on all of them, beside the step's.
-  int gpu_sms = 0;
   // The feeder's threads (its staging thread with decoding, its copy returner) join this watch and say
   // what they wait for, so that a run that stops making progress names them (conveyor/progress_watch.h).
   std::shared_ptr<ProgressWatch> progress_watch = nullptr;
@@ -238,7 +234,6 @@ struct FeederStats {
   // How long making the CUDA context and the feeder's things in it took (FeederOptions::set_up_behind).
   double device_setup_seconds = 0;
   std::string device_setup;  // its phases: "context 0.110 s, streams 0.001 s, ..."
-  std::string gpu_sms;       // FeederOptions::gpu_sms as made: "16 of 132 SMs (a green context)"; empty: all
   // The GPU-decoded images by nvJPEG path: "hardware", "hardware_roi", "software", "software_roi" (GPU
   // hybrid or Huffman on the CPU for what the engines refuse).
   std::map<std::string, std::uint64_t> gpu_decode_paths;

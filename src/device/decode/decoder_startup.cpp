@@ -32,7 +32,6 @@ ReadyDecoder make_decoder_ready(const DecoderPlan& plan, const std::atomic<bool>
   try {
     // This thread's CUDA calls go to the feeder's device (a fresh thread would bind device 0).
     DeviceGuard guard(plan.device);
-    const PartitionGuard partition(plan.partition);
     nvjpeg::LoadResult library = nvjpeg::load();
     phase_done("library");
     if (!library) {

@@ -24,7 +24,6 @@
 #include "src/device/decode/device_decoder.h"
 #include "src/device/device_memory.h"
 #include "src/device/pinned_block_cache.h"
-#include "src/device/sm_partition.h"
 
 namespace conveyor::cuda {
 
@@ -32,8 +31,6 @@ namespace conveyor::cuda {
 struct DecoderPlan {
   int device = 0;
   DeviceMemoryPool* pool = nullptr;  // the feeder's; outlives the startup
-  // The feeder's SMs (FeederOptions::gpu_sms; null: all): nvJPEG's streams are made in its context.
-  const SmPartition* partition = nullptr;
   DeviceDecode options;
   int blocks_per_image = 0;  // FeederOptions::kernel_blocks_per_image
   // The warm-up batch: the pipeline's batch size and sample shape (0 images: no warm-up batch).
