@@ -109,8 +109,8 @@ class Captures(unittest.TestCase):
     def test_other_kernels_are_timed_apart_with_the_step_idle_and_beside_it(self):
         path = os.path.join(self.tmp.name, "feeder.tsv")
         # The step's conv 0-8 us and 12-20 us; resize runs 3 us in the idle 9-12 us (and 1 us after the last
-        # conv), 5 us inside the first conv, 6 us across the second's start (2 us shared: beside); a kernel
-        # touching a step's kernel for less than 5 % of its time counts as idle.
+        # conv), 5 us inside the first conv, 6 us across the second's start (4 us shared: beside); rgba2rgb
+        # touches the first conv for 10 ns, less than 5 % of its time, and counts as idle.
         kernels = [(0, 8000, 7, "conv"), (12000, 20000, 7, "conv"),
                    (9000, 12000, 13, "resize"), (20000, 21000, 13, "resize"), (1000, 6000, 13, "resize"),
                    (10000, 16000, 13, "resize"), (7990, 11990, 14, "rgba2rgb")]

@@ -34,7 +34,7 @@ struct CropResizeJob {
 // Enqueues the resize of each of the `count` jobs (device memory) into its slot of `out` on `stream`. The
 // caller guarantees each job's window lies inside its source and its slot is below out.count (the jobs are
 // on the device: they are checked where they are made). At most `blocks_per_image` thread blocks per job
-// when positive (the kernel loops over the pixels), one pass's worth when 0. Throws InvalidArgument on a
+// when positive (the kernel loops over tiles of 8 rows), a block per tile when 0. Throws InvalidArgument on a
 // bad output, DeviceError when the launch fails.
 void crop_resize_linear(const CropResizeJob* jobs, std::size_t count, const DeviceSlots& out,
                         cudaStream_t stream, int blocks_per_image = 0);
