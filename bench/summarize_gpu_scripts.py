@@ -186,15 +186,24 @@ def feed_vs_step(folder):
                             [c / statistics.median(eager_ms) for c in compute[name]])
 
 
+def faster_antialias(run):
+    """A DataLoader run's faster antialias setting: (its images/s from the first batch, the setting)."""
+    by = run.get("by_antialias") or {str(run.get("antialias")).lower(): run}
+    setting, figures = max(by.items(), key=lambda item: item[1]["images_per_s_after_first_batch"])
+    return figures["images_per_s_after_first_batch"], setting
+
+
 def first_batch(folder):
     sides = variants_of(folder, {"prime"})
     firsts, rates = {side: [] for side in sides}, {side: [] for side in sides}
     behind_cpu = {side: [] for side in sides if side != "cpu" and side != "torch"}
     readiness = {side: {} for side in behind_cpu}
+    over_torch = {side: [] for side in sides if side != "torch"}
     for round_ in sorted({r for side in sides for r in rounds_of(folder, side + "_%d")}):
         line = f"round {round_}:"
         runs = {side: load(os.path.join(folder, f"{side}_{round_}.json")) for side in sides}
         cpu_first = (runs.get("cpu") or {}).get("time_to_first_batch_s")
+        torch = faster_antialias(runs["torch"]) if runs.get("torch") else None
         for side in sides:
             run = runs[side]
             if not run:
@@ -205,12 +214,17 @@ def first_batch(folder):
                 if side in behind_cpu and cpu_first is not None:
                     behind_cpu[side].append(first - cpu_first)
             rates[side].append(rate)
+            if side in over_torch and torch:
+                over_torch[side].append(rate / torch[0])
             # Issue 41: how the hybrid side's GPU decoder came ready, and the feeder's part of the first batch.
-            for key in ("decoder_ready_s", "first_stage_s", "feeder_construction_s", "device_setup_s"):
+            for key in ("decoder_ready_s", "second_decoder_s", "first_stage_s", "feeder_construction_s",
+                        "device_setup_s"):
                 value = (run.get("device") or {}).get(key)
                 if side in readiness and value is not None:
                     readiness[side].setdefault(key, []).append(value)
             line += f" {side} first batch after {first if first is None else f'{first:.3f}'} s, {rate:.0f} img/s;"
+        if torch:
+            line += f" (torch's faster setting: antialias={torch[1]})"
         print(line.rstrip(";"))
     for side in sides:
         median_line(f"{side}: time to the first batch", firsts[side], unit=" s")
@@ -220,6 +234,10 @@ def first_batch(folder):
             median_line(f"{side}: first batch less CPU-only's, round by round", deltas, unit=" s")
         for key, values in readiness[side].items():
             median_line(f"{side}: {key}", values, unit=" s")
+    for side, ratios in over_torch.items():
+        if ratios:
+            median_line(f"{side} / the DataLoader at its faster antialias setting, from each one's first batch",
+                        ratios)
 
 
 def prepared_data(folder):

@@ -107,6 +107,8 @@ void bind_stats(py::module_& module) {
                     "How the GPU decoder came ready: before feed(), made by feed(), or at once behind the CPU.")
       .def_readonly("decoder_ready_seconds", &FeederStats::decoder_ready_seconds,
                     "From feed() to the split's opening to the GPU (0: open from the first sample).")
+      .def_readonly("second_decoder_seconds", &FeederStats::second_decoder_seconds,
+                    "From feed() to the second GPU decoder's joining (0: made with the first).")
       .def_readonly("first_stage_seconds", &FeederStats::first_stage_seconds)
       .def_readonly("gpu_decode_paths", &FeederStats::gpu_decode_paths, "GPU-decoded images by nvJPEG path.")
       .def_readonly("bytes_not_copied", &FeederStats::bytes_not_copied)

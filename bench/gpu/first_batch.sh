@@ -7,12 +7,14 @@
 # Issue 41's variants: warmup="--feeder-warmup 1" (DeviceFeeder::warmup up front, issue 36's way) and
 # made_first="--start-at-once 0" (feed() makes nvJPEG ready before the first batch), in_constructor=
 # "--set-up-behind 0" (the feeder's CUDA context made by its constructor, not behind the first batch's CPU
-# decoding); to_gpu="--gpu-decode 0" (CPU-only decoding with batches delivered to the GPU); issue 36's:
-# cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0"; ctx="--context-first 1" (the CUDA context made
-# before the clock starts, as a training program has it). The split's memory starts fresh in this
+# decoding); both_first="--open-before-second 0" (both of nvJPEG's decoders made before the split opens,
+# not the second behind it); to_gpu="--gpu-decode 0" (CPU-only decoding with batches delivered to the
+# GPU); issue 36's: cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0"; ctx="--context-first 1"
+# (the CUDA context made before the clock starts, as a training program has it). The split's memory starts fresh in this
 # call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
 # bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less
-# CPU-only's round by round, the decoder's readiness, and the rates (summary.txt).
+# CPU-only's round by round, the decoder's readiness, the rates, and each side over the DataLoader at its
+# faster antialias setting, round by round (summary.txt).
 source "$(dirname "$0")/lib.sh"
 bench_options rounds=3 epochs=5 threads=16 variant+= no-torch! -- "$@"
 bench_begin first_batch "$@"

@@ -35,6 +35,7 @@
 // decoder keeps a pool instead of freeing in its calls), and --kernel-blocks N (the feeder's kernels on at
 // most N blocks per image; 0, the default, one pass's worth). Issue 41's: --start-at-once (the CPU decodes
 // everything until nvJPEG is ready on a thread of the feeder; 0: feed() makes it ready first),
+// --open-before-second (0: both of nvJPEG's decoders before the split opens),
 // --gpu-hybrid (0: only the hardware engines decode on the GPU, what they refuse goes to the CPU) and
 // --copy-whole-batch (0: the deferred samples' slots are left out of the copy). The JSON's "device" says how
 // the decoder came ready and when (startup, decoder_ready_s), the feeder's part of the first batch
@@ -153,6 +154,7 @@ struct Config {
   // issue 41's levers (DeviceDecode): the GPU decoder comes ready behind the CPU workers; GPU hybrid
   // decoding of what the engines refuse; the deferred slots copied with the rest.
   bool start_at_once = true;
+  bool open_before_second = true;
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
@@ -571,6 +573,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.kernel_blocks_per_image = config.kernel_blocks;
   options.decode.remember_share = config.remember_split;
   options.decode.start_at_once = config.start_at_once;
+  options.decode.open_before_second = config.open_before_second;
   options.set_up_behind = config.set_up_behind;
   options.decode.gpu_hybrid = config.gpu_hybrid;
   options.decode.copy_whole_batch = config.copy_whole_batch;
@@ -716,7 +719,9 @@ Json device_json(const Config& config, const Result& r) {
           {"device_setup", f.device_setup},
           {"start_at_once", config.start_at_once},
           {"startup", f.startup},
+          {"open_before_second", config.open_before_second},
           {"decoder_ready_s", f.decoder_ready_seconds},
+          {"second_decoder_s", f.second_decoder_seconds},
           {"first_stage_s", f.first_stage_seconds},
           {"host_blocks", f.host_blocks},
           {"host_blocks_on_demand", f.host_blocks_on_demand},

@@ -216,6 +216,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
     feeder.decode.remember_share = setup.options.remember_split;
     feeder.decode.memory_key = setup.memory_key;
     feeder.decode.start_at_once = setup.options.start_at_once;
+    feeder.decode.open_before_second = setup.options.open_before_second;
     feeder.decode.gpu_hybrid = setup.options.gpu_hybrid;
     feeder.decode.copy_whole_batch = setup.options.copy_whole_batch;
   }

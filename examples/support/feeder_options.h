@@ -44,6 +44,9 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
        "without --feeder-warmup, the pipeline not deterministic: the CPU decodes every image until nvJPEG is "
        "ready on a thread of the feeder, then the split opens (DeviceDecode::start_at_once); 0: nvJPEG is "
        "made ready first"},
+      {"--open-before-second", &Options::open_before_second,
+       "start at once: the split opens once the first of nvJPEG's two decoders is warm, the second joins "
+       "when made (DeviceDecode::open_before_second); 0: both before the split opens"},
       {"--set-up-behind", &Options::set_up_behind,
        "the feeder makes its CUDA context, ring and kernels on a thread of its own while the CPU decodes the "
        "first batch (FeederOptions::set_up_behind); 0: in its constructor"},

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
+#include "src/core/phase_timeline.h"
 #include "src/core/seconds_since.h"
 #include "src/core/user_cache_folder.h"
 #include "src/device/cuda_check.h"
@@ -109,17 +109,14 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
 }
 
 void GpuFeeder::set_up() noexcept {
-  const auto start = std::chrono::steady_clock::now();
   std::exception_ptr failure;
   std::string where;
-  // Where the set-up's time went (FeederStats::device_setup): the seconds at the end of each phase.
-  std::vector<std::pair<const char*, double>> phases;
-  const auto phase = [&](const char* what) { phases.emplace_back(what, seconds_since(start)); };
+  PhaseTimeline timeline;  // where the set-up's time went (FeederStats::device_setup)
   try {
     // The CUDA context is made here (cudaSetDevice's first call), and everything below belongs to it.
     cuda::DeviceGuard guard(device_);
     CONVEYOR_CUDA(cudaFree(nullptr), "DeviceFeeder: making the CUDA context");
-    phase("context");
+    timeline.done("context");
     // The slots' events belong to the device current when they are made.
     std::vector<Slot> slots(held_.size());
     if (pool_ == nullptr) {
@@ -129,11 +126,11 @@ void GpuFeeder::set_up() noexcept {
     copy_.emplace();
     own_consumer_.emplace();
     consumer_ = own_consumer_->get();
-    phase("streams");
+    timeline.done("streams");
     std::string locked_where;
     std::shared_ptr<HostMemoryResource> locked = batch_memory(device_, options_.host, locked_where);
     where = locked_where + early_memory_->context_ready(std::move(locked));
-    phase("early blocks locked");
+    timeline.done("early blocks locked");
     for (Slot& slot : slots) slot.fallback.emplace(pinned_host_memory());
     if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
     // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
@@ -151,26 +148,18 @@ void GpuFeeder::set_up() noexcept {
       }
       return_batches();
     });
-    phase("augmenter and returner");
+    timeline.done("augmenter and returner");
     prepare_ring();  // what feed() said its batches will be, if it said it already
-    phase("ring and kernels");
+    timeline.done("ring and kernels");
   } catch (...) {
     failure = std::current_exception();
-  }
-  std::string timeline;
-  double before = 0;
-  for (const auto& [what, at] : phases) {
-    char part[96];
-    std::snprintf(part, sizeof part, "%s%s %.3f s", timeline.empty() ? "" : ", ", what, at - before);
-    timeline += part;
-    before = at;
   }
   {
     std::lock_guard lock(mutex_);
     device_failure_ = failure;
     device_settled_ = true;
-    stats_.device_setup_seconds = seconds_since(start);
-    stats_.device_setup = timeline;
+    stats_.device_setup_seconds = timeline.seconds();
+    stats_.device_setup = timeline.line();
     if (!failure) stats_.host_memory = where;
   }
   device_ready_.store(!failure, std::memory_order_release);

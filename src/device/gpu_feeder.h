@@ -154,6 +154,9 @@ class GpuFeeder final : public FeederBackend {
   // The startup thread's result: the decoder published, the current split started from its memory and
   // opened to the GPU.
   void on_decoder_ready(cuda::ReadyDecoder made, std::chrono::steady_clock::time_point fed_at) noexcept;
+  // The startup thread's second decoder (DeviceDecode::open_before_second) handed over: noted in the stats.
+  void on_second_decoder(cuda::DeviceDecoder::SecondDecoder made,
+                         std::chrono::steady_clock::time_point fed_at) noexcept;
   // Starts `split` where the last run with the same key settled; returns what happened, for the stats.
   std::string recall_split(DecodeSplit& split);
   // Starts the planned decoder startup, if any (stage() after a batch, on the staging thread).

@@ -140,6 +140,7 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dat
                            "from its first sample)"
                          : "made by feed() before the first batch (DeviceDecode::start_at_once is off)";
     stats_.decoder_ready_seconds = was_ready ? 0 : seconds_since(fed_at);
+    stats_.second_decoder_seconds = 0;
     split_ = split;
     return split;
   }
@@ -151,6 +152,7 @@ std::shared_ptr<DeferPolicy> GpuFeeder::start_decoding(const BatchedDataset& dat
     stats_.startup = "at once: the CPU decodes every image until the GPU decoder is ready";
     stats_.split_memory = "not recalled yet: the split recalls an earlier run's share when it opens";
     stats_.decoder_ready_seconds = 0;
+    stats_.second_decoder_seconds = 0;
     if (decoder_state_ == DecoderState::starting) return split;  // an earlier feed()'s startup opens it
     decoder_state_ = DecoderState::starting;
     stats_.decoder = "nvJPEG coming ready on a startup thread (the CPU decodes every image meanwhile)";
@@ -186,7 +188,8 @@ void GpuFeeder::start_planned_startup() {
   }
   plan->pool = pool_;  // stage() calls this: the feeder's device side is set up
   auto startup = std::make_unique<cuda::DecoderStartup>(
-      std::move(*plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); });
+      std::move(*plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); },
+      [this, fed_at](cuda::DeviceDecoder::SecondDecoder made) { on_second_decoder(std::move(made), fed_at); });
   std::unique_ptr<cuda::DecoderStartup> earlier;  // none in practice; joined outside the lock if there were
   {
     std::lock_guard lock(mutex_);
@@ -231,6 +234,24 @@ void GpuFeeder::on_decoder_ready(cuda::ReadyDecoder made, Clock::time_point fed_
     stats_.startup = std::move(startup);
   } catch (...) {
     // Out of memory for a note: the split stays as it is (closed: the CPU decodes everything).
+  }
+}
+
+void GpuFeeder::on_second_decoder(cuda::DeviceDecoder::SecondDecoder made, Clock::time_point fed_at) noexcept {
+  try {
+    const double after = seconds_since(fed_at);
+    char line[96];
+    if (made.made)
+      std::snprintf(line, sizeof line, "; the second decoder joined at %.3f s (", after);
+    else
+      std::snprintf(line, sizeof line, "; at %.3f s ", after);
+    std::string note = line + made.phases + (made.made ? ")" : "");
+    std::lock_guard lock(mutex_);
+    stats_.startup += note;
+    if (!made.warmup.empty()) stats_.warmup += "; " + made.warmup;
+    if (made.made) stats_.second_decoder_seconds = after;
+  } catch (...) {
+    // Out of memory for a note: the decoder was handed over all the same.
   }
 }
 

@@ -130,6 +130,25 @@ class FirstBatch(unittest.TestCase):
         self.assertIn("gpu: decoder_ready_s: median 0.900 s", text)
         self.assertNotIn("cpu: first batch less", text)
 
+    def test_each_side_against_the_dataloader_at_its_faster_antialias_setting_round_by_round(self):
+        with tempfile.TemporaryDirectory() as folder:
+            for round_, (gpu, slow, fast) in enumerate(((30000.0, 3000.0, 4000.0), (24000.0, 2500.0, 3000.0)), 1):
+                write(folder, f"gpu_{round_}.json", {"images_per_s_after_first_batch": gpu,
+                                                     "time_to_first_batch_s": 0.2,
+                                                     "device": {"second_decoder_s": 1.0}})
+                # The top level is the antialias=False run; here True is the faster one in round 2.
+                write(folder, f"torch_{round_}.json", {
+                    "images_per_s_after_first_batch": fast if round_ == 1 else slow,
+                    "by_antialias": {"true": {"images_per_s_after_first_batch": slow if round_ == 1 else fast},
+                                     "false": {"images_per_s_after_first_batch": fast if round_ == 1 else slow}}})
+            text = run("first_batch", folder)
+        # 30000 / 4000 = 7.5 and 24000 / 3000 = 8.0, each against that round's faster setting.
+        self.assertIn("gpu / the DataLoader at its faster antialias setting, from each one's first batch: "
+                      "median 7.750x over 2 round(s)", text)
+        self.assertIn("(torch's faster setting: antialias=false)", text)
+        self.assertIn("(torch's faster setting: antialias=true)", text)
+        self.assertIn("gpu: second_decoder_s: median 1.000 s", text)
+
 
 class MultiGpuHangs(unittest.TestCase):
     def test_runs_without_a_json_did_not_end(self):

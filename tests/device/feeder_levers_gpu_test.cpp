@@ -4,9 +4,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -145,8 +147,84 @@ TEST(FeederStartAtOnce, TheCpuDecodesEverythingUntilTheGpuDecoderIsReadyThenTheS
   }
   EXPECT_FALSE(stats.warmup.empty()) << "the startup sent no warm-up batch through nvJPEG";
   // Where the decoder's start-up went, phase by phase.
-  for (const char* phase : {"library ", "decoders ", "page-locked batch buffers ", "warm-up "})
+  for (const char* phase : {"library ", "decoder ", "page-locked batch buffers ", "warm-up "})
     EXPECT_NE(stats.startup.find(phase), std::string::npos) << phase << "is not in: " << stats.startup;
+}
+
+TEST(FeederStartAtOnce, TheSecondDecoderJoinsBehindTheOpenSplitAndEveryGpuDecodedSlotHasTheBytesOfAWarmFeeder) {
+  REQUIRE_GPU_AND_NVJPEG();
+  const testing::Watchdog watchdog(300s, "TheSecondDecoderJoinsBehindTheOpenSplit");
+  const std::vector<std::vector<std::uint8_t>> files = photos(48);
+  const auto dataset = [&](bool deterministic) {
+    return Dataset::memory(files)
+        .repeat()
+        .map(ops::decode_random_resized_crop(kSize))
+        .with_options({.threads = 3, .deterministic = deterministic, .seed = 23})
+        .batch(16, kShape);
+  };
+  // At once, the split at 1 once open (not adapting): the first decoder alone, then both in turn.
+  FeederOptions options = hybrid(1.0);
+  options.decode.adapt = false;
+  ASSERT_TRUE(options.decode.open_before_second) << "the default this test is about";
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::uint8_t>> gpu_slots;  // (epoch, index)
+  std::uint64_t last_epoch = 0;
+  std::size_t after_joining = 0;  // batches with GPU-decoded samples that came after the second joined
+  FeederStats stats;
+  {
+    DeviceFeeder feeder(gpu(), options);
+    auto it = feeder.feed(dataset(false));
+    const cudaStream_t stream = cuda::consumer_stream(feeder);
+    while (after_joining < 8) {
+      std::optional<DeviceBatch> batch = it.next();
+      ASSERT_TRUE(batch.has_value()) << "an endless pipeline ended";
+      // The second decoder had joined when this batch arrived (the ring's few batches decoded before it
+      // count too: 8 such batches hold some that the second decoder made).
+      const bool joined = feeder.stats().second_decoder_seconds > 0;
+      const std::vector<std::uint8_t> pixels = bytes_of(batch->pixels(), stream);
+      std::size_t deferred = 0;
+      for (std::size_t i = 0; i < batch->size(); ++i) {
+        const SampleInfo& info = batch->samples()[i];
+        last_epoch = std::max(last_epoch, info.epoch);
+        if (!info.deferred) continue;
+        ++deferred;
+        const auto* slot = pixels.data() + i * kShape.bytes();
+        gpu_slots[{info.epoch, info.index}].assign(slot, slot + kShape.bytes());
+      }
+      if (joined && deferred > 0) ++after_joining;
+    }
+    stats = feeder.stats();
+  }
+  std::cout << "[ levers   ] " << stats.startup << "\n[ levers   ] warm-up: " << stats.warmup << "\n[ levers   ] "
+            << gpu_slots.size() << " GPU-decoded samples over " << last_epoch + 1 << " epochs\n";
+  ASSERT_GT(stats.decoder_ready_seconds, 0.0) << "the split never opened";
+  EXPECT_GE(stats.second_decoder_seconds, stats.decoder_ready_seconds);
+  EXPECT_NE(stats.startup.find("the second decoder joined at"), std::string::npos) << stats.startup;
+  EXPECT_NE(stats.warmup.find("the second decoder x"), std::string::npos) << stats.warmup;
+  // The same samples from a deterministic pipeline with the same seed through a feeder whose two decoders
+  // were made and warmed up front (warmup()): every sample is deferred at share 1, and each slot the at-once
+  // run decoded on the GPU, with either decoder, has its bytes.
+  DeviceFeeder warm(gpu(), hybrid(1.0));
+  warm.warmup(dataset(true));
+  auto it = warm.feed(dataset(true));
+  const cudaStream_t stream = cuda::consumer_stream(warm);
+  std::size_t compared = 0;
+  while (compared < gpu_slots.size()) {
+    std::optional<DeviceBatch> batch = it.next();
+    ASSERT_TRUE(batch.has_value());
+    if (batch->samples()[0].epoch > last_epoch) break;
+    const std::vector<std::uint8_t> pixels = bytes_of(batch->pixels(), stream);
+    for (std::size_t i = 0; i < batch->size(); ++i) {
+      const SampleInfo& info = batch->samples()[i];
+      const auto found = gpu_slots.find({info.epoch, info.index});
+      if (found == gpu_slots.end()) continue;
+      ASSERT_TRUE(info.deferred) << "share 1 deferred every sample";
+      const auto* slot = pixels.data() + i * kShape.bytes();
+      ++compared;
+      EXPECT_TRUE(std::equal(slot, slot + kShape.bytes(), found->second.begin()))
+          << "epoch " << info.epoch << " sample " << info.index << ": other bytes than the warm feeder's";
+    }
+  }
+  EXPECT_EQ(compared, gpu_slots.size());
 }
 
 TEST(FeederStartAtOnce, ADeterministicPipelineDefersFromItsFirstSample) {

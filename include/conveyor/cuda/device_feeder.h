@@ -120,6 +120,11 @@ struct DeviceDecode {
   // deterministic pipeline always does: which samples the GPU decodes must not depend on when it was ready.
   // warmup() before feed() makes everything ready up front either way.
   bool start_at_once = true;
+  // Start at once: the split opens as soon as the first of the feeder's two RGB decoders (which take
+  // batches in turn) is made and warm; the second is made behind it and joins when ready, so the GPU
+  // decodes sooner (one decoder alone makes each batch wait for the one before on the GPU meanwhile).
+  // false: both are made and warm before the split opens.
+  bool open_before_second = true;
   // Where the GPU has hardware JPEG engines: what they refuse (progressive, 4:1:1, ...) is decoded by nvJPEG's
   // GPU hybrid path, Huffman decoding on the SMs beside the training step (true); false: on the CPU by the
   // feeder (FeederStats counts them as "nvjpeg: engines_refused"), so that only the engines decode on the GPU.
@@ -228,6 +233,9 @@ struct FeederStats {
   // ("library 0.001 s, decoders 0.770 s, page-locked batch buffers 0.060 s, warm-up 0.350 s").
   std::string startup;
   double decoder_ready_seconds = 0;
+  // DeviceDecode::open_before_second: the seconds from feed() to the second decoder's joining (0: made
+  // with the first, or not yet).
+  double second_decoder_seconds = 0;
   // The host time of the first stage() (the feeder's part of the first batch's way: waiting for the
   // context if it was not there yet, ring buffers, the first copy and kernel launches).
   double first_stage_seconds = 0;

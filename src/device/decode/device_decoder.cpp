@@ -5,6 +5,7 @@
 #include "conveyor/error.h"
 #include "conveyor/ops/deferred_crop.h"
 #include "conveyor/ops/random_resized_crop.h"
+#include "src/core/phase_timeline.h"
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
 #include "src/device/decode/warmup_jpegs.h"
@@ -13,6 +14,18 @@ namespace conveyor::cuda {
 namespace {
 
 constexpr const char* kGpuDecodeContext = "DeviceFeeder (GPU decode)";
+
+// "<head> hardware 254 software 2 ...": what a warm-up decoded by path, for logs.
+std::string warmup_line(std::string head, const std::size_t (&paths)[5]) {
+  for (std::size_t p = 0; p < 5; ++p) {
+    if (paths[p] == 0) continue;
+    head += ' ';
+    head += to_string(static_cast<NvjpegPath>(p));
+    head += ' ';
+    head += std::to_string(paths[p]);
+  }
+  return head;
+}
 
 std::string reason_of(const NvjpegOutcome& outcome) {
   std::string reason = std::string("nvjpeg: ") + to_string(outcome.fallback);
@@ -36,21 +49,32 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
 }
 
 NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
-  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[channels == 1 ? 0 : 1][turn_ % 2];
-  if (!decoder) {
-    NvjpegDecoderOptions options;
-    options.device = device_;
-    options.hardware = options_.hardware;
-    options.hardware_pipelining = options_.hardware_pipelining;
-    options.hardware_pool = options_.hardware_pool;
-    options.blocks_per_image = blocks_per_image_;
-    options.roi = options_.roi;
-    options.software_beside_hardware = options_.gpu_hybrid;
-    options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
-    decoder = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
+  const int kind = channels == 1 ? 0 : 1;
+  if (kind == 1 && second_coming_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(handover_mutex_);
+    if (!handed_over_) return *decoders_[1][0];  // not there yet (or it failed): the first decodes alone
+    decoders_[1][1] = std::move(handed_over_);
+    second_coming_.store(false, std::memory_order_relaxed);
   }
+  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[kind][turn_ % 2];
+  if (!decoder) decoder = make_decoder(channels);
   return *decoder;
 }
+
+std::unique_ptr<NvjpegBatchDecoder> DeviceDecoder::make_decoder(int channels) const {
+  NvjpegDecoderOptions options;
+  options.device = device_;
+  options.hardware = options_.hardware;
+  options.hardware_pipelining = options_.hardware_pipelining;
+  options.hardware_pool = options_.hardware_pool;
+  options.blocks_per_image = blocks_per_image_;
+  options.roi = options_.roi;
+  options.software_beside_hardware = options_.gpu_hybrid;
+  options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
+  return std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
+}
+
+const std::string& DeviceDecoder::setup_phases() const noexcept { return decoders_[1][0]->setup_phases(); }
 
 DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixels, cudaStream_t stream,
                                           RetainedHostBuffer& staging) {
@@ -93,10 +117,8 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
   return outcome;
 }
 
-std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::uint8_t* pixels,
-                                   cudaStream_t stream) {
-  if (images == 0 || shape.channels != 3)
-    return "no warm-up (" + std::to_string(shape.channels) + " channels)";
+void DeviceDecoder::warm(NvjpegBatchDecoder& decoder, std::size_t images, ImageShape shape,
+                         std::uint8_t* pixels, cudaStream_t stream, std::size_t (&paths)[5]) const {
   const std::vector<WarmupJpeg> jpegs = warmup_jpegs();
   // Every slot gets a picture: the last slots take the forms the engines refuse (one each, when the batch
   // has room for them and a baseline one), the rest the baseline one, each with its own crop window as the
@@ -111,23 +133,55 @@ std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::ui
   }
   const DeviceSlots slots{pixels, images, shape, shape.bytes(),
                           static_cast<std::size_t>(shape.width) * static_cast<std::size_t>(shape.channels)};
+  decoder.prepare(images, jpegs[0].width, jpegs[0].height);
+  for (const NvjpegOutcome& outcome : decoder.decode(requests, slots, stream))
+    ++paths[static_cast<std::size_t>(outcome.path)];
+}
+
+std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::uint8_t* pixels,
+                                   cudaStream_t stream) {
+  if (images == 0 || shape.channels != 3)
+    return "no warm-up (" + std::to_string(shape.channels) + " channels)";
   std::size_t paths[5] = {};
-  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_) {
-    NvjpegBatchDecoder& decoder = decoder_for(3);
-    decoder.prepare(images, jpegs[0].width, jpegs[0].height);
-    for (const NvjpegOutcome& outcome : decoder.decode(requests, slots, stream))
-      ++paths[static_cast<std::size_t>(outcome.path)];
-  }
+  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_) warm(decoder_for(3), images, shape, pixels, stream, paths);
   CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
-  std::string line = "warm-up: 2 decoders x " + std::to_string(images) + " synthetic JPEGs:";
-  for (std::size_t p = 0; p < 5; ++p) {
-    if (paths[p] == 0) continue;
-    line += ' ';
-    line += to_string(static_cast<NvjpegPath>(p));
-    line += ' ';
-    line += std::to_string(paths[p]);
+  return warmup_line("warm-up: 2 decoders x " + std::to_string(images) + " synthetic JPEGs:", paths);
+}
+
+std::string DeviceDecoder::warm_up_first(std::size_t images, ImageShape shape, std::uint8_t* pixels,
+                                         cudaStream_t stream) {
+  if (images == 0 || shape.channels != 3)
+    return "no warm-up (" + std::to_string(shape.channels) + " channels)";
+  second_coming_.store(true, std::memory_order_release);
+  std::size_t paths[5] = {};
+  warm(*decoders_[1][0], images, shape, pixels, stream, paths);
+  CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
+  return warmup_line("warm-up: the first decoder x " + std::to_string(images) + " synthetic JPEGs:", paths);
+}
+
+DeviceDecoder::SecondDecoder DeviceDecoder::make_second(std::size_t images, ImageShape shape,
+                                                        std::uint8_t* pixels, cudaStream_t stream) {
+  SecondDecoder out;
+  try {
+    detail::PhaseTimeline timeline;
+    std::unique_ptr<NvjpegBatchDecoder> second = make_decoder(3);
+    timeline.done("decoder", second->setup_phases());
+    std::size_t paths[5] = {};
+    warm(*second, images, shape, pixels, stream, paths);
+    CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
+    timeline.done("warm-up");
+    out.warmup = warmup_line("the second decoder x " + std::to_string(images) + " synthetic JPEGs:", paths);
+    {
+      std::lock_guard lock(handover_mutex_);
+      handed_over_ = std::move(second);
+    }
+    out.made = true;
+    out.phases = timeline.line();
+  } catch (const std::exception& error) {
+    out.phases = std::string("the second decoder could not be made (") + error.what() +
+                 "): the first decodes alone";
   }
-  return line;
+  return out;
 }
 
 }  // namespace conveyor::cuda

@@ -5,15 +5,18 @@
 //
 // Two NvjpegBatchDecoders are used in turn: one waits for its previous batch's GPU work before it reuses
 // its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
-// Not thread-safe: the feeder calls it from one thread at a time.
+// Not thread-safe: the feeder calls it from one thread at a time; only make_second() may run on another,
+// beside decode().
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,12 +65,33 @@ class DeviceDecoder {
   // `shape` on the device), on `stream`. Waits for it. Returns a line for logs: what each path decoded.
   std::string warm_up(std::size_t images, ImageShape shape, std::uint8_t* pixels, cudaStream_t stream);
 
+  // Start at once's order (decoder_startup.h), so that the split opens before the second RGB decoder is
+  // made: warm_up_first() sizes and warms the first alone (as warm_up() does both), and decode() then uses
+  // it for every batch, each waiting for the one before on the GPU, until make_second(), called on another
+  // thread, has made, sized and warmed the second (with its own `stream` and `pixels`) and handed it over;
+  // decode() takes it at its next call. make_second() returns its phases for logs, or, when it failed, why
+  // (the first decoder then goes on alone). Each returns what the warm-up decoded by path.
+  std::string warm_up_first(std::size_t images, ImageShape shape, std::uint8_t* pixels, cudaStream_t stream);
+  struct SecondDecoder {
+    bool made = false;
+    std::string phases;  // "decoder 0.310 s (...), warm-up 0.040 s", or why it failed
+    std::string warmup;
+  };
+  SecondDecoder make_second(std::size_t images, ImageShape shape, std::uint8_t* pixels, cudaStream_t stream);
+
+  // Where the first RGB decoder's construction spent its time (NvjpegBatchDecoder::setup_phases).
+  const std::string& setup_phases() const noexcept;
+
   // "nvJPEG 13.0.1 (...) on gpu:0: hardware decoder (...), then GPU hybrid ..." for logs and stats.
   const std::string& description() const noexcept { return description_; }
   const std::string& nvjpeg_version() const noexcept { return library_->version(); }
 
  private:
   NvjpegBatchDecoder& decoder_for(int channels);
+  std::unique_ptr<NvjpegBatchDecoder> make_decoder(int channels) const;
+  // Sizes `decoder` for `images` and decodes a throwaway batch through every path; adds to paths[].
+  void warm(NvjpegBatchDecoder& decoder, std::size_t images, ImageShape shape, std::uint8_t* pixels,
+            cudaStream_t stream, std::size_t (&paths)[5]) const;
 
   std::shared_ptr<const nvjpeg::Library> library_;
   DeviceMemoryPool* pool_;
@@ -77,6 +101,11 @@ class DeviceDecoder {
   // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;
+  // The second RGB decoder while make_second() makes it on another thread: decode() uses the first alone
+  // until it finds it handed over here.
+  std::atomic<bool> second_coming_{false};
+  std::mutex handover_mutex_;
+  std::unique_ptr<NvjpegBatchDecoder> handed_over_;
   std::string description_;
   // Scratch, kept from batch to batch.
   std::vector<NvjpegRequest> requests_;

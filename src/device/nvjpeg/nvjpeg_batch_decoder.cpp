@@ -11,6 +11,7 @@
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
+#include "src/core/phase_timeline.h"
 #include "src/device/cuda_check.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/nvjpeg/nvjpeg_objects.h"
@@ -92,6 +93,7 @@ struct NvjpegBatchDecoder::State {
   int channels = 3;
   nvjpeg::OutputFormat format = nvjpeg::OutputFormat::rgbi;
   std::string description;
+  std::string setup_phases;
 
   std::optional<Stream> stream;  // every decode and resize runs here
   std::optional<Event> caller_ready, done;
@@ -331,6 +333,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   if (pool.device() != options.device)
     throw InvalidArgument(std::string(kNvjpegContext) + " on gpu:" + std::to_string(options.device) +
                           " was given the memory pool of gpu:" + std::to_string(pool.device()));
+  detail::PhaseTimeline timeline;  // where the construction's time went (setup_phases())
   state_ = std::make_unique<State>(std::move(library), pool, options);
   State& s = *state_;
   const nvjpeg::Library::Api& api = s.api;
@@ -342,6 +345,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   s.done.emplace();
   s.pinned_done[0].emplace();
   s.pinned_done[1].emplace();
+  timeline.done("stream and events");
 
   std::string hardware_note = "hardware decoder not asked for";
   if (options.hardware) {
@@ -368,6 +372,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
                       nvjpeg::to_string(status) + ")";
     }
   }
+  if (options.hardware) timeline.done("hardware handle");
   s.sw_handle =
       nvjpeg::make<nvjpeg::Handle>(api.create_ex, api.destroy, "nvjpegCreateEx", kNvjpegContext,
                                    nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
@@ -381,6 +386,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
     if (api.set_pinned_memory_padding != nullptr && options.pinned_padding > 0)
       s.check(api.set_pinned_memory_padding(options.pinned_padding, handle), "nvjpegSetPinnedMemoryPadding");
   }
+  timeline.done("software handle");
   const auto decoupled = [&](nvjpeg::Backend backend) {
     Decoupled d;
     d.device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
@@ -395,6 +401,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   };
   s.primary = decoupled(backend_of(options.software));
   if (options.software == NvjpegSoftwareBackend::gpu_hybrid) s.secondary = decoupled(nvjpeg::Backend::hybrid);
+  timeline.done("software decoders");
   for (int i = 0; i < 2; ++i) {
     s.sw_pinned[i] = nvjpeg::make<nvjpeg::PinnedBuffer>(api.buffer_pinned_create, api.buffer_pinned_destroy,
                                                         "nvjpegBufferPinnedCreate", kNvjpegContext, sw,
@@ -404,6 +411,8 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   }
   s.sw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
                                                  "nvjpegJpegStreamCreate", kNvjpegContext, sw);
+  timeline.done("buffers and bitstreams");
+  s.setup_phases = timeline.line();
   const std::string software = s.hw_handle && !options.software_beside_hardware
                                    ? ", nothing else on the GPU (what the engines refuse: the CPU)"
                                    : std::string(s.hw_handle ? ", then " : "; ") + name_of(options.software) +
@@ -448,6 +457,8 @@ void NvjpegBatchDecoder::prepare(std::size_t images, int width, int height) {
 }
 
 const std::string& NvjpegBatchDecoder::description() const noexcept { return state_->description; }
+
+const std::string& NvjpegBatchDecoder::setup_phases() const noexcept { return state_->setup_phases; }
 
 const NvjpegHostTimes& NvjpegBatchDecoder::host_times() const noexcept { return state_->times; }
 

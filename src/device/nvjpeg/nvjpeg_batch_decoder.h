@@ -122,6 +122,8 @@ class NvjpegBatchDecoder {
   std::size_t prepared() const noexcept;
   // One line for logs: library version and file, the paths in use, and why the hardware path is not.
   const std::string& description() const noexcept;
+  // Where the constructor's time went: "stream and events 0.001 s, hardware handle 0.512 s, ...".
+  const std::string& setup_phases() const noexcept;
 
   // Enqueues the decoding of every request and the resize of its window into its slot of `out`; `out` is
   // ready when `stream` reaches this point, and the encoded bytes must stay valid until then. Work the
