@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# first_batch.sh [--rounds N] [--epochs N] [--threads N] [--variant NAME="FLAGS"]... [--no-torch]
+# first_batch.sh [--rounds N] [--epochs N] [--threads N] [--variant NAME="FLAGS"]... [--previous NAME] [--no-torch]
 # How soon each pipeline gives its first batch, and its rate from there: pipeline_throughput CPU-only (cpu),
 # hybrid with the library's defaults (gpu: issue 41's start at once, the CPU decoding every image until
 # nvJPEG is ready behind it), hybrid with FLAGS added for each --variant, and PyTorch's DataLoader (torch);
@@ -14,9 +14,11 @@
 # call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
 # bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less
 # CPU-only's round by round, the decoder's readiness, the rates, and each side over the DataLoader at its
-# faster antialias setting, round by round (summary.txt).
+# faster antialias setting, round by round (summary.txt). --previous NAME runs the hybrid once more per round
+# with a previous build's pipeline_throughput (bin/NAME, carried in the bundle) and the defaults: side
+# gpu-previous, a change's effect against the binary before it.
 source "$(dirname "$0")/lib.sh"
-bench_options rounds=3 epochs=5 threads=16 variant+= no-torch! -- "$@"
+bench_options rounds=3 epochs=5 threads=16 variant+= previous= no-torch! -- "$@"
 bench_begin first_batch "$@"
 images=$(imagenet_like)
 pt=("$bin/pipeline_throughput" --data "$images" --limit 4800 --epochs "$epochs" --threads "$threads" --batch 256
@@ -27,6 +29,10 @@ bench_run 180 "${pt[@]}" --device gpu --json "$r/prime.json" | grep -E '^threads
 declare -A flags=([gpu]="")
 sides=(cpu gpu)
 for v in "${variant[@]}"; do flags[gpu-${v%%=*}]=${v#*=}; sides+=("gpu-${v%%=*}"); done
+if [ -n "$previous" ]; then
+  [ -x "$bin/$previous" ] || { echo "!!! no previous binary at $bin/$previous"; echo "no previous binary" >>"$r/failed_runs"; bench_end 1; exit; }
+  flags[gpu-previous]="" && sides+=(gpu-previous)
+fi
 [ "$no_torch" = 0 ] && sides+=(torch)
 
 # shellcheck disable=SC2086  # a variant's flags, split
@@ -36,6 +42,8 @@ side() {
     torch) bench_run 300 python3 "$root/bench/peers/torch_dataloader.py" --data "$images" --limit 4800 \
              --epochs "$epochs" --workers "$threads" --batch 256 --size 224 --seed 7 --antialias both \
              --json "$r/torch_$2.json" | grep -E '^torch DataLoader' ;;
+    gpu-previous) bench_run 180 "$bin/$previous" "${pt[@]:1}" --device gpu --json "$r/$1_$2.json" |
+                    grep -E '^threads [0-9]+:|^split:' ;;
     *) bench_run 180 "${pt[@]}" --device gpu ${flags[$1]} --json "$r/$1_$2.json" | grep -E '^threads [0-9]+:|^split:' ;;
   esac
 }
