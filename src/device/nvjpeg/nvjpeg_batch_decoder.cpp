@@ -372,6 +372,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
                                                    "nvjpegJpegStreamCreate", kNvjpegContext, s.hw_handle);
     if (options.hardware_pool && api.decode_batched_pre_allocate == nullptr)
       hardware_note += ", no pool (this nvJPEG has no nvjpegDecodeBatchedPreAllocate)";
+    timeline.done("hardware state");
   }
   const nvjpeg::Handle sw = s.sw_handle;
   const auto decoupled = [&](nvjpeg::Backend backend) {
@@ -388,7 +389,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   };
   s.primary = decoupled(backend_of(options.software));
   if (options.software == NvjpegSoftwareBackend::gpu_hybrid) s.secondary = decoupled(nvjpeg::Backend::hybrid);
-  timeline.done("states and software decoders");
+  timeline.done("software decoders");
   for (int i = 0; i < 2; ++i) {
     s.sw_pinned[i] = nvjpeg::make<nvjpeg::PinnedBuffer>(api.buffer_pinned_create, api.buffer_pinned_destroy,
                                                         "nvjpegBufferPinnedCreate", kNvjpegContext, sw,

@@ -44,16 +44,14 @@ NvjpegHandles::NvjpegHandles(std::shared_ptr<const nvjpeg::Library> library,
       nvjpeg::make<nvjpeg::Handle>(api.create_ex, api.destroy, "nvjpegCreateEx", kHandlesContext,
                                    nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
                                    static_cast<nvjpeg::PinnedAllocator*>(nullptr), nvjpeg::kFlagsDefault);
-  // Padding only rounds sizes up; a library without it allocates exactly what each image needs.
-  for (const nvjpeg::Handle handle : {software_.get(), hardware_.get()}) {
-    if (handle == nullptr) continue;
-    if (api.set_device_memory_padding != nullptr && options.device_padding > 0)
-      nvjpeg::check(api.set_device_memory_padding(options.device_padding, handle),
-                    "nvjpegSetDeviceMemoryPadding", kHandlesContext);
-    if (api.set_pinned_memory_padding != nullptr && options.pinned_padding > 0)
-      nvjpeg::check(api.set_pinned_memory_padding(options.pinned_padding, handle),
-                    "nvjpegSetPinnedMemoryPadding", kHandlesContext);
-  }
+  // Padding only rounds sizes up; a library without it allocates exactly what each image needs. Only the
+  // software path's: the hardware decoder's buffers come from the pool prepare() sizes.
+  if (api.set_device_memory_padding != nullptr && options.device_padding > 0)
+    nvjpeg::check(api.set_device_memory_padding(options.device_padding, software_.get()),
+                  "nvjpegSetDeviceMemoryPadding", kHandlesContext);
+  if (api.set_pinned_memory_padding != nullptr && options.pinned_padding > 0)
+    nvjpeg::check(api.set_pinned_memory_padding(options.pinned_padding, software_.get()),
+                  "nvjpegSetPinnedMemoryPadding", kHandlesContext);
   timeline.done("software handle");
   setup_phases_ = timeline.line();
 }

@@ -18,7 +18,7 @@ struct NvjpegHandleOptions {
   int device = 0;
   bool hardware = true;              // make the hardware decoder's handle where the GPU has one
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
-  // nvJPEG's own allocations (the software path's buffers) rounded up to multiples of these, so that a
+  // nvJPEG's own allocations on the software path rounded up to multiples of these, so that a
   // slightly larger image does not make it free and allocate again.
   std::size_t device_padding = std::size_t{16} << 20;
   std::size_t pinned_padding = std::size_t{8} << 20;
