@@ -359,11 +359,17 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
     throw InvalidArgument(
         std::string(kNvjpegContext) +
         ": the shared nvJPEG handles were made for another device or hardware decoder options");
-  const bool shared = static_cast<bool>(handles);
-  s.handles = shared ? std::move(handles) : std::make_shared<const NvjpegHandles>(s.library, wanted);
+  if (handles && handles->software() == nullptr)
+    throw InvalidArgument(std::string(kNvjpegContext) + ": shared nvJPEG handles without the software one");
+  // Handles of its own are made in the order that costs least (nvjpeg_handles.h): the hardware handle,
+  // this decoder's hardware state, then the software handle.
+  std::shared_ptr<NvjpegHandles> own;
+  if (!handles) {
+    own = std::make_shared<NvjpegHandles>(s.library, wanted);
+    timeline.done("hardware handle");
+  }
+  s.handles = own ? own : std::move(handles);
   s.hw_handle = s.handles->hardware();
-  s.sw_handle = s.handles->software();
-  timeline.done(shared ? "handles shared" : "handles", shared ? std::string() : s.handles->setup_phases());
   std::string hardware_note = s.handles->hardware_note();
   if (s.hw_handle != nullptr) {
     s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
@@ -374,6 +380,11 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
       hardware_note += ", no pool (this nvJPEG has no nvjpegDecodeBatchedPreAllocate)";
     timeline.done("hardware state");
   }
+  if (own) {
+    own->make_software();
+    timeline.done("software handle");
+  }
+  s.sw_handle = s.handles->software();
   const nvjpeg::Handle sw = s.sw_handle;
   const auto decoupled = [&](nvjpeg::Backend backend) {
     Decoupled d;

@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "conveyor/error.h"
-#include "src/core/phase_timeline.h"
 #include "src/device/cuda_handles.h"
 
 namespace conveyor::cuda {
@@ -18,7 +17,6 @@ NvjpegHandles::NvjpegHandles(std::shared_ptr<const nvjpeg::Library> library,
     : library_(std::move(library)), options_(options) {
   if (!library_) throw InvalidArgument(std::string(kHandlesContext) + ": no nvJPEG library");
   const nvjpeg::Library::Api& api = library_->api();
-  detail::PhaseTimeline timeline;
   DeviceGuard guard(options.device);
   hardware_note_ = "hardware decoder not asked for";
   if (options.hardware) {
@@ -38,22 +36,27 @@ NvjpegHandles::NvjpegHandles(std::shared_ptr<const nvjpeg::Library> library,
       hardware_note_ = std::string("no hardware decoder (nvjpegCreateEx with NVJPEG_BACKEND_HARDWARE: ") +
                        nvjpeg::to_string(status) + ")";
     }
-    timeline.done("hardware handle");
   }
+}
+
+void NvjpegHandles::make_software() {
+  if (software_) return;
+  const nvjpeg::Library::Api& api = library_->api();
+  DeviceGuard guard(options_.device);
   software_ =
       nvjpeg::make<nvjpeg::Handle>(api.create_ex, api.destroy, "nvjpegCreateEx", kHandlesContext,
                                    nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
                                    static_cast<nvjpeg::PinnedAllocator*>(nullptr), nvjpeg::kFlagsDefault);
-  // Padding only rounds sizes up; a library without it allocates exactly what each image needs. Only the
-  // software path's: the hardware decoder's buffers come from the pool prepare() sizes.
-  if (api.set_device_memory_padding != nullptr && options.device_padding > 0)
-    nvjpeg::check(api.set_device_memory_padding(options.device_padding, software_.get()),
-                  "nvjpegSetDeviceMemoryPadding", kHandlesContext);
-  if (api.set_pinned_memory_padding != nullptr && options.pinned_padding > 0)
-    nvjpeg::check(api.set_pinned_memory_padding(options.pinned_padding, software_.get()),
-                  "nvjpegSetPinnedMemoryPadding", kHandlesContext);
-  timeline.done("software handle");
-  setup_phases_ = timeline.line();
+  // Padding only rounds sizes up; a library without it allocates exactly what each image needs.
+  for (const nvjpeg::Handle handle : {software_.get(), hardware_.get()}) {
+    if (handle == nullptr) continue;
+    if (api.set_device_memory_padding != nullptr && options_.device_padding > 0)
+      nvjpeg::check(api.set_device_memory_padding(options_.device_padding, handle),
+                    "nvjpegSetDeviceMemoryPadding", kHandlesContext);
+    if (api.set_pinned_memory_padding != nullptr && options_.pinned_padding > 0)
+      nvjpeg::check(api.set_pinned_memory_padding(options_.pinned_padding, handle),
+                    "nvjpegSetPinnedMemoryPadding", kHandlesContext);
+  }
 }
 
 }  // namespace conveyor::cuda
