@@ -12,7 +12,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../ops/jpeg_fixtures.h"
@@ -321,57 +320,6 @@ TEST_F(NvjpegDecoderGpu, BatchesQueuedBackToBackStayApart) {
       EXPECT_LE(diff.mean, 6.0) << "batch " << b << " image " << i << ": max " << diff.max;
     }
   }
-}
-
-TEST_F(NvjpegDecoderGpu, DecodersSharingHandlesDecodeWhatADecoderWithItsOwnDoesEvenOnTwoThreadsAtOnce) {
-  const testing::Watchdog watchdog(120s, "DecodersSharingHandles");
-  const ImageShape shape{48, 48, 3};
-  std::vector<std::vector<std::uint8_t>> jpegs;
-  std::vector<NvjpegRequest> requests;
-  for (int i = 0; i < 16; ++i) {
-    // Every fourth progressive: the software path too, on the shared software handle.
-    jpegs.push_back(testing::make_jpeg(120 + 8 * i, 160, 3, 900 + i, 88, i % 4 == 3));
-  }
-  for (int i = 0; i < 16; ++i)
-    requests.push_back({jpegs[i], {4 * (i % 5), 2 * (i % 7), 100, 90}, static_cast<std::uint32_t>(i)});
-  const auto own = decoder(true, true);
-  std::vector<NvjpegOutcome> outcomes;
-  const std::vector<std::uint8_t> expected = run(*own, requests, requests.size(), shape, outcomes);
-  for (const NvjpegOutcome& outcome : outcomes) ASSERT_NE(outcome.path, NvjpegPath::fallback);
-  NvjpegDecoderOptions options;
-  const auto first = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
-  const auto second = std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options, first->handles());
-  EXPECT_EQ(second->handles(), first->handles());
-  EXPECT_NE(first->handles(), own->handles());
-  std::cout << "[ nvjpeg   ] sharing: " << second->setup_phases() << "\n";
-  // Its set-up made no handle of its own.
-  EXPECT_EQ(second->setup_phases().find("handle "), std::string::npos) << second->setup_phases();
-  EXPECT_NE(first->setup_phases().find("hardware handle "), std::string::npos) << first->setup_phases();
-  // The two decode at the same time on two threads, each into its own output on its own stream (nvJPEG lets
-  // threads share a handle; states, bitstreams and buffers are each decoder's own).
-  for (int round = 0; round < 3; ++round) {
-    std::vector<std::uint8_t> from_second;
-    std::thread other([&] {
-      DeviceGuard guard(0);
-      Stream stream;
-      DeviceBuffer out =
-          testing::upload(*pool_, std::vector<std::uint8_t>(requests.size() * shape.bytes(), kUntouched),
-                          stream.get(), "second's output");
-      second->decode(requests,
-                     {out.as<std::uint8_t>(), requests.size(), shape, shape.bytes(),
-                      static_cast<std::size_t>(shape.width) * 3},
-                     stream.get());
-      from_second = testing::download(out.data(), requests.size() * shape.bytes(), stream.get());
-    });
-    const std::vector<std::uint8_t> from_first = run(*first, requests, requests.size(), shape, outcomes);
-    other.join();
-    EXPECT_EQ(from_first, expected) << "round " << round << ": the first of two sharing handles";
-    EXPECT_EQ(from_second, expected) << "round " << round << ": the second of two sharing handles";
-  }
-  // Handles made for another hardware setting are refused.
-  NvjpegDecoderOptions without_hardware;
-  without_hardware.hardware = false;
-  EXPECT_THROW(NvjpegBatchDecoder(library_, *pool_, without_hardware, first->handles()), InvalidArgument);
 }
 
 TEST_F(NvjpegDecoderGpu, BadRequestsAreRefused) {

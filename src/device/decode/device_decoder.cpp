@@ -46,7 +46,6 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
   if (!library_) throw InvalidArgument(std::string(kGpuDecodeContext) + ": no nvJPEG library");
   // Set up nvJPEG now, so that a machine where it cannot work says so when feeding starts.
   description_ = decoder_for(3).description();
-  handles_ = decoders_[1][0]->handles();  // every later decoder shares them
 }
 
 NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
@@ -72,7 +71,7 @@ std::unique_ptr<NvjpegBatchDecoder> DeviceDecoder::make_decoder(int channels) co
   options.roi = options_.roi;
   options.software_beside_hardware = options_.gpu_hybrid;
   options.color = channels == 1 ? ops::ColorMode::gray : ops::ColorMode::rgb;
-  return std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options, handles_);
+  return std::make_unique<NvjpegBatchDecoder>(library_, *pool_, options);
 }
 
 const std::string& DeviceDecoder::setup_phases() const noexcept { return decoders_[1][0]->setup_phases(); }
@@ -144,8 +143,7 @@ std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::ui
   if (images == 0 || shape.channels != 3)
     return "no warm-up (" + std::to_string(shape.channels) + " channels)";
   std::size_t paths[5] = {};
-  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_)
-    warm(decoder_for(3), images, shape, pixels, stream, paths);
+  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_) warm(decoder_for(3), images, shape, pixels, stream, paths);
   CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
   return warmup_line("warm-up: 2 decoders x " + std::to_string(images) + " synthetic JPEGs:", paths);
 }
@@ -180,8 +178,8 @@ DeviceDecoder::SecondDecoder DeviceDecoder::make_second(std::size_t images, Imag
     out.made = true;
     out.phases = timeline.line();
   } catch (const std::exception& error) {
-    out.phases =
-        std::string("the second decoder could not be made (") + error.what() + "): the first decodes alone";
+    out.phases = std::string("the second decoder could not be made (") + error.what() +
+                 "): the first decodes alone";
   }
   return out;
 }

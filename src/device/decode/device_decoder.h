@@ -4,8 +4,7 @@
 // buffer and copied into its slot; what neither can decode is zeroed and reported.
 //
 // Two NvjpegBatchDecoders are used in turn: one waits for its previous batch's GPU work before it reuses
-// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before. They
-// share nvJPEG's handles; each has its own states, bitstreams and buffers.
+// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
 // Not thread-safe: the feeder calls it from one thread at a time; only make_second() may run on another,
 // beside decode().
 #pragma once
@@ -99,9 +98,6 @@ class DeviceDecoder {
   int device_;
   DeviceDecode options_;
   int blocks_per_image_;
-  // nvJPEG's handles, made with the first decoder and shared by the others (nvjpeg_handles.h): a second
-  // hardware handle would cost 0.25-0.29 s more on an H200. Set by the constructor only.
-  std::shared_ptr<const NvjpegHandles> handles_;
   // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;

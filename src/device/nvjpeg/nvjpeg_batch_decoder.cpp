@@ -101,14 +101,9 @@ struct NvjpegBatchDecoder::State {
   bool done_pending = false;
   bool pinned_pending[2] = {false, false};
 
-  // nvJPEG's handles, perhaps shared with other decoders (nvjpeg_handles.h); declared before everything
-  // made from them, so that they die last. hw_handle and sw_handle are theirs.
-  std::shared_ptr<const NvjpegHandles> handles;
-  nvjpeg::Handle hw_handle = nullptr;  // null without the hardware path
-  nvjpeg::Handle sw_handle = nullptr;
-
-  // The hardware path (empty without it): batched decode on the hardware handle. Declared so that states
-  // die first.
+  // The hardware path (empty without it): batched decode on its own handle. Declared so that states die
+  // first and handles last.
+  Owned<nvjpeg::Handle> hw_handle;
   std::vector<Owned<nvjpeg::DecodeParams>> hw_params;
   Owned<nvjpeg::JpegStream> hw_header;  // parsed headers for nvjpegDecodeBatchedSupportedEx
   Owned<nvjpeg::State> hw_state;
@@ -116,6 +111,7 @@ struct NvjpegBatchDecoder::State {
   // The software path: the decoupled API, two pinned buffers and bitstreams used in turn so that the host
   // phase of one image overlaps the transfer of the one before. `primary` has the backend asked for;
   // `secondary` (Huffman on the CPU) exists when that is GPU hybrid, and takes what GPU hybrid refuses.
+  Owned<nvjpeg::Handle> sw_handle;
   std::vector<Owned<nvjpeg::DecodeParams>> sw_params;
   Owned<nvjpeg::PinnedBuffer> sw_pinned[2];
   Owned<nvjpeg::JpegStream> sw_streams[2];
@@ -123,7 +119,7 @@ struct NvjpegBatchDecoder::State {
   Decoupled primary;
   std::optional<Decoupled> secondary;
 
-  DeviceBuffer scratch;          // decoded pixels, each image at its Route::offset
+  DeviceBuffer scratch;  // decoded pixels, each image at its Route::offset
   RetainedHostBuffer jobs_host;  // page-locked: grown, never freed while decoding
   DeviceBuffer jobs_device;
   std::size_t jobs_capacity = 0;
@@ -165,11 +161,11 @@ void NvjpegBatchDecoder::State::ensure_params(std::size_t count) {
   while (sw_params.size() < count)
     sw_params.push_back(
         nvjpeg::make<nvjpeg::DecodeParams>(api.decode_params_create, api.decode_params_destroy,
-                                           "nvjpegDecodeParamsCreate", kNvjpegContext, sw_handle));
+                                           "nvjpegDecodeParamsCreate", kNvjpegContext, sw_handle.get()));
   while (hw_handle && hw_params.size() < count)
     hw_params.push_back(
         nvjpeg::make<nvjpeg::DecodeParams>(api.decode_params_create, api.decode_params_destroy,
-                                           "nvjpegDecodeParamsCreate", kNvjpegContext, hw_handle));
+                                           "nvjpegDecodeParamsCreate", kNvjpegContext, hw_handle.get()));
 }
 
 void NvjpegBatchDecoder::State::ensure_scratch(std::size_t bytes) {
@@ -196,8 +192,8 @@ nvjpeg::Image NvjpegBatchDecoder::State::image_at(const Route& route) const {
 
 Route NvjpegBatchDecoder::State::route(const NvjpegRequest& request, std::size_t index,
                                        NvjpegOutcome& outcome) {
-  const bool hardware = hw_handle != nullptr;
-  const nvjpeg::Handle handle = hardware ? hw_handle : sw_handle;
+  const bool hardware = static_cast<bool>(hw_handle);
+  const nvjpeg::Handle handle = hardware ? hw_handle.get() : sw_handle.get();
   const nvjpeg::JpegStream header = hardware ? hw_header.get() : sw_header.get();
   Route route;
   Status status = api.jpeg_stream_parse_header(handle, request.jpeg.data(), request.jpeg.size(), header);
@@ -262,11 +258,11 @@ void NvjpegBatchDecoder::State::decode_hardware(std::span<const NvjpegRequest> r
   // What a stall report names if the engines' call never returns (progress_watch.h).
   const ProgressWatch::Doing doing("nvJPEG hardware decode (nvjpegDecodeBatchedEx), images:",
                                    static_cast<long long>(which.size()));
-  Status status =
-      api.decode_batched_initialize(hw_handle, hw_state.get(), static_cast<int>(which.size()), 1, format);
+  Status status = api.decode_batched_initialize(hw_handle.get(), hw_state.get(),
+                                                static_cast<int>(which.size()), 1, format);
   if (status == Status::success)
-    status = api.decode_batched_ex(hw_handle, hw_state.get(), data.data(), lengths.data(), images.data(),
-                                   params.data(), stream->get());
+    status = api.decode_batched_ex(hw_handle.get(), hw_state.get(), data.data(), lengths.data(),
+                                   images.data(), params.data(), stream->get());
   if (status == Status::success) return;
   // The batch failed as a whole and nvJPEG does not say which image made it fail: every image of it goes
   // the software way, each failing (and reported) on its own; without that way, back to the caller.
@@ -298,12 +294,12 @@ void NvjpegBatchDecoder::State::decode_software(const NvjpegRequest& request, st
   const std::size_t b = turn % 2;
   // The transfer two images ago read this pinned buffer; the host phase below writes it.
   if (pinned_pending[b]) pinned_done[b]->synchronize();
-  Status status =
-      api.jpeg_stream_parse(sw_handle, request.jpeg.data(), request.jpeg.size(), 0, 0, sw_streams[b].get());
+  Status status = api.jpeg_stream_parse(sw_handle.get(), request.jpeg.data(), request.jpeg.size(), 0, 0,
+                                        sw_streams[b].get());
   if (status != Status::success) return fail(GpuDecodeFallback::not_supported, status);
   const auto host_phase = [&](const Decoupled& d) {
     check(api.state_attach_pinned_buffer(d.state.get(), sw_pinned[b].get()), "nvjpegStateAttachPinnedBuffer");
-    return api.decode_jpeg_host(sw_handle, d.decoder.get(), d.state.get(), params, sw_streams[b].get());
+    return api.decode_jpeg_host(sw_handle.get(), d.decoder.get(), d.state.get(), params, sw_streams[b].get());
   };
   const Decoupled* d = &primary;
   status = host_phase(*d);
@@ -318,19 +314,18 @@ void NvjpegBatchDecoder::State::decode_software(const NvjpegRequest& request, st
     return fail(refused(status) || status == Status::bad_jpeg ? GpuDecodeFallback::not_supported
                                                               : GpuDecodeFallback::decode_failed,
                 status);
-  status = api.decode_jpeg_transfer_to_device(sw_handle, d->decoder.get(), d->state.get(),
+  status = api.decode_jpeg_transfer_to_device(sw_handle.get(), d->decoder.get(), d->state.get(),
                                               sw_streams[b].get(), stream->get());
   if (status != Status::success) return fail(GpuDecodeFallback::decode_failed, status);
   pinned_done[b]->record(stream->get());
   pinned_pending[b] = true;
   nvjpeg::Image image = image_at(route);
-  status = api.decode_jpeg_device(sw_handle, d->decoder.get(), d->state.get(), &image, stream->get());
+  status = api.decode_jpeg_device(sw_handle.get(), d->decoder.get(), d->state.get(), &image, stream->get());
   if (status != Status::success) return fail(GpuDecodeFallback::decode_failed, status);
 }
 
 NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool,
-                                       NvjpegDecoderOptions options,
-                                       std::shared_ptr<const NvjpegHandles> handles) {
+                                       NvjpegDecoderOptions options) {
   if (!library) throw InvalidArgument(std::string(kNvjpegContext) + ": no nvJPEG library");
   if (options.color != ops::ColorMode::rgb && options.color != ops::ColorMode::gray)
     throw InvalidArgument(std::string(kNvjpegContext) +
@@ -352,40 +347,46 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   s.pinned_done[1].emplace();
   timeline.done("stream and events");
 
-  const NvjpegHandleOptions wanted{.device = options.device,
-                                   .hardware = options.hardware,
-                                   .hardware_pipelining = options.hardware_pipelining};
-  if (handles && !(handles->options() == wanted))
-    throw InvalidArgument(
-        std::string(kNvjpegContext) +
-        ": the shared nvJPEG handles were made for another device or hardware decoder options");
-  if (handles && handles->software() == nullptr)
-    throw InvalidArgument(std::string(kNvjpegContext) + ": shared nvJPEG handles without the software one");
-  // Handles of its own are made in the order that costs least (nvjpeg_handles.h): the hardware handle,
-  // this decoder's hardware state, then the software handle.
-  std::shared_ptr<NvjpegHandles> own;
-  if (!handles) {
-    own = std::make_shared<NvjpegHandles>(s.library, wanted);
-    timeline.done("hardware handle");
+  std::string hardware_note = "hardware decoder not asked for";
+  if (options.hardware) {
+    nvjpeg::Handle handle = nullptr;
+    const unsigned int flags =
+        options.hardware_pipelining ? nvjpeg::kFlagsDefault : nvjpeg::kFlagsHwDecodeNoPipeline;
+    const Status status = api.create_ex(nvjpeg::Backend::hardware, nullptr, nullptr, flags, &handle);
+    if (status == Status::success) {
+      s.hw_handle = Owned<nvjpeg::Handle>(handle, api.destroy);
+      s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
+                                               "nvjpegJpegStateCreate", kNvjpegContext, handle);
+      s.hw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
+                                                     "nvjpegJpegStreamCreate", kNvjpegContext, handle);
+      unsigned int engines = 0, cores = 0;
+      hardware_note = "hardware decoder";
+      if (api.get_hardware_decoder_info != nullptr &&
+          api.get_hardware_decoder_info(handle, &engines, &cores) == Status::success)
+        hardware_note += " (" + std::to_string(engines) + " engines x " + std::to_string(cores) + " cores)";
+      if (!options.hardware_pipelining) hardware_note += ", one batch at a time";
+      if (options.hardware_pool && api.decode_batched_pre_allocate == nullptr)
+        hardware_note += ", no pool (this nvJPEG has no nvjpegDecodeBatchedPreAllocate)";
+    } else {
+      hardware_note = std::string("no hardware decoder (nvjpegCreateEx with NVJPEG_BACKEND_HARDWARE: ") +
+                      nvjpeg::to_string(status) + ")";
+    }
   }
-  s.handles = own ? own : std::move(handles);
-  s.hw_handle = s.handles->hardware();
-  std::string hardware_note = s.handles->hardware_note();
-  if (s.hw_handle != nullptr) {
-    s.hw_state = nvjpeg::make<nvjpeg::State>(api.jpeg_state_create, api.jpeg_state_destroy,
-                                             "nvjpegJpegStateCreate", kNvjpegContext, s.hw_handle);
-    s.hw_header = nvjpeg::make<nvjpeg::JpegStream>(api.jpeg_stream_create, api.jpeg_stream_destroy,
-                                                   "nvjpegJpegStreamCreate", kNvjpegContext, s.hw_handle);
-    if (options.hardware_pool && api.decode_batched_pre_allocate == nullptr)
-      hardware_note += ", no pool (this nvJPEG has no nvjpegDecodeBatchedPreAllocate)";
-    timeline.done("hardware state");
+  if (options.hardware) timeline.done("hardware handle");
+  s.sw_handle =
+      nvjpeg::make<nvjpeg::Handle>(api.create_ex, api.destroy, "nvjpegCreateEx", kNvjpegContext,
+                                   nvjpeg::Backend::automatic, static_cast<nvjpeg::DevAllocator*>(nullptr),
+                                   static_cast<nvjpeg::PinnedAllocator*>(nullptr), nvjpeg::kFlagsDefault);
+  const nvjpeg::Handle sw = s.sw_handle.get();
+  // Padding only rounds sizes up; a library without it allocates exactly what each image needs.
+  for (const nvjpeg::Handle handle : {sw, s.hw_handle.get()}) {
+    if (handle == nullptr) continue;
+    if (api.set_device_memory_padding != nullptr && options.device_padding > 0)
+      s.check(api.set_device_memory_padding(options.device_padding, handle), "nvjpegSetDeviceMemoryPadding");
+    if (api.set_pinned_memory_padding != nullptr && options.pinned_padding > 0)
+      s.check(api.set_pinned_memory_padding(options.pinned_padding, handle), "nvjpegSetPinnedMemoryPadding");
   }
-  if (own) {
-    own->make_software();
-    timeline.done("software handle");
-  }
-  s.sw_handle = s.handles->software();
-  const nvjpeg::Handle sw = s.sw_handle;
+  timeline.done("software handle");
   const auto decoupled = [&](nvjpeg::Backend backend) {
     Decoupled d;
     d.device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
@@ -416,8 +417,8 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
                                    ? ", nothing else on the GPU (what the engines refuse: the CPU)"
                                    : std::string(s.hw_handle ? ", then " : "; ") + name_of(options.software) +
                                          (s.secondary ? " (hybrid for what it refuses)" : "");
-  s.description = "nvJPEG " + s.library->version() + " (" + s.library->path() +
-                  ") on gpu:" + std::to_string(options.device) + ": " + hardware_note + software +
+  s.description = "nvJPEG " + s.library->version() + " (" + s.library->path() + ") on gpu:" +
+                  std::to_string(options.device) + ": " + hardware_note + software +
                   (options.roi ? ", ROI decode" : ", whole-image decode");
 }
 
@@ -431,7 +432,7 @@ NvjpegBatchDecoder::~NvjpegBatchDecoder() {
   }
 }
 
-bool NvjpegBatchDecoder::hardware() const noexcept { return state_->hw_handle != nullptr; }
+bool NvjpegBatchDecoder::hardware() const noexcept { return static_cast<bool>(state_->hw_handle); }
 
 std::size_t NvjpegBatchDecoder::prepared() const noexcept { return state_->prepared; }
 
@@ -444,7 +445,7 @@ void NvjpegBatchDecoder::prepare(std::size_t images, int width, int height) {
   if (s.hw_handle && s.options.hardware_pool && s.api.decode_batched_pre_allocate != nullptr) {
     // 4:4:4 is the largest intermediate a frame of that size can need. Called again for a larger batch only
     // (a ring that was resized): that once, nvJPEG may free its old pool.
-    s.check(s.api.decode_batched_pre_allocate(s.hw_handle, s.hw_state.get(), static_cast<int>(images),
+    s.check(s.api.decode_batched_pre_allocate(s.hw_handle.get(), s.hw_state.get(), static_cast<int>(images),
                                               std::max(width, 1), std::max(height, 1),
                                               nvjpeg::ChromaSubsampling::css_444, s.format),
             "nvjpegDecodeBatchedPreAllocate");
@@ -458,10 +459,6 @@ void NvjpegBatchDecoder::prepare(std::size_t images, int width, int height) {
 const std::string& NvjpegBatchDecoder::description() const noexcept { return state_->description; }
 
 const std::string& NvjpegBatchDecoder::setup_phases() const noexcept { return state_->setup_phases; }
-
-const std::shared_ptr<const NvjpegHandles>& NvjpegBatchDecoder::handles() const noexcept {
-  return state_->handles;
-}
 
 const NvjpegHostTimes& NvjpegBatchDecoder::host_times() const noexcept { return state_->times; }
 

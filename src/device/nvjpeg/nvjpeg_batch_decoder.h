@@ -31,7 +31,6 @@
 #include "src/device/device_memory.h"
 #include "src/device/image/crop_resize.h"
 #include "src/device/nvjpeg/gpu_decode_plan.h"
-#include "src/device/nvjpeg/nvjpeg_handles.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
 
 namespace conveyor::cuda {
@@ -43,10 +42,14 @@ enum class NvjpegSoftwareBackend : std::uint8_t {
 
 struct NvjpegDecoderOptions {
   int device = 0;
-  bool hardware = true;              // use the hardware decoder where the GPU has one
+  bool hardware = true;  // use the hardware decoder where the GPU has one
   bool hardware_pipelining = false;  // DeviceDecode::hardware_pipelining
   bool hardware_pool = true;         // DeviceDecode::hardware_pool: prepare() gives the engines a kept pool
   int blocks_per_image = 0;          // the crop-resize's (FeederOptions::kernel_blocks_per_image)
+  // nvJPEG's own allocations (the software path's buffers) rounded up to multiples of these, so that a
+  // slightly larger image does not make it free and allocate again.
+  std::size_t device_padding = std::size_t{16} << 20;
+  std::size_t pinned_padding = std::size_t{8} << 20;
   NvjpegSoftwareBackend software = NvjpegSoftwareBackend::gpu_hybrid;
   // Where the hardware decoder exists: what its engines refuse goes to the software path above (true), or
   // back to the caller as engines_refused (false: nothing but the engines decodes; DeviceDecode::gpu_hybrid).
@@ -101,12 +104,8 @@ struct NvjpegOutcome {
 class NvjpegBatchDecoder {
  public:
   // Throws DeviceError when nvJPEG cannot be set up on the device, InvalidArgument on bad options.
-  // `handles`: nvJPEG's handles shared with other decoders (made for the same device, hardware and padding
-  // options, else InvalidArgument); null: its own.
   NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> library, DeviceMemoryPool& pool,
-                     NvjpegDecoderOptions options, std::shared_ptr<const NvjpegHandles> handles = nullptr);
-  // The handles it decodes with, to share with the next decoder.
-  const std::shared_ptr<const NvjpegHandles>& handles() const noexcept;
+                     NvjpegDecoderOptions options);
   ~NvjpegBatchDecoder();
   NvjpegBatchDecoder(const NvjpegBatchDecoder&) = delete;
   NvjpegBatchDecoder& operator=(const NvjpegBatchDecoder&) = delete;
@@ -123,7 +122,7 @@ class NvjpegBatchDecoder {
   std::size_t prepared() const noexcept;
   // One line for logs: library version and file, the paths in use, and why the hardware path is not.
   const std::string& description() const noexcept;
-  // Where the constructor's time went: "stream and events 0.001 s, handles 0.770 s (hardware handle ...".
+  // Where the constructor's time went: "stream and events 0.001 s, hardware handle 0.512 s, ...".
   const std::string& setup_phases() const noexcept;
 
   // Enqueues the decoding of every request and the resize of its window into its slot of `out`; `out` is
