@@ -103,8 +103,9 @@ void bind_stats(py::module_& module) {
       .def_readonly("decode_submit_seconds", &FeederStats::decode_submit_seconds)
       .def_readonly("decode_resize_seconds", &FeederStats::decode_resize_seconds)
       .def_readonly("decode_gpu_seconds", &FeederStats::decode_gpu_seconds)
-      .def_readonly("startup", &FeederStats::startup,
-                    "How the GPU decoder came ready: before feed(), made by feed(), or at once behind the CPU.")
+      .def_readonly(
+          "startup", &FeederStats::startup,
+          "How the GPU decoder came ready: before feed(), made by feed(), or at once behind the CPU.")
       .def_readonly("decoder_ready_seconds", &FeederStats::decoder_ready_seconds,
                     "From feed() to the split's opening to the GPU (0: open from the first sample).")
       .def_readonly("second_decoder_seconds", &FeederStats::second_decoder_seconds,

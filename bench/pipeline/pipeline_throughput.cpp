@@ -42,9 +42,9 @@
 // (first_stage_s), the GPU-decoded images by nvJPEG path, and feeder_construction_s: making the
 // DeviceFeeder, which creates the process's CUDA context here (a training program has made it before) on a
 // thread of the feeder's own, behind the first batch's CPU decoding (device_setup_s: how long that took;
-// --set-up-behind 0: in the constructor, as before 2026-11-29). --context-first 1 makes the CUDA context before
-// the clock starts, as a training program has it once its model is on the GPU: the first batch then measures
-// the feeder's own set-up, not the context's.
+// --set-up-behind 0: in the constructor, as before 2026-11-29). --context-first 1 makes the CUDA context
+// before the clock starts, as a training program has it once its model is on the GPU: the first batch then
+// measures the feeder's own set-up, not the context's.
 //
 //   pipeline_throughput --data DIR|LIST|SHARDS|URL|ROOT|JSON [--format classification|segmentation|detection]
 //                       [--images DIR] [--threads N] [--batch 256] [--size 224] [--epochs 1]

@@ -188,8 +188,11 @@ void GpuFeeder::start_planned_startup() {
   }
   plan->pool = pool_;  // stage() calls this: the feeder's device side is set up
   auto startup = std::make_unique<cuda::DecoderStartup>(
-      std::move(*plan), [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); },
-      [this, fed_at](cuda::DeviceDecoder::SecondDecoder made) { on_second_decoder(std::move(made), fed_at); });
+      std::move(*plan),
+      [this, fed_at](cuda::ReadyDecoder made) { on_decoder_ready(std::move(made), fed_at); },
+      [this, fed_at](cuda::DeviceDecoder::SecondDecoder made) {
+        on_second_decoder(std::move(made), fed_at);
+      });
   std::unique_ptr<cuda::DecoderStartup> earlier;  // none in practice; joined outside the lock if there were
   {
     std::lock_guard lock(mutex_);
@@ -237,7 +240,8 @@ void GpuFeeder::on_decoder_ready(cuda::ReadyDecoder made, Clock::time_point fed_
   }
 }
 
-void GpuFeeder::on_second_decoder(cuda::DeviceDecoder::SecondDecoder made, Clock::time_point fed_at) noexcept {
+void GpuFeeder::on_second_decoder(cuda::DeviceDecoder::SecondDecoder made,
+                                  Clock::time_point fed_at) noexcept {
   try {
     const double after = seconds_since(fed_at);
     char line[96];

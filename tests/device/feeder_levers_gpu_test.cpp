@@ -151,7 +151,8 @@ TEST(FeederStartAtOnce, TheCpuDecodesEverythingUntilTheGpuDecoderIsReadyThenTheS
     EXPECT_NE(stats.startup.find(phase), std::string::npos) << phase << "is not in: " << stats.startup;
 }
 
-TEST(FeederStartAtOnce, TheSecondDecoderJoinsBehindTheOpenSplitAndEveryGpuDecodedSlotHasTheBytesOfAWarmFeeder) {
+TEST(FeederStartAtOnce,
+     TheSecondDecoderJoinsBehindTheOpenSplitAndEveryGpuDecodedSlotHasTheBytesOfAWarmFeeder) {
   REQUIRE_GPU_AND_NVJPEG();
   const testing::Watchdog watchdog(300s, "TheSecondDecoderJoinsBehindTheOpenSplit");
   const std::vector<std::vector<std::uint8_t>> files = photos(48);
@@ -194,8 +195,9 @@ TEST(FeederStartAtOnce, TheSecondDecoderJoinsBehindTheOpenSplitAndEveryGpuDecode
     }
     stats = feeder.stats();
   }
-  std::cout << "[ levers   ] " << stats.startup << "\n[ levers   ] warm-up: " << stats.warmup << "\n[ levers   ] "
-            << gpu_slots.size() << " GPU-decoded samples over " << last_epoch + 1 << " epochs\n";
+  std::cout << "[ levers   ] " << stats.startup << "\n[ levers   ] warm-up: " << stats.warmup
+            << "\n[ levers   ] " << gpu_slots.size() << " GPU-decoded samples over " << last_epoch + 1
+            << " epochs\n";
   ASSERT_GT(stats.decoder_ready_seconds, 0.0) << "the split never opened";
   EXPECT_GE(stats.second_decoder_seconds, stats.decoder_ready_seconds);
   EXPECT_NE(stats.startup.find("the second decoder joined at"), std::string::npos) << stats.startup;

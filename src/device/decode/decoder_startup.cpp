@@ -17,7 +17,8 @@ struct WarmupScratch {
   Stream stream;
   DeviceBuffer pixels;
   explicit WarmupScratch(const DecoderPlan& plan)
-      : pixels(plan.pool->allocate(plan.images * plan.shape.bytes(), stream.get(), "GPU decoder warm-up batch")) {}
+      : pixels(plan.pool->allocate(plan.images * plan.shape.bytes(), stream.get(),
+                                   "GPU decoder warm-up batch")) {}
 };
 
 bool warms_up(const DecoderPlan& plan) noexcept { return plan.images > 0 && plan.shape.channels == 3; }
@@ -88,11 +89,12 @@ DeviceDecoder::SecondDecoder make_second_decoder(const DecoderPlan& plan, Device
   try {
     DeviceGuard guard(plan.device);
     WarmupScratch scratch(plan);
-    return decoder.make_second(plan.images, plan.shape, scratch.pixels.as<std::uint8_t>(), scratch.stream.get());
+    return decoder.make_second(plan.images, plan.shape, scratch.pixels.as<std::uint8_t>(),
+                               scratch.stream.get());
   } catch (const std::exception& error) {
     DeviceDecoder::SecondDecoder failed;
-    failed.phases = std::string("the second decoder could not be made (") + error.what() +
-                    "): the first decodes alone";
+    failed.phases =
+        std::string("the second decoder could not be made (") + error.what() + "): the first decodes alone";
     return failed;
   } catch (...) {
     return {};

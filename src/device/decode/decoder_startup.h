@@ -10,8 +10,8 @@
 // waited for it while CPU-only's came after 0.03 s. The feeder starts it once its first batch is on its way,
 // so that nothing on that batch's way (the ring's first buffer, the augmentation's kernel loading, the
 // first page-locked buffer) can wait behind nvJPEG's own set-up in the driver. Why its own stream and
-// scratch: the ring's slots are the staging thread's by then. A destroyed startup stops at its next phase and is joined; a phase already
-// on the GPU (the warm-up batch) is waited for, which is bounded.
+// scratch: the ring's slots are the staging thread's by then. A destroyed startup stops at its next phase and
+// is joined; a phase already on the GPU (the warm-up batch) is waited for, which is bounded.
 #pragma once
 
 #include <atomic>

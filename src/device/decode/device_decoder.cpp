@@ -143,7 +143,8 @@ std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::ui
   if (images == 0 || shape.channels != 3)
     return "no warm-up (" + std::to_string(shape.channels) + " channels)";
   std::size_t paths[5] = {};
-  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_) warm(decoder_for(3), images, shape, pixels, stream, paths);
+  for (std::size_t turn = 0; turn < 2; ++turn, ++turn_)
+    warm(decoder_for(3), images, shape, pixels, stream, paths);
   CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
   return warmup_line("warm-up: 2 decoders x " + std::to_string(images) + " synthetic JPEGs:", paths);
 }
@@ -178,8 +179,8 @@ DeviceDecoder::SecondDecoder DeviceDecoder::make_second(std::size_t images, Imag
     out.made = true;
     out.phases = timeline.line();
   } catch (const std::exception& error) {
-    out.phases = std::string("the second decoder could not be made (") + error.what() +
-                 "): the first decodes alone";
+    out.phases =
+        std::string("the second decoder could not be made (") + error.what() + "): the first decodes alone";
   }
   return out;
 }
