@@ -195,7 +195,7 @@ TEST(FeederStartAtOnce,
     }
     stats = feeder.stats();
   }
-  std::cout << "[ levers   ] " << stats.startup << "\n[ levers   ] warm-up: " << stats.warmup
+  std::cout << "[ levers   ] " << stats.startup << "\n[ levers   ] " << stats.warmup
             << "\n[ levers   ] " << gpu_slots.size() << " GPU-decoded samples over " << last_epoch + 1
             << " epochs\n";
   ASSERT_GT(stats.decoder_ready_seconds, 0.0) << "the split never opened";
