@@ -10,8 +10,8 @@
 # decoding); both_first="--open-before-second 0" (both of nvJPEG's decoders made before the split opens,
 # not the second behind it); to_gpu="--gpu-decode 0" (CPU-only decoding with batches delivered to the
 # GPU); issue 36's: cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0"; ctx="--context-first 1"
-# (the CUDA context made before the clock starts, as a training program has it). The split's memory starts fresh in this
-# call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
+# (the CUDA context made before the clock starts, as a training program has it). The split's memory starts
+# fresh in this call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
 # bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less
 # CPU-only's round by round, the decoder's readiness, the rates, and each side over the DataLoader at its
 # faster antialias setting, round by round (summary.txt). --previous NAME runs the hybrid once more per round

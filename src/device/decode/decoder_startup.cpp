@@ -97,7 +97,9 @@ DeviceDecoder::SecondDecoder make_second_decoder(const DecoderPlan& plan, Device
         std::string("the second decoder could not be made (") + error.what() + "): the first decodes alone";
     return failed;
   } catch (...) {
-    return {};
+    DeviceDecoder::SecondDecoder failed;
+    failed.phases = "the second decoder could not be made (unknown error): the first decodes alone";
+    return failed;
   }
 }
 
