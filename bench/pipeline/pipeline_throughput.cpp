@@ -155,6 +155,7 @@ struct Config {
   // decoding of what the engines refuse; the deferred slots copied with the rest.
   bool start_at_once = true;
   bool open_before_second = true;
+  int decode_threads = 2;  // DeviceDecode::decode_threads
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
@@ -574,6 +575,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.remember_share = config.remember_split;
   options.decode.start_at_once = config.start_at_once;
   options.decode.open_before_second = config.open_before_second;
+  options.decode.decode_threads = config.decode_threads;
   options.set_up_behind = config.set_up_behind;
   options.decode.gpu_hybrid = config.gpu_hybrid;
   options.decode.copy_whole_batch = config.copy_whole_batch;
@@ -720,6 +722,7 @@ Json device_json(const Config& config, const Result& r) {
           {"start_at_once", config.start_at_once},
           {"startup", f.startup},
           {"open_before_second", config.open_before_second},
+          {"decode_threads", config.decode_threads},
           {"decoder_ready_s", f.decoder_ready_seconds},
           {"second_decoder_s", f.second_decoder_seconds},
           {"first_stage_s", f.first_stage_seconds},

@@ -217,6 +217,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
     feeder.decode.memory_key = setup.memory_key;
     feeder.decode.start_at_once = setup.options.start_at_once;
     feeder.decode.open_before_second = setup.options.open_before_second;
+    feeder.decode.decode_threads = setup.options.decode_threads;
     feeder.decode.gpu_hybrid = setup.options.gpu_hybrid;
     feeder.decode.copy_whole_batch = setup.options.copy_whole_batch;
   }

@@ -115,6 +115,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"resident", o.resident},
               {"start_at_once", o.start_at_once},
               {"open_before_second", o.open_before_second},
+              {"decode_threads", o.decode_threads},
               {"gpu_hybrid", o.gpu_hybrid},
               {"copy_whole_batch", o.copy_whole_batch},
               {"step_priority", o.step_priority},

@@ -65,6 +65,13 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
                      "starts otherwise")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--decode-threads", options.decode_threads,
+                 scope +
+                     "host threads submitting to nvJPEG: 2, its two decoders each take half of every batch "
+                     "at the same time; 1, the feeder's thread submits each batch to them in turn "
+                     "(DeviceDecode::decode_threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 2));
   app.add_option("--kernel-blocks", options.kernel_blocks,
                  scope +
                      "thread blocks per image of the feeder's kernels (augmentation, crop-resize); fewer "

@@ -269,6 +269,30 @@ TEST(FeederCopy, LeavingTheDeferredSlotsOutOfTheCopyChangesNoByte) {
   }
 }
 
+TEST(FeederDecodeThreads, TwoThreadsEachSubmittingHalfOfEveryBatchGiveTheBytesOfOne) {
+  REQUIRE_GPU_AND_NVJPEG();
+  const testing::Watchdog watchdog(180s, "TwoThreadsEachSubmittingHalfOfEveryBatchGiveTheBytesOfOne");
+  // Every ninth progressive: the software path runs on both threads too.
+  const std::vector<std::vector<std::uint8_t>> files = photos(96, /*progressive=*/true);
+  FeederOptions options = hybrid(0.7);
+  options.decode.decode_threads = 1;
+  const FedRun one = feed_all(files, options);
+  options.decode.decode_threads = 2;
+  const FedRun two = feed_all(files, options);
+  std::cout << "[ levers   ] GPU-decoded " << two.feeder.gpu_decoded << " with two threads, "
+            << one.feeder.gpu_decoded << " with one; paths:";
+  for (const auto& [path, count] : two.feeder.gpu_decode_paths) std::cout << " " << path << " " << count;
+  std::cout << "\n";
+  EXPECT_GT(two.feeder.gpu_decoded, 0u);
+  EXPECT_EQ(two.feeder.gpu_decoded, one.feeder.gpu_decoded);
+  EXPECT_EQ(two.feeder.gpu_decode_paths, one.feeder.gpu_decode_paths);
+  ASSERT_EQ(two.pixels.size(), one.pixels.size());
+  for (std::size_t k = 0; k < one.pixels.size(); ++k) {
+    EXPECT_EQ(two.pixels[k], one.pixels[k]) << "pixels of batch " << k;
+    EXPECT_EQ(two.images[k], one.images[k]) << "images of batch " << k;
+  }
+}
+
 TEST(FeederGpuHybrid, WithoutItOnlyTheEnginesDecodeOnTheGpuAndTheCpuTakesWhatTheyRefuse) {
   REQUIRE_GPU_AND_NVJPEG();
   const testing::Watchdog watchdog(180s, "WithoutItOnlyTheEnginesDecodeOnTheGpuAndTheCpuTakesWhatTheyRefuse");

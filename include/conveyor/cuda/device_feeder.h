@@ -125,6 +125,11 @@ struct DeviceDecode {
   // decodes sooner (one decoder alone makes each batch wait for the one before on the GPU meanwhile).
   // false: both are made and warm before the split opens.
   bool open_before_second = true;
+  // Host threads submitting to nvJPEG: 2, the feeder's two RGB decoders each take half of every batch's
+  // GPU images, the second on a thread of its own; 1, the feeder's staging thread alone submits each batch
+  // to them in turn. nvJPEG's host work (about 41 us an image on an H200 beside 16 decoding threads,
+  // 2026-11-29) kept that thread busy 92 % of the time.
+  int decode_threads = 2;
   // Where the GPU has hardware JPEG engines: what they refuse (progressive, 4:1:1, ...) is decoded by nvJPEG's
   // GPU hybrid path, Huffman decoding on the SMs beside the training step (true); false: on the CPU by the
   // feeder (FeederStats counts them as "nvjpeg: engines_refused"), so that only the engines decode on the GPU.

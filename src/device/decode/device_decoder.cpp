@@ -1,5 +1,6 @@
 #include "src/device/decode/device_decoder.h"
 
+#include <span>
 #include <string>
 
 #include "conveyor/error.h"
@@ -49,16 +50,24 @@ DeviceDecoder::DeviceDecoder(std::shared_ptr<const nvjpeg::Library> library, Dev
 }
 
 NvjpegBatchDecoder& DeviceDecoder::decoder_for(int channels) {
-  const int kind = channels == 1 ? 0 : 1;
-  if (kind == 1 && second_coming_.load(std::memory_order_acquire)) {
+  if (channels != 1 && turn_ % 2 == 1) {
+    if (NvjpegBatchDecoder* const second = second_rgb()) return *second;
+    return *decoders_[1][0];  // the second is not there yet (or it failed): the first decodes alone
+  }
+  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[channels == 1 ? 0 : 1][turn_ % 2];
+  if (!decoder) decoder = make_decoder(channels);
+  return *decoder;
+}
+
+NvjpegBatchDecoder* DeviceDecoder::second_rgb() {
+  if (second_coming_.load(std::memory_order_acquire)) {
     std::lock_guard lock(handover_mutex_);
-    if (!handed_over_) return *decoders_[1][0];  // not there yet (or it failed): the first decodes alone
+    if (!handed_over_) return nullptr;
     decoders_[1][1] = std::move(handed_over_);
     second_coming_.store(false, std::memory_order_relaxed);
   }
-  std::unique_ptr<NvjpegBatchDecoder>& decoder = decoders_[kind][turn_ % 2];
-  if (!decoder) decoder = make_decoder(channels);
-  return *decoder;
+  if (!decoders_[1][1]) decoders_[1][1] = make_decoder(3);
+  return decoders_[1][1].get();
 }
 
 std::unique_ptr<NvjpegBatchDecoder> DeviceDecoder::make_decoder(int channels) const {
@@ -99,11 +108,18 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
   if (!requests_.empty()) {
     const DeviceSlots slots{pixels, batch.size(), shape, shape.bytes(),
                             static_cast<std::size_t>(shape.width) * static_cast<std::size_t>(shape.channels)};
-    NvjpegBatchDecoder& decoder = decoder_for(shape.channels);
-    const NvjpegHostTimes before = decoder.host_times();
-    const std::vector<NvjpegOutcome> results = decoder.decode(requests_, slots, stream);
-    outcome.nvjpeg = decoder.host_times() - before;
-    ++turn_;
+    NvjpegBatchDecoder* const second =
+        shape.channels == 3 && options_.decode_threads > 1 && requests_.size() > 1 ? second_rgb() : nullptr;
+    std::vector<NvjpegOutcome> results;
+    if (second != nullptr) {
+      results = decode_in_halves(*decoders_[1][0], *second, slots, stream, outcome.nvjpeg);
+    } else {
+      NvjpegBatchDecoder& decoder = decoder_for(shape.channels);
+      const NvjpegHostTimes before = decoder.host_times();
+      results = decoder.decode(requests_, slots, stream);
+      outcome.nvjpeg = decoder.host_times() - before;
+      ++turn_;
+    }
     for (std::size_t k = 0; k < results.size(); ++k) {
       if (results[k].path != NvjpegPath::fallback) {
         ++outcome.gpu;
@@ -115,6 +131,47 @@ DeviceDecodeOutcome DeviceDecoder::decode(const Batch& batch, std::uint8_t* pixe
   }
   if (!on_cpu.empty()) decode_on_cpu(batch, on_cpu, pixels, stream, staging, outcome);
   return outcome;
+}
+
+std::vector<NvjpegOutcome> DeviceDecoder::decode_in_halves(NvjpegBatchDecoder& first,
+                                                           NvjpegBatchDecoder& second,
+                                                           const DeviceSlots& slots, cudaStream_t stream,
+                                                           NvjpegHostTimes& times) {
+  if (!helper_) {
+    DeviceGuard guard(device_);
+    helper_.emplace(device_);
+    helper_stream_.emplace();
+    halves_start_.emplace();
+    second_half_done_.emplace();
+  }
+  // The second half goes in on a stream of its own that starts where `stream` stands now: submitted on the
+  // same stream from two threads, the two halves' GPU work could end up ordered one after the other.
+  halves_start_->record(stream);
+  CONVEYOR_CUDA(cudaStreamWaitEvent(helper_stream_->get(), halves_start_->get(), 0), kGpuDecodeContext);
+  const std::span<const NvjpegRequest> all(requests_);
+  const std::size_t half = all.size() / 2;
+  const NvjpegHostTimes first_before = first.host_times();
+  const NvjpegHostTimes second_before = second.host_times();
+  std::vector<NvjpegOutcome> later;
+  helper_->start([&] { later = second.decode(all.subspan(half), slots, helper_stream_->get()); });
+  std::vector<NvjpegOutcome> results;
+  try {
+    results = first.decode(all.first(half), slots, stream);
+  } catch (...) {
+    try {
+      helper_->wait();  // the job reads this frame's locals
+    } catch (...) {
+      // The first half's error is the one to report.
+    }
+    throw;
+  }
+  helper_->wait();
+  second_half_done_->record(helper_stream_->get());
+  CONVEYOR_CUDA(cudaStreamWaitEvent(stream, second_half_done_->get(), 0), kGpuDecodeContext);
+  times = (first.host_times() - first_before);
+  times += second.host_times() - second_before;
+  results.insert(results.end(), later.begin(), later.end());
+  return results;
 }
 
 void DeviceDecoder::warm(NvjpegBatchDecoder& decoder, std::size_t images, ImageShape shape,

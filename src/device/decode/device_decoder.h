@@ -3,8 +3,11 @@
 // refuses is decoded on the CPU (ops::decode_deferred_crop: the op's own pixels) into a page-locked staging
 // buffer and copied into its slot; what neither can decode is zeroed and reported.
 //
-// Two NvjpegBatchDecoders are used in turn: one waits for its previous batch's GPU work before it reuses
-// its buffers, so alternating lets the host work of one batch overlap the GPU work of the one before.
+// Two NvjpegBatchDecoders for RGB: with DeviceDecode::decode_threads = 2 each submits half of every batch,
+// the second on a thread of its own (nvJPEG's host work, 41 us an image on an H200, kept one thread busy
+// 92 % of the time). With 1 they are used in turn on the calling thread: one waits for
+// its previous batch's GPU work before it reuses its buffers, so alternating lets the host work of one
+// batch overlap the GPU work of the one before.
 // Not thread-safe: the feeder calls it from one thread at a time; only make_second() may run on another,
 // beside decode().
 #pragma once
@@ -17,12 +20,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "conveyor/batch.h"
 #include "conveyor/cuda/device_feeder.h"
+#include "src/device/cuda_handles.h"
+#include "src/device/decode/helper_thread.h"
 #include "src/device/device_memory.h"
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
@@ -88,6 +94,14 @@ class DeviceDecoder {
 
  private:
   NvjpegBatchDecoder& decoder_for(int channels);
+  // The second RGB decoder: taken over from make_second() when it has handed it over, made now when no
+  // startup makes it; null while make_second() is still making it.
+  NvjpegBatchDecoder* second_rgb();
+  // DeviceDecode::decode_threads: the first half of requests_ decoded by `first` on this thread, the second
+  // half by `second` on helper_, at the same time; one outcome per request, in order; their host times.
+  std::vector<NvjpegOutcome> decode_in_halves(NvjpegBatchDecoder& first, NvjpegBatchDecoder& second,
+                                              const DeviceSlots& slots, cudaStream_t stream,
+                                              NvjpegHostTimes& times);
   std::unique_ptr<NvjpegBatchDecoder> make_decoder(int channels) const;
   // Sizes `decoder` for `images` and decodes a throwaway batch through every path; adds to paths[].
   void warm(NvjpegBatchDecoder& decoder, std::size_t images, ImageShape shape, std::uint8_t* pixels,
@@ -101,6 +115,11 @@ class DeviceDecoder {
   // Per channel count (index 0: gray, 1: RGB), two decoders used in turn; made on first need (RGB now).
   std::unique_ptr<NvjpegBatchDecoder> decoders_[2][2];
   std::size_t turn_ = 0;
+  // decode_in_halves(): the second decoder's thread and stream, made at its first call. Declared after the
+  // decoders: the thread is joined before they go.
+  std::optional<HelperThread> helper_;
+  std::optional<Stream> helper_stream_;
+  std::optional<Event> halves_start_, second_half_done_;
   // The second RGB decoder while make_second() makes it on another thread: decode() uses the first alone
   // until it finds it handed over here.
   std::atomic<bool> second_coming_{false};
