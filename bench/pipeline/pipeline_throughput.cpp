@@ -155,7 +155,7 @@ struct Config {
   // decoding of what the engines refuse; the deferred slots copied with the rest.
   bool start_at_once = true;
   bool open_before_second = true;
-  int decode_threads = 2;  // DeviceDecode::decode_threads
+  int decode_threads = 1;  // DeviceDecode::decode_threads
   bool gpu_hybrid = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind

@@ -61,7 +61,7 @@ struct Options {
   bool memory_near_gpu = true;    // HostPlacement::memory_near_gpu
   bool start_at_once = true;      // DeviceDecode::start_at_once
   bool open_before_second = true;  // DeviceDecode::open_before_second
-  int decode_threads = 2;          // DeviceDecode::decode_threads
+  int decode_threads = 1;          // DeviceDecode::decode_threads
   bool set_up_behind = true;      // FeederOptions::set_up_behind
   bool gpu_hybrid = true;         // DeviceDecode::gpu_hybrid
   bool copy_whole_batch = true;   // DeviceDecode::copy_whole_batch

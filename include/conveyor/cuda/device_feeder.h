@@ -125,11 +125,13 @@ struct DeviceDecode {
   // decodes sooner (one decoder alone makes each batch wait for the one before on the GPU meanwhile).
   // false: both are made and warm before the split opens.
   bool open_before_second = true;
-  // Host threads submitting to nvJPEG: 2, the feeder's two RGB decoders each take half of every batch's
-  // GPU images, the second on a thread of its own; 1, the feeder's staging thread alone submits each batch
-  // to them in turn. nvJPEG's host work (about 41 us an image on an H200 beside 16 decoding threads,
-  // 2026-11-29) kept that thread busy 92 % of the time.
-  int decode_threads = 2;
+  // Host threads submitting to nvJPEG: 1, the feeder's staging thread alone submits each batch to its two
+  // RGB decoders in turn; 2, each decoder takes half of every batch's GPU images, the second on a thread of
+  // its own. Without a training step beside it, 2 fed 1.057x on an H200 (2026-11-29: nvJPEG's host work,
+  // 41 us an image, had kept the one thread busy 92 % of the time). Beside a step, several threads were
+  // slower on an H100 (2026-11-27, an earlier decoder: their calls into nvJPEG took turns), and 2 has not
+  // been measured there with this one: 1 stays the default.
+  int decode_threads = 1;
   // Where the GPU has hardware JPEG engines: what they refuse (progressive, 4:1:1, ...) is decoded by nvJPEG's
   // GPU hybrid path, Huffman decoding on the SMs beside the training step (true); false: on the CPU by the
   // feeder (FeederStats counts them as "nvjpeg: engines_refused"), so that only the engines decode on the GPU.

@@ -3,9 +3,9 @@
 // refuses is decoded on the CPU (ops::decode_deferred_crop: the op's own pixels) into a page-locked staging
 // buffer and copied into its slot; what neither can decode is zeroed and reported.
 //
-// Two NvjpegBatchDecoders for RGB: with DeviceDecode::decode_threads = 2 each submits half of every batch,
+// Two NvjpegBatchDecoders for RGB. With DeviceDecode::decode_threads = 2 each submits half of every batch,
 // the second on a thread of its own (nvJPEG's host work, 41 us an image on an H200, kept one thread busy
-// 92 % of the time). With 1 they are used in turn on the calling thread: one waits for
+// 92 % of the time). With 1 (the default) they are used in turn on the calling thread: one waits for
 // its previous batch's GPU work before it reuses its buffers, so alternating lets the host work of one
 // batch overlap the GPU work of the one before.
 // Not thread-safe: the feeder calls it from one thread at a time; only make_second() may run on another,
