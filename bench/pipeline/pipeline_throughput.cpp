@@ -35,7 +35,8 @@
 // decoder keeps a pool instead of freeing in its calls), and --kernel-blocks N (the feeder's kernels on at
 // most N blocks per image; 0, the default, one pass's worth). Issue 41's: --start-at-once (the CPU decodes
 // everything until nvJPEG is ready on a thread of the feeder; 0: feed() makes it ready first),
-// --open-before-second (0: both of nvJPEG's decoders before the split opens),
+// --open-before-second (0: both of nvJPEG's decoders before the split opens), --decode-threads 2 (the two
+// decoders each submit half of every batch, the second on a thread of its own),
 // --gpu-hybrid (0: only the hardware engines decode on the GPU, what they refuse goes to the CPU) and
 // --copy-whole-batch (0: the deferred samples' slots are left out of the copy). The JSON's "device" says how
 // the decoder came ready and when (startup, decoder_ready_s), the feeder's part of the first batch
