@@ -56,6 +56,11 @@ TEST(HelperThread, ASecondJobBeforeTheFirstWasWaitedForIsRefused) {
   EXPECT_THROW(helper.start([] {}), InvalidArgument);
   release.store(true);
   helper.wait();
+  // Done but not waited for: refused too, so that its failure cannot be lost.
+  helper.start([] { throw std::runtime_error("lost?"); });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_THROW(helper.start([] {}), InvalidArgument);
+  EXPECT_THROW(helper.wait(), std::runtime_error);
 }
 
 TEST(HelperThread, TheDestructorWaitsForTheJobInHand) {

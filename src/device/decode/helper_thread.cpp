@@ -23,7 +23,8 @@ HelperThread::~HelperThread() {
 void HelperThread::start(std::function<void()> job) {
   {
     std::lock_guard lock(mutex_);
-    if (job_) throw InvalidArgument("HelperThread: a job was handed over before the last one was waited for");
+    if (handed_) throw InvalidArgument("HelperThread: a job was handed over before the last one was waited for");
+    handed_ = true;
     job_ = std::move(job);
     failure_ = nullptr;
   }
@@ -35,6 +36,7 @@ void HelperThread::wait() {
   {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return !job_; });
+    handed_ = false;
     failure = std::exchange(failure_, nullptr);
   }
   if (failure) std::rethrow_exception(failure);

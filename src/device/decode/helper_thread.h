@@ -31,6 +31,7 @@ class HelperThread {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::function<void()> job_;  // set: handed over and not yet done
+  bool handed_ = false;        // handed over and not yet waited for
   bool stopping_ = false;
   std::exception_ptr failure_;
   std::thread thread_;  // last: starts once everything above exists
