@@ -174,9 +174,9 @@ std::vector<NvjpegOutcome> DeviceDecoder::decode_in_halves(NvjpegBatchDecoder& f
   return results;
 }
 
-void DeviceDecoder::warm(NvjpegBatchDecoder& decoder, std::size_t images, ImageShape shape,
-                         std::uint8_t* pixels, cudaStream_t stream, std::size_t (&paths)[5]) const {
-  const std::vector<WarmupJpeg> jpegs = warmup_jpegs();
+void DeviceDecoder::warm(NvjpegBatchDecoder& decoder, const std::vector<WarmupJpeg>& jpegs,
+                         std::size_t images, ImageShape shape, std::uint8_t* pixels, cudaStream_t stream,
+                         std::size_t (&paths)[5]) const {
   // Every slot gets a picture: the last slots take the forms the engines refuse (one each, when the batch
   // has room for them and a baseline one), the rest the baseline one, each with its own crop window as the
   // op would draw it.
@@ -199,9 +199,10 @@ std::string DeviceDecoder::warm_up(std::size_t images, ImageShape shape, std::ui
                                    cudaStream_t stream) {
   if (images == 0 || shape.channels != 3)
     return "no warm-up (" + std::to_string(shape.channels) + " channels)";
+  const std::vector<WarmupJpeg> jpegs = warmup_jpegs();
   std::size_t paths[5] = {};
   for (std::size_t turn = 0; turn < 2; ++turn, ++turn_)
-    warm(decoder_for(3), images, shape, pixels, stream, paths);
+    warm(decoder_for(3), jpegs, images, shape, pixels, stream, paths);
   CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
   return warmup_line("warm-up: 2 decoders x " + std::to_string(images) + " synthetic JPEGs:", paths);
 }
@@ -212,7 +213,7 @@ std::string DeviceDecoder::warm_up_first(std::size_t images, ImageShape shape, s
     return "no warm-up (" + std::to_string(shape.channels) + " channels)";
   second_coming_.store(true, std::memory_order_release);
   std::size_t paths[5] = {};
-  warm(*decoders_[1][0], images, shape, pixels, stream, paths);
+  warm(*decoders_[1][0], warmup_jpegs(), images, shape, pixels, stream, paths);
   CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
   return warmup_line("warm-up: the first decoder x " + std::to_string(images) + " synthetic JPEGs:", paths);
 }
@@ -225,7 +226,7 @@ DeviceDecoder::SecondDecoder DeviceDecoder::make_second(std::size_t images, Imag
     std::unique_ptr<NvjpegBatchDecoder> second = make_decoder(3);
     timeline.done("decoder", second->setup_phases());
     std::size_t paths[5] = {};
-    warm(*second, images, shape, pixels, stream, paths);
+    warm(*second, warmup_jpegs(), images, shape, pixels, stream, paths);
     CONVEYOR_CUDA(cudaStreamSynchronize(stream), kGpuDecodeContext);
     timeline.done("warm-up");
     out.warmup = warmup_line("the second decoder x " + std::to_string(images) + " synthetic JPEGs:", paths);

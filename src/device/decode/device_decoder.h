@@ -29,6 +29,7 @@
 #include "conveyor/cuda/device_feeder.h"
 #include "src/device/cuda_handles.h"
 #include "src/device/decode/helper_thread.h"
+#include "src/device/decode/warmup_jpegs.h"
 #include "src/device/device_memory.h"
 #include "src/device/nvjpeg/nvjpeg_batch_decoder.h"
 #include "src/device/nvjpeg/nvjpeg_library.h"
@@ -103,9 +104,10 @@ class DeviceDecoder {
                                               const DeviceSlots& slots, cudaStream_t stream,
                                               NvjpegHostTimes& times);
   std::unique_ptr<NvjpegBatchDecoder> make_decoder(int channels) const;
-  // Sizes `decoder` for `images` and decodes a throwaway batch through every path; adds to paths[].
-  void warm(NvjpegBatchDecoder& decoder, std::size_t images, ImageShape shape, std::uint8_t* pixels,
-            cudaStream_t stream, std::size_t (&paths)[5]) const;
+  // Sizes `decoder` for `images` and decodes a throwaway batch of `jpegs` (warmup_jpegs()) through every
+  // path; adds to paths[].
+  void warm(NvjpegBatchDecoder& decoder, const std::vector<WarmupJpeg>& jpegs, std::size_t images,
+            ImageShape shape, std::uint8_t* pixels, cudaStream_t stream, std::size_t (&paths)[5]) const;
 
   std::shared_ptr<const nvjpeg::Library> library_;
   DeviceMemoryPool* pool_;
