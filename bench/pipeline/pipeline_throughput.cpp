@@ -158,6 +158,7 @@ struct Config {
   bool open_before_second = true;
   int decode_threads = 1;  // DeviceDecode::decode_threads
   bool gpu_hybrid = true;
+  bool gpu_adapt = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
   bool context_first = false;  // the process's CUDA context made before the clock starts
@@ -579,6 +580,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.decode_threads = config.decode_threads;
   options.set_up_behind = config.set_up_behind;
   options.decode.gpu_hybrid = config.gpu_hybrid;
+  options.decode.adapt = config.gpu_adapt;
   options.decode.copy_whole_batch = config.copy_whole_batch;
   options.decode.memory_key =
       "pipeline_throughput " + config.precision + (config.gpu_augment ? " augment" : "");
@@ -732,6 +734,7 @@ Json device_json(const Config& config, const Result& r) {
           {"host_blocks_on_demand_s", f.host_blocks_on_demand_seconds},
           {"gpu_hybrid", config.gpu_hybrid},
           {"gpu_decode_paths", paths},
+          {"gpu_adapt", config.gpu_adapt},
           {"copy_whole_batch", config.copy_whole_batch},
           {"bytes_not_copied", f.bytes_not_copied}};
 }

@@ -11,6 +11,9 @@
 #       then the same program, same cores, fed by workers on the other cores (WORKER_CPUS, default 4-15, cut
 #       into WORKERS workers, default 3) over loopback, once with the trainer's cores making splits too
 #       (--service-local-threads LOCAL, default 2) and once without. Target: >= 97 % of train_step_bench.
+#       VARIANTS="NAME=FLAGS;NAME=FLAGS" runs the fed trainer once more a round for each, FLAGS added (with
+#       --service-local-threads LOCAL unless FLAGS name it), such as
+#       "gpu1=--gpu-share 1 --gpu-adapt 0" (the trainer's own splits all decoded by its GPU): a_service_NAME_R.
 #   (b) transport cost (always): for each K in KS (default "4 12", cores WORKER_CPUS' first K):
 #       pipeline_throughput on those K cores alone (--threads K), against one worker with --threads K on the
 #       same K cores serving pipeline_throughput --service on the trainer's cores. Target: >= 0.9x.
@@ -29,6 +32,7 @@ trainer_cpus=${TRAINER_CPUS:-0-3}
 worker_cpus=${WORKER_CPUS:-4-15}
 workers=${WORKERS:-3}
 local_threads=${LOCAL:-2}
+variants=${VARIANTS:-}
 ks=${KS:-"4 12"}
 rounds=${ROUNDS:-2}
 batch=${BATCH:-256}
@@ -107,6 +111,15 @@ if [ "$step" = 1 ]; then
       taskset -c "$trainer_cpus" "${fvp[@]}" --service "grpc://127.0.0.1:$port" --service-local-threads "$lt" \
         --json "$out/a_service_local${lt}_$round.json" >"$out/a_service_local${lt}_$round.log" 2>&1
     done
+    IFS=';' read -ra variant_list <<<"$variants"
+    for v in "${variant_list[@]}"; do
+      name=${v%%=*}
+      read -ra flags <<<"${v#*=}"
+      [[ " ${flags[*]} " == *" --service-local-threads "* ]] || flags+=(--service-local-threads "$local_threads")
+      log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus fed by $workers workers, variant $name: ${flags[*]}"
+      taskset -c "$trainer_cpus" "${fvp[@]}" --service "grpc://127.0.0.1:$port" "${flags[@]}" \
+        --json "$out/a_service_${name}_$round.json" >"$out/a_service_${name}_$round.log" 2>&1
+    done
     "$bin/conveyor-service-status" "grpc://127.0.0.1:$port" >"$out/a_status_$round.txt" 2>&1 || true
     stop_servers
   done
@@ -160,7 +173,8 @@ steps = runs("a_step_*.json")
 if steps:
     step = statistics.median(steps)
     summary["a_train_step_bench"] = steps
-    for name in ("alone", "service_local0", "service_local" + os.environ["LOCAL"]):
+    fed = sorted({os.path.basename(p)[2:].rsplit("_", 1)[0] for p in glob.glob(os.path.join(out, "a_service_*.json"))})
+    for name in ["alone"] + fed:
         values = runs(f"a_{name}_*.json")
         if values:
             got = statistics.median(values)

@@ -219,6 +219,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
     feeder.decode.open_before_second = setup.options.open_before_second;
     feeder.decode.decode_threads = setup.options.decode_threads;
     feeder.decode.gpu_hybrid = setup.options.gpu_hybrid;
+    feeder.decode.adapt = setup.options.gpu_adapt;
     feeder.decode.copy_whole_batch = setup.options.copy_whole_batch;
   }
   return maps;

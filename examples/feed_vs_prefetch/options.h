@@ -64,6 +64,7 @@ struct Options {
   int decode_threads = 1;          // DeviceDecode::decode_threads
   bool set_up_behind = true;      // FeederOptions::set_up_behind
   bool gpu_hybrid = true;         // DeviceDecode::gpu_hybrid
+  bool gpu_adapt = true;          // DeviceDecode::adapt
   bool copy_whole_batch = true;   // DeviceDecode::copy_whole_batch
   std::string step_priority = "default";  // default | urgent (TrainerOptions::urgent_stream)
   // prefetch from the data service (conveyor/service/client.h) instead of a pipeline here: its dispatcher,

@@ -117,6 +117,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"open_before_second", o.open_before_second},
               {"decode_threads", o.decode_threads},
               {"gpu_hybrid", o.gpu_hybrid},
+              {"gpu_adapt", o.gpu_adapt},
               {"copy_whole_batch", o.copy_whole_batch},
               {"step_priority", o.step_priority},
               {"local_rank", ranks.local_rank},

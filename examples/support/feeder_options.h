@@ -53,6 +53,9 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
       {"--gpu-hybrid", &Options::gpu_hybrid,
        "what the hardware engines refuse is decoded by nvJPEG's GPU hybrid path (1) or on the CPU (0: only "
        "the engines decode on the GPU; DeviceDecode::gpu_hybrid)"},
+      {"--gpu-adapt", &Options::gpu_adapt,
+       "a pipeline that is not deterministic moves the split batch by batch to where the CPU and the GPU "
+       "take the same time (1; DeviceDecode::adapt); 0: the GPU decodes --gpu-share throughout"},
       {"--copy-whole-batch", &Options::copy_whole_batch,
        "copy the deferred samples' slots with the rest (1) or only the samples the pipeline decoded (0; "
        "DeviceDecode::copy_whole_batch)"},
