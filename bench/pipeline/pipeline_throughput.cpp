@@ -165,6 +165,7 @@ struct Config {
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;
   int service_local_threads = 0;
+  bool service_local_gpu_first = true;
   std::size_t service_split = 0;
 };
 
@@ -473,6 +474,7 @@ conveyor::BatchedDataset service_batches(const Config& config,
   options.ranks.world_size = static_cast<int>(config.shards);
   options.split_batches = config.service_split;
   options.local_threads = config.service_local_threads;
+  options.local_gpu_first = config.service_local_gpu_first;
   options.prefetch = config.prefetch;
   example_support::join_service_job(options, config.service_job, config.service_token, config.service_tls);
   return conveyor::service::from_service(config.service, chain, options).with_options({.trace = trace});
@@ -749,6 +751,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["format"] = config.format;
   out["service"] = config.service;
   out["service_local_threads"] = config.service_local_threads;
+  out["service_local_gpu_first"] = config.service_local_gpu_first;
   out["sources"] = Json::array();
   for (const conveyor::SourcePart& part : main.stats.source_parts)
     out["sources"].push_back(

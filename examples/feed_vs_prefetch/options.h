@@ -71,6 +71,7 @@ struct Options {
   // the trainer's own cores that make splits too, the job's name, token and TLS folder.
   std::string service;
   int service_local_threads = 0;
+  bool service_local_gpu_first = true;
   std::string service_job, service_token, service_tls;
 };
 

@@ -94,6 +94,11 @@ void add_service_client_options(CLI::App& app, Options& options, const std::stri
                      "workers alone)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  app.add_option("--service-local-gpu-first", options.service_local_gpu_first,
+                 scope +
+                     "while workers serve, this process's own splits leave every image its GPU decoder takes "
+                     "to it (ServiceOptions::local_gpu_first); 0: the feeder's split decides, as locally")
+      ->capture_default_str();
   app.add_option("--service-job", options.service_job, scope + "the job's name (default: its fingerprint)");
   app.add_option("--service-token", options.service_token, scope + "the job's token");
   app.add_option("--service-tls", options.service_tls,

@@ -39,6 +39,9 @@ class DeferPolicy {
   virtual void declined(const Sample& sample, const char* reason) noexcept = 0;
   // The time the op spent on one sample, having deferred it or not: what an adaptive policy balances.
   virtual void spent(bool deferred, std::chrono::nanoseconds time) noexcept = 0;
+  // Whether the later stage takes deferred samples now: false while it is still coming ready (a feeder that
+  // starts at once), when should_defer answers false whatever the sample. For a policy that wraps this one.
+  virtual bool taking() const noexcept { return true; }
 };
 
 }  // namespace conveyor

@@ -53,6 +53,10 @@ struct ServiceOptions {
   int local_threads = 0;
   std::vector<int> local_cpus;  // where they run (PipelineOptions::cpus)
   bool local_fallback = true;
+  // While workers serve, the trainer's own splits leave every sample its GPU decoder takes to it (a
+  // DeviceFeeder decoding on the GPU), since the workers' batches come decoded and its cores also receive
+  // them; false, or without workers, or deterministic: the feeder's split decides, as in a local pipeline.
+  bool local_gpu_first = true;
   std::size_t prefetch = 4;  // batches kept ready ahead of the consumer
   std::string job;           // the job's name; empty: its fingerprint (every trainer of one chain shares it)
   std::string token;         // the job's token: the first trainer sets it, the others must present it

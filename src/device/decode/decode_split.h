@@ -55,6 +55,7 @@ class DecodeSplit final : public DeferPolicy {
   bool should_defer(const Sample& sample) noexcept override;
   void declined(const Sample& sample, const char* reason) noexcept override;
   void spent(bool deferred, std::chrono::nanoseconds time) noexcept override;
+  bool taking() const noexcept override { return is_open(); }
 
   // After a batch (one thread at a time): the GPU decoder took `gpu_seconds` for `deferred` images. Moves
   // the share when adaptive and both sides have been measured.

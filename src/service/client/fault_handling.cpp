@@ -100,6 +100,7 @@ void ServiceStream::fall_back_to_local() {
   const bool any_worker =
       std::any_of(makers_.begin(), makers_.end(), [](const auto& m) { return m->remote() && !m->dead; });
   const int asked = job_->options.local_threads;
+  if (local_gpu_first_) local_gpu_first_->set_workers_serving(any_worker);
   if (local_ != nullptr) {
     // A fallback stands down once a worker is back: it takes no new splits, and goes when its own are done.
     if (local_is_fallback_ && any_worker && ledger_.assigned_to(local_) == 0) {
@@ -124,8 +125,15 @@ void ServiceStream::fall_back_to_local() {
   where.trace = options_.trace;
   // The consumer's deferral (a DeviceFeeder decoding on its GPU): the trainer's own splits leave to its GPU
   // decoder what the policy asks, as a local pipeline would; the workers' batches arrive decoded (issue 40:
-  // local first, the GPU decoder's share included, remote for the deficit).
+  // local first, the GPU decoder's share included, remote for the deficit). While workers serve, every
+  // sample the GPU takes (local_gpu_first, gpu_first_defer.h); never in deterministic order, where which
+  // sample the GPU decodes must not depend on which workers are up.
   where.defer = options_.defer;
+  if (options_.defer && job_->options.local_gpu_first && !deterministic_) {
+    local_gpu_first_ = std::make_shared<GpuFirstDefer>(options_.defer);
+    local_gpu_first_->set_workers_serving(any_worker);
+    where.defer = local_gpu_first_;
+  }
   // Room for what waits for the consumer and what it holds (deterministic: the whole split, see
   // receive_depth).
   const std::size_t most_waiting = deterministic_ ? job_->definition.geometry().split_batches() : prefetch_;

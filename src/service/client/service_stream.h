@@ -25,6 +25,7 @@
 
 #include "conveyor/batch_source.h"
 #include "conveyor/service/client.h"
+#include "src/service/client/gpu_first_defer.h"
 #include "src/service/client/makers.h"
 #include "src/service/client/split_ledger.h"
 #include "src/service/transport/links.h"
@@ -119,6 +120,7 @@ class ServiceStream final : public BatchStream, private MakerSink {
   std::map<std::string, std::string> refused_;  // worker address -> why it refused this job
   LocalMaker* local_ = nullptr;
   bool local_is_fallback_ = false;
+  std::shared_ptr<GpuFirstDefer> local_gpu_first_;  // the local splits' deferral while workers serve, or null
   std::exception_ptr error_;  // delivered by next() (a chain's failure, a refusal, ...)
   bool cancelled_ = false;
   bool dispatcher_ok_ = false;
