@@ -1,15 +1,12 @@
 #include "src/train/layers/algorithm_cache.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <system_error>
 
+#include "conveyor/atomic_file.h"
 #include "src/core/user_cache_folder.h"
 
 namespace conveyor::nn {
@@ -73,34 +70,6 @@ ConvolutionChoices entry_from(const json& j) {
   c.backward_filter = choice_from(j.at("backward_filter"));
   if (j.contains("backward_data")) c.backward_data = choice_from(j.at("backward_data"));
   return c;
-}
-
-// Writes `text` to a new file beside `file` (mkstemp: a name no other writer can take) and flushes it to
-// the disk, so that a rename makes the whole text visible at once even across a crash. Returns its path,
-// or nullopt with `error` set.
-std::optional<std::filesystem::path> write_beside(const std::filesystem::path& file, const std::string& text,
-                                                  std::string& error) {
-  std::string name = file.string() + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) {
-    error = "cannot create a file beside " + file.string() + " (" + std::strerror(errno) + ")";
-    return std::nullopt;
-  }
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool ok = done == text.size() && ::fsync(fd) == 0;
-  if (!ok) error = "cannot write " + name + " (" + std::strerror(errno) + ")";
-  if (::close(fd) != 0 && ok) error = "cannot write " + name + " (" + std::strerror(errno) + ")";
-  if (!error.empty()) {
-    ::unlink(name.c_str());
-    return std::nullopt;
-  }
-  return std::filesystem::path(name);
 }
 
 }  // namespace
@@ -219,15 +188,10 @@ void AlgorithmCache::save() {
   std::filesystem::create_directories(folder_, ec);
   if (ec)
     return warn("algorithm cache not written: cannot create " + folder_.string() + " (" + ec.message() + ")");
-  std::string error;
-  const std::optional<std::filesystem::path> temporary = write_beside(file_, j.dump(1) + "\n", error);
-  if (!temporary) return warn("algorithm cache not written: " + error);
-  std::filesystem::rename(*temporary, file_, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(*temporary, ignored);
-    return warn("algorithm cache not written: cannot rename " + temporary->string() + " to " +
-                file_.string() + " (" + ec.message() + ")");
+  try {
+    write_file_atomically(file_, j.dump(1) + "\n");
+  } catch (const std::exception& error) {
+    return warn(std::string("algorithm cache not written: ") + error.what());
   }
   dirty_ = false;
   rejected_keys_.clear();
