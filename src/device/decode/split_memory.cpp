@@ -10,6 +10,12 @@
 #include "src/core/user_cache_folder.h"
 
 namespace conveyor::detail {
+
+// A record's JSON object: its fields under their own names, each required when read. Declared here, not in
+// the anonymous namespace: nlohmann finds to_json / from_json by argument-dependent lookup, in SplitRecord's
+// own namespace.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SplitRecord, share, cpu_decode_s, cpu_defer_s, gpu_decode_s, batches)
+
 namespace {
 
 using nlohmann::json;
@@ -21,24 +27,6 @@ bool usable(const SplitRecord& r) {
   const auto cost = [](double s) { return std::isfinite(s) && s >= 0 && s < 1; };
   return std::isfinite(r.share) && r.share >= 0 && r.share <= 1 && cost(r.cpu_decode_s) &&
          cost(r.cpu_defer_s) && cost(r.gpu_decode_s);
-}
-
-json record_json(const SplitRecord& r) {
-  return {{"share", r.share},
-          {"cpu_decode_s", r.cpu_decode_s},
-          {"cpu_defer_s", r.cpu_defer_s},
-          {"gpu_decode_s", r.gpu_decode_s},
-          {"batches", r.batches}};
-}
-
-SplitRecord record_from(const json& j) {
-  SplitRecord r;
-  r.share = j.at("share").get<double>();
-  r.cpu_decode_s = j.at("cpu_decode_s").get<double>();
-  r.cpu_defer_s = j.at("cpu_defer_s").get<double>();
-  r.gpu_decode_s = j.at("gpu_decode_s").get<double>();
-  r.batches = j.at("batches").get<std::uint64_t>();
-  return r;
 }
 
 // The file's entries when it is this format and environment; empty otherwise (a first run, or a file
@@ -71,7 +59,7 @@ std::optional<SplitRecord> SplitMemory::recall(const std::string& key) const {
   const json entries = read_entries(file_, environment_);
   if (!entries.contains(key)) return std::nullopt;
   try {
-    const SplitRecord record = record_from(entries.at(key));
+    const auto record = entries.at(key).get<SplitRecord>();
     if (usable(record)) return record;
   } catch (const json::exception&) {
   }
@@ -81,7 +69,7 @@ std::optional<SplitRecord> SplitMemory::recall(const std::string& key) const {
 std::string SplitMemory::keep(const std::string& key, const SplitRecord& record) const {
   if (!usable(record)) return "the split to remember is out of range";
   json entries = read_entries(file_, environment_);
-  entries[key] = record_json(record);
+  entries[key] = record;
   const json j = {
       {"format", kFormat}, {"version", kVersion}, {"environment", environment_}, {"splits", entries}};
   try {
