@@ -1,8 +1,5 @@
 // conveyor-dispatcher --port P [--work-dir DIR] [--host H] [--tls DIR]: the data service's dispatcher, until
 // SIGINT or SIGTERM. With --work-dir its journal lives there and a restart carries on where it stopped.
-#include <pthread.h>
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -28,17 +25,11 @@ int main(int argc, char** argv) {
   try {
     options.worker_timeout = std::chrono::milliseconds(worker_timeout_ms);
     if (!tls.empty()) options.tls = conveyor::service::Tls::from_folder(tls);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // before any thread starts: sigwait below takes them
-    conveyor::service::Dispatcher dispatcher(options);
-    std::printf("conveyor-dispatcher: listening on %s:%d (%zu journal records replayed)\n",
-                options.listen_host.c_str(), dispatcher.port(), dispatcher.replayed());
-    std::fflush(stdout);
-    int signal = 0;
-    sigwait(&stop, &signal);
+    conveyor::service::run_dispatcher(options, [&](const conveyor::service::Dispatcher& dispatcher) {
+      std::printf("conveyor-dispatcher: listening on %s:%d (%zu journal records replayed)\n",
+                  options.listen_host.c_str(), dispatcher.port(), dispatcher.replayed());
+      std::fflush(stdout);
+    });
   } catch (const std::exception& error) {
     std::fprintf(stderr, "conveyor-dispatcher: %s\n", error.what());
     return 1;

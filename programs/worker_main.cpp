@@ -1,8 +1,5 @@
 // conveyor-worker --dispatcher HOST:P [--threads N] [--port Q] [--host H] [--advertise H] [--cpus LIST]
 // [--tls DIR]: a data service worker serving the standard chain, until SIGINT or SIGTERM.
-#include <pthread.h>
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -37,17 +34,11 @@ int main(int argc, char** argv) {
   try {
     options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
     if (!tls.empty()) options.tls = conveyor::service::Tls::from_folder(tls);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-    conveyor::service::Worker worker(options);
-    std::printf("conveyor-worker: serving on %s for %s\n", worker.address().c_str(),
-                options.dispatcher.c_str());
-    std::fflush(stdout);
-    int signal = 0;
-    sigwait(&stop, &signal);
+    conveyor::service::run_worker(options, [&](const conveyor::service::Worker& worker) {
+      std::printf("conveyor-worker: serving on %s for %s\n", worker.address().c_str(),
+                  options.dispatcher.c_str());
+      std::fflush(stdout);
+    });
   } catch (const std::exception& error) {
     std::fprintf(stderr, "conveyor-worker: %s\n", error.what());
     return 1;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,7 +42,9 @@ class Dispatcher {
   std::unique_ptr<Parts> parts_;
 };
 
-// Runs a dispatcher until the process receives SIGINT or SIGTERM (see run_worker).
-void run_dispatcher(const DispatcherOptions& options);
+// Runs a dispatcher until the process receives SIGINT or SIGTERM (see run_worker); `started`, when given, is
+// called once it listens (conveyor-dispatcher prints its port there).
+void run_dispatcher(const DispatcherOptions& options,
+                    const std::function<void(const Dispatcher&)>& started = nullptr);
 
 }  // namespace conveyor::service

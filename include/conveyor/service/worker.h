@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,7 +68,8 @@ class Worker {
 };
 
 // Runs a worker until the process receives SIGINT or SIGTERM (blocked in the calling thread and the threads
-// it starts, and waited for), then stops it. Throws what Worker's constructor throws.
-void run_worker(const WorkerOptions& options);
+// it starts, and waited for), then stops it. `started`, when given, is called once the worker listens
+// (conveyor-worker prints its address there). Throws what Worker's constructor throws.
+void run_worker(const WorkerOptions& options, const std::function<void(const Worker&)>& started = nullptr);
 
 }  // namespace conveyor::service

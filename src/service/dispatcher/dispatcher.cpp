@@ -1,9 +1,7 @@
 // Dispatcher and run_dispatcher (conveyor/service/dispatcher.h).
 #include "conveyor/service/dispatcher.h"
 
-#include <pthread.h>
-#include <signal.h>
-
+#include "src/service/common/stop_signals.h"
 #include "src/service/dispatcher/dispatcher_core.h"
 #include "src/service/transport/links.h"
 
@@ -23,15 +21,11 @@ Dispatcher::~Dispatcher() = default;
 int Dispatcher::port() const noexcept { return parts_->server->port(); }
 std::size_t Dispatcher::replayed() const noexcept { return parts_->core.replayed(); }
 
-void run_dispatcher(const DispatcherOptions& options) {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+void run_dispatcher(const DispatcherOptions& options, const std::function<void(const Dispatcher&)>& started) {
+  const detail::StopSignals stop;  // before the dispatcher starts its threads
   Dispatcher dispatcher(options);
-  int signal = 0;
-  sigwait(&stop, &signal);
+  if (started) started(dispatcher);
+  stop.wait();
 }
 
 }  // namespace conveyor::service

@@ -2,9 +2,7 @@
 // with the dispatcher by heartbeat.
 #include "conveyor/service/worker.h"
 
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +19,7 @@
 #include "src/service/common/job_identity.h"
 #include "src/service/common/protocol.h"
 #include "src/service/common/recycling_host_memory.h"
+#include "src/service/common/stop_signals.h"
 #include "src/service/transport/links.h"
 #include "src/service/worker/job_cache.h"
 #include "src/service/worker/worker_stream.h"
@@ -222,16 +221,11 @@ WorkerCounters Worker::counters() const {
           t.streams.load()};
 }
 
-void run_worker(const WorkerOptions& options) {
-  // Blocked here before any thread starts, so that every thread inherits the mask and sigwait gets them.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+void run_worker(const WorkerOptions& options, const std::function<void(const Worker&)>& started) {
+  const detail::StopSignals stop;  // before the worker starts its threads
   Worker worker(options);
-  int signal = 0;
-  sigwait(&stop, &signal);
+  if (started) started(worker);
+  stop.wait();
 }
 
 }  // namespace conveyor::service
