@@ -25,32 +25,7 @@ py::list sample_infos(std::span<const SampleInfo> samples) {
   return out;
 }
 
-class BatchIteration {
- public:
-  explicit BatchIteration(BatchIterator iterator) : iterator_(std::move(iterator)) {}
-
-  py::object next() {
-    release_last();
-    std::optional<Batch> batch = iterator_.next();
-    if (!batch) throw py::stop_iteration();
-    last_ = std::make_shared<Lease<Batch>>();
-    last_->item = std::make_shared<Batch>(std::move(*batch));
-    return py::cast(PyBatch{last_});
-  }
-  void close() {
-    release_last();
-    iterator_.close();
-  }
-  PipelineStats stats() const { return iterator_.stats(); }
-
- private:
-  void release_last() {
-    if (last_) last_->item.reset();  // its tensors, if kept, still hold the memory
-    last_.reset();
-  }
-  PythonIterator<BatchIterator> iterator_;
-  std::shared_ptr<Lease<Batch>> last_;
-};
+using BatchIteration = LeasingIteration<BatchIterator, PyBatch>;
 
 class SampleIteration {
  public:
@@ -67,19 +42,6 @@ class SampleIteration {
  private:
   PythonIterator<SampleIterator> iterator_;
 };
-
-template <class Iteration>
-void bind_iteration(py::module_& module, const char* name, const char* doc) {
-  py::class_<Iteration>(module, name, doc)
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &Iteration::next)
-      .def("close", &Iteration::close,
-           "Stops the pipeline now (cancels the work, joins its threads); later calls of next() end the "
-           "iteration. Dropping the iterator (an early break) does the same.")
-      .def("stats", &Iteration::stats, "The pipeline's counts so far (PipelineStats).")
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](Iteration& self, const py::args&) { self.close(); });
-}
 
 }  // namespace
 

@@ -126,34 +126,7 @@ py::object field_tensors(const PyDeviceBatch& handle, const std::string* name) {
 
 std::string device_name(int device) { return device >= 0 ? "cuda:" + std::to_string(device) : "cpu"; }
 
-class DeviceIteration {
- public:
-  DeviceIteration(DeviceBatchIterator iterator, std::shared_ptr<DeviceFeeder> feeder)
-      : iterator_(std::move(iterator), std::move(feeder)) {}
-
-  py::object next() {
-    release_last();
-    std::optional<DeviceBatch> batch = iterator_.next();
-    if (!batch) throw py::stop_iteration();
-    last_ = std::make_shared<Lease<DeviceBatch>>();
-    last_->item = std::make_shared<DeviceBatch>(std::move(*batch));
-    return py::cast(PyDeviceBatch{last_});
-  }
-  void close() {
-    release_last();
-    iterator_.close();
-  }
-  PipelineStats stats() const { return iterator_.stats(); }
-  const std::shared_ptr<DeviceFeeder>& feeder() const { return iterator_.kept(); }
-
- private:
-  void release_last() {
-    if (last_) last_->item.reset();  // its tensors, if kept, still hold its ring slot
-    last_.reset();
-  }
-  PythonIterator<DeviceBatchIterator, std::shared_ptr<DeviceFeeder>> iterator_;
-  std::shared_ptr<Lease<DeviceBatch>> last_;
-};
+using DeviceIteration = LeasingIteration<DeviceBatchIterator, PyDeviceBatch, std::shared_ptr<DeviceFeeder>>;
 
 py::object feed(const std::shared_ptr<DeviceFeeder>& feeder, const BatchedDataset& dataset) {
   std::optional<DeviceBatchIterator> iterator;
@@ -347,19 +320,13 @@ void bind_device(py::module_& module) {
   bind_placement(module);
   bind_device_batch(module);
   bind_feeder(module);
-  py::class_<DeviceIteration>(module, "DeviceBatchIterator",
-                              "Iterates a dataset's batches staged by a DeviceFeeder (conveyor.DeviceBatch).")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &DeviceIteration::next)
-      .def("close", &DeviceIteration::close,
-           "Stops the pipeline now; dropping the iterator (an early break) does the same.")
-      .def("stats", &DeviceIteration::stats, "The pipeline's counts so far (PipelineStats).")
+  bind_iteration<DeviceIteration>(
+      module, "DeviceBatchIterator",
+      "Iterates a dataset's batches staged by a DeviceFeeder (conveyor.DeviceBatch).")
       .def(
-          "feeder_stats", [](const DeviceIteration& self) { return self.feeder()->stats(); },
+          "feeder_stats", [](const DeviceIteration& self) { return self.kept()->stats(); },
           "The feeder's counts so far (FeederStats).")
-      .def_property_readonly("feeder", &DeviceIteration::feeder)
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](DeviceIteration& self, const py::args&) { self.close(); });
+      .def_property_readonly("feeder", &DeviceIteration::kept);
 }
 
 }  // namespace conveyor::python

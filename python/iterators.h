@@ -102,6 +102,57 @@ class PythonIterator {
   bool busy_ = false;
 };
 
+// A Python iteration over leased items (Batch, DeviceBatch): next() first releases the item handed out
+// before, so a batch is valid until the iterator moves on (its Tensors, when kept, hold the item and so its
+// memory or ring slot); close() releases it too. `PyItem` is the Python object over a lease (PyBatch, ...);
+// `Keep` as for PythonIterator.
+template <class CppIterator, class PyItem, class Keep = std::nullptr_t>
+class LeasingIteration {
+ public:
+  using Item = typename decltype(std::declval<CppIterator&>().next())::value_type;
+
+  explicit LeasingIteration(CppIterator iterator, Keep keep = {})
+      : iterator_(std::move(iterator), std::move(keep)) {}
+
+  py::object next() {
+    release_last();
+    std::optional<Item> item = iterator_.next();
+    if (!item) throw py::stop_iteration();
+    last_ = std::make_shared<Lease<Item>>();
+    last_->item = std::make_shared<Item>(std::move(*item));
+    return py::cast(PyItem{last_});
+  }
+  void close() {
+    release_last();
+    iterator_.close();
+  }
+  PipelineStats stats() const { return iterator_.stats(); }
+  const Keep& kept() const noexcept { return iterator_.kept(); }
+
+ private:
+  void release_last() {
+    if (last_) last_->item.reset();  // its Tensors, if kept, still hold it
+    last_.reset();
+  }
+  PythonIterator<CppIterator, Keep> iterator_;
+  std::shared_ptr<Lease<Item>> last_;
+};
+
+// The Python class of an iteration (LeasingIteration, or one with the same next, close and stats): an
+// iterator and a context manager whose exit closes it. Returned for more methods.
+template <class Iteration>
+py::class_<Iteration> bind_iteration(py::module_& module, const char* name, const char* doc) {
+  return py::class_<Iteration>(module, name, doc)
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &Iteration::next)
+      .def("close", &Iteration::close,
+           "Stops the pipeline now (cancels the work, joins its threads); later calls of next() end the "
+           "iteration. Dropping the iterator (an early break) does the same.")
+      .def("stats", &Iteration::stats, "The pipeline's counts so far (PipelineStats).")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](Iteration& self, const py::args&) { self.close(); });
+}
+
 // Python iterators over a dataset's samples and over a batched dataset's host batches.
 py::object iterate_samples(const Dataset& dataset);
 py::object iterate_batches(const BatchedDataset& dataset);
