@@ -197,7 +197,7 @@ void bind_service(py::module_& module) {
       [](const std::string& url, const std::string& chain, const ChainParameters& parameters,
          std::uint64_t seed, std::size_t batch_size, std::uint64_t epochs, bool shuffle, bool drop_remainder,
          int rank, int world_size, const std::string& remainder, std::size_t split_batches,
-         bool deterministic, int local_threads, bool local_fallback, std::size_t prefetch,
+         bool deterministic, int local_threads, bool local_fallback, bool local_gpu_first, std::size_t prefetch,
          const std::string& job, const std::string& token, const py::dict& chains,
          const std::optional<std::filesystem::path>& tls, double timeout) {
         ServiceOptions o;
@@ -212,6 +212,7 @@ void bind_service(py::module_& module) {
         o.deterministic = deterministic;
         o.local_threads = local_threads;
         o.local_fallback = local_fallback;
+        o.local_gpu_first = local_gpu_first;
         o.prefetch = prefetch;
         o.job = job;
         o.token = token;
@@ -226,14 +227,17 @@ void bind_service(py::module_& module) {
       py::arg("seed") = 0, py::arg("batch_size") = 256, py::arg("epochs") = 1, py::arg("shuffle") = true,
       py::arg("drop_remainder") = false, py::arg("rank") = 0, py::arg("world_size") = 1,
       py::arg("remainder") = "pad", py::arg("split_batches") = 0, py::arg("deterministic") = false,
-      py::arg("local_threads") = 0, py::arg("local_fallback") = true, py::arg("prefetch") = 4,
+      py::arg("local_threads") = 0, py::arg("local_fallback") = true, py::arg("local_gpu_first") = true,
+      py::arg("prefetch") = 4,
       py::arg("job") = "", py::arg("token") = "", py::arg("chains") = py::dict(), py::arg("tls") = py::none(),
       py::arg("timeout") = 5.0,
       "The batches of a chain made by the data service whose dispatcher is at url (\"grpc://HOST:PORT\"): "
       "every sample of every epoch once per rank, a BatchedDataset like any other (to_device, state, "
       "resume). "
       "chain and parameters name what the workers build (\"standard\": data, format, size, flip, distort); "
-      "local_threads lets this process's cores make splits too; chains are builders this process can run "
+      "local_threads lets this process's cores make splits too (while workers serve, every image of them "
+      "that a to_device feeder's GPU decoder takes goes to it, unless local_gpu_first is False); chains are "
+      "builders this process can run "
       "itself (see Worker).");
 }
 
