@@ -17,6 +17,9 @@
 #   (b) transport cost (always): for each K in KS (default "4 12", cores WORKER_CPUS' first K):
 #       pipeline_throughput on those K cores alone (--threads K), against one worker with --threads K on the
 #       same K cores serving pipeline_throughput --service on the trainer's cores. Target: >= 0.9x.
+#       B_VARIANTS="NAME=WORKERS SPLIT [VAR=VALUE...];..." serves the trainer once more a round for each: the K
+#       cores cut into WORKERS workers, splits of SPLIT batches (the default run: 1 4), the trainer run with
+#       the environment VAR=VALUE (say GLIBC_TUNABLES=...): b_kK_service-NAME_R.
 #
 # On the 2-core build machine (no GPU): STEP=0 TRAINER_CPUS=0 WORKER_CPUS=1 KS=1 measures (b)'s shape at K = 1.
 # Every run is one call; ROUNDS (default 2) repeats each pair, the order reversed in even rounds.
@@ -33,6 +36,7 @@ worker_cpus=${WORKER_CPUS:-4-15}
 workers=${WORKERS:-3}
 local_threads=${LOCAL:-2}
 variants=${VARIANTS:-}
+b_variants=${B_VARIANTS:-}
 ks=${KS:-"4 12"}
 rounds=${ROUNDS:-2}
 batch=${BATCH:-256}
@@ -139,14 +143,29 @@ for k in $ks; do
       taskset -c "$cores" "$bin/pipeline_throughput" "${pt[@]}" --threads "$k" --worker-nice 0 \
         --json "$out/b_k${k}_local_$round.json" >"$out/b_k${k}_local_$round.log" 2>&1
     }
+    # service_run NAME WORKERS SPLIT [VAR=VALUE...]: the K cores cut into WORKERS workers serving the trainer.
     service_run() {
-      start_service "b_k${k}_$round" "$cores"
-      log "(b) K=$k round $round: a worker on CPUs $cores serving pipeline_throughput --service on CPUs $trainer_cpus"
-      taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" --service "grpc://127.0.0.1:$port" \
-        --service-split 4 --json "$out/b_k${k}_service_$round.json" >"$out/b_k${k}_service_$round.log" 2>&1
+      local name=$1 n=$2 split=$3
+      shift 3
+      local per=$((k / n)) w parts=()
+      for ((w = 0; w < n; w++)); do parts+=("$(join_cpus "${worker_list[@]:$((w * per)):$per}")"); done
+      start_service "b_k${k}_${name}_$round" "${parts[@]}"
+      log "(b) K=$k round $round: $n worker(s) on CPUs $cores serving pipeline_throughput --service on CPUs" \
+        "$trainer_cpus ($name: splits of $split batches${*:+, $*})"
+      env "$@" taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" --service "grpc://127.0.0.1:$port" \
+        --service-split "$split" --json "$out/b_k${k}_${name}_$round.json" >"$out/b_k${k}_${name}_$round.log" 2>&1
       stop_servers
     }
-    if (( round % 2 == 0 )); then service_run; local_run; else local_run; service_run; fi
+    service_runs() {
+      service_run service 1 4
+      local v spec
+      IFS=';' read -ra b_list <<<"$b_variants"
+      for v in "${b_list[@]}"; do
+        read -ra spec <<<"${v#*=}"
+        service_run "service-${v%%=*}" "${spec[@]}"
+      done
+    }
+    if (( round % 2 == 0 )); then service_runs; local_run; else local_run; service_runs; fi
   done
 done
 
@@ -183,12 +202,16 @@ if steps:
                   f"{step:.1f} (runs {values})")
 for path in sorted(glob.glob(os.path.join(out, "b_k*_local_1.json"))):
     k = os.path.basename(path).split("_")[1]
-    local, remote = runs(f"b_{k}_local_*.json"), runs(f"b_{k}_service_*.json")
-    if local and remote:
-        ratio = statistics.median(remote) / statistics.median(local)
-        summary["b_" + k] = {"local": local, "service": remote, "ratio": ratio}
-        print(f"(b) {k}: service median {statistics.median(remote):.1f} img/s against local "
-              f"{statistics.median(local):.1f}: {ratio:.3f}x (runs {remote} / {local})")
+    local = runs(f"b_{k}_local_*.json")
+    served = sorted({os.path.basename(p).split("_")[2] for p in glob.glob(os.path.join(out, f"b_{k}_service*.json"))})
+    for name in served:
+        remote = runs(f"b_{k}_{name}_*.json")
+        if local and remote:
+            ratio = statistics.median(remote) / statistics.median(local)
+            key = "b_" + k + ("" if name == "service" else "_" + name[len("service-"):])
+            summary[key] = {"local": local, "service": remote, "ratio": ratio}
+            print(f"(b) {k} {name}: median {statistics.median(remote):.1f} img/s against local "
+                  f"{statistics.median(local):.1f}: {ratio:.3f}x (runs {remote} / {local})")
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(summary, f, indent=1)
 EOF
