@@ -197,9 +197,9 @@ void bind_service(py::module_& module) {
       [](const std::string& url, const std::string& chain, const ChainParameters& parameters,
          std::uint64_t seed, std::size_t batch_size, std::uint64_t epochs, bool shuffle, bool drop_remainder,
          int rank, int world_size, const std::string& remainder, std::size_t split_batches,
-         bool deterministic, int local_threads, bool local_fallback, bool local_gpu_first, std::size_t prefetch,
-         const std::string& job, const std::string& token, const py::dict& chains,
-         const std::optional<std::filesystem::path>& tls, double timeout) {
+         bool deterministic, int local_threads, bool local_fallback, bool local_gpu_first,
+         std::size_t prefetch, const std::string& job, const std::string& token, const py::dict& chains,
+         const std::optional<std::filesystem::path>& tls, double timeout, std::size_t streams_per_worker) {
         ServiceOptions o;
         o.batch_size = batch_size;
         o.epochs = epochs;
@@ -219,6 +219,7 @@ void bind_service(py::module_& module) {
         o.chains = registry_of(chains);
         o.tls = tls_of(tls);
         o.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
+        o.streams_per_worker = streams_per_worker;
         const ChainSpec spec{chain, parameters, seed};
         py::gil_scoped_release released;
         return from_service(url, spec, o);
@@ -228,9 +229,8 @@ void bind_service(py::module_& module) {
       py::arg("drop_remainder") = false, py::arg("rank") = 0, py::arg("world_size") = 1,
       py::arg("remainder") = "pad", py::arg("split_batches") = 0, py::arg("deterministic") = false,
       py::arg("local_threads") = 0, py::arg("local_fallback") = true, py::arg("local_gpu_first") = true,
-      py::arg("prefetch") = 4,
-      py::arg("job") = "", py::arg("token") = "", py::arg("chains") = py::dict(), py::arg("tls") = py::none(),
-      py::arg("timeout") = 5.0,
+      py::arg("prefetch") = 4, py::arg("job") = "", py::arg("token") = "", py::arg("chains") = py::dict(),
+      py::arg("tls") = py::none(), py::arg("timeout") = 5.0, py::arg("streams_per_worker") = 2,
       "The batches of a chain made by the data service whose dispatcher is at url (\"grpc://HOST:PORT\"): "
       "every sample of every epoch once per rank, a BatchedDataset like any other (to_device, state, "
       "resume). "

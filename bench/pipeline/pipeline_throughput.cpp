@@ -166,6 +166,7 @@ struct Config {
   std::string service, service_job, service_token, service_tls;
   int service_local_threads = 0;
   bool service_local_gpu_first = true;
+  std::size_t service_streams = 2;
   std::size_t service_split = 0;
 };
 
@@ -475,6 +476,7 @@ conveyor::BatchedDataset service_batches(const Config& config,
   options.split_batches = config.service_split;
   options.local_threads = config.service_local_threads;
   options.local_gpu_first = config.service_local_gpu_first;
+  options.streams_per_worker = config.service_streams;
   options.prefetch = config.prefetch;
   example_support::join_service_job(options, config.service_job, config.service_token, config.service_tls);
   return conveyor::service::from_service(config.service, chain, options).with_options({.trace = trace});
@@ -752,6 +754,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["service"] = config.service;
   out["service_local_threads"] = config.service_local_threads;
   out["service_local_gpu_first"] = config.service_local_gpu_first;
+  out["service_streams"] = config.service_streams;
   out["sources"] = Json::array();
   for (const conveyor::SourcePart& part : main.stats.source_parts)
     out["sources"].push_back(

@@ -17,9 +17,10 @@
 #   (b) transport cost (always): for each K in KS (default "4 12", cores WORKER_CPUS' first K):
 #       pipeline_throughput on those K cores alone (--threads K), against one worker with --threads K on the
 #       same K cores serving pipeline_throughput --service on the trainer's cores. Target: >= 0.9x.
-#       B_VARIANTS="NAME=WORKERS SPLIT [VAR=VALUE...];..." serves the trainer once more a round for each: the K
-#       cores cut into WORKERS workers, splits of SPLIT batches (the default run: 1 4), the trainer run with
-#       the environment VAR=VALUE (say GLIBC_TUNABLES=...): b_kK_service-NAME_R.
+#       B_VARIANTS="NAME=WORKERS SPLIT [VAR=VALUE | --FLAG=VALUE]...;..." serves the trainer once more a round
+#       for each: the K cores cut into WORKERS workers, splits of SPLIT batches (the default run: 1 4), the
+#       trainer run with the environment VAR=VALUE (say GLIBC_TUNABLES=...) and its flags --FLAG=VALUE (say
+#       --service-streams=1): b_kK_service-NAME_R.
 #
 # On the 2-core build machine (no GPU): STEP=0 TRAINER_CPUS=0 WORKER_CPUS=1 KS=1 measures (b)'s shape at K = 1.
 # Every run is one call; ROUNDS (default 2) repeats each pair, the order reversed in even rounds.
@@ -143,17 +144,19 @@ for k in $ks; do
       taskset -c "$cores" "$bin/pipeline_throughput" "${pt[@]}" --threads "$k" --worker-nice 0 \
         --json "$out/b_k${k}_local_$round.json" >"$out/b_k${k}_local_$round.log" 2>&1
     }
-    # service_run NAME WORKERS SPLIT [VAR=VALUE...]: the K cores cut into WORKERS workers serving the trainer.
+    # service_run NAME WORKERS SPLIT [VAR=VALUE | --FLAG=VALUE]...: the K cores cut into WORKERS workers serving
+    # the trainer.
     service_run() {
-      local name=$1 n=$2 split=$3
+      local name=$1 n=$2 split=$3 a environment=() flags=()
       shift 3
+      for a in "$@"; do if [[ $a == --* ]]; then flags+=("$a"); else environment+=("$a"); fi; done
       local per=$((k / n)) w parts=()
       for ((w = 0; w < n; w++)); do parts+=("$(join_cpus "${worker_list[@]:$((w * per)):$per}")"); done
       start_service "b_k${k}_${name}_$round" "${parts[@]}"
       log "(b) K=$k round $round: $n worker(s) on CPUs $cores serving pipeline_throughput --service on CPUs" \
         "$trainer_cpus ($name: splits of $split batches${*:+, $*})"
-      env "$@" taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" --service "grpc://127.0.0.1:$port" \
-        --service-split "$split" --json "$out/b_k${k}_${name}_$round.json" >"$out/b_k${k}_${name}_$round.log" 2>&1
+      env "${environment[@]}" taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" "${flags[@]}" \
+        --service "grpc://127.0.0.1:$port" --service-split "$split" --json "$out/b_k${k}_${name}_$round.json" >"$out/b_k${k}_${name}_$round.log" 2>&1
       stop_servers
     }
     service_runs() {

@@ -72,6 +72,7 @@ struct Options {
   std::string service;
   int service_local_threads = 0;
   bool service_local_gpu_first = true;
+  std::size_t service_streams = 2;
   std::string service_job, service_token, service_tls;
 };
 

@@ -99,6 +99,12 @@ void add_service_client_options(CLI::App& app, Options& options, const std::stri
                      "while workers serve, this process's own splits leave every image its GPU decoder takes "
                      "to it (ServiceOptions::local_gpu_first); 0: the feeder's split decides, as locally")
       ->capture_default_str();
+  app.add_option(
+         "--service-streams", options.service_streams,
+         scope +
+             "streams to each worker, each on a connection of its own (ServiceOptions::streams_per_worker)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--service-job", options.service_job, scope + "the job's name (default: its fingerprint)");
   app.add_option("--service-token", options.service_token, scope + "the job's token");
   app.add_option("--service-tls", options.service_tls,

@@ -9,9 +9,13 @@ namespace conveyor::service::detail {
 
 // ---- RemoteMaker ----
 
-RemoteMaker::RemoteMaker(const std::string& address, std::uint64_t worker_id, const LinkOptions& link,
-                         const v1::StreamOpen& open, MakerSink& sink)
-    : Maker("worker " + address, true), address_(address), worker_id_(worker_id), sink_(sink) {
+RemoteMaker::RemoteMaker(const std::string& address, std::uint64_t worker_id, std::size_t stream_index,
+                         const LinkOptions& link, const v1::StreamOpen& open, MakerSink& sink)
+    : Maker("worker " + address, true),
+      address_(address),
+      worker_id_(worker_id),
+      stream_index_(stream_index),
+      sink_(sink) {
   link_ = connect_worker(address, link);
   std::unique_ptr<SplitStream> stream = link_->open(open, *this);
   std::lock_guard lock(mutex_);

@@ -67,17 +67,19 @@ class Maker {
   const bool remote_;
 };
 
-// A worker's stream of this trainer's splits.
+// A worker's stream of this trainer's splits: one of ServiceOptions::streams_per_worker, each on a connection
+// of its own (`stream_index` numbers them from 0).
 class RemoteMaker final : public Maker, private StreamHandler {
  public:
-  RemoteMaker(const std::string& address, std::uint64_t worker_id, const LinkOptions& link,
-              const v1::StreamOpen& open, MakerSink& sink);
+  RemoteMaker(const std::string& address, std::uint64_t worker_id, std::size_t stream_index,
+              const LinkOptions& link, const v1::StreamOpen& open, MakerSink& sink);
   ~RemoteMaker() override;
   void make(const Split& part, std::uint64_t first_batch) override;
   void resume() override;
   void stop() override;
   std::uint64_t worker_id() const noexcept { return worker_id_; }
   const std::string& address() const noexcept { return address_; }
+  std::size_t stream() const noexcept { return stream_index_; }
 
  private:
   bool on_frame(ReceivedFrame frame) override;
@@ -85,6 +87,7 @@ class RemoteMaker final : public Maker, private StreamHandler {
 
   const std::string address_;
   const std::uint64_t worker_id_;
+  const std::size_t stream_index_;
   MakerSink& sink_;
   std::atomic<bool> stopped_{false};
   std::unique_ptr<WorkerLink> link_;

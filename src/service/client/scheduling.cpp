@@ -120,18 +120,24 @@ void ServiceStream::heartbeat() {
 }
 
 void ServiceStream::refresh_makers(const google::protobuf::RepeatedPtrField<v1::WorkerAddress>& workers) {
-  std::vector<v1::WorkerAddress> fresh;
+  std::vector<std::pair<v1::WorkerAddress, std::size_t>> fresh;  // a worker, and which of its streams
   v1::StreamOpen open;
   {
     std::lock_guard lock(mutex_);
     workers_.assign(workers.begin(), workers.end());
+    const std::size_t wanted = std::max<std::size_t>(job_->options.streams_per_worker, 1);
     for (const v1::WorkerAddress& w : workers) {
-      const bool known = std::any_of(makers_.begin(), makers_.end(), [&](const auto& m) {
-        return m->remote() && static_cast<const RemoteMaker&>(*m).address() == w.address();
-      });
+      std::vector<bool> open_streams(wanted, false);
+      for (const auto& m : makers_) {
+        if (!m->remote() || m->dead) continue;
+        const auto& r = static_cast<const RemoteMaker&>(*m);
+        if (r.address() == w.address() && r.stream() < wanted) open_streams[r.stream()] = true;
+      }
       const auto lost = lost_at_.find(w.address());
       const bool resting = lost != lost_at_.end() && Clock::now() - lost->second < job_->options.timeout / 2;
-      if (!known && !resting && !refused_.contains(w.address())) fresh.push_back(w);
+      if (resting || refused_.contains(w.address())) continue;
+      for (std::size_t stream = 0; stream < wanted; ++stream)
+        if (!open_streams[stream]) fresh.emplace_back(w, stream);
     }
     *open.mutable_caller() = job_->join.caller();
     open.set_job_id(job_id_);
@@ -139,8 +145,8 @@ void ServiceStream::refresh_makers(const google::protobuf::RepeatedPtrField<v1::
   open.set_consumer(job_->join.consumer());
   open.set_client(client_name());
   open.set_fingerprint(job_->join.fingerprint());
-  for (const v1::WorkerAddress& w : fresh) {
-    auto maker = std::make_unique<RemoteMaker>(w.address(), w.worker_id(), job_->link, open,
+  for (const auto& [w, stream] : fresh) {
+    auto maker = std::make_unique<RemoteMaker>(w.address(), w.worker_id(), stream, job_->link, open,
                                                static_cast<MakerSink&>(*this));
     std::lock_guard lock(mutex_);
     makers_.push_back(std::move(maker));

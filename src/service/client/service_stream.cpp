@@ -118,11 +118,14 @@ BatchStreamPosition ServiceStream::position() const {
 void ServiceStream::add_stats(PipelineStats& stats) const {
   std::lock_guard lock(mutex_);
   const Clock::time_point now = Clock::now();
-  // One part per name: a worker lost and joined again is one worker.
+  // One part per name: a worker lost and joined again is one worker, and so are its streams
+  // (ServiceOptions::streams_per_worker), busy at once: its busy time is their mean.
+  const double streams = static_cast<double>(std::max<std::size_t>(job_->options.streams_per_worker, 1));
   auto add = [&](const Maker& m) {
     SourcePart part = m.figures;
     if (m.busy_since != Clock::time_point{})
       part.busy_seconds += std::chrono::duration<double>(now - m.busy_since).count();
+    if (m.remote()) part.busy_seconds /= streams;
     for (SourcePart& seen : stats.source_parts)
       if (seen.name == part.name) {
         seen.batches += part.batches;
