@@ -22,7 +22,9 @@ class GpuFirstDefer final : public DeferPolicy {
   explicit GpuFirstDefer(std::shared_ptr<DeferPolicy> consumer) : consumer_(std::move(consumer)) {}
 
   // Set by the stream's control thread as workers come and go.
-  void set_workers_serving(bool serving) noexcept { workers_serving_.store(serving, std::memory_order_relaxed); }
+  void set_workers_serving(bool serving) noexcept {
+    workers_serving_.store(serving, std::memory_order_relaxed);
+  }
   bool workers_serving() const noexcept { return workers_serving_.load(std::memory_order_relaxed); }
 
   bool should_defer(const Sample& sample) noexcept override {
@@ -34,7 +36,9 @@ class GpuFirstDefer final : public DeferPolicy {
   void declined(const Sample& sample, const char* reason) noexcept override {
     consumer_->declined(sample, reason);
   }
-  void spent(bool deferred, std::chrono::nanoseconds time) noexcept override { consumer_->spent(deferred, time); }
+  void spent(bool deferred, std::chrono::nanoseconds time) noexcept override {
+    consumer_->spent(deferred, time);
+  }
   bool taking() const noexcept override { return consumer_->taking(); }
 
  private:
