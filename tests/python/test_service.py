@@ -39,6 +39,19 @@ def test_from_service_gives_every_sample_of_every_epoch_once(service, image_fold
     assert "standard" in conveyor.service.status(url)
 
 
+@pytest.mark.parametrize("streams", [1, 3])
+def test_any_number_of_streams_a_worker_gives_every_sample_once(service, image_folder, streams):
+    dispatcher, url = service
+    worker = conveyor.service.Worker(url, host="127.0.0.1", threads=1)
+    wait_for_workers(url, 1)
+    ds = conveyor.Dataset.from_service(url, "standard", {"data": str(image_folder), "size": "16"}, batch_size=4,
+                                       epochs=1, split_batches=2, local_fallback=False, local_gpu_first=False,
+                                       streams_per_worker=streams)
+    seen = [(info.epoch, info.index) for batch in ds for info in batch.samples]
+    assert len(seen) == 24 and len(set(seen)) == 24
+    assert worker.counters["batches"] == 6
+
+
 def test_a_chain_of_ones_own_is_built_by_name_from_a_python_builder(service, image_folder):
     dispatcher, url = service
     built = []

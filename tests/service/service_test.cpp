@@ -283,6 +283,59 @@ TEST_F(DataService, TheTrainersOwnSplitsDeferWhatTheConsumerAsksAndTheWorkersBat
   EXPECT_EQ(remote->asked, 0) << "the policy was asked about a worker's samples";
 }
 
+// While a worker serves, the trainer's own splits leave every sample to its GPU decoder (local_gpu_first):
+// the workers' batches come decoded, and the trainer's cores also receive them. Off, the consumer's policy
+// decides.
+TEST_F(DataService, WhileWorkersServeTheTrainersOwnSplitsDeferEverySampleTheConsumerTakes) {
+  const testing::Watchdog watchdog(60s, "the trainer's own splits on its GPU");
+  ChainSpec spec = chain();
+  spec.parameters["flip"] = "0";
+  spec.parameters["distort"] = "0";
+  Service one(1);
+  for (const bool gpu_first : {true, false}) {
+    SCOPED_TRACE(gpu_first ? "local_gpu_first" : "the consumer's policy");
+    ServiceOptions o = options();
+    o.local_threads = 1;
+    o.local_gpu_first = gpu_first;
+    auto policy = std::make_shared<EveryOtherSample>();
+    Seen seen;
+    std::size_t deferred = 0;
+    BatchIterator it = from_service(one.url(), spec, o).with_options({.defer = policy}).begin();
+    while (std::optional<Batch> batch = it.next()) {
+      ++seen.batches;
+      deferred += batch->deferred_count();
+      for (const SampleInfo& s : batch->samples())
+        if (!s.padding) ++seen.times[{s.epoch, s.index}];
+    }
+    expect_each_once(seen, 2, kClasses * kPerClass);
+    const int asked = policy->asked.load();  // the trainer's own samples: its policy hears each one
+    ASSERT_GT(asked, 0) << "the trainer's cores made no split";
+    const int expected =
+        gpu_first ? asked - policy->declined_count : (asked + 1) / 2 - policy->declined_count;
+    EXPECT_EQ(deferred, static_cast<std::size_t>(expected));
+  }
+}
+
+// Each stream to a worker is a connection of its own; whatever their number, every sample arrives once and a
+// worker's streams are one part of the report.
+TEST_F(DataService, AnyNumberOfStreamsAWorkerDeliversEverySampleOnce) {
+  const testing::Watchdog watchdog(60s, "streams per worker");
+  Service service(2);
+  for (const std::size_t streams : {1u, 3u}) {
+    SCOPED_TRACE(std::to_string(streams) + " stream(s) a worker");
+    ServiceOptions o = options();
+    o.streams_per_worker = streams;
+    BatchIterator it = from_service(service.url(), chain(), o).begin();
+    Seen seen;
+    take(it, seen);
+    expect_each_once(seen, 2, kClasses * kPerClass);
+    std::size_t parts = 0;
+    for (const SourcePart& part : seen.stats.source_parts) parts += part.elements > 0 ? 1 : 0;
+    EXPECT_LE(parts, 2u) << "a worker's streams are reported as one part";
+    EXPECT_GE(parts, 1u);
+  }
+}
+
 TEST_F(DataService, RefusesAWrongTokenAndAnotherChainUnderTheJobsName) {
   const testing::Watchdog watchdog(60s, "refusals");
   Service service(1);
