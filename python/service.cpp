@@ -236,9 +236,9 @@ void bind_service(py::module_& module) {
       "resume). "
       "chain and parameters name what the workers build (\"standard\": data, format, size, flip, distort); "
       "local_threads lets this process's cores make splits too (while workers serve, every image of them "
-      "that a to_device feeder's GPU decoder takes goes to it, unless local_gpu_first is False); chains are "
-      "builders this process can run "
-      "itself (see Worker).");
+      "that a to_device feeder's GPU decoder takes goes to it, unless local_gpu_first is False); "
+      "streams_per_worker is the streams to each worker, a connection each; chains are builders this process "
+      "can run itself (see Worker).");
 }
 
 }  // namespace conveyor::python

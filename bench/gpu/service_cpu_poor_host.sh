@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # service_cpu_poor_host.sh [--rounds N] [--trainer-cpus LIST] [--worker-cpus LIST] [--workers N] [--local N]
 #                          [--ks "4 12"] [--steps N] [--epochs N] [--variants "NAME=FLAGS;..."]
-#                          [--prepared NAME:FLAGS] [--transport-only] [--b-variants "NAME=WORKERS SPLIT [ENV];..."]
+#                          [--prepared NAME:FLAGS] [--transport-only]
+#                          [--b-variants "NAME=WORKERS SPLIT [VAR=VALUE | --FLAG=VALUE]...;..."]
 # Issue 40's two measurements of the data service, each against its baseline in this call
 # (bench/service/cpu_poor_host.sh does the work and writes summary.json):
 #   (a) a CPU-poor GPU host: feed_vs_prefetch (ResNet-18 bf16) on the trainer's cores alone, then fed by
@@ -15,8 +16,8 @@
 # The bundle needs conveyor-dispatcher, conveyor-worker, pipeline_throughput, feed_vs_prefetch and
 # train_step_bench, and conveyor-service-status for the workers' own account (a_status_R.txt).
 source "$(dirname "$0")/lib.sh"
-bench_options rounds=2 trainer-cpus=0-3 worker-cpus=4-15 workers=3 local=2 ks="4 12" steps=300 epochs=2 variants= \
-  prepared= transport-only! b-variants= -- "$@"
+bench_options rounds=2 trainer-cpus=0-3 worker-cpus=4-15 workers=3 local=2 ks="4 12" steps=300 epochs=2 \
+  variants= prepared= transport-only! b-variants= -- "$@"
 bench_begin service_cpu_poor_host "$@"
 images=$(imagenet_like)
 [ -z "$prepared" ] || images=$(prepared_folder "$prepared")
@@ -25,7 +26,8 @@ for program in conveyor-dispatcher conveyor-worker pipeline_throughput feed_vs_p
 done
 if [ ! -e "$r/failed_runs" ]; then
   STEP=$((1 - transport_only)) ROUNDS=$rounds TRAINER_CPUS=$trainer_cpus WORKER_CPUS=$worker_cpus \
-    WORKERS=$workers LOCAL=$local KS=$ks B_VARIANTS=$b_variants FVP_STEPS=$steps EPOCHS=$epochs VARIANTS=$variants \
+    WORKERS=$workers LOCAL=$local KS=$ks B_VARIANTS=$b_variants FVP_STEPS=$steps EPOCHS=$epochs \
+    VARIANTS=$variants \
     bench_run 540 bash "$root/bench/service/cpu_poor_host.sh" "$bin" "$images" "$r/service"
   [ -f "$r/service/summary.json" ] && cp "$r/service/summary.json" "$r/summary.json"
 fi

@@ -121,7 +121,8 @@ if [ "$step" = 1 ]; then
       name=${v%%=*}
       read -ra flags <<<"${v#*=}"
       [[ " ${flags[*]} " == *" --service-local-threads "* ]] || flags+=(--service-local-threads "$local_threads")
-      log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus fed by $workers workers, variant $name: ${flags[*]}"
+      log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus fed by $workers workers, variant $name:" \
+        "${flags[*]}"
       taskset -c "$trainer_cpus" "${fvp[@]}" --service "grpc://127.0.0.1:$port" "${flags[@]}" \
         --json "$out/a_service_${name}_$round.json" >"$out/a_service_${name}_$round.log" 2>&1
     done
@@ -156,7 +157,8 @@ for k in $ks; do
       log "(b) K=$k round $round: $n worker(s) on CPUs $cores serving pipeline_throughput --service on CPUs" \
         "$trainer_cpus ($name: splits of $split batches${*:+, $*})"
       env "${environment[@]}" taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" "${flags[@]}" \
-        --service "grpc://127.0.0.1:$port" --service-split "$split" --json "$out/b_k${k}_${name}_$round.json" >"$out/b_k${k}_${name}_$round.log" 2>&1
+        --service "grpc://127.0.0.1:$port" --service-split "$split" --json "$out/b_k${k}_${name}_$round.json" \
+        >"$out/b_k${k}_${name}_$round.log" 2>&1
       stop_servers
     }
     service_runs() {
@@ -195,7 +197,8 @@ steps = runs("a_step_*.json")
 if steps:
     step = statistics.median(steps)
     summary["a_train_step_bench"] = steps
-    fed = sorted({os.path.basename(p)[2:].rsplit("_", 1)[0] for p in glob.glob(os.path.join(out, "a_service_*.json"))})
+    fed = sorted({os.path.basename(p)[2:].rsplit("_", 1)[0]
+                  for p in glob.glob(os.path.join(out, "a_service_*.json"))})
     for name in ["alone"] + fed:
         values = runs(f"a_{name}_*.json")
         if values:
@@ -206,7 +209,8 @@ if steps:
 for path in sorted(glob.glob(os.path.join(out, "b_k*_local_1.json"))):
     k = os.path.basename(path).split("_")[1]
     local = runs(f"b_{k}_local_*.json")
-    served = sorted({os.path.basename(p).split("_")[2] for p in glob.glob(os.path.join(out, f"b_{k}_service*.json"))})
+    served = sorted({os.path.basename(p).split("_")[2]
+                     for p in glob.glob(os.path.join(out, f"b_{k}_service*.json"))})
     for name in served:
         remote = runs(f"b_{k}_{name}_*.json")
         if local and remote:

@@ -64,9 +64,9 @@ struct ServiceOptions {
   Tls tls;
   std::chrono::milliseconds timeout{5000};  // control calls; a worker silent this long with work is lost
   // Streams this trainer opens to each worker, each on a connection of its own: one connection's receiving
-  // (a gRPC thread reading and parsing, fresh memory for every read) carried about 1.5 GB/s, 10.6k images of
-  // 224x224 a second, where a 12-core worker made 18k (issue 40; two connections from two workers: 0.898x
-  // the local pipeline against 0.580x, bench/results/2026-11-29-h200-service-transport).
+  // (gRPC reads and parses it on one thread, into fresh memory) carried about 10k images of 224x224 a second
+  // (1.5 GB/s) where a 12-core worker made 18k: 0.57-0.58x the local pipeline, against 0.894x with two
+  // streams (issue 40, bench/results/2026-11-29-h200-service-transport).
   std::size_t streams_per_worker = 2;
   std::size_t splits_per_worker = 2;  // splits each stream to a worker has in hand
 };
