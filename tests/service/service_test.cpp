@@ -246,6 +246,21 @@ class EveryOtherSample final : public DeferPolicy {
   std::atomic<int> asked{0}, declined_count{0};
 };
 
+// Every batch of `dataset` with `policy` as the consumer's deferral, each sample counted into `seen`: how
+// many samples were deferred.
+std::size_t take_deferring(const BatchedDataset& dataset, const std::shared_ptr<DeferPolicy>& policy,
+                           Seen& seen) {
+  std::size_t deferred = 0;
+  BatchIterator it = dataset.with_options({.defer = policy}).begin();
+  while (std::optional<Batch> batch = it.next()) {
+    ++seen.batches;
+    deferred += batch->deferred_count();
+    for (const SampleInfo& s : batch->samples())
+      if (!s.padding) ++seen.times[{s.epoch, s.index}];
+  }
+  return deferred;
+}
+
 // Issue 40, local first: the splits the trainer makes itself leave to its GPU decoder what the consumer's
 // deferral asks (the pipeline options a DeviceFeeder sets), and the workers' batches come decoded.
 TEST_F(DataService, TheTrainersOwnSplitsDeferWhatTheConsumerAsksAndTheWorkersBatchesComeDecoded) {
@@ -257,14 +272,7 @@ TEST_F(DataService, TheTrainersOwnSplitsDeferWhatTheConsumerAsksAndTheWorkersBat
     ServiceOptions o = options();
     o.local_threads = local_threads;
     Seen seen;
-    std::size_t deferred = 0;
-    BatchIterator it = from_service(service.url(), spec, o).with_options({.defer = policy}).begin();
-    while (std::optional<Batch> batch = it.next()) {
-      ++seen.batches;
-      deferred += batch->deferred_count();
-      for (const SampleInfo& s : batch->samples())
-        if (!s.padding) ++seen.times[{s.epoch, s.index}];
-    }
+    const std::size_t deferred = take_deferring(from_service(service.url(), spec, o), policy, seen);
     expect_each_once(seen, 2, kClasses * kPerClass);
     return deferred;
   };
@@ -299,14 +307,7 @@ TEST_F(DataService, WhileWorkersServeTheTrainersOwnSplitsDeferEverySampleTheCons
     o.local_gpu_first = gpu_first;
     auto policy = std::make_shared<EveryOtherSample>();
     Seen seen;
-    std::size_t deferred = 0;
-    BatchIterator it = from_service(one.url(), spec, o).with_options({.defer = policy}).begin();
-    while (std::optional<Batch> batch = it.next()) {
-      ++seen.batches;
-      deferred += batch->deferred_count();
-      for (const SampleInfo& s : batch->samples())
-        if (!s.padding) ++seen.times[{s.epoch, s.index}];
-    }
+    const std::size_t deferred = take_deferring(from_service(one.url(), spec, o), policy, seen);
     expect_each_once(seen, 2, kClasses * kPerClass);
     const int asked = policy->asked.load();  // the trainer's own samples: its policy hears each one
     ASSERT_GT(asked, 0) << "the trainer's cores made no split";
