@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <utility>
 
 namespace conveyor::train {
@@ -19,12 +20,19 @@ std::string seconds(Clock::duration d) {
 }  // namespace
 
 CollectiveWatch::CollectiveWatch(NcclHandle& handle, std::chrono::milliseconds limit,
-                                 std::chrono::milliseconds abort_grace, std::chrono::milliseconds poll_interval)
+                                 std::chrono::milliseconds abort_grace,
+                                 std::chrono::milliseconds poll_interval)
     : handle_(handle),
       limit_(limit),
       abort_grace_(abort_grace),
       poll_interval_(poll_interval),
-      last_completed_(Clock::now()) {
+      last_completed_(Clock::now()),
+      alarm_(limit, [this](const std::string& what, Clock::duration blocked) {
+        abort_stuck(
+            handle_.where() + ": the watch's " + what + " did not return for " + seconds(blocked) +
+            ": the GPU is held by collectives that made no progress (another rank stopped taking part), "
+            "and the driver keeps the watch waiting behind it");
+      }) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -38,43 +46,64 @@ CollectiveWatch::~CollectiveWatch() {
 }
 
 void CollectiveWatch::mark(cudaStream_t stream, std::string what) {
+  // The CUDA calls outside the lock: the watch thread holds it only between its own CUDA calls.
+  std::optional<cuda::Event> event;
+  {
+    const std::lock_guard lock(mutex_);
+    if (!spare_.empty()) {
+      event.emplace(std::move(spare_.back()));
+      spare_.pop_back();
+    }
+  }
+  if (!event) event.emplace();
+  event->record(stream);
   const std::lock_guard lock(mutex_);
-  cuda::Event event = spare_.empty() ? cuda::Event() : std::move(spare_.back());
-  if (!spare_.empty()) spare_.pop_back();
-  event.record(stream);
   if (pending_.empty()) last_completed_ = Clock::now();  // the clock starts with the first point pending
-  pending_.push_back({std::move(event), Clock::now(), std::move(what)});
+  pending_.push_back({std::move(*event), Clock::now(), std::move(what)});
 }
 
 std::string CollectiveWatch::inspect() {
-  if (std::string error = handle_.async_error(); !error.empty())
-    return handle_.where() + ": NCCL reports " + error + ": a rank left the job";
-  const std::lock_guard lock(mutex_);
-  while (!pending_.empty()) {
-    Point& oldest = pending_.front();
-    const cudaError_t status = cudaEventQuery(oldest.event.get());
+  {
+    const BlockedCallAlarm::Call call = alarm_.call("ncclCommGetAsyncError");
+    if (std::string error = handle_.async_error(); !error.empty())
+      return handle_.where() + ": NCCL reports " + error + ": a rank left the job";
+  }
+  for (;;) {
+    Point* oldest = nullptr;
+    {
+      const std::lock_guard lock(mutex_);
+      if (pending_.empty()) return "";
+      oldest = &pending_.front();  // only this thread pops; mark()'s push_back keeps references valid
+    }
+    cudaError_t status = cudaSuccess;
+    {
+      const BlockedCallAlarm::Call call = alarm_.call("cudaEventQuery");
+      status = cudaEventQuery(oldest->event.get());
+    }
+    const std::lock_guard lock(mutex_);
     if (status == cudaErrorNotReady) {
-      const Clock::time_point since = std::max(oldest.recorded, last_completed_);
+      const Clock::time_point since = std::max(oldest->recorded, last_completed_);
       if (Clock::now() - since <= limit_) return "";
-      return handle_.where() + ": the collectives before " + oldest.what + " made no progress for " +
+      return handle_.where() + ": the collectives before " + oldest->what + " made no progress for " +
              seconds(Clock::now() - since) +
              ": another rank stopped taking part (it was killed, hangs, or was kept from the collectives for "
              "longer than the timeout)";
     }
     if (status != cudaSuccess)
-      return handle_.where() + ": waiting for " + oldest.what + ": " + cudaGetErrorString(status);
+      return handle_.where() + ": waiting for " + oldest->what + ": " + cudaGetErrorString(status);
     last_completed_ = Clock::now();
-    spare_.push_back(std::move(oldest.event));
+    spare_.push_back(std::move(oldest->event));
     pending_.pop_front();
   }
-  return "";
 }
 
 void CollectiveWatch::abort_stuck(const std::string& reason) {
+  if (decided_.exchange(true)) return;
   std::fprintf(stderr, "conveyor: %s; aborting the communicator\n", reason.c_str());
   std::fflush(stderr);
   if (abort_grace_.count() <= 0) {
-    handle_.abort(reason);  // its kernels stop; the trainer's next call throws `reason`
+    // Its kernels stop; the trainer's next call throws `reason`. (The alarm's thread has no device yet.)
+    if (cudaSetDevice(handle_.device()) == cudaSuccess) handle_.abort(reason);
     return;
   }
   const Clock::time_point deadline = Clock::now() + abort_grace_;

@@ -13,12 +13,18 @@
 // The reason goes to stderr when the watch decides, before the abort: NCCL's abort can itself hang (it waits
 // for kernels to leave and, within a host, for the other ranks), and so can a CUDA wait of the trainer's.
 // A rank that has not torn the watch down (its trainer destroyed) within `abort_grace` of the decision is
-// ended with exit status 1 (std::_Exit: nothing of it can be trusted to unwind), as PyTorch's ProcessGroupNCCL
-// watchdog ends a rank; zero leaves it to hang.
+// ended with exit status 1 (std::_Exit: nothing of it can be trusted to unwind), as PyTorch's
+// ProcessGroupNCCL watchdog ends a rank; zero leaves it to hang.
+//
+// The watch's own CUDA and NCCL calls can block behind the stuck collectives too (the driver makes them wait
+// for a call of the trainer's that waits for the device), so none is made while holding the lock the
+// trainer's mark() takes, and a BlockedCallAlarm, a thread that makes no such call, decides in the watch's
+// stead when one of them has not returned within `limit`.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -28,6 +34,7 @@
 #include <vector>
 
 #include "src/device/cuda_handles.h"
+#include "src/train/distributed/blocked_call_alarm.h"
 #include "src/train/distributed/nccl_handle.h"
 
 namespace conveyor::train {
@@ -56,7 +63,7 @@ class CollectiveWatch {
   // One look; returns the reason to abort, or empty.
   std::string inspect();
   // Says `reason`, aborts the communicator and, with an abort grace, ends the process if the rank is still
-  // there when it has passed.
+  // there when it has passed. Once per watch, whichever thread decides first (the watch's, or its alarm's).
   void abort_stuck(const std::string& reason);
 
   NcclHandle& handle_;
@@ -67,7 +74,9 @@ class CollectiveWatch {
   std::vector<cuda::Event> spare_;  // completed points' events, recorded again
   std::chrono::steady_clock::time_point last_completed_;
   bool stop_ = false;
-  std::thread thread_;  // last: starts after everything it reads exists
+  std::atomic<bool> decided_ = false;
+  BlockedCallAlarm alarm_;  // times the watch thread's calls
+  std::thread thread_;      // last: starts after everything it reads exists
 };
 
 }  // namespace conveyor::train
