@@ -38,7 +38,10 @@ def prefetch_result(data):
     """The prefetch mode's result of a feed_vs_prefetch JSON, or None."""
     if not data:
         return None
-    return next((r for r in data.get("results", []) if r.get("mode") == "prefetch"), None)
+    result = next((r for r in data.get("results", []) if r.get("mode") == "prefetch"), None)
+    if result is not None and "gpus_in_use" in data:  # the process's, after the run
+        result = dict(result, gpus_in_use=data["gpus_in_use"])
+    return result
 
 
 def fvp_run(folder, stem):
@@ -128,7 +131,8 @@ def scaling(folder):
                 if result.get("pipeline_cpus_reason") or result.get("host_memory"):
                     cpus = result.get("pipeline_cpus") or "any"
                     print(f"    rank {rank}: CPUs {cpus} ({result.get('pipeline_cpus_reason', '')}); "
-                          f"batches {result.get('host_memory', '')}")
+                          f"batches {result.get('host_memory', '')}"
+                          + (f"; contexts on GPUs {result['gpus_in_use']}" if "gpus_in_use" in result else ""))
     names = {"procs": "one process per GPU", "inproc": "one process, every GPU"}
     for variant, values in ratios.items():
         label = names.get(variant, f"one process per GPU, {variant[len('procs-'):]}" if variant.startswith("procs-")

@@ -122,6 +122,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"step_priority", o.step_priority},
               {"local_rank", ranks.local_rank},
               {"local_world_size", ranks.local_world_size},
+              // After the runs: every GPU this process made a context on (a rank should hold its own alone).
+              {"gpus_in_use", conveyor::gpus_in_use()},
               {"results", Json::array()}};
   for (const ModeResult& r : results) {
     Json paths = Json::object();

@@ -7,17 +7,20 @@
 #include <utility>
 
 #include "src/device/cuda_check.h"
+#include "src/device/primary_context.h"
 
 namespace conveyor::cuda {
 
-// Makes `device` current for the lifetime of the guard and restores the previous one after.
+// Makes `device` current for the lifetime of the guard and restores the previous one after, unless this
+// process has no context on the previous one (a thread that never chose a device): then the thread keeps
+// `device`, and no context is made on a GPU the process does not use (src/device/primary_context.h).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
     CONVEYOR_CUDA(cudaGetDevice(&previous_), "DeviceGuard");
     if (previous_ != device) CONVEYOR_CUDA(cudaSetDevice(device), "DeviceGuard");
   }
-  ~DeviceGuard() { cudaSetDevice(previous_); }
+  ~DeviceGuard() { restore_device(previous_); }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 

@@ -80,6 +80,20 @@ GpuCensus take_gpu_census(bool) { return {{}, "built without CUDA"}; }
 
 }  // namespace detail
 
+std::vector<int> gpus_in_use() {
+  std::vector<int> in_use;
+#ifdef CONVEYOR_HAVE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return in_use;
+  }
+  for (int i = 0; i < count; ++i)
+    if (cuda::primary_context_active(i).value_or(false)) in_use.push_back(i);
+#endif
+  return in_use;
+}
+
 std::vector<GpuInfo> list_gpus() { return detail::take_gpu_census(true).gpus; }
 
 std::string gpu_unavailable_reason() { return detail::take_gpu_census(false).unavailable_reason; }

@@ -9,6 +9,7 @@
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
 #include "src/device/device_memory.h"
+#include "src/device/primary_context.h"
 #include "src/observe/library_version_support.h"
 #include "src/train/gpu_steps.h"
 #include "src/train/layers/cuda_context.h"
@@ -39,7 +40,7 @@ bool select_cuda_device(int device, int& previous) {
   return true;
 }
 
-void restore_cuda_device(int previous) noexcept { cudaSetDevice(previous); }
+void restore_cuda_device(int previous) noexcept { cuda::restore_device(previous); }
 
 void add_cuda_library_versions(LibraryVersions& versions) {
   // cuDNN 9 numbers its versions 10000 * major + 100 * minor + patch.

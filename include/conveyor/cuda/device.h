@@ -31,6 +31,12 @@ struct GpuInfo {
 // device; never throws for any of those. Creates a CUDA context on each device (to read free memory).
 std::vector<GpuInfo> list_gpus();
 
+// The GPUs this process holds a CUDA context on (their runtime indices): what nvidia-smi lists it under.
+// Asks the driver without making a context; empty in a build without CUDA or without a driver. A rank that
+// trains on GPU 1 should hold GPU 1 alone (conveyor's device guards never make a context on the GPU a thread
+// had before, where the process has none).
+std::vector<int> gpus_in_use();
+
 // Why no GPU is visible ("built without CUDA", "cudaErrorNoDevice: no CUDA-capable device is detected",
 // ...); empty when at least one is.
 std::string gpu_unavailable_reason();

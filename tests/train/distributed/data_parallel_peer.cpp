@@ -5,10 +5,11 @@
 // would hand them out. So a run of N ranks can be checked against one process stepping on the global batch.
 //
 // Prints one line per step, "step S loss L" (L averaged over the ranks), then "final loss A -> B" (the
-// mean of the first and of the last three steps' averaged losses), and, with --checkpoint DIR, saves the
-// rank's weights and momentum as DIR/rank<R>.json (+ safetensors). Faults on purpose, for the tests that
-// end runs: --die-at-step S (the rank kills itself with SIGKILL before step S) and --hang-at-step S (it
-// stops taking part, sleeping, before step S).
+// mean of the first and of the last three steps' averaged losses) and "rank R gpus in use: G..." (the GPUs
+// the process holds a CUDA context on), and, with --checkpoint DIR, saves the rank's weights and momentum as
+// DIR/rank<R>.json (+ safetensors). Faults on purpose, for the tests that end runs: --die-at-step S (the rank
+// kills itself with SIGKILL before step S) and --hang-at-step S (it stops taking part, sleeping, before step
+// S).
 //
 //   data_parallel_peer [--device cpu|gpu] [--steps N] [--batch B] [--network plain|batch-norm]
 //                      [--global] [--same-batch] [--world-size N] [--checkpoint DIR] [--rank-of-fault R]
@@ -27,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "conveyor/cuda/device.h"
 #include "conveyor/ranks.h"
 #include "conveyor/train/data_parallel.h"
 #include "tests/train/synthetic_batches.h"
@@ -164,6 +166,10 @@ int run(const Options& o) {
                                       ("rank" + std::to_string(ranks.rank) + ".json"));
   trainer.barrier();
   print_final(losses);
+  // The GPUs this process made a context on: a rank on GPU 1 should hold GPU 1 alone.
+  std::string gpus;
+  for (const int gpu : gpus_in_use()) gpus += (gpus.empty() ? "" : " ") + std::to_string(gpu);
+  std::printf("rank %d gpus in use: %s\n", ranks.rank, gpus.c_str());
   return 0;
 }
 
