@@ -15,6 +15,10 @@
 #              SIGKILL 10 s later); the launcher exits with the first failure's status (128 + signal for a
 #              signal), or 0 when every copy succeeded. SIGINT and SIGTERM to the launcher go to every copy.
 #
+# CONVEYOR_GPU_EACH=1 (processes only) gives each copy its own GPU, as Slurm's --gpus-per-task=1 does: copy R
+# sees only the R-th GPU of the caller's CUDA_VISIBLE_DEVICES (GPU R where it is unset), and trains on it as
+# its only GPU (conveyor::resolve_rank_gpu).
+#
 # NVLink multicast (NVLS) stays off in every copy, whatever the caller's environment says: on shared GPUs
 # it can take a device out of service. NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 # NVSHMEM_DISABLE_NVLS=1 are always set.
@@ -36,6 +40,8 @@ if [ -z "$launcher" ]; then
 fi
 case $launcher in
   mpirun)
+    [ "${CONVEYOR_GPU_EACH:-0}" = 0 ] ||
+      { echo "launch: CONVEYOR_GPU_EACH=1 needs CONVEYOR_LAUNCHER=processes (mpirun gives every copy one environment)" >&2; exit 2; }
     command -v mpirun >/dev/null || { echo "launch: CONVEYOR_LAUNCHER=mpirun, but no mpirun on the PATH" >&2; exit 2; }
     root=()
     [ "$(id -u)" -ne 0 ] || root=(--allow-run-as-root)
@@ -55,6 +61,12 @@ if [ -z "${MASTER_PORT:-}" ]; then
   MASTER_PORT=$(free_port) || { echo "launch: no free port (python3 needed, or set MASTER_PORT)" >&2; exit 2; }
 fi
 export MASTER_PORT WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n
+gpus=()
+if [ "${CONVEYOR_GPU_EACH:-0}" = 1 ]; then
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then IFS=, read -r -a gpus <<<"$CUDA_VISIBLE_DEVICES"; fi
+  [ ${#gpus[@]} -eq 0 ] || [ ${#gpus[@]} -ge "$n" ] ||
+    { echo "launch: CONVEYOR_GPU_EACH=1 for $n copies, but CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' names ${#gpus[@]} GPUs" >&2; exit 2; }
+fi
 
 # Each copy runs in a session (and so a process group) of its own, so ending a copy ends what it started
 # too. A watcher subshell per copy reports "started RANK GROUP" and "ended RANK STATUS" on a FIFO, which
@@ -79,6 +91,7 @@ trap 'echo "launch: stopping every rank" >&2; [ "$status" -ne 0 ] || status=130;
 
 for ((rank = 0; rank < n; ++rank)); do
   (
+    [ "${CONVEYOR_GPU_EACH:-0}" != 1 ] || export CUDA_VISIBLE_DEVICES=${gpus[$rank]:-$rank}
     RANK=$rank LOCAL_RANK=$rank setsid "$@" 3>&- &
     echo "started $rank $!" >&3
     wait "$!"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scaling.sh [--gpus N] [--rounds R] [--threads N] [--steps N] [--variant NAME="FLAGS"]...
-#            [--prepared NAME:MAKE_SHARDS_FLAGS] [--resident] [--together]
+#            [--prepared NAME:MAKE_SHARDS_FLAGS] [--resident] [--together] [--gpu-each]
 # ResNet-18 bf16 trained from JPEGs (feed_vs_prefetch's prefetch, batch 256 and 16 pipeline threads per GPU,
 # 300 steps) on one GPU against N GPUs data-parallel, one process per GPU (scripts/launch.sh: NVLink
 # multicast off), in alternating rounds. By default each rank's pipeline runs on its share of the CPUs close
@@ -11,15 +11,17 @@
 # run, the ImageNet-like set as make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written
 # out as a folder. --resident trains every side's timed steps on the last warm-up batch, kept on the GPU
 # (feed_vs_prefetch --resident): the data-parallel step's own scaling, all-reduce and all, with no input
-# (issue 41's ceiling beside the scaling from JPEGs). --together adds a side of N single-GPU processes started at
-# once, each training its own GPU alone (world size 1, CUDA_VISIBLE_DEVICES): N pipelines, copies and steps on
-# one host without the all-reduce, which separates what the host's shared supply costs from what the
-# data-parallel step costs. Files: one_R.json, procs_R.rankK.json, procs-NAME_R.rankK.json; every run's log beside
-# them; gpu_places.txt (each GPU's NUMA node and close CPUs). bench/summarize_gpu_scripts.py scaling: each
-# variant's images/s over the round's one GPU and against the defaults, idle per GPU, each rank's CPUs and
-# batch memory (summary.txt).
+# (issue 41's ceiling beside the scaling from JPEGs). --together adds a side of N single-GPU processes started
+# at once, each training its own GPU alone (world size 1, CUDA_VISIBLE_DEVICES): N pipelines, copies and steps
+# on one host without the all-reduce, which separates what the host's shared supply costs from what the
+# data-parallel step costs. --gpu-each adds a side of N data-parallel processes that each see only their own
+# GPU (launch.sh's processes with CONVEYOR_GPU_EACH=1, as Slurm's --gpus-per-task=1 starts them). Files:
+# one_R.json, procs_R.rankK.json, procs-NAME_R.rankK.json, together_R.rankK.json, own-gpu_R.rankK.json; every
+# run's log beside them; gpu_places.txt (each GPU's NUMA node and close CPUs). bench/summarize_gpu_scripts.py
+# scaling: each variant's images/s over the round's one GPU and against the defaults, idle per GPU, each rank's
+# CPUs, batch memory and the GPUs it holds a context on (summary.txt).
 source "$(dirname "$0")/lib.sh"
-bench_options gpus=2 rounds=2 threads=16 steps=300 variant+= prepared= resident! together! -- "$@"
+bench_options gpus=2 rounds=2 threads=16 steps=300 variant+= prepared= resident! together! gpu-each! -- "$@"
 bench_begin scaling "$@"
 images=$(imagenet_like)
 [ -z "$prepared" ] || images=$(prepared_folder "$prepared")
@@ -31,6 +33,7 @@ declare -A flags=([one]="" [procs]="")
 sides=(one procs)
 for v in "${variant[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%=*}"); done
 [ "$together" = 1 ] && { flags[together]=""; sides+=(together); }
+[ "$gpu_each" = 1 ] && { flags[own-gpu]=""; sides+=(own-gpu); }
 
 side() {
   local json=$r/$1_$2.json k pids=()
@@ -45,6 +48,8 @@ side() {
         pids+=($!)
       done
       wait "${pids[@]}" ;;
+    own-gpu) bench_run 180 env CONVEYOR_LAUNCHER=processes CONVEYOR_GPU_EACH=1 bash "$root/scripts/launch.sh" "$gpus" \
+         "${fvp[@]}" "${given_defaults[@]}" --json "$json" ;;
     *) bench_run 180 bash "$root/scripts/launch.sh" "$gpus" "${fvp[@]}" "${given_defaults[@]}" ${flags[$1]} \
          --json "$json" ;;
   esac >"$r/$1_$2.log" 2>&1

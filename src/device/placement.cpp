@@ -92,12 +92,39 @@ Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible
   return {true, found->index, describe_gpu(*found), "requested " + spec.to_string()};
 }
 
+Placement rank_gpu_among(const Ranks& ranks, std::span<const GpuInfo> visible,
+                         const std::string& unavailable_reason) {
+  const std::string rank =
+      "local rank " + std::to_string(ranks.local_rank) + " of " + std::to_string(ranks.local_world_size);
+  if (visible.empty())
+    throw DeviceError(rank + " needs a GPU, but no CUDA device is visible: " + unavailable_reason);
+  if (visible.size() == 1 && ranks.local_world_size > 1)
+    return {true, visible.front().index, describe_gpu(visible.front()),
+            rank + ": the only GPU this process sees (the launcher gave each process its own)"};
+  if (static_cast<std::size_t>(ranks.local_rank) < visible.size()) {
+    const GpuInfo& gpu = visible[static_cast<std::size_t>(ranks.local_rank)];
+    return {true, gpu.index, describe_gpu(gpu), rank + ": the GPU of its local rank"};
+  }
+  std::string list;
+  for (const GpuInfo& gpu : visible) list += (list.empty() ? "" : ", ") + describe_gpu(gpu);
+  throw InvalidArgument(
+      rank + " drives GPU " + std::to_string(ranks.local_rank) + ", but this process sees " +
+      std::to_string(visible.size()) + " (" + list +
+      "; indices after CUDA_VISIBLE_DEVICES): let every process see all of the host's GPUs, "
+      "or each exactly one");
+}
+
 }  // namespace detail
 
 Placement resolve(const DeviceSpec& spec) {
   if (spec.kind == DeviceSpec::Kind::cpu) return on_cpu("requested cpu");
   const detail::GpuCensus census = detail::take_gpu_census(false);
   return detail::resolve_among(spec, census.gpus, census.unavailable_reason);
+}
+
+Placement resolve_rank_gpu(const Ranks& ranks) {
+  const detail::GpuCensus census = detail::take_gpu_census(false);
+  return detail::rank_gpu_among(ranks, census.gpus, census.unavailable_reason);
 }
 
 std::string describe_placement(const Placement& placement, std::span<const StagePlacement> stages) {

@@ -13,4 +13,8 @@ namespace conveyor::detail {
 Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible,
                         const std::string& unavailable_reason);
 
+// resolve_rank_gpu() with the census given.
+Placement rank_gpu_among(const Ranks& ranks, std::span<const GpuInfo> visible,
+                         const std::string& unavailable_reason);
+
 }  // namespace conveyor::detail

@@ -128,5 +128,73 @@ TEST(PlacementOnThisMachine, ListedGpusDescribeThemselves) {
   EXPECT_TRUE(gpu_unavailable_reason().empty());
 }
 
+Ranks local_rank(int rank, int of) {
+  Ranks ranks;
+  ranks.rank = rank;
+  ranks.world_size = of;
+  ranks.local_rank = rank;
+  ranks.local_world_size = of;
+  return ranks;
+}
+
+TEST(RankGpu, IsTheLocalRanksGpuWhereTheProcessSeesTheHostsGpus) {
+  // torchrun's and mpirun's processes each see every GPU of the host.
+  const std::vector<GpuInfo> gpus = two_gpus();
+  const Placement first = detail::rank_gpu_among(local_rank(0, 2), gpus, "");
+  const Placement second = detail::rank_gpu_among(local_rank(1, 2), gpus, "");
+  EXPECT_TRUE(first.gpu);
+  EXPECT_EQ(first.device, 0);
+  EXPECT_EQ(second.device, 1);
+  EXPECT_NE(second.reason.find("local rank 1 of 2"), std::string::npos) << second.reason;
+  EXPECT_NE(second.description.find("Test GPU B"), std::string::npos) << second.description;
+}
+
+TEST(RankGpu, IsTheOnlyVisibleGpuWhereTheLauncherGaveEachProcessItsOwn) {
+  // Slurm's --gpus-per-task=1: local rank 3 of 4 sees one GPU, index 0 after CUDA_VISIBLE_DEVICES.
+  const std::vector<GpuInfo> one = {two_gpus().back()};
+  std::vector<GpuInfo> renumbered = one;
+  renumbered.front().index = 0;
+  const Placement p = detail::rank_gpu_among(local_rank(3, 4), renumbered, "");
+  EXPECT_TRUE(p.gpu);
+  EXPECT_EQ(p.device, 0);
+  EXPECT_NE(p.reason.find("the only GPU this process sees"), std::string::npos) << p.reason;
+  // The only process on its host (one rank per host) takes GPU 0 as its local rank's.
+  EXPECT_EQ(detail::rank_gpu_among(local_rank(0, 1), renumbered, "").device, 0);
+}
+
+TEST(RankGpu, SeveralGpusButFewerThanTheLocalRankNeedsIsRefusedNamingThem) {
+  try {
+    detail::rank_gpu_among(local_rank(2, 4), two_gpus(), "");
+    FAIL() << "local rank 2 placed among two visible GPUs";
+  } catch (const InvalidArgument& error) {
+    const std::string message = message_of(error);
+    EXPECT_NE(message.find("local rank 2 of 4"), std::string::npos) << message;
+    EXPECT_NE(message.find("sees 2"), std::string::npos) << message;
+    EXPECT_NE(message.find("Test GPU A"), std::string::npos) << message;
+  }
+}
+
+TEST(RankGpu, NoVisibleGpuIsADeviceErrorSayingWhy) {
+  try {
+    detail::rank_gpu_among(local_rank(1, 2), {}, "cudaErrorNoDevice: no device");
+    FAIL() << "a rank placed on a GPU where none is visible";
+  } catch (const DeviceError& error) {
+    const std::string message = message_of(error);
+    EXPECT_NE(message.find("local rank 1 of 2"), std::string::npos) << message;
+    EXPECT_NE(message.find("cudaErrorNoDevice"), std::string::npos) << message;
+  }
+}
+
+TEST(PlacementOnThisMachine, GpusInUseAreThoseThisProcessHoldsAContextOn) {
+  const auto gpus = list_gpus();  // reads each GPU's free memory: a context on each
+  if (gpus.empty()) {
+    EXPECT_TRUE(gpus_in_use().empty());
+    GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
+  }
+  std::vector<int> every;
+  for (const GpuInfo& gpu : gpus) every.push_back(gpu.index);
+  EXPECT_EQ(gpus_in_use(), every);
+}
+
 }  // namespace
 }  // namespace conveyor

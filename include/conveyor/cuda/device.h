@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conveyor/library_version.h"
+#include "conveyor/ranks.h"
 
 namespace conveyor {
 
@@ -99,6 +100,13 @@ struct Placement {
 // auto: GPU 0 when one is visible, else the CPU (the reason says why). gpu / gpu:N: that device, or
 // DeviceError when none is visible, InvalidArgument (listing the visible ones) when N is out of range.
 Placement resolve(const DeviceSpec& spec);
+
+// The GPU of this process as one of a job's ranks (one process per GPU): GPU `local_rank` where the process
+// sees all of the host's GPUs (torchrun, mpirun), or the only GPU it sees where the launcher gave each
+// process its own (Slurm's --gpus-per-task=1, a CUDA_VISIBLE_DEVICES per rank). DeviceError when no GPU is
+// visible; InvalidArgument when the process sees several GPUs but fewer than its local rank needs. Makes no
+// context.
+Placement resolve_rank_gpu(const Ranks& ranks);
 
 // One line of a placement report: a stage of the run and where it executes.
 struct StagePlacement {

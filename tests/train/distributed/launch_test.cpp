@@ -104,6 +104,44 @@ TEST(Launch, AsProcessesEveryRankGetsTorchrunsVariablesAndNvlinkMulticastOff) {
   }
 }
 
+TEST(Launch, AsProcessesWithAGpuEachEveryRankSeesItsOwnGpuOfTheCallersList) {
+  testing::Watchdog watchdog(60s, "launch.sh as processes, a GPU each");
+  const std::string command = "echo $RANK $CUDA_VISIBLE_DEVICES";
+  const TimedRun listed =
+      testing::launch(2, {"sh", "-c", command}, 30s,
+                      {"CONVEYOR_LAUNCHER=processes", "CONVEYOR_GPU_EACH=1", "CUDA_VISIBLE_DEVICES=5,7,9"});
+  ASSERT_EQ(listed.result.exit_code, 0) << listed.result.err;
+  auto by_rank = words_by_rank(listed.result.out);
+  ASSERT_EQ(by_rank.size(), 2u) << listed.result.out;
+  EXPECT_EQ(by_rank[0].at(1), "5");
+  EXPECT_EQ(by_rank[1].at(1), "7");
+  // Without a list, copy R sees GPU R; without the option, every copy sees what the caller sees.
+  const TimedRun unlisted =
+      testing::launch(2, {"sh", "-c", command}, 30s, {"CONVEYOR_LAUNCHER=processes", "CONVEYOR_GPU_EACH=1"});
+  ASSERT_EQ(unlisted.result.exit_code, 0) << unlisted.result.err;
+  by_rank = words_by_rank(unlisted.result.out);
+  EXPECT_EQ(by_rank[0].at(1), "0");
+  EXPECT_EQ(by_rank[1].at(1), "1");
+  const TimedRun shared = testing::launch(2, {"sh", "-c", command}, 30s,
+                                          {"CONVEYOR_LAUNCHER=processes", "CUDA_VISIBLE_DEVICES=5,7"});
+  ASSERT_EQ(shared.result.exit_code, 0) << shared.result.err;
+  by_rank = words_by_rank(shared.result.out);
+  EXPECT_EQ(by_rank[0].at(1), "5,7");
+  EXPECT_EQ(by_rank[1].at(1), "5,7");
+}
+
+TEST(Launch, AGpuEachIsRefusedThroughMpirunAndWithTooShortAList) {
+  testing::Watchdog watchdog(60s, "launch.sh, a GPU each refused");
+  const TimedRun mpirun =
+      testing::launch(2, {"true"}, 30s, {"CONVEYOR_LAUNCHER=mpirun", "CONVEYOR_GPU_EACH=1"});
+  EXPECT_EQ(mpirun.result.exit_code, 2);
+  EXPECT_NE(mpirun.result.err.find("CONVEYOR_LAUNCHER=processes"), std::string::npos) << mpirun.result.err;
+  const TimedRun short_list = testing::launch(
+      3, {"true"}, 30s, {"CONVEYOR_LAUNCHER=processes", "CONVEYOR_GPU_EACH=1", "CUDA_VISIBLE_DEVICES=0,1"});
+  EXPECT_EQ(short_list.result.exit_code, 2);
+  EXPECT_NE(short_list.result.err.find("names 2 GPUs"), std::string::npos) << short_list.result.err;
+}
+
 TEST(Launch, AsProcessesARankThatFailsStopsTheOthersAndGivesItsStatus) {
   testing::Watchdog watchdog(120s, "launch.sh as processes, a failing rank");
   testing::TempDir dir;
