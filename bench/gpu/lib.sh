@@ -280,8 +280,10 @@ cupti_library() {
 cupti_capture() {
   local library=$1 name=$2
   shift 2
-  CUDA_INJECTION64_PATH=$library CONVEYOR_TIMELINE_OUT=$r/$name.tsv bench_run 300 "$@" >"$r/$name.log" 2>&1
-  grep -h 'cupti_timeline' "$r/$name.log" >&4 || true
+  # NAME may hold "%r", each rank's own under a launcher; the console log is one for all.
+  local log=$r/${name//%r/all}.log
+  CUDA_INJECTION64_PATH=$library CONVEYOR_TIMELINE_OUT=$r/$name.tsv bench_run 300 "$@" >"$log" 2>&1
+  grep -h 'cupti_timeline' "$log" >&4 || true
 }
 
 bench_end() {

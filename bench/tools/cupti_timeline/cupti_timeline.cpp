@@ -5,6 +5,9 @@
 //
 //   CUDA_INJECTION64_PATH=libcupti_timeline.so CONVEYOR_TIMELINE_OUT=FILE program ...
 //
+// Under a launcher every rank writes its own FILE: "%r" in it stands for the rank (RANK, or Open MPI's
+// OMPI_COMM_WORLD_RANK; the process id where neither is set).
+//
 // FILE's lines: `kernel START END DEVICE STREAM NAME` and `copy START END DEVICE STREAM BYTES KIND` (memset:
 // kind "set"); times in nanoseconds of CUPTI's clock. The record types are the newest that the CUPTI headers
 // define (build.sh finds them: CUPTI writes its records in the layout of its own version).
@@ -17,6 +20,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include <unistd.h>
 
 #ifndef TIMELINE_KERNEL_RECORD
 #error "build.sh defines TIMELINE_KERNEL_RECORD, TIMELINE_MEMCPY_RECORD and TIMELINE_MEMSET_RECORD"
@@ -43,6 +48,15 @@ void report(const char* what, CUptiResult result) {
   const char* text = nullptr;
   cuptiGetResultString(result, &text);
   std::fprintf(stderr, "cupti_timeline: %s: %s\n", what, text ? text : "unknown error");
+}
+
+// `path` with each "%r" replaced by this process's rank under a launcher (its pid alone).
+std::string with_rank(std::string path) {
+  const char* rank = std::getenv("RANK");
+  if (!rank) rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const std::string value = rank ? rank : "pid" + std::to_string(::getpid());
+  for (std::size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, value);
+  return path;
 }
 
 // A kernel's name as nsys shortens it: demangled, without its namespaces, template arguments or parameters.
@@ -144,11 +158,11 @@ void flush_at_exit() {
 // the reverse order: this library's flush comes first.
 extern "C" int InitializeInjection() {
   const char* const asked = std::getenv("CONVEYOR_TIMELINE_OUT");
-  const char* const path = asked ? asked : "cupti_timeline.tsv";
+  const std::string path = with_rank(asked ? asked : "cupti_timeline.tsv");
   Timeline& t = timeline();
-  t.out = std::fopen(path, "w");
+  t.out = std::fopen(path.c_str(), "w");
   if (!t.out) {
-    std::fprintf(stderr, "cupti_timeline: cannot write %s\n", path);
+    std::fprintf(stderr, "cupti_timeline: cannot write %s\n", path.c_str());
     return 0;
   }
   if (const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
