@@ -25,6 +25,12 @@ std::string describe_gpu(const GpuInfo& gpu) {
          gib(gpu.total_memory) + (gpu.pci_bus_id.empty() ? "" : ", PCI " + gpu.pci_bus_id) + ")";
 }
 
+std::string describe_gpus(std::span<const GpuInfo> gpus) {
+  std::string list;
+  for (const GpuInfo& gpu : gpus) list += (list.empty() ? "" : ", ") + describe_gpu(gpu);
+  return list;
+}
+
 std::string describe_cpu() {
   const CpuInfo cpu = cpu_info();
   return "cpu (" + cpu.model + ", " + std::to_string(cpu.usable_cores) + " usable cores)";
@@ -81,14 +87,11 @@ Placement resolve_among(const DeviceSpec& spec, std::span<const GpuInfo> visible
                       unavailable_reason + " (use --device cpu or auto)");
   const auto found =
       std::find_if(visible.begin(), visible.end(), [&](const GpuInfo& g) { return g.index == spec.index; });
-  if (found == visible.end()) {
-    std::string list;
-    for (const GpuInfo& gpu : visible) list += (list.empty() ? "" : ", ") + describe_gpu(gpu);
+  if (found == visible.end())
     throw InvalidArgument("device '" + spec.to_string() +
                           "' does not exist; visible devices (indices after "
                           "CUDA_VISIBLE_DEVICES): " +
-                          list);
-  }
+                          describe_gpus(visible));
   return {true, found->index, describe_gpu(*found), "requested " + spec.to_string()};
 }
 
@@ -105,11 +108,9 @@ Placement rank_gpu_among(const Ranks& ranks, std::span<const GpuInfo> visible,
     const GpuInfo& gpu = visible[static_cast<std::size_t>(ranks.local_rank)];
     return {true, gpu.index, describe_gpu(gpu), rank + ": the GPU of its local rank"};
   }
-  std::string list;
-  for (const GpuInfo& gpu : visible) list += (list.empty() ? "" : ", ") + describe_gpu(gpu);
   throw InvalidArgument(
       rank + " drives GPU " + std::to_string(ranks.local_rank) + ", but this process sees " +
-      std::to_string(visible.size()) + " (" + list +
+      std::to_string(visible.size()) + " (" + describe_gpus(visible) +
       "; indices after CUDA_VISIBLE_DEVICES): let every process see all of the host's GPUs, "
       "or each exactly one");
 }
