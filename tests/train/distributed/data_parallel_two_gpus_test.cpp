@@ -98,13 +98,13 @@ TEST_P(TwoGpus, RanksFedTheSameBatchTrainExactlyLikeOneGpu) {
                                                     "2", "--checkpoint", dir.path().string()}),
                                           {}, 240s);
   ASSERT_EQ(one.result.exit_code, 0) << output_of(one);
-  // The average of two equal gradients is that gradient, exactly: every step's loss (printed by both
-  // ranks), and the bytes.
   // Each rank holds a context on its own GPU alone: none on GPU 0 from rank 1 (CUDA 12's cudaSetDevice makes
   // one wherever a guard restores a device the thread never chose; src/device/primary_context.h).
   const std::vector<std::string> contexts = testing::lines_starting(two.result.out, "rank ");
   EXPECT_EQ(std::count(contexts.begin(), contexts.end(), "rank 0 gpus in use: 0"), 1) << output_of(two);
   EXPECT_EQ(std::count(contexts.begin(), contexts.end(), "rank 1 gpus in use: 1"), 1) << output_of(two);
+  // The average of two equal gradients is that gradient, exactly: every step's loss (printed by both
+  // ranks), and the bytes.
   const std::vector<std::string> expected = testing::lines_starting(one.result.out, "step ");
   const std::vector<std::string> got = testing::lines_starting(two.result.out, "step ");
   ASSERT_EQ(got.size(), 2 * expected.size()) << output_of(two);
