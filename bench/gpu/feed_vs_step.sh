@@ -5,7 +5,8 @@
 # adapting, GPU augmentation) against the same step on data already on the GPU (train_step_bench), in
 # alternating rounds on GPU 0: the share of the step's own rate the input keeps. Each --variant runs prefetch
 # once more per round with FLAGS added (say --variant nopool="--hardware-pool 0"; a variant's own --threads
-# or --data replaces the script's), to measure a lever beside the defaults in the same call. Issue 41's
+# or --data replaces the script's; its leading NAME=VALUE words are the run's environment), to measure a lever
+# beside the defaults in the same call. Issue 41's
 # levers beside the step: urgent="--step-priority urgent", engines_only="--gpu-hybrid 0",
 # decoded_only="--copy-whole-batch 0", fewer_threads="--threads 15" (a core left to the step's launching
 # thread). --eager-step adds train_step_bench --no-graph (step_eager: the step launched kernel by kernel, as
@@ -41,9 +42,9 @@ side() {
       local exe=$bin/feed_vs_prefetch
       [ "$1" = fvp-previous ] && exe=$bin/$previous
       unless_given "${flags[$1]}" --threads "$threads" --data "$images"
-      # shellcheck disable=SC2086  # the variant's flags, split
-      bench_run 300 env CUDA_VISIBLE_DEVICES=0 "$exe" "${given_defaults[@]}" --modes prefetch \
-        --batch 256 --steps "$steps" --warmup 3 --progress 0 ${flags[$1]} --json "$r/$1_$2.json" 2>&1 |
+      split_variant "${flags[$1]}"
+      bench_run 300 env CUDA_VISIBLE_DEVICES=0 "${variant_env[@]}" "$exe" "${given_defaults[@]}" --modes prefetch \
+        --batch 256 --steps "$steps" --warmup 3 --progress 0 "${variant_flags[@]}" --json "$r/$1_$2.json" 2>&1 |
         grep -E '^ *prefetch ' ;;
   esac
 }

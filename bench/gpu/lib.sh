@@ -210,6 +210,18 @@ prepared_folder() {
   echo "$folder"
 }
 
+# split_variant "FLAGS": a variant's leading NAME=VALUE words (the run's environment, say
+# CUDA_DEVICE_MAX_CONNECTIONS=32) into variant_env, the program's flags after them into variant_flags.
+split_variant() {
+  # shellcheck disable=SC2206  # a variant's words, split as its flags are
+  local words=($1)
+  variant_env=() variant_flags=()
+  while [ ${#words[@]} -gt 0 ] && [[ ${words[0]} =~ ^[A-Z_][A-Z0-9_]*= ]]; do
+    variant_env+=("${words[0]}") && words=("${words[@]:1}")
+  done
+  variant_flags=("${words[@]}")
+}
+
 unless_given() {
   local flags=" $1 "
   shift

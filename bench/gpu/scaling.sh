@@ -6,6 +6,7 @@
 # multicast off), in alternating rounds. By default each rank's pipeline runs on its share of the CPUs close
 # to its GPU and its batches live on its GPU's NUMA node (issue 41, FeederOptions::host). Each --variant runs
 # the N processes once more per round with FLAGS added (a variant's own --threads replaces the script's);
+# a variant's leading NAME=VALUE words set the ranks' environment (conn32="CUDA_DEVICE_MAX_CONNECTIONS=32");
 # issue 41's baselines: all="--cpus all --memory-near-gpu 0" (wherever the scheduler puts them) and
 # even="--cpus auto" (issue 36's even, contiguous shares, whatever the GPU's node). --prepared reads, in every
 # run, the ImageNet-like set as make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written
@@ -38,7 +39,6 @@ for v in "${variant[@]}"; do flags[procs-${v%%=*}]=${v#*=}; sides+=("procs-${v%%
 side() {
   local json=$r/$1_$2.json k pids=()
   unless_given "${flags[$1]}" --threads "$threads"
-  # shellcheck disable=SC2086  # a variant's flags, split
   case "$1" in
     one) bench_run 180 env CUDA_VISIBLE_DEVICES=0 "${fvp[@]}" "${given_defaults[@]}" --json "$json" ;;
     together)  # N lone processes at once, GPU K's writing together_R.rankK.json (as a launcher's ranks would)
@@ -50,8 +50,9 @@ side() {
       wait "${pids[@]}" ;;
     own-gpu) bench_run 180 env CONVEYOR_LAUNCHER=processes CONVEYOR_GPU_EACH=1 bash "$root/scripts/launch.sh" "$gpus" \
          "${fvp[@]}" "${given_defaults[@]}" --json "$json" ;;
-    *) bench_run 180 bash "$root/scripts/launch.sh" "$gpus" "${fvp[@]}" "${given_defaults[@]}" ${flags[$1]} \
-         --json "$json" ;;
+    *) split_variant "${flags[$1]}"  # a variant's NAME=VALUE words are the ranks' environment
+      bench_run 180 env "${variant_env[@]}" bash "$root/scripts/launch.sh" "$gpus" "${fvp[@]}" "${given_defaults[@]}" \
+        "${variant_flags[@]}" --json "$json" ;;
   esac >"$r/$1_$2.log" 2>&1
   echo "$1 round $2: $(grep -hE '^prefetch ' "$r/$1_$2.log" | awk '{printf "%s ", $2}')"
 }

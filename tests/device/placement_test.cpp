@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
+#include "src/device/hardware_queues.h"
 
 namespace conveyor {
 namespace {
@@ -183,6 +186,63 @@ TEST(RankGpu, NoVisibleGpuIsADeviceErrorSayingWhy) {
     EXPECT_NE(message.find("local rank 1 of 2"), std::string::npos) << message;
     EXPECT_NE(message.find("cudaErrorNoDevice"), std::string::npos) << message;
   }
+}
+
+// CUDA_DEVICE_MAX_CONNECTIONS as a test found it, given back when the test ends.
+class SavedQueuesVariable {
+ public:
+  SavedQueuesVariable() {
+    if (const char* value = std::getenv(kName)) saved_ = value;
+    ::unsetenv(kName);
+  }
+  ~SavedQueuesVariable() {
+    if (saved_)
+      ::setenv(kName, saved_->c_str(), 1);
+    else
+      ::unsetenv(kName);
+  }
+  SavedQueuesVariable(const SavedQueuesVariable&) = delete;
+  SavedQueuesVariable& operator=(const SavedQueuesVariable&) = delete;
+  static std::string now() { return std::getenv(kName) ? std::getenv(kName) : "(unset)"; }
+  static constexpr const char* kName = "CUDA_DEVICE_MAX_CONNECTIONS";
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+void resolve_ignoring_the_outcome(const Ranks& ranks) {
+  try {
+    resolve_rank_gpu(ranks);  // a GPU where one is visible, DeviceError here
+  } catch (const Error&) {
+  }
+}
+
+TEST(HardwareQueues, ARankOfSeveralAsksForThirtyTwoBeforeItsContext) {
+  const SavedQueuesVariable saved;
+  EXPECT_NE(cuda::describe_hardware_queues().find("unset: CUDA's default"), std::string::npos)
+      << cuda::describe_hardware_queues();
+  resolve_ignoring_the_outcome(local_rank(1, 2));
+  EXPECT_EQ(SavedQueuesVariable::now(), "32");
+  EXPECT_EQ(cuda::describe_hardware_queues().rfind("32 hardware work queues per CUDA context", 0), 0u)
+      << cuda::describe_hardware_queues();
+}
+
+TEST(HardwareQueues, TheUsersOwnNumberStands) {
+  const SavedQueuesVariable saved;
+  ::setenv(SavedQueuesVariable::kName, "8", 1);
+  EXPECT_FALSE(cuda::ask_for_hardware_queues());
+  resolve_ignoring_the_outcome(local_rank(1, 2));
+  EXPECT_EQ(SavedQueuesVariable::now(), "8");
+  EXPECT_EQ(cuda::describe_hardware_queues().rfind("8 hardware work queues", 0), 0u);
+}
+
+TEST(HardwareQueues, ALoneProcessLeavesTheEnvironmentAlone) {
+  // One rank runs no collective that could wait for another: nothing to ask for.
+  const SavedQueuesVariable saved;
+  resolve_ignoring_the_outcome(local_rank(0, 1));
+  EXPECT_EQ(SavedQueuesVariable::now(), "(unset)");
+  EXPECT_TRUE(cuda::ask_for_hardware_queues());  // asked for directly, it sets the variable
+  EXPECT_EQ(SavedQueuesVariable::now(), "32");
 }
 
 TEST(PlacementOnThisMachine, GpusInUseAreThoseThisProcessHoldsAContextOn) {

@@ -7,6 +7,7 @@
 #include "conveyor/error.h"
 #include "conveyor/progress_watch.h"
 #include "conveyor/train/data_parallel.h"
+#include "src/device/hardware_queues.h"
 #include "src/train/backend.h"
 #include "src/train/distributed/gradient_reducer.h"
 #include "src/train/trainer_impl.h"
@@ -61,6 +62,9 @@ DataParallelTrainer::Impl::Impl(const TrainerOptions& options, const Ranks& rank
                                 const DataParallelOptions& parallel)
     : parallel(parallel), ranks(ranks), device(options.device) {
   if (parallel.bucket_bytes == 0) throw InvalidArgument("data parallel: bucket_bytes must be positive");
+  // Where the program did not call resolve_rank_gpu: the queues are asked for before the trainer makes
+  // its context (a context made earlier keeps its own, and placement() says how many were asked for).
+  if (options.device >= 0 && ranks.world_size > 1) cuda::ask_for_hardware_queues();
   trainer = std::make_unique<Trainer>(options);  // checks the options before the ranks meet
   comm = make_communicator(
       ranks, options.device,
@@ -195,6 +199,7 @@ std::string DataParallelTrainer::placement() const {
     text += ", " + std::to_string(buckets.size()) + " gradient buckets of at most " +
             std::to_string(impl_->parallel.bucket_bytes >> 10) + " KiB";
   }
+  if (impl_->device >= 0) text += "; " + cuda::describe_hardware_queues();
   return text + "; " + impl_->trainer->placement();
 }
 
