@@ -7,7 +7,6 @@
 
 #include "conveyor/error.h"
 #include "src/device/gpu_query.h"
-#include "src/device/hardware_queues.h"
 
 namespace conveyor {
 namespace {
@@ -125,8 +124,6 @@ Placement resolve(const DeviceSpec& spec) {
 }
 
 Placement resolve_rank_gpu(const Ranks& ranks) {
-  // Before the census's first CUDA call: the rank's context, made later, gets the queues it needs.
-  if (ranks.world_size > 1) cuda::ask_for_hardware_queues();
   const detail::GpuCensus census = detail::take_gpu_census(false);
   return detail::rank_gpu_among(ranks, census.gpus, census.unavailable_reason);
 }

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
 #include "src/device/hardware_queues.h"
+#include "tests/support/subprocess.h"
 
 namespace conveyor {
 namespace {
@@ -210,39 +213,82 @@ class SavedQueuesVariable {
   std::optional<std::string> saved_;
 };
 
-void resolve_ignoring_the_outcome(const Ranks& ranks) {
-  try {
-    resolve_rank_gpu(ranks);  // a GPU where one is visible, DeviceError here
-  } catch (const Error&) {
-  }
+// A launcher's variables, with the process's own CUDA_DEVICE_MAX_CONNECTIONS (getenv) behind them.
+Environment launcher(std::map<std::string, std::string> variables) {
+  return [variables = std::move(variables)](const std::string& name) -> std::optional<std::string> {
+    if (const auto found = variables.find(name); found != variables.end()) return found->second;
+    if (name == SavedQueuesVariable::kName && std::getenv(name.c_str())) return std::getenv(name.c_str());
+    return std::nullopt;
+  };
 }
 
-TEST(HardwareQueues, ARankOfSeveralAsksForThirtyTwoBeforeItsContext) {
+TEST(HardwareQueues, ARankOfSeveralAsksForThirtyTwo) {
   const SavedQueuesVariable saved;
   EXPECT_NE(cuda::describe_hardware_queues().find("unset: CUDA's default"), std::string::npos)
       << cuda::describe_hardware_queues();
-  resolve_ignoring_the_outcome(local_rank(1, 2));
+  EXPECT_TRUE(cuda::ask_for_hardware_queues(launcher({{"RANK", "1"}, {"WORLD_SIZE", "2"}})));
   EXPECT_EQ(SavedQueuesVariable::now(), "32");
-  EXPECT_EQ(cuda::describe_hardware_queues().rfind("32 hardware work queues per CUDA context", 0), 0u)
-      << cuda::describe_hardware_queues();
+  EXPECT_EQ(cuda::describe_hardware_queues(),
+            "32 hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS)");
+}
+
+TEST(HardwareQueues, EveryLaunchersRanksCount) {
+  for (const auto& variables : std::vector<std::map<std::string, std::string>>{
+           {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}},
+           {{"SLURM_PROCID", "3"},
+            {"SLURM_STEP_NUM_TASKS", "8"},
+            {"SLURM_LOCALID", "3"},
+            {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
+            {"SLURM_NODEID", "0"}}}) {
+    const SavedQueuesVariable saved;
+    EXPECT_TRUE(cuda::ask_for_hardware_queues(launcher(variables))) << variables.begin()->first;
+    EXPECT_EQ(SavedQueuesVariable::now(), "32");
+  }
 }
 
 TEST(HardwareQueues, TheUsersOwnNumberStands) {
   const SavedQueuesVariable saved;
   ::setenv(SavedQueuesVariable::kName, "8", 1);
-  EXPECT_FALSE(cuda::ask_for_hardware_queues());
-  resolve_ignoring_the_outcome(local_rank(1, 2));
+  EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({{"RANK", "1"}, {"WORLD_SIZE", "2"}})));
   EXPECT_EQ(SavedQueuesVariable::now(), "8");
-  EXPECT_EQ(cuda::describe_hardware_queues().rfind("8 hardware work queues", 0), 0u);
+  EXPECT_EQ(cuda::describe_hardware_queues(),
+            "8 hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS)");
 }
 
-TEST(HardwareQueues, ALoneProcessLeavesTheEnvironmentAlone) {
-  // One rank runs no collective that could wait for another: nothing to ask for.
+TEST(HardwareQueues, ALoneProcessOrAMalformedLauncherLeavesTheEnvironmentAlone) {
+  // One rank runs no collective that could wait for another: nothing to ask for. A malformed variable is
+  // reported where the job reads its ranks, not while the library loads.
   const SavedQueuesVariable saved;
-  resolve_ignoring_the_outcome(local_rank(0, 1));
+  EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({})));
+  EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
+  EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({{"RANK", "two"}, {"WORLD_SIZE", "4"}})));
   EXPECT_EQ(SavedQueuesVariable::now(), "(unset)");
-  EXPECT_TRUE(cuda::ask_for_hardware_queues());  // asked for directly, it sets the variable
-  EXPECT_EQ(SavedQueuesVariable::now(), "32");
+}
+
+// The child of the next test: its report is the variable as this program found it in main(), after the
+// library's load-time request and before anything else could set it.
+TEST(HardwareQueuesChild, ReportTheVariable) {
+  const char* expected = std::getenv("CONVEYOR_TEST_QUEUES_EXPECTED");
+  if (expected == nullptr) GTEST_SKIP() << "run by HardwareQueues.AskedForWhenTheLibraryLoadsInARank";
+  EXPECT_EQ(SavedQueuesVariable::now(), expected);
+}
+
+TEST(HardwareQueues, AskedForWhenTheLibraryLoadsInARank) {
+  // The driver reads the variable when it starts, so a program's first CUDA call must find it set: the
+  // library sets it before main(). Checked in a process of its own, started as torchrun starts a rank.
+  const std::vector<std::string> argv = {"/proc/self/exe", "--gtest_filter=HardwareQueuesChild.*"};
+  const SavedQueuesVariable saved;  // unset here, so the child inherits no value
+  const testing::ProcessResult rank = testing::run_process(
+      argv, {"RANK=1", "WORLD_SIZE=2", "CONVEYOR_TEST_QUEUES_EXPECTED=32"}, std::chrono::seconds(60));
+  EXPECT_EQ(rank.exit_code, 0) << rank.out << rank.err;
+  EXPECT_NE(rank.out.find("[  PASSED  ] 1 test"), std::string::npos) << rank.out;
+  const testing::ProcessResult alone = testing::run_process(
+      argv, {"RANK=0", "WORLD_SIZE=1", "CONVEYOR_TEST_QUEUES_EXPECTED=(unset)"}, std::chrono::seconds(60));
+  EXPECT_EQ(alone.exit_code, 0) << alone.out << alone.err;
+  const testing::ProcessResult users = testing::run_process(
+      argv, {"RANK=1", "WORLD_SIZE=2", "CUDA_DEVICE_MAX_CONNECTIONS=4", "CONVEYOR_TEST_QUEUES_EXPECTED=4"},
+      std::chrono::seconds(60));
+  EXPECT_EQ(users.exit_code, 0) << users.out << users.err;
 }
 
 TEST(PlacementOnThisMachine, GpusInUseAreThoseThisProcessHoldsAContextOn) {

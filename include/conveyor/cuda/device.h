@@ -105,10 +105,7 @@ Placement resolve(const DeviceSpec& spec);
 // sees all of the host's GPUs (torchrun, mpirun), or the only GPU it sees where the launcher gave each
 // process its own (Slurm's --gpus-per-task=1, a CUDA_VISIBLE_DEVICES per rank). DeviceError when no GPU is
 // visible; InvalidArgument when the process sees several GPUs but fewer than its local rank needs. Makes no
-// context. Where the job has several ranks and CUDA_DEVICE_MAX_CONNECTIONS is unset, it sets it to 32
-// first: the rank's context, made later, then gives each of its streams its own hardware work queue, so
-// that an all-reduce waiting for another rank does not hold back the step's kernels (docs/distributed.md).
-// Call it where the program begins, before other threads read the environment.
+// context.
 Placement resolve_rank_gpu(const Ranks& ranks);
 
 // One line of a placement report: a stage of the run and where it executes.

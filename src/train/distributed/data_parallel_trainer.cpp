@@ -62,9 +62,6 @@ DataParallelTrainer::Impl::Impl(const TrainerOptions& options, const Ranks& rank
                                 const DataParallelOptions& parallel)
     : parallel(parallel), ranks(ranks), device(options.device) {
   if (parallel.bucket_bytes == 0) throw InvalidArgument("data parallel: bucket_bytes must be positive");
-  // Where the program did not call resolve_rank_gpu: the queues are asked for before the trainer makes
-  // its context (a context made earlier keeps its own, and placement() says how many were asked for).
-  if (options.device >= 0 && ranks.world_size > 1) cuda::ask_for_hardware_queues();
   trainer = std::make_unique<Trainer>(options);  // checks the options before the ranks meet
   comm = make_communicator(
       ranks, options.device,
