@@ -152,9 +152,13 @@ int main(int argc, char** argv) try {
   trainer.cuda_graph = !options.no_graph;
   trainer.urgent_stream = options.step_priority == "urgent";
   // nvJPEG's hardware decoding seems to wait for a replayed graph to end: prefetch fed the step 1.2 % faster
-  // without the graph when nvJPEG decodes beside it (median of six pairs, runs 19 and 20).
+  // without the graph when nvJPEG decodes beside it (median of six pairs, runs 19 and 20). A rank of several
+  // replays it all the same: launched kernel by kernel, its step waits for every host delay of either rank
+  // (each all-reduce joins them), and two H200s scaled 1.07x better with the graph (2026-11-29,
+  // bench/results/2026-11-29-h200x2-hardware-queues).
   const bool nvjpeg_beside_step = gpu && options.device_augment && options.gpu_decode;
-  setup.prefetch_graph = options.graph || (!options.no_graph && !nvjpeg_beside_step);
+  setup.prefetch_graph =
+      options.graph || (!options.no_graph && (!nvjpeg_beside_step || ranks.world_size > 1));
   // What moves the hybrid split's balance besides what the feeder sees: the step beside it and how many
   // ranks share the host.
   setup.memory_key = "feed_vs_prefetch " + options.model + " " + options.precision + " graph " +

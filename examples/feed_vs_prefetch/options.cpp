@@ -124,12 +124,14 @@ Options parse_options(int argc, char** argv) {
   add_service_options(app, options);
   app.add_flag("--deterministic", options.deterministic,
                "deterministic convolution algorithms (same losses every run)");
-  CLI::Option* graph = app.add_flag("--graph", options.graph,
-                                    "on a GPU, replay the step as one CUDA graph in every mode (default: in "
-                                    "feed and parallel, and in prefetch unless nvJPEG decodes beside it)");
+  CLI::Option* graph =
+      app.add_flag("--graph", options.graph,
+                   "on a GPU, replay the step as one CUDA graph in every mode (default: in "
+                   "feed and parallel, and in prefetch unless nvJPEG decodes beside the step "
+                   "of a lone process)");
   app.add_flag("--no-graph", options.no_graph,
                "on a GPU, launch the step kernel by kernel in every mode (default: in prefetch when nvJPEG "
-               "decodes beside the step, which then leaves the GPU less idle)")
+               "decodes beside the step of a lone process, which then leaves the GPU less idle)")
       ->excludes(graph);
   app.add_flag("--record-loss", options.record_loss,
                "every step's loss in the JSON (reading it synchronises after each step)");
