@@ -18,6 +18,7 @@
 #include "src/device/cuda_check.h"
 #include "src/device/decode/cpu_fallback.h"
 #include "src/device/decode/decoded_runs.h"
+#include "src/device/device_bound_memory.h"
 #include "src/device/node_pinned_memory.h"
 #include "src/device/normalize.h"
 #include "src/device/normalized_images.h"
@@ -88,7 +89,8 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
       options_(options),
       pool_(shared_pool),
       early_memory_(std::make_shared<cuda::LateLockedHostMemory>()),
-      host_memory_(std::make_shared<cuda::PinnedBlockCache>(early_memory_)),
+      // Any pipeline thread may grow the blocks: each is made and freed with the feeder's GPU current.
+      host_memory_(std::make_shared<cuda::PinnedBlockCache>(cuda::with_device(early_memory_, device))),
       held_(static_cast<std::size_t>(options.depth)) {
   if (pool_ != nullptr && pool_->device() != device_)
     throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
@@ -131,7 +133,7 @@ void GpuFeeder::set_up() noexcept {
     std::shared_ptr<HostMemoryResource> locked = batch_memory(device_, options_.host, locked_where);
     where = locked_where + early_memory_->context_ready(std::move(locked));
     timeline.done("early blocks locked");
-    for (Slot& slot : slots) slot.fallback.emplace(pinned_host_memory());
+    for (Slot& slot : slots) slot.fallback.emplace(cuda::with_device(pinned_host_memory(), device_));
     if (!options_.augment.empty()) augmenter_.emplace(device_, *pool_, augment_options(options_));
     // The users' pixel twins, made for this device (with it current: their streams and buffers belong here).
     for (const PlacedPixelOp& placed : options_.pixel_ops) pixel_ops_.push_back(placed.make(device_));

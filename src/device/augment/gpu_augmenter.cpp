@@ -8,6 +8,7 @@
 #include "conveyor/cuda/pinned_memory.h"
 #include "conveyor/error.h"
 #include "src/device/cuda_check.h"
+#include "src/device/device_bound_memory.h"
 
 namespace conveyor::cuda {
 namespace {
@@ -29,7 +30,7 @@ void check_options(const GpuAugmentOptions& options) {
 }  // namespace
 
 GpuAugmenter::GpuAugmenter(int device, DeviceMemoryPool& pool, GpuAugmentOptions options)
-    : device_(device), pool_(&pool), pinned_(pinned_host_memory()), options_(options) {
+    : device_(device), pool_(&pool), pinned_(with_device(pinned_host_memory(), device)), options_(options) {
   check_options(options_);
   if (pool.device() != device)
     throw InvalidArgument("GpuAugmenter on gpu:" + std::to_string(device) +
