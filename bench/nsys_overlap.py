@@ -7,8 +7,9 @@ report; .tsv.gz too): the timeline evidence for issue 41's "the GPU's share besi
 
 BESIDE: a capture of the step beside the feeder (feed_vs_prefetch's prefetch); ALONE: the same step without
 it (train_step_bench --no-graph, launched kernel by kernel as prefetch launches it). In each capture the
-step's stream is the one with the most kernel time (a ResNet-18 step is ~15 ms of kernels per batch; the
-feeder's kernels are a fraction of that); every other stream's kernels are the feeder's (nvJPEG's GPU
+step's stream is the one that runs --step-marker, else the one with the most kernel time (a ResNet-18 step
+is ~15 ms of kernels per batch; the feeder's kernels are a fraction of that); every other stream's kernels
+are the feeder's (and a rank's NCCL kernels) (nvJPEG's GPU
 hybrid path, the crop-resize, the fused augmentation). Written for each capture:
 - per stream: kernels, kernel time, busy time (the union of its kernels), the longest kernels by name;
 - on the step's stream: the share of its busy time during which a kernel of another stream ran (the SMs
@@ -16,7 +17,8 @@ hybrid path, the crop-resize, the fused augmentation). Written for each capture:
 - per step (with --steps): the step's busy time and the other streams' kernel time;
 with --step-marker (a kernel that ends each step, say sgd_kernel), per step of the last N - 1 (the steady
 state: a capture holds warm-up too): the step's period, its kernels' busy time, the gaps between its kernels
-(the GPU waiting for launches) and the gap before its first kernel (waiting for the batch);
+(the GPU waiting for launches) and the gap before its first kernel (waiting for the batch), and the long gaps
+that ended as another stream's kernel ended (the step's kernel queued behind it in a shared hardware queue);
 with --alone, per kernel name of the step: its mean time beside the feeder over its mean time alone, the
 names that slowed most, and the step's busy time per step in both. The hardware JPEG engines are no
 kernels: their work shows only through what it takes from memory bandwidth (the step's kernels slowing).
@@ -110,7 +112,11 @@ def summarize(path, steps=None, top=8, marker=None):
     by_stream = defaultdict(list)
     for row in rows:
         by_stream[row[2]].append(row)
-    step_stream = max(by_stream, key=lambda s: sum(e - st for st, e, _, _ in by_stream[s]))
+    # The stream that ends steps with the marker; without one, the busiest. (A data-parallel rank's NCCL
+    # stream can be the busiest: its all-reduce kernels spin while they wait for the other rank.)
+    marked = {s: sum(n == marker for _, _, _, n in ks) for s, ks in by_stream.items()} if marker else {}
+    step_stream = (max(marked, key=marked.get) if marked and max(marked.values()) > 0 else
+                   max(by_stream, key=lambda s: sum(e - st for st, e, _, _ in by_stream[s])))
     busy = {s: union((st, e) for st, e, _, _ in ks) for s, ks in by_stream.items()}
     others = union(iv for s, ivs in busy.items() if s != step_stream for iv in ivs)
     step_busy = busy[step_stream]
@@ -153,8 +159,9 @@ def summarize(path, steps=None, top=8, marker=None):
     if marker:
         feeder = [(st, e) for st, e, stream, _ in rows if stream != step_stream]
         copy_intervals = [(st, e) for st, e, stream, _ in moved if stream != step_stream]
+        other_ends = sorted((e, n) for _, e, stream, n in rows if stream != step_stream)
         out["per_step"] = per_step(by_stream[step_stream], marker, steps or len(by_stream[step_stream]),
-                                   feeder, copy_intervals)
+                                   feeder, copy_intervals, other_ends)
     out["_step_names"] = mean_by_name(by_stream[step_stream])
     return out
 
@@ -181,9 +188,18 @@ def overlaps(intervals, lo, hi):
     return i > 0 and intervals[i - 1][1] >= lo
 
 
-def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
+# A gap of the step's stream that ends within this of another stream's kernel ending was, most likely,
+# released by it: the step's next kernel waited behind that kernel in a hardware work queue they shared (a
+# launch from the host lands microseconds after whatever happened to end before it, rarely this close).
+RELEASE_NS = 20_000
+RELEASE_MIN_GAP_NS = 200_000  # gaps shorter than this are launch gaps, whatever ended near them
+
+
+def per_step(rows, marker, steps, feeder=(), copy_intervals=(), other_ends=()):
     """Medians over the last `steps` - 1 intervals between the ends of the kernels named `marker` (runs of
-    them as one) on the step's stream: period, busy, gaps inside, gap before the first kernel (ms)."""
+    them as one) on the step's stream: period, busy, gaps inside, gap before the first kernel (ms); and the
+    gaps of 0.2 ms or more that ended as another stream's kernel ended (`other_ends`: sorted (end, name)),
+    by that kernel's name."""
     rows = sorted(rows)
     ends = []  # the end of each run of marker kernels (an optimizer may end a step with several)
     previous = None
@@ -200,6 +216,8 @@ def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
     others = (("a feeder kernel", union(feeder)), ("a copy", union(copy_intervals)))
     periods, busy, gaps, first = [], [], [], []
     company = defaultdict(lambda: [0, 0])  # what else ran in a gap: [count, ns]
+    released = defaultdict(lambda: [0, 0])  # the kernel whose end a long gap ended with: [count, ns]
+    end_times = [e for e, _ in other_ends]
     for lo, hi in zip(ends, ends[1:]):
         inside = [(s, e) for s, e, _, _ in rows if lo < s <= hi]
         if not inside:
@@ -214,6 +232,11 @@ def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
             kind = kind or "nothing else"
             company[kind][0] += 1
             company[kind][1] += b[0] - a[1]
+            if b[0] - a[1] >= RELEASE_MIN_GAP_NS:
+                i = bisect.bisect_right(end_times, b[0]) - 1
+                if i >= 0 and b[0] - end_times[i] <= RELEASE_NS and end_times[i] > a[1]:
+                    released[other_ends[i][1]][0] += 1
+                    released[other_ends[i][1]][1] += b[0] - a[1]
     count = len(periods)
     return {"marker": marker, "steps": count,
             "period_ms": median(periods) / 1e6, "busy_ms": median(busy) / 1e6,
@@ -222,7 +245,10 @@ def per_step(rows, marker, steps, feeder=(), copy_intervals=()):
             # a copy on another stream): how much longer a gap is when the feeder's work falls into it.
             "gaps_by_company": {kind: {"per_step": n / count, "mean_us": t / n / 1e3,
                                        "ms_per_step": t / count / 1e6}
-                                for kind, (n, t) in sorted(company.items())}}
+                                for kind, (n, t) in sorted(company.items())},
+            # Gaps that ended as another stream's kernel ended: the step's work queued behind that kernel.
+            "gaps_released_by": {name: {"per_step": n / count, "ms_per_step": t / count / 1e6}
+                                 for name, (n, t) in sorted(released.items(), key=lambda item: -item[1][1])}}
 
 
 def median(values):
@@ -292,6 +318,9 @@ def main(argv=None):
                   f"{p['gap_before_first_kernel_ms']:.2f} ms")
             for kind, g in p["gaps_by_company"].items():
                 print(f"  gaps with {kind} beside: {g['per_step']:.1f} a step, {g['mean_us']:.1f} us each, "
+                      f"{g['ms_per_step']:.3f} ms a step")
+            for name, g in list(p["gaps_released_by"].items())[:3]:
+                print(f"  gaps of 0.2 ms or more that ended as {name[:40]} ended: {g['per_step']:.1f} a step, "
                       f"{g['ms_per_step']:.3f} ms a step")
         for k in s["other_kernels"][:4]:
             idle, beside = k["median_us_step_idle"], k["median_us_beside_step"]

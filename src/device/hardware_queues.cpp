@@ -11,10 +11,10 @@ namespace {
 constexpr const char* kVariable = "CUDA_DEVICE_MAX_CONNECTIONS";
 constexpr int kCudaDefault = 8;
 
-// Runs when the program or the Python module is loaded: before main(), and so before the driver starts
-// (cuInit reads the variable; the first CUDA call of most programs comes before their first call into
-// conveyor). Only this object's static initialiser writes the environment. The linker keeps this file
-// wherever the data-parallel trainer is linked, which reports the queues (describe_hardware_queues).
+// Runs when the program or the Python module is loaded: before main(), and so before any CUDA call (the
+// first CUDA call of most programs comes before their first call into conveyor). Only this object's static
+// initialiser writes the environment. The linker keeps this file wherever the data-parallel trainer is
+// linked, which reports the queues (describe_hardware_queues).
 [[maybe_unused]] const bool asked_when_loaded = ask_for_hardware_queues(process_environment());
 
 }  // namespace
