@@ -9,8 +9,8 @@ BESIDE: a capture of the step beside the feeder (feed_vs_prefetch's prefetch); A
 it (train_step_bench --no-graph, launched kernel by kernel as prefetch launches it). In each capture the
 step's stream is the one that runs --step-marker, else the one with the most kernel time (a ResNet-18 step
 is ~15 ms of kernels per batch; the feeder's kernels are a fraction of that); every other stream's kernels
-are the feeder's (and a rank's NCCL kernels) (nvJPEG's GPU
-hybrid path, the crop-resize, the fused augmentation). Written for each capture:
+are the feeder's (nvJPEG's GPU hybrid path, the crop-resize, the fused augmentation) or, in a data-parallel
+rank, NCCL's. Written for each capture:
 - per stream: kernels, kernel time, busy time (the union of its kernels), the longest kernels by name;
 - on the step's stream: the share of its busy time during which a kernel of another stream ran (the SMs
   were shared), and its idle share between its first and last kernel (the GPU waited for launches or data);
