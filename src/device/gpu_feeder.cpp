@@ -88,9 +88,8 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
     : device_(device),
       options_(options),
       pool_(shared_pool),
-      early_memory_(std::make_shared<cuda::LateLockedHostMemory>()),
-      // Any pipeline thread may grow the blocks: each is made and freed with the feeder's GPU current.
-      host_memory_(std::make_shared<cuda::PinnedBlockCache>(cuda::with_device(early_memory_, device))),
+      early_memory_(std::make_shared<cuda::LateLockedHostMemory>(device)),
+      host_memory_(std::make_shared<cuda::PinnedBlockCache>(early_memory_)),
       held_(static_cast<std::size_t>(options.depth)) {
   if (pool_ != nullptr && pool_->device() != device_)
     throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
@@ -130,7 +129,10 @@ void GpuFeeder::set_up() noexcept {
     consumer_ = own_consumer_->get();
     timeline.done("streams");
     std::string locked_where;
-    std::shared_ptr<HostMemoryResource> locked = batch_memory(device_, options_.host, locked_where);
+    // Any pipeline thread may grow the blocks: each is made and freed with the feeder's GPU current (before
+    // the context exists, LateLockedHostMemory hands out ordinary memory and calls no CUDA at all).
+    std::shared_ptr<HostMemoryResource> locked =
+        cuda::with_device(batch_memory(device_, options_.host, locked_where), device_);
     where = locked_where + early_memory_->context_ready(std::move(locked));
     timeline.done("early blocks locked");
     for (Slot& slot : slots) slot.fallback.emplace(cuda::with_device(pinned_host_memory(), device_));

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "conveyor/error.h"
+#include "src/device/cuda_handles.h"
 
 namespace conveyor::cuda {
 namespace {
@@ -19,8 +20,28 @@ std::size_t whole_pages(std::size_t bytes) { return (bytes + kPage - 1) / kPage 
 LateLockedHostMemory::~LateLockedHostMemory() {
   // Every block was given back before (each allocation keeps its resource alive); nothing is left here.
   for (const auto& [memory, block] : early_) {
-    if (block.registered) cudaHostUnregister(memory);
+    if (block.registered) unlock_pages(memory);
     std::free(memory);
+  }
+}
+
+bool LateLockedHostMemory::lock_pages(void* memory, std::size_t bytes) const noexcept {
+  try {
+    const DeviceGuard guard(device_);
+    if (cudaHostRegister(memory, whole_pages(bytes), cudaHostRegisterPortable) == cudaSuccess) return true;
+  } catch (...) {
+    // The device could not be made current: the block stays ordinary memory.
+  }
+  cudaGetLastError();  // its copies count as pageable
+  return false;
+}
+
+void LateLockedHostMemory::unlock_pages(void* memory) const noexcept {
+  try {
+    const DeviceGuard guard(device_);
+    cudaHostUnregister(memory);  // cannot report from here
+  } catch (...) {
+    cudaHostUnregister(memory);
   }
 }
 
@@ -36,9 +57,7 @@ void* LateLockedHostMemory::allocate(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   if (locked_) {
     // The context came ready meanwhile: this block is locked now, like those made before it.
-    const cudaError_t status = cudaHostRegister(memory, whole_pages(bytes), cudaHostRegisterPortable);
-    if (status != cudaSuccess) cudaGetLastError();  // stays ordinary memory: its copies count as pageable
-    early_.emplace(memory, Early{bytes, status == cudaSuccess});
+    early_.emplace(memory, Early{bytes, lock_pages(memory, bytes)});
     return memory;
   }
   early_.emplace(memory, Early{bytes, false});
@@ -51,7 +70,7 @@ void LateLockedHostMemory::deallocate(void* memory, std::size_t bytes) noexcept 
     std::lock_guard lock(mutex_);
     const auto early = early_.find(memory);
     if (early != early_.end()) {
-      if (early->second.registered) cudaHostUnregister(memory);  // cannot report from here
+      if (early->second.registered) unlock_pages(memory);
       early_.erase(early);
       std::free(memory);
       return;
@@ -66,14 +85,8 @@ std::string LateLockedHostMemory::context_ready(std::shared_ptr<HostMemoryResour
   std::size_t registered = 0, refused = 0;
   for (auto& [memory, block] : early_) {
     // Workers may be writing into the block now: locking its pages leaves their contents as they are.
-    const cudaError_t status = cudaHostRegister(memory, whole_pages(block.bytes), cudaHostRegisterPortable);
-    block.registered = status == cudaSuccess;
-    if (block.registered) {
-      ++registered;
-    } else {
-      cudaGetLastError();
-      ++refused;
-    }
+    block.registered = lock_pages(memory, block.bytes);
+    ++(block.registered ? registered : refused);
   }
   locked_ = std::move(locked);
   if (early_.empty()) return "";

@@ -23,7 +23,10 @@ namespace conveyor::cuda {
 
 class LateLockedHostMemory final : public HostMemoryResource {
  public:
-  LateLockedHostMemory() = default;
+  // `device`: the GPU whose context locks the blocks. The locking and unlocking this resource does itself
+  // (on whichever thread gives a block back, or takes one while the context comes) run with it current, so
+  // that they never make a context on another GPU; before the context exists nothing here calls CUDA.
+  explicit LateLockedHostMemory(int device) : device_(device) {}
   ~LateLockedHostMemory() override;
   LateLockedHostMemory(const LateLockedHostMemory&) = delete;
   LateLockedHostMemory& operator=(const LateLockedHostMemory&) = delete;
@@ -44,6 +47,11 @@ class LateLockedHostMemory final : public HostMemoryResource {
     std::size_t bytes;
     bool registered;
   };
+  // cudaHostRegister / cudaHostUnregister of a block, with device_ current.
+  bool lock_pages(void* memory, std::size_t bytes) const noexcept;
+  void unlock_pages(void* memory) const noexcept;
+
+  const int device_;
   mutable std::mutex mutex_;
   std::shared_ptr<HostMemoryResource> locked_;  // null until the context is ready, or when it failed
   std::map<void*, Early> early_;                // blocks made here, not by locked_

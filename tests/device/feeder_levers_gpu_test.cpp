@@ -360,7 +360,7 @@ TEST(FeederSetUpBehind, GivesTheBatchesOfAFeederSetUpInItsConstructorAllFromPage
 
 TEST(LateLockedHostMemory, BlocksMadeBeforeTheContextArePageLockedWhenItComesAndLaterOnesComeFromItsMemory) {
   if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
-  cuda::LateLockedHostMemory memory;
+  cuda::LateLockedHostMemory memory(0);
   const std::size_t bytes = 3 * 4096 + 100;  // not whole pages: locked whole all the same
   void* early[2] = {memory.allocate(bytes), memory.allocate(bytes)};
   std::memset(early[0], 7, bytes);  // written before locking, as the pipeline's workers do
