@@ -12,6 +12,7 @@
 #include "conveyor/cuda/device.h"
 #include "conveyor/error.h"
 #include "src/device/hardware_queues.h"
+#include "tests/support/scoped_environment.h"
 #include "tests/support/subprocess.h"
 
 namespace conveyor {
@@ -191,43 +192,26 @@ TEST(RankGpu, NoVisibleGpuIsADeviceErrorSayingWhy) {
   }
 }
 
-// CUDA_DEVICE_MAX_CONNECTIONS as a test found it, given back when the test ends.
-class SavedQueuesVariable {
- public:
-  SavedQueuesVariable() {
-    if (const char* value = std::getenv(kName)) saved_ = value;
-    ::unsetenv(kName);
-  }
-  ~SavedQueuesVariable() {
-    if (saved_)
-      ::setenv(kName, saved_->c_str(), 1);
-    else
-      ::unsetenv(kName);
-  }
-  SavedQueuesVariable(const SavedQueuesVariable&) = delete;
-  SavedQueuesVariable& operator=(const SavedQueuesVariable&) = delete;
-  static std::string now() { return std::getenv(kName) ? std::getenv(kName) : "(unset)"; }
-  static constexpr const char* kName = "CUDA_DEVICE_MAX_CONNECTIONS";
+constexpr const char* kQueues = "CUDA_DEVICE_MAX_CONNECTIONS";
 
- private:
-  std::optional<std::string> saved_;
-};
+// The variable as the test finds it now.
+std::string queues_now() { return std::getenv(kQueues) ? std::getenv(kQueues) : "(unset)"; }
 
 // A launcher's variables, with the process's own CUDA_DEVICE_MAX_CONNECTIONS (getenv) behind them.
 Environment launcher(std::map<std::string, std::string> variables) {
   return [variables = std::move(variables)](const std::string& name) -> std::optional<std::string> {
     if (const auto found = variables.find(name); found != variables.end()) return found->second;
-    if (name == SavedQueuesVariable::kName && std::getenv(name.c_str())) return std::getenv(name.c_str());
+    if (name == kQueues && std::getenv(kQueues)) return std::getenv(kQueues);
     return std::nullopt;
   };
 }
 
 TEST(HardwareQueues, ARankOfSeveralAsksForThirtyTwo) {
-  const SavedQueuesVariable saved;
+  const testing::ScopedEnvironment saved({{kQueues, std::nullopt}});
   EXPECT_NE(cuda::describe_hardware_queues().find("unset: CUDA's default"), std::string::npos)
       << cuda::describe_hardware_queues();
   EXPECT_TRUE(cuda::ask_for_hardware_queues(launcher({{"RANK", "1"}, {"WORLD_SIZE", "2"}})));
-  EXPECT_EQ(SavedQueuesVariable::now(), "32");
+  EXPECT_EQ(queues_now(), "32");
   EXPECT_EQ(cuda::describe_hardware_queues(),
             "32 hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS)");
 }
@@ -240,17 +224,16 @@ TEST(HardwareQueues, EveryLaunchersRanksCount) {
             {"SLURM_LOCALID", "3"},
             {"SLURM_STEP_TASKS_PER_NODE", "4(x2)"},
             {"SLURM_NODEID", "0"}}}) {
-    const SavedQueuesVariable saved;
+    const testing::ScopedEnvironment saved({{kQueues, std::nullopt}});
     EXPECT_TRUE(cuda::ask_for_hardware_queues(launcher(variables))) << variables.begin()->first;
-    EXPECT_EQ(SavedQueuesVariable::now(), "32");
+    EXPECT_EQ(queues_now(), "32");
   }
 }
 
 TEST(HardwareQueues, TheUsersOwnNumberStands) {
-  const SavedQueuesVariable saved;
-  ::setenv(SavedQueuesVariable::kName, "8", 1);
+  const testing::ScopedEnvironment saved({{kQueues, std::optional<std::string>("8")}});
   EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({{"RANK", "1"}, {"WORLD_SIZE", "2"}})));
-  EXPECT_EQ(SavedQueuesVariable::now(), "8");
+  EXPECT_EQ(queues_now(), "8");
   EXPECT_EQ(cuda::describe_hardware_queues(),
             "8 hardware work queues per CUDA context (CUDA_DEVICE_MAX_CONNECTIONS)");
 }
@@ -258,11 +241,11 @@ TEST(HardwareQueues, TheUsersOwnNumberStands) {
 TEST(HardwareQueues, ALoneProcessOrAMalformedLauncherLeavesTheEnvironmentAlone) {
   // One rank runs no collective that could wait for another: nothing to ask for. A malformed variable is
   // reported where the job reads its ranks, not while the library loads.
-  const SavedQueuesVariable saved;
+  const testing::ScopedEnvironment saved({{kQueues, std::nullopt}});
   EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({})));
   EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
   EXPECT_FALSE(cuda::ask_for_hardware_queues(launcher({{"RANK", "two"}, {"WORLD_SIZE", "4"}})));
-  EXPECT_EQ(SavedQueuesVariable::now(), "(unset)");
+  EXPECT_EQ(queues_now(), "(unset)");
 }
 
 // The child of the next test: its report is the variable as this program found it in main(), after the
@@ -270,14 +253,14 @@ TEST(HardwareQueues, ALoneProcessOrAMalformedLauncherLeavesTheEnvironmentAlone) 
 TEST(HardwareQueuesChild, ReportTheVariable) {
   const char* expected = std::getenv("CONVEYOR_TEST_QUEUES_EXPECTED");
   if (expected == nullptr) GTEST_SKIP() << "run by HardwareQueues.AskedForWhenTheLibraryLoadsInARank";
-  EXPECT_EQ(SavedQueuesVariable::now(), expected);
+  EXPECT_EQ(queues_now(), expected);
 }
 
 TEST(HardwareQueues, AskedForWhenTheLibraryLoadsInARank) {
   // The driver reads the variable when it starts, so a program's first CUDA call must find it set: the
   // library sets it before main(). Checked in a process of its own, started as torchrun starts a rank.
   const std::vector<std::string> argv = {"/proc/self/exe", "--gtest_filter=HardwareQueuesChild.*"};
-  const SavedQueuesVariable saved;  // unset here, so the child inherits no value
+  const testing::ScopedEnvironment saved({{kQueues, std::nullopt}});  // the child inherits no value
   const testing::ProcessResult rank = testing::run_process(
       argv, {"RANK=1", "WORLD_SIZE=2", "CONVEYOR_TEST_QUEUES_EXPECTED=32"}, std::chrono::seconds(60));
   EXPECT_EQ(rank.exit_code, 0) << rank.out << rank.err;

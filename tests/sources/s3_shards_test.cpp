@@ -17,6 +17,7 @@
 #include "fixtures.h"
 #include "src/sources/s3_client.h"
 #include "support/s3_server.h"
+#include "support/scoped_environment.h"
 #include "support/subprocess.h"
 #include "support/tar_files.h"
 #include "support/temp_dir.h"
@@ -27,27 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::S3TestServer;
+using testing::ScopedEnvironment;
 using testing::TempDir;
 using testing::Watchdog;
-
-// Sets variables for the test's lifetime and puts the old values back.
-class ScopedEnvironment {
- public:
-  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& variables) {
-    for (const auto& [name, value] : variables) {
-      const char* old = std::getenv(name.c_str());
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      ::setenv(name.c_str(), value.c_str(), 1);
-    }
-  }
-  ~ScopedEnvironment() {
-    for (const auto& [name, value] : saved_)
-      value ? ::setenv(name.c_str(), value->c_str(), 1) : ::unsetenv(name.c_str());
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 const std::vector<int> kSizes{7, 5, 9, 3, 6};  // 30 samples in 5 shards
 constexpr std::uint64_t kSamples = 30;
