@@ -199,7 +199,8 @@ void bind_service(py::module_& module) {
          int rank, int world_size, const std::string& remainder, std::size_t split_batches,
          bool deterministic, int local_threads, bool local_fallback, bool local_gpu_first,
          std::size_t prefetch, const std::string& job, const std::string& token, const py::dict& chains,
-         const std::optional<std::filesystem::path>& tls, double timeout, std::size_t streams_per_worker) {
+         const std::optional<std::filesystem::path>& tls, double timeout, std::size_t streams_per_worker,
+         bool keep_received_memory) {
         ServiceOptions o;
         o.batch_size = batch_size;
         o.epochs = epochs;
@@ -220,6 +221,7 @@ void bind_service(py::module_& module) {
         o.tls = tls_of(tls);
         o.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
         o.streams_per_worker = streams_per_worker;
+        o.keep_received_memory = keep_received_memory;
         const ChainSpec spec{chain, parameters, seed};
         py::gil_scoped_release released;
         return from_service(url, spec, o);
@@ -231,14 +233,17 @@ void bind_service(py::module_& module) {
       py::arg("local_threads") = 0, py::arg("local_fallback") = true, py::arg("local_gpu_first") = true,
       py::arg("prefetch") = 4, py::arg("job") = "", py::arg("token") = "", py::arg("chains") = py::dict(),
       py::arg("tls") = py::none(), py::arg("timeout") = 5.0, py::arg("streams_per_worker") = 2,
+      py::arg("keep_received_memory") = true,
       "The batches of a chain made by the data service whose dispatcher is at url (\"grpc://HOST:PORT\"): "
       "every sample of every epoch once per rank, a BatchedDataset like any other (to_device, state, "
       "resume). "
       "chain and parameters name what the workers build (\"standard\": data, format, size, flip, distort); "
       "local_threads lets this process's cores make splits too (while workers serve, every image of them "
       "that a to_device feeder's GPU decoder takes goes to it, unless local_gpu_first is False); "
-      "streams_per_worker is the streams to each worker, a connection each; chains are builders this process "
-      "can run itself (see Worker).");
+      "streams_per_worker is the streams to each worker, a connection each; keep_received_memory fixes "
+      "glibc's "
+      "malloc thresholds for the process (unless GLIBC_TUNABLES sets them) so received memory is reused; "
+      "chains are builders this process can run itself (see Worker).");
 }
 
 }  // namespace conveyor::python

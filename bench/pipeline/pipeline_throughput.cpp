@@ -167,6 +167,7 @@ struct Config {
   int service_local_threads = 0;
   bool service_local_gpu_first = true;
   std::size_t service_streams = 2;
+  bool service_keep_memory = true;
   std::size_t service_split = 0;
 };
 
@@ -477,6 +478,7 @@ conveyor::BatchedDataset service_batches(const Config& config,
   options.local_threads = config.service_local_threads;
   options.local_gpu_first = config.service_local_gpu_first;
   options.streams_per_worker = config.service_streams;
+  options.keep_received_memory = config.service_keep_memory;
   options.prefetch = config.prefetch;
   example_support::join_service_job(options, config.service_job, config.service_token, config.service_tls);
   return conveyor::service::from_service(config.service, chain, options).with_options({.trace = trace});
@@ -755,6 +757,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["service_local_threads"] = config.service_local_threads;
   out["service_local_gpu_first"] = config.service_local_gpu_first;
   out["service_streams"] = config.service_streams;
+  out["service_keep_memory"] = config.service_keep_memory;
   out["sources"] = Json::array();
   for (const conveyor::SourcePart& part : main.stats.source_parts)
     out["sources"].push_back(

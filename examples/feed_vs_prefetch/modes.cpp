@@ -256,6 +256,7 @@ conveyor::BatchedDataset service_batches(const Setup& setup, const std::vector<c
   options.local_threads = setup.options.service_local_threads;
   options.local_gpu_first = setup.options.service_local_gpu_first;
   options.streams_per_worker = setup.options.service_streams;
+  options.keep_received_memory = setup.options.service_keep_memory;
   options.local_cpus = setup.pipeline_cpus;
   example_support::join_service_job(options, setup.options.service_job, setup.options.service_token,
                                     setup.options.service_tls);

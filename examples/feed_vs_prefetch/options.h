@@ -73,6 +73,7 @@ struct Options {
   int service_local_threads = 0;
   bool service_local_gpu_first = true;
   std::size_t service_streams = 2;
+  bool service_keep_memory = true;
   std::string service_job, service_token, service_tls;
 };
 

@@ -105,6 +105,11 @@ void add_service_client_options(CLI::App& app, Options& options, const std::stri
              "streams to each worker, each on a connection of its own (ServiceOptions::streams_per_worker)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--service-keep-memory", options.service_keep_memory,
+                 scope +
+                     "fix glibc's malloc thresholds so the memory batches are received into is kept "
+                     "(ServiceOptions::keep_received_memory); 0: glibc's defaults")
+      ->capture_default_str();
   app.add_option("--service-job", options.service_job, scope + "the job's name (default: its fingerprint)");
   app.add_option("--service-token", options.service_token, scope + "the job's token");
   app.add_option("--service-tls", options.service_tls,

@@ -69,6 +69,12 @@ struct ServiceOptions {
   // streams (issue 40, bench/results/2026-11-29-h200-service-transport).
   std::size_t streams_per_worker = 2;
   std::size_t splits_per_worker = 2;  // splits each stream to a worker has in hand
+  // glibc's malloc keeps the memory gRPC reads batches into, rather than giving it back to the kernel and
+  // faulting fresh pages in for every read: fixed thresholds (mmap 32 MB, trim 1 GB), set once for the whole
+  // process when the first trainer starts, unless its environment sets them (GLIBC_TUNABLES): the user's
+  // choice stands. The cost: freed memory up to 1 GB a heap stays with the process.
+  // PipelineStats::source_note says what the heap does.
+  bool keep_received_memory = true;
 };
 
 // The batches of `chain`, made by the service at `url` ("grpc://HOST:PORT", the dispatcher). Joins the job

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "conveyor/error.h"
+#include "src/service/client/received_memory.h"
 #include "src/service/common/batch_codec.h"
 #include "src/service/common/split_dataset.h"
 
@@ -33,7 +34,8 @@ ServiceStream::ServiceStream(std::shared_ptr<const JobInfo> job, BatchBuffers bu
       dispatcher_link_(connect_dispatcher(job_->dispatcher, job_->link)),
       ledger_(plan_of(job_->definition.geometry(), job_->definition.description().source_size()), start),
       job_id_(job_->definition.job_id()),
-      sequence_(start.batches) {
+      sequence_(start.batches),
+      heap_note_(job_->options.keep_received_memory ? keep_received_memory() : std::string{}) {
   control_ = std::thread([this] { control_loop(); });
   decoder_ = std::thread([this] { decode_loop(); });
 }
@@ -143,6 +145,7 @@ void ServiceStream::add_stats(PipelineStats& stats) const {
   stats.consumer_wait_ns = static_cast<std::uint64_t>(waited_.count());
   stats.queue.capacity = prefetch_;
   for (const std::string& line : notes_) stats.source_note += (stats.source_note.empty() ? "" : "\n") + line;
+  if (!heap_note_.empty()) stats.source_note += (stats.source_note.empty() ? "" : "\n") + heap_note_;
 }
 
 // ---- what makers report ----

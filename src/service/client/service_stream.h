@@ -134,6 +134,7 @@ class ServiceStream final : public BatchStream, private MakerSink {
   std::chrono::nanoseconds waited_{0};
   std::uint64_t sequence_ = 0;  // the next batch's number
   std::uint64_t malformed_ = 0;
+  const std::string heap_note_;  // what glibc's heap does with received memory (keep_received_memory)
 
   std::thread control_;
   std::thread decoder_;  // threads last: they stop before the members above go
