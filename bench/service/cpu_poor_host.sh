@@ -174,52 +174,6 @@ for k in $ks; do
   done
 done
 
-# ---- the ratios, from the programs' own JSON ----
-LOCAL=$local_threads python3 - "$out" <<'EOF' | tee "$out/summary.txt"
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-
-
-def rate(path):
-    with open(path) as f:
-        j = json.load(f)
-    if "results" in j:  # feed_vs_prefetch: its prefetch mode
-        return next(m["images_per_s"] for m in j["results"] if m["mode"] == "prefetch")
-    return j["images_per_s"]
-
-
-def runs(pattern):
-    return [rate(p) for p in sorted(glob.glob(os.path.join(out, pattern)))]
-
-
-summary = {}
-steps = runs("a_step_*.json")
-if steps:
-    step = statistics.median(steps)
-    summary["a_train_step_bench"] = steps
-    fed = sorted({os.path.basename(p)[2:].rsplit("_", 1)[0]
-                  for p in glob.glob(os.path.join(out, "a_service_*.json"))})
-    for name in ["alone"] + fed:
-        values = runs(f"a_{name}_*.json")
-        if values:
-            got = statistics.median(values)
-            summary["a_" + name] = {"images_per_s": values, "share_of_step": got / step}
-            print(f"(a) {name:16s} median {got:9.1f} img/s = {100 * got / step:5.1f} % of train_step_bench "
-                  f"{step:.1f} (runs {values})")
-for path in sorted(glob.glob(os.path.join(out, "b_k*_local_1.json"))):
-    k = os.path.basename(path).split("_")[1]
-    local = runs(f"b_{k}_local_*.json")
-    served = sorted({os.path.basename(p).split("_")[2]
-                     for p in glob.glob(os.path.join(out, f"b_{k}_service*.json"))})
-    for name in served:
-        remote = runs(f"b_{k}_{name}_*.json")
-        if local and remote:
-            ratio = statistics.median(remote) / statistics.median(local)
-            key = "b_" + k + ("" if name == "service" else "_" + name[len("service-"):])
-            summary[key] = {"local": local, "service": remote, "ratio": ratio}
-            print(f"(b) {k} {name}: median {statistics.median(remote):.1f} img/s against local "
-                  f"{statistics.median(local):.1f}: {ratio:.3f}x (runs {remote} / {local})")
-with open(os.path.join(out, "summary.json"), "w") as f:
-    json.dump(summary, f, indent=1)
-EOF
+# ---- the ratios, from the programs' own JSON (each the median of the rounds' own ratios) ----
+python3 "$(dirname "$0")/summarize_cpu_poor_host.py" "$out"
 log "done: $out"
