@@ -30,10 +30,9 @@ namespace conveyor::detail {
 // A parallel loop's fork and join, as ThreadSanitizer must see them: what the caller did before fork()
 // happens before every iteration, and every iteration before what the caller does after the ForkJoin dies.
 // The iterations are not ordered among themselves, so a race between two of them is still reported. Call
-// fork() after making the loop's body, just before the loop; the body must reach the ForkJoin without
-// reading the caller's memory first (tbb::parallel_for over a blocked_range copies the body into its task,
-// which the suppressions in tests/tsan.supp cover; the index form would read the caller's), and every
-// iteration must reach end_iteration() (an iteration that throws does not: catch inside it).
+// fork() after making the loop's body, just before the loop, and make every iteration reach end_iteration()
+// (an iteration that throws does not: catch inside it); marked_parallel_for (src/core/marked_parallel_for.h)
+// does both for tbb::parallel_for over a blocked range, and says which read TSan cannot order.
 class ForkJoin {
  public:
   ForkJoin() = default;

@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +9,7 @@
 #include <system_error>
 
 #include "conveyor/error.h"
-#include "src/core/tsan.h"
+#include "src/core/marked_parallel_for.h"
 #include "src/sources/byte_stream.h"
 #include "src/sources/fields_json.h"
 #include "src/sources/shard_read_error.h"
@@ -77,16 +75,9 @@ ShardMembers::ShardMembers(const ShardSet& set) : format_(set.format) {
       index.refused = std::current_exception();  // thrown below, the first shard's first
     }
   };
-  {
-    const ForkJoin fork_join;
-    const auto shard_range = [&](const tbb::blocked_range<std::size_t>& range) {
-      fork_join.begin_iteration();
-      for (std::size_t s = range.begin(); s != range.end(); ++s) index_shard(s);
-      fork_join.end_iteration();
-    };
-    fork_join.fork();
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, locations_.size(), 1), shard_range);
-  }
+  detail::marked_parallel_for(locations_.size(), 1, [&](std::size_t first, std::size_t last) {
+    for (std::size_t s = first; s != last; ++s) index_shard(s);
+  });
   for (const ShardIndex& index : shards)
     if (index.refused) std::rethrow_exception(index.refused);
 

@@ -3,31 +3,19 @@
 // the same bits on 2 or 64 cores.
 #pragma once
 
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/parallel_for.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
-#include "src/core/tsan.h"
+#include "src/core/marked_parallel_for.h"
 
 namespace conveyor::nn::cpu {
 
-using detail::ForkJoin;  // the loops' fork and join as ThreadSanitizer must see them
-
-// Calls body(begin, end) on disjoint ranges covering [0, count), in parallel.
+// Calls body(begin, end) on disjoint ranges covering [0, count), in parallel (the fork and join marked for
+// ThreadSanitizer: src/core/marked_parallel_for.h).
 template <class Body>
 void parallel_ranges(std::size_t count, std::size_t grain, Body&& body) {
-  if (count == 0) return;
-  const ForkJoin fork_join;
-  const auto ranges = [&](const tbb::blocked_range<std::size_t>& r) {
-    fork_join.begin_iteration();
-    body(r.begin(), r.end());
-    fork_join.end_iteration();
-  };
-  fork_join.fork();
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, std::max<std::size_t>(grain, 1)), ranges);
+  detail::marked_parallel_for(count, grain, body);
 }
 
 // Per-channel sums over `rows` rows: add_row(row, acc) adds row `row`'s contribution to acc[0..channels).
