@@ -241,9 +241,8 @@ void bind_service(py::module_& module) {
       "local_threads lets this process's cores make splits too (while workers serve, every image of them "
       "that a to_device feeder's GPU decoder takes goes to it, unless local_gpu_first is False); "
       "streams_per_worker is the streams to each worker, a connection each; keep_received_memory fixes "
-      "glibc's "
-      "malloc thresholds for the process (unless GLIBC_TUNABLES sets them) so received memory is reused; "
-      "chains are builders this process can run itself (see Worker).");
+      "glibc's malloc thresholds for the process (unless GLIBC_TUNABLES sets them) so received memory is "
+      "reused; chains are builders this process can run itself (see Worker).");
 }
 
 }  // namespace conveyor::python

@@ -21,7 +21,7 @@
 namespace conveyor::service::detail {
 namespace {
 
-constexpr std::size_t kBlock = 1 << 20;  // the size of gRPC's larger read blocks' order
+constexpr std::size_t kBlock = 1 << 20;  // of the order of gRPC's read blocks (up to 4 MB)
 constexpr int kBlocks = 24;
 
 // Through a volatile pointer, so the compiler cannot elide an allocation the test only frees.
