@@ -4,13 +4,14 @@
 # ResNet-18 bf16, batch 256, trained from JPEGs (feed_vs_prefetch's prefetch: 16 threads, the hybrid split
 # adapting, GPU augmentation) against the same step on data already on the GPU (train_step_bench), in
 # alternating rounds on GPU 0: the share of the step's own rate the input keeps. Each --variant runs prefetch
-# once more per round with FLAGS added (say --variant nopool="--hardware-pool 0"; a variant's own --threads
-# or --data replaces the script's; its leading NAME=VALUE words are the run's environment), to measure a
-# lever beside the defaults in the same call. Issue 41's levers beside the step: urgent="--step-priority
-# urgent", engines_only="--gpu-hybrid 0", decoded_only="--copy-whole-batch 0", fewer_threads="--threads 15"
-# (a core left to the step's launching thread). --eager-step adds train_step_bench --no-graph (step_eager: the step launched kernel by kernel, as
-# prefetch launches it beside nvJPEG). --prepared reads, in every prefetch run, the ImageNet-like set as
-# make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written out as a folder.
+# once more per round with FLAGS added (say --variant nopool="--hardware-pool 0"; a variant's own --threads or
+# --data replaces the script's; its leading NAME=VALUE words are the run's environment), to measure a lever
+# beside the defaults in the same call. Issue 41's levers beside the step: urgent="--step-priority urgent",
+# engines_only="--gpu-hybrid 0", decoded_only="--copy-whole-batch 0", fewer_threads="--threads 15" (a core
+# left to the step's launching thread). --eager-step adds train_step_bench --no-graph (step_eager: the step
+# launched kernel by kernel, as prefetch launches it beside nvJPEG). --prepared reads, in every prefetch run,
+# the ImageNet-like set as make_shards prepared it (say q90s320:"--max-side 320 --quality 90"), written out
+# as a folder.
 # --previous NAME runs prefetch once more per round with a previous build's feed_vs_prefetch (bin/NAME, carried
 # in the bundle) and the defaults: side fvp-previous, a change's effect against the binary before it.
 # Files: step_R.json, step_eager_R.json, fvp_R.json, fvp-NAME_R.json. The headline's prefetch row
