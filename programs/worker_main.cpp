@@ -1,5 +1,6 @@
 // conveyor-worker --dispatcher HOST:P [--threads N] [--port Q] [--host H] [--advertise H] [--cpus LIST]
-// [--tls DIR]: a data service worker serving the standard chain, until SIGINT or SIGTERM.
+// [--tls DIR] [--shared-memory-mb M]: a data service worker serving the standard chain, until SIGINT or
+// SIGTERM.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -30,9 +31,16 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", heartbeat_ms, "beat to the dispatcher this often")
       ->capture_default_str()
       ->check(CLI::Range(50LL, 60000LL));
+  std::size_t shared_memory_mb = options.shared_memory_bytes >> 20;
+  app.add_option("--shared-memory-mb", shared_memory_mb,
+                 "each stream of a trainer on this host gets its batches through shared memory of this size "
+                 "(address space; pages are used as batches need them); 0: through the socket")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
   CLI11_PARSE(app, argc, argv);
   try {
     options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+    options.shared_memory_bytes = shared_memory_mb << 20;
     if (!tls.empty()) options.tls = conveyor::service::Tls::from_folder(tls);
     conveyor::service::run_worker(options, [&](const conveyor::service::Worker& worker) {
       std::printf("conveyor-worker: serving on %s for %s\n", worker.address().c_str(),

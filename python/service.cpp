@@ -64,7 +64,7 @@ ChainRegistry registry_of(const py::dict& chains) {
 
 WorkerOptions worker_options(const std::string& dispatcher, int threads, const std::string& host, int port,
                              const std::string& advertise, std::vector<int> cpus, const py::dict& chains,
-                             const std::optional<std::filesystem::path>& tls) {
+                             const std::optional<std::filesystem::path>& tls, std::size_t shared_memory_mb) {
   WorkerOptions o;
   o.dispatcher = dispatcher;
   o.threads = threads;
@@ -74,6 +74,7 @@ WorkerOptions worker_options(const std::string& dispatcher, int threads, const s
   o.cpus = std::move(cpus);
   o.chains = registry_of(chains);
   o.tls = tls_of(tls);
+  o.shared_memory_bytes = shared_memory_mb << 20;
   return o;
 }
 
@@ -121,20 +122,20 @@ void bind_service(py::module_& module) {
                                    "A worker serving its chains until closed (or garbage collected).")
       .def(py::init([](const std::string& dispatcher, int threads, const std::string& host, int port,
                        const std::string& advertise, std::vector<int> cpus, const py::dict& chains,
-                       const std::optional<std::filesystem::path>& tls) {
-             WorkerOptions o =
-                 worker_options(dispatcher, threads, host, port, advertise, std::move(cpus), chains, tls);
+                       const std::optional<std::filesystem::path>& tls, std::size_t shared_memory_mb) {
+             WorkerOptions o = worker_options(dispatcher, threads, host, port, advertise, std::move(cpus),
+                                              chains, tls, shared_memory_mb);
              py::gil_scoped_release released;
              return Held<Worker>(new Worker(std::move(o)));
            }),
            py::arg("dispatcher"), py::kw_only(), py::arg("threads") = 0, py::arg("host") = "0.0.0.0",
            py::arg("port") = 0, py::arg("advertise") = "", py::arg("cpus") = std::vector<int>{},
            py::arg("chains") = py::dict(), py::arg("tls") = py::none(),
+           py::arg("shared_memory_mb") = WorkerOptions{}.shared_memory_bytes >> 20,
            "Registers with the dispatcher (grpc://HOST:PORT) and makes the splits trainers ask for. chains "
-           "maps a "
-           "name to a builder: builder(parameters: dict) -> (Dataset, (height, width, channels)); "
-           "\"standard\" "
-           "is built in.")
+           "maps a name to a builder: builder(parameters: dict) -> (Dataset, (height, width, channels)); "
+           "\"standard\" is built in. Trainers on this host get their batches through shared memory of "
+           "shared_memory_mb a stream (0: through the socket).")
       .def_property_readonly("port", &Worker::port)
       .def_property_readonly("address", &Worker::address)
       .def_property_readonly("registered", &Worker::registered)
@@ -145,6 +146,7 @@ void bind_service(py::module_& module) {
         d["batches"] = c.batches;
         d["samples"] = c.elements;
         d["bytes_sent"] = c.bytes_sent;
+        d["bytes_lent"] = c.bytes_lent;
         d["refused"] = c.refused;
         d["busy_seconds"] = c.busy_seconds;
         d["streams"] = c.streams;
@@ -155,9 +157,9 @@ void bind_service(py::module_& module) {
       "run_worker",
       [](const std::string& dispatcher, int threads, const std::string& host, int port,
          const std::string& advertise, std::vector<int> cpus, const py::dict& chains,
-         const std::optional<std::filesystem::path>& tls) {
-        WorkerOptions o =
-            worker_options(dispatcher, threads, host, port, advertise, std::move(cpus), chains, tls);
+         const std::optional<std::filesystem::path>& tls, std::size_t shared_memory_mb) {
+        WorkerOptions o = worker_options(dispatcher, threads, host, port, advertise, std::move(cpus), chains,
+                                         tls, shared_memory_mb);
         std::unique_ptr<Worker> worker;
         {
           py::gil_scoped_release released;
@@ -179,6 +181,7 @@ void bind_service(py::module_& module) {
       py::arg("dispatcher"), py::kw_only(), py::arg("threads") = 0, py::arg("host") = "0.0.0.0",
       py::arg("port") = 0, py::arg("advertise") = "", py::arg("cpus") = std::vector<int>{},
       py::arg("chains") = py::dict(), py::arg("tls") = py::none(),
+      py::arg("shared_memory_mb") = WorkerOptions{}.shared_memory_bytes >> 20,
       "Runs a worker (see Worker) until the process is interrupted: a worker program of one call.");
 
   service.def(
@@ -200,7 +203,7 @@ void bind_service(py::module_& module) {
          bool deterministic, int local_threads, bool local_fallback, bool local_gpu_first,
          std::size_t prefetch, const std::string& job, const std::string& token, const py::dict& chains,
          const std::optional<std::filesystem::path>& tls, double timeout, std::size_t streams_per_worker,
-         bool keep_received_memory) {
+         bool keep_received_memory, bool shared_memory) {
         ServiceOptions o;
         o.batch_size = batch_size;
         o.epochs = epochs;
@@ -222,6 +225,7 @@ void bind_service(py::module_& module) {
         o.timeout = std::chrono::milliseconds(static_cast<long long>(timeout * 1000));
         o.streams_per_worker = streams_per_worker;
         o.keep_received_memory = keep_received_memory;
+        o.shared_memory = shared_memory;
         const ChainSpec spec{chain, parameters, seed};
         py::gil_scoped_release released;
         return from_service(url, spec, o);
@@ -233,7 +237,7 @@ void bind_service(py::module_& module) {
       py::arg("local_threads") = 0, py::arg("local_fallback") = true, py::arg("local_gpu_first") = true,
       py::arg("prefetch") = 4, py::arg("job") = "", py::arg("token") = "", py::arg("chains") = py::dict(),
       py::arg("tls") = py::none(), py::arg("timeout") = 5.0, py::arg("streams_per_worker") = 2,
-      py::arg("keep_received_memory") = true,
+      py::arg("keep_received_memory") = true, py::arg("shared_memory") = true,
       "The batches of a chain made by the data service whose dispatcher is at url (\"grpc://HOST:PORT\"): "
       "every sample of every epoch once per rank, a BatchedDataset like any other (to_device, state, "
       "resume). "
@@ -242,7 +246,8 @@ void bind_service(py::module_& module) {
       "that a to_device feeder's GPU decoder takes goes to it, unless local_gpu_first is False); "
       "streams_per_worker is the streams to each worker, a connection each; keep_received_memory fixes "
       "glibc's malloc thresholds for the process (unless GLIBC_TUNABLES sets them) so received memory is "
-      "reused; chains are builders this process can run itself (see Worker).");
+      "reused; shared_memory takes the batches of workers on this host through shared memory rather than "
+      "the socket; chains are builders this process can run itself (see Worker).");
 }
 
 }  // namespace conveyor::python

@@ -168,6 +168,7 @@ struct Config {
   bool service_local_gpu_first = true;
   std::size_t service_streams = 2;
   bool service_keep_memory = true;
+  bool service_shared_memory = true;
   std::size_t service_split = 0;
 };
 
@@ -479,6 +480,7 @@ conveyor::BatchedDataset service_batches(const Config& config,
   options.local_gpu_first = config.service_local_gpu_first;
   options.streams_per_worker = config.service_streams;
   options.keep_received_memory = config.service_keep_memory;
+  options.shared_memory = config.service_shared_memory;
   options.prefetch = config.prefetch;
   example_support::join_service_job(options, config.service_job, config.service_token, config.service_tls);
   return conveyor::service::from_service(config.service, chain, options).with_options({.trace = trace});
@@ -758,6 +760,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
   out["service_local_gpu_first"] = config.service_local_gpu_first;
   out["service_streams"] = config.service_streams;
   out["service_keep_memory"] = config.service_keep_memory;
+  out["service_shared_memory"] = config.service_shared_memory;
   out["sources"] = Json::array();
   for (const conveyor::SourcePart& part : main.stats.source_parts)
     out["sources"].push_back(
@@ -765,6 +768,7 @@ void write_json(const Config& config, const Result& main, const std::vector<Resu
          {"batches", part.batches},
          {"samples", part.elements},
          {"wire_bytes", part.wire_bytes},
+         {"shared_bytes", part.shared_bytes},
          {"bytes_per_sample", part.elements ? static_cast<double>(part.wire_bytes) / part.elements : 0.0},
          {"busy_s", part.busy_seconds},
          {"lost", part.failures}});

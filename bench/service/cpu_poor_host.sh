@@ -56,6 +56,27 @@ mapfile -t worker_list < <(cpus_of "$worker_cpus")
 join_cpus() { local IFS=,; echo "$*"; }
 
 servers=()
+# The CPU time the servers have used so far, as JSON into $1: {"dispatcher": {...}, "workers": [{...}]}, each
+# {"user_s", "system_s"} from /proc/PID/stat (utime and stime; a worker's whole life, split set-up included).
+account_servers() {
+  local tick pid fields first=1
+  tick=$(getconf CLK_TCK)
+  {
+    printf '{'
+    for pid in "${servers[@]}"; do
+      read -ra fields < <(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null) || continue
+      # After "pid (comm) ": utime and stime are the 12th and 13th fields.
+      if [ "$first" = 1 ]; then printf '"dispatcher": '; else
+        [ "$first" = 2 ] && printf ', "workers": [' || printf ', '
+      fi
+      awk -v u="${fields[11]}" -v s="${fields[12]}" -v t="$tick" \
+        'BEGIN { printf "{\"user_s\": %.3f, \"system_s\": %.3f}", u / t, s / t }'
+      first=$((first == 1 ? 2 : 3))
+    done
+    [ "$first" = 3 ] && printf ']'
+    printf '}\n'
+  } >"$1"
+}
 stop_servers() {
   for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${servers[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -159,6 +180,7 @@ for k in $ks; do
       env "${environment[@]}" taskset -c "$trainer_cpus" "$bin/pipeline_throughput" "${pt[@]}" "${flags[@]}" \
         --service "grpc://127.0.0.1:$port" --service-split "$split" --json "$out/b_k${k}_${name}_$round.json" \
         >"$out/b_k${k}_${name}_$round.log" 2>&1
+      account_servers "$out/b_k${k}_${name}_$round.cpu.json"
       stop_servers
     }
     service_runs() {

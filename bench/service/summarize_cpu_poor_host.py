@@ -30,6 +30,28 @@ def runs(out, prefix):
     return found
 
 
+def cpu_per_image(out, prefix):
+    """{round: (CPU us an image, system share)}: the local pipeline's own (its JSON's rusage), or for a served
+    run its workers' (cpu_poor_host.sh's PREFIX_R.cpu.json) over the images the trainer received."""
+    found = {}
+    for path in glob.glob(os.path.join(out, prefix + "_*.json")):
+        tail = os.path.basename(path)[len(prefix) + 1:-len(".json")]
+        if not tail.isdigit():
+            continue
+        with open(path) as f:
+            j = json.load(f)
+        cpu = j.get("cpu", {})
+        account = os.path.join(out, f"{prefix}_{tail}.cpu.json")
+        if os.path.exists(account):
+            with open(account) as f:
+                workers = json.load(f).get("workers", [])
+            cpu = {"user_s": sum(w["user_s"] for w in workers), "system_s": sum(w["system_s"] for w in workers)}
+        total = cpu.get("user_s", 0) + cpu.get("system_s", 0)
+        if total > 0 and j.get("images"):
+            found[int(tail)] = (1e6 * total / j["images"], cpu["system_s"] / total)
+    return found
+
+
 def paired(values, baseline):
     """The rounds' ratios (rounds both sides ran) and their median."""
     rounds = sorted(set(values) & set(baseline))
@@ -72,6 +94,18 @@ def main(out):
             lines.append(f"(b) {k} {name}: {median:.3f}x the local pipeline, median of rounds "
                          f"({', '.join(f'{x:.3f}' for x in ratios)}); img/s "
                          f"{[round(remote[r]) for r in sorted(remote)]} against {[round(local[r]) for r in sorted(local)]}")
+            # What an image costs the worker's cores against the local pipeline's (where both were recorded).
+            local_cpu, remote_cpu = cpu_per_image(out, f"b_{k}_local"), cpu_per_image(out, f"b_{k}_{name}")
+            both = sorted(set(local_cpu) & set(remote_cpu))
+            if both:
+                summary[key]["cpu_us_per_image"] = {"local": [local_cpu[r][0] for r in both],
+                                                    "workers": [remote_cpu[r][0] for r in both],
+                                                    "local_system_share": [local_cpu[r][1] for r in both],
+                                                    "workers_system_share": [remote_cpu[r][1] for r in both]}
+                lines.append(f"    CPU an image: workers {statistics.median(remote_cpu[r][0] for r in both):.0f} us "
+                             f"(system {100 * statistics.median(remote_cpu[r][1] for r in both):.0f} %) against "
+                             f"the local pipeline's {statistics.median(local_cpu[r][0] for r in both):.0f} us "
+                             f"(system {100 * statistics.median(local_cpu[r][1] for r in both):.0f} %), medians of rounds")
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     with open(os.path.join(out, "summary.txt"), "w") as f:

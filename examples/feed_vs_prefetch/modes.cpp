@@ -257,6 +257,7 @@ conveyor::BatchedDataset service_batches(const Setup& setup, const std::vector<c
   options.local_gpu_first = setup.options.service_local_gpu_first;
   options.streams_per_worker = setup.options.service_streams;
   options.keep_received_memory = setup.options.service_keep_memory;
+  options.shared_memory = setup.options.service_shared_memory;
   options.local_cpus = setup.pipeline_cpus;
   example_support::join_service_job(options, setup.options.service_job, setup.options.service_token,
                                     setup.options.service_tls);

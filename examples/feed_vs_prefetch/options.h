@@ -74,6 +74,7 @@ struct Options {
   bool service_local_gpu_first = true;
   std::size_t service_streams = 2;
   bool service_keep_memory = true;
+  bool service_shared_memory = true;
   std::string service_job, service_token, service_tls;
 };
 

@@ -110,6 +110,11 @@ void add_service_client_options(CLI::App& app, Options& options, const std::stri
                      "fix glibc's malloc thresholds so the memory batches are received into is kept "
                      "(ServiceOptions::keep_received_memory); 0: glibc's defaults")
       ->capture_default_str();
+  app.add_option("--service-shared-memory", options.service_shared_memory,
+                 scope +
+                     "a worker of this host lends its batches through shared memory "
+                     "(ServiceOptions::shared_memory); 0: every batch through the socket")
+      ->capture_default_str();
   app.add_option("--service-job", options.service_job, scope + "the job's name (default: its fingerprint)");
   app.add_option("--service-token", options.service_token, scope + "the job's token");
   app.add_option("--service-tls", options.service_tls,

@@ -69,6 +69,7 @@ struct SourcePart {
   std::uint64_t batches = 0;     // batches it delivered to the consumer
   std::uint64_t elements = 0;    // their samples
   std::uint64_t wire_bytes = 0;  // bytes received from it (0 for work done in this process)
+  std::uint64_t shared_bytes = 0;  // bytes it lent through shared memory instead (a worker of this host)
   double busy_seconds =
       0;  // time it had work of this consumer's in hand: elements / busy_seconds is its rate
   std::uint64_t failures = 0;  // times it was lost and its work handed to another

@@ -39,6 +39,24 @@ def test_from_service_gives_every_sample_of_every_epoch_once(service, image_fold
     assert "standard" in conveyor.service.status(url)
 
 
+@pytest.mark.parametrize("shared_memory_mb,trainer_shares", [(2048, True), (2048, False), (0, True)])
+def test_a_worker_of_this_host_lends_batches_through_shared_memory_when_both_sides_agree(
+        service, image_folder, shared_memory_mb, trainer_shares):
+    dispatcher, url = service
+    worker = conveyor.service.Worker(url, host="127.0.0.1", threads=1, shared_memory_mb=shared_memory_mb)
+    wait_for_workers(url, 1)
+    ds = conveyor.Dataset.from_service(url, "standard", {"data": str(image_folder), "size": "16"}, batch_size=4,
+                                       epochs=1, split_batches=2, local_fallback=False,
+                                       shared_memory=trainer_shares)
+    assert sum(batch.size for batch in ds) == 24
+    pixels = 24 * 16 * 16 * 3
+    counters = worker.counters
+    if shared_memory_mb and trainer_shares:
+        assert counters["bytes_lent"] >= pixels and counters["bytes_sent"] < pixels // 4
+    else:
+        assert counters["bytes_lent"] == 0 and counters["bytes_sent"] > pixels
+
+
 @pytest.mark.parametrize("streams", [1, 3])
 def test_any_number_of_streams_a_worker_gives_every_sample_once(service, image_folder, streams):
     dispatcher, url = service

@@ -21,6 +21,7 @@
 #include "conveyor/service/service_error.h"
 #include "conveyor/service/status.h"
 #include "conveyor/service/worker.h"
+#include "src/service/common/shared_region.h"
 #include "support/watchdog.h"
 #include "tests/pipeline/fixtures.h"
 
@@ -44,13 +45,14 @@ struct Service {
     wait_for_workers(workers);
   }
   std::string url() const { return "grpc://127.0.0.1:" + std::to_string(dispatcher->port()); }
-  Worker& add_worker(ChainRegistry chains = {}) {
+  Worker& add_worker(ChainRegistry chains = {}, std::optional<std::size_t> shared_memory_bytes = {}) {
     WorkerOptions o;
     o.dispatcher = url();
     o.listen_host = "127.0.0.1";
     o.threads = 1;
     o.chains = std::move(chains);
     o.heartbeat = 200ms;
+    if (shared_memory_bytes) o.shared_memory_bytes = *shared_memory_bytes;
     this->workers.push_back(std::make_unique<Worker>(o));
     return *this->workers.back();
   }
@@ -130,7 +132,9 @@ TEST_F(DataService, TwoWorkersDeliverEverySampleOfEveryEpochOnce) {
   for (const SourcePart& part : seen.stats.source_parts) {
     remote += part.elements;
     workers += part.elements > 0 ? 1 : 0;
-    EXPECT_GT(part.wire_bytes, part.elements * kSize * kSize * 3) << part.name;  // the pixels and a header
+    // Workers of this host lend the pixels through shared memory; the socket carries the headers.
+    EXPECT_GE(part.shared_bytes, part.elements * kSize * kSize * 3) << part.name;
+    EXPECT_LT(part.wire_bytes, part.elements * kSize * kSize * 3 / 4) << part.name;
   }
   EXPECT_EQ(remote, 2u * kClasses * kPerClass);
   EXPECT_EQ(workers, 2u) << "splits go to the worker with the fewest in hand";
@@ -172,6 +176,67 @@ TEST_F(DataService, DeterministicBatchesAreTheLocalChainsBitForBit) {
     local.push_back(sum.value());
   }
   EXPECT_EQ(remote, local);
+}
+
+// A job's batches, in deterministic order, as checksums; and the figures of the run.
+std::vector<std::uint64_t> checksums(const BatchedDataset& batches, PipelineStats* stats) {
+  std::vector<std::uint64_t> out;
+  BatchIterator it = batches.begin();
+  while (std::optional<Batch> batch = it.next()) {
+    BatchChecksum sum;
+    sum.add(*batch);
+    out.push_back(sum.value());
+  }
+  *stats = it.stats();
+  return out;
+}
+
+TEST_F(DataService, AWorkerOfThisHostLendsBatchesThroughSharedMemoryOrSendsThemAsAsked) {
+  const testing::Watchdog watchdog(60s, "shared memory");
+  ServiceOptions o = options(4, 2);
+  o.deterministic = true;
+  o.prefetch = 2;
+  constexpr std::uint64_t kPixels = 2 * kClasses * kPerClass * kSize * kSize * 3;
+  // One worker a run: its region of shared memory (nullopt: the default size), and the trainer's choice.
+  struct Run {
+    std::optional<std::size_t> region;
+    bool trainer_shares = true;
+    bool lent = false;  // expected: the pixels came through shared memory, else through the socket
+  };
+  const Run runs[] = {
+      {.region = std::nullopt, .lent = true},
+      {.region = std::nullopt, .trainer_shares = false},
+      // Room for no batch (4 samples of 24 x 24 x 3 and their labels take two pages): each comes from
+      // ordinary memory, through the socket.
+      {.region = detail::SharedRegion::kHeaderBytes + 4096},
+      {.region = 0},  // the worker shares no memory
+  };
+  std::vector<std::uint64_t> first;
+  for (const Run& run : runs) {
+    SCOPED_TRACE(::testing::Message() << "region " << (run.region ? std::to_string(*run.region) : "default")
+                                      << ", trainer " << run.trainer_shares);
+    Service service(0);
+    service.add_worker({}, run.region);
+    service.wait_for_workers(1);
+    o.shared_memory = run.trainer_shares;
+    PipelineStats stats;
+    const std::vector<std::uint64_t> sums = checksums(from_service(service.url(), chain(), o), &stats);
+    EXPECT_EQ(sums.size(), 18u);
+    if (first.empty()) first = sums;
+    EXPECT_EQ(sums, first) << "the same batches whichever way they came";
+    ASSERT_EQ(stats.source_parts.size(), 1u);
+    const SourcePart& part = stats.source_parts[0];
+    const WorkerCounters worker = service.workers[0]->counters();
+    if (run.lent) {
+      EXPECT_GE(part.shared_bytes, kPixels);
+      EXPECT_LT(part.wire_bytes, kPixels / 4) << "headers only";
+      EXPECT_GE(worker.bytes_lent, kPixels);
+    } else {
+      EXPECT_EQ(part.shared_bytes, 0u);
+      EXPECT_GT(part.wire_bytes, kPixels);
+      EXPECT_EQ(worker.bytes_lent, 0u);
+    }
+  }
 }
 
 TEST_F(DataService, ATrainerResumedFromItsStateGetsTheRestOnce) {

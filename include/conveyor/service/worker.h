@@ -36,11 +36,17 @@ struct WorkerOptions {
   Tls tls;
   std::chrono::milliseconds heartbeat{1000};  // the dispatcher counts a worker lost after a few missed
   std::size_t stream_depth = 2;  // batches queued per trainer beyond the one on the wire (flow control)
+  // Each trainer's stream from this host gets its batches through a region of shared memory this large
+  // (address space; pages are used as batches need them), not through the socket: see docs/service.md.
+  // 0: every batch goes through the socket.
+  std::size_t shared_memory_bytes = std::size_t{2} << 30;
 };
 
 // What a worker has done, for its own figures and the dispatcher's status.
 struct WorkerCounters {
   std::uint64_t splits = 0, batches = 0, elements = 0, bytes_sent = 0, refused = 0;
+  std::uint64_t bytes_lent =
+      0;  // batches' bytes trainers read from shared memory instead (not in bytes_sent)
   double busy_seconds = 0;
   std::size_t streams = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "conveyor/error.h"
+#include "src/service/common/batch_codec.h"
 #include "src/service/common/split_dataset.h"
 
 namespace conveyor::service::detail {
@@ -18,18 +19,19 @@ RemoteMaker::RemoteMaker(const std::string& address, std::uint64_t worker_id, st
       sink_(sink) {
   link_ = connect_worker(address, link);
   std::unique_ptr<SplitStream> stream = link_->open(open, *this);
-  std::lock_guard lock(mutex_);
+  std::scoped_lock lock(mutex_, sender_->mutex);
   stream_ = std::move(stream);
+  sender_->stream = stream_.get();
 }
 
 RemoteMaker::~RemoteMaker() { stop(); }
 
 void RemoteMaker::make(const Split& part, std::uint64_t first_batch) {
-  v1::SplitRequest request;
-  request.set_split(part.index);
-  request.set_first_batch(first_batch);
+  v1::ClientMessage request;
+  request.mutable_split()->set_split(part.index);
+  request.mutable_split()->set_first_batch(first_batch);
   std::lock_guard lock(mutex_);
-  if (stream_) stream_->request(request);
+  if (stream_) stream_->send(request);
 }
 
 void RemoteMaker::resume() {
@@ -41,15 +43,81 @@ void RemoteMaker::stop() {
   stopped_ = true;
   std::unique_ptr<SplitStream> stream;
   {
-    std::lock_guard lock(mutex_);
+    std::scoped_lock lock(mutex_, sender_->mutex);
     stream.swap(stream_);
+    sender_->stream = nullptr;  // frames still held release nothing: the worker's side is over
   }
   stream.reset();  // cancels, and returns once the stream has closed
 }
 
+void RemoteMaker::Sender::send(const v1::ClientMessage& message) {
+  std::lock_guard lock(mutex);
+  if (stream != nullptr) stream->send(message);
+}
+
 bool RemoteMaker::on_frame(ReceivedFrame frame) {
   if (stopped_) return false;
+  // Shared memory is this maker's business: the offer is answered here, and a lent batch's frame goes on
+  // with its tensors' slices (the head is read again by the sink: a few microseconds a batch).
+  v1::ServerFrame head;
+  try {
+    head = FrameReader(frame.slices).head();
+  } catch (const InvalidArgument&) {
+    return sink_.frame(*this, std::move(frame));  // the sink reports the damage
+  }
+  if (head.has_shared_memory()) {
+    accept_shared_memory(head.shared_memory());
+    return true;
+  }
+  if (head.has_batch() && head.batch().has_lent()) {
+    try {
+      frame = with_lent_tensors(head.batch(), std::move(frame));
+    } catch (const InvalidArgument& error) {
+      sink_.lost(*this, std::make_exception_ptr(
+                            ServiceError(ServiceError::Kind::malformed, name() + ": " + error.what())));
+      return false;
+    }
+  }
   return sink_.frame(*this, std::move(frame));
+}
+
+void RemoteMaker::accept_shared_memory(const v1::SharedMemoryOffer& offer) {
+  v1::ClientMessage answer;
+  try {
+    region_ = std::make_shared<const MappedRegion>(offer.path(), offer.nonce(), offer.bytes());
+    answer.mutable_shared_memory()->set_mapped(true);
+  } catch (const Error& error) {  // another host, or a region this process may not open: the socket it is
+    answer.mutable_shared_memory()->set_mapped(false);
+    answer.mutable_shared_memory()->set_reason(error.what());
+  }
+  sender_->send(answer);
+}
+
+ReceivedFrame RemoteMaker::with_lent_tensors(const v1::BatchHeader& header, ReceivedFrame frame) {
+  if (!region_) throw InvalidArgument("a batch in shared memory that was never offered");
+  // Keeps the region mapped and, when the sink lets the frame go (decoded, or dropped), gives the batch back.
+  struct Lent {
+    std::shared_ptr<void> received;
+    std::shared_ptr<const MappedRegion> region;
+    std::shared_ptr<Sender> sender;
+    std::uint64_t id = 0;
+    ~Lent() {
+      v1::ClientMessage release;
+      release.mutable_release()->add_lent(id);
+      sender->send(release);
+    }
+  };
+  for (const std::span<const std::byte>& tensor : lent_tensors(header, *region_)) {
+    frame.slices.push_back(tensor);
+    frame.shared_bytes += tensor.size();
+  }
+  auto lent = std::make_shared<Lent>();  // filled in place: a temporary's end would release the batch
+  lent->received = std::move(frame.owner);
+  lent->region = region_;
+  lent->sender = sender_;
+  lent->id = header.lent().id();
+  frame.owner = std::move(lent);
+  return frame;
 }
 
 void RemoteMaker::on_closed(std::exception_ptr error) {

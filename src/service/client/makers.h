@@ -18,6 +18,7 @@
 
 #include "conveyor/dataset.h"
 #include "conveyor/service/chain.h"
+#include "src/service/common/shared_region.h"
 #include "src/service/common/split_plan.h"
 #include "src/service/transport/links.h"
 
@@ -68,7 +69,9 @@ class Maker {
 };
 
 // A worker's stream of this trainer's splits: one of ServiceOptions::streams_per_worker, each on a connection
-// of its own (`stream_index` numbers them from 0).
+// of its own (`stream_index` numbers them from 0). A worker of this host may offer its region of shared
+// memory first: mapped here, its lent batches reach the sink as frames whose tensors' slices lie in the
+// region, and each is released to the worker when the sink lets its frame go.
 class RemoteMaker final : public Maker, private StreamHandler {
  public:
   RemoteMaker(const std::string& address, std::uint64_t worker_id, std::size_t stream_index,
@@ -82,8 +85,19 @@ class RemoteMaker final : public Maker, private StreamHandler {
   std::size_t stream() const noexcept { return stream_index_; }
 
  private:
+  // What released frames and answers are sent on, while the stream is open (frames may outlive this maker).
+  struct Sender {
+    std::mutex mutex;
+    SplitStream* stream = nullptr;
+    void send(const v1::ClientMessage& message);
+  };
+
   bool on_frame(ReceivedFrame frame) override;
   void on_closed(std::exception_ptr error) override;
+  // Maps the region a worker offered and answers it (transport thread).
+  void accept_shared_memory(const v1::SharedMemoryOffer& offer);
+  // A lent batch's frame, its tensors' slices added from the region; InvalidArgument when they do not fit it.
+  ReceivedFrame with_lent_tensors(const v1::BatchHeader& header, ReceivedFrame frame);
 
   const std::string address_;
   const std::uint64_t worker_id_;
@@ -95,6 +109,8 @@ class RemoteMaker final : public Maker, private StreamHandler {
   // is taken out under the lock and destroyed outside it (its destructor waits for its end).
   std::mutex mutex_;
   std::unique_ptr<SplitStream> stream_;
+  const std::shared_ptr<Sender> sender_ = std::make_shared<Sender>();
+  std::shared_ptr<const MappedRegion> region_;  // the worker's shared memory (transport thread only)
 };
 
 // The trainer's own cores: each split it is handed runs on a thread of its own (so that a split the consumer

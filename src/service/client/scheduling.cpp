@@ -105,6 +105,7 @@ void ServiceStream::heartbeat() {
     f.set_batches(part.batches);
     f.set_elements(part.elements);
     f.set_wire_bytes(part.wire_bytes);
+    f.set_shared_bytes(part.shared_bytes);
     f.set_busy_seconds(part.busy_seconds);
     f.set_failures(part.failures);
   }
@@ -145,6 +146,9 @@ void ServiceStream::refresh_makers(const google::protobuf::RepeatedPtrField<v1::
   open.set_consumer(job_->join.consumer());
   open.set_client(client_name());
   open.set_fingerprint(job_->join.fingerprint());
+  // The frames waiting to be decoded, and the one being decoded, are what a worker lends at most.
+  if (job_->options.shared_memory)
+    open.set_shared_memory_frames(static_cast<std::uint32_t>(receive_depth_ + 1));
   for (const auto& [w, stream] : fresh) {
     auto maker = std::make_unique<RemoteMaker>(w.address(), w.worker_id(), stream, job_->link, open,
                                                static_cast<MakerSink&>(*this));

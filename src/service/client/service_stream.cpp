@@ -133,6 +133,7 @@ void ServiceStream::add_stats(PipelineStats& stats) const {
         seen.batches += part.batches;
         seen.elements += part.elements;
         seen.wire_bytes += part.wire_bytes;
+        seen.shared_bytes += part.shared_bytes;
         seen.busy_seconds += part.busy_seconds;
         seen.failures += part.failures;
         return;
@@ -175,6 +176,7 @@ bool ServiceStream::frame(Maker& maker, ReceivedFrame frame) {
         return false;
       }
       maker.figures.wire_bytes += frame.bytes;
+      maker.figures.shared_bytes += frame.shared_bytes;
       Arrival arrival;
       arrival.batch_in_split = index;
       arrival.maker = &maker;
@@ -210,6 +212,7 @@ bool ServiceStream::frame(Maker& maker, ReceivedFrame frame) {
       ready_cv_.notify_all();
       return true;
     }
+    case v1::ServerFrame::kSharedMemory:  // the maker answers offers: none reaches the stream
     case v1::ServerFrame::KIND_NOT_SET:
       break;
   }

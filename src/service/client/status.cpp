@@ -31,8 +31,14 @@ ServiceStatus service_status(const std::string& url, const Tls& tls) {
     s.alive = w.alive();
     s.seconds_since_heartbeat = w.seconds_since_heartbeat();
     const v1::WorkerFigures& f = w.figures();
-    s.counters = {f.splits(),  f.batches(),      f.elements(), f.bytes_sent(),
-                  f.refused(), f.busy_seconds(), f.streams()};
+    s.counters = {.splits = f.splits(),
+                  .batches = f.batches(),
+                  .elements = f.elements(),
+                  .bytes_sent = f.bytes_sent(),
+                  .refused = f.refused(),
+                  .bytes_lent = f.bytes_lent(),
+                  .busy_seconds = f.busy_seconds(),
+                  .streams = f.streams()};
     s.resident_bytes = f.resident_bytes();
     out.workers.push_back(std::move(s));
   }
@@ -55,8 +61,13 @@ ServiceStatus service_status(const std::string& url, const Tls& tls) {
       cs.wait_seconds = c.last_report().wait_seconds();
       cs.note = c.last_report().note();
       for (const v1::PartFigures& p : c.last_report().parts())
-        cs.parts.push_back(
-            {p.name(), p.batches(), p.elements(), p.wire_bytes(), p.busy_seconds(), p.failures()});
+        cs.parts.push_back({.name = p.name(),
+                            .batches = p.batches(),
+                            .elements = p.elements(),
+                            .wire_bytes = p.wire_bytes(),
+                            .shared_bytes = p.shared_bytes(),
+                            .busy_seconds = p.busy_seconds(),
+                            .failures = p.failures()});
       s.consumer_status.push_back(std::move(cs));
     }
     out.jobs.push_back(std::move(s));
@@ -76,14 +87,15 @@ std::string format_status(const ServiceStatus& status) {
         line, sizeof line,
         "worker %s  %s  (%s, heartbeat %.1f s ago)\n  host %s, %u CPU(s) for it, %u threads: %s\n"
         "  conveyor %s; %zu streams; %llu splits, %llu samples in %.1f s busy (%.0f samples/s), %.1f MB "
-        "sent (%.0f bytes/sample), %llu refused; resident %.0f MB\n",
+        "sent (%.0f bytes/sample), %.1f MB through shared memory, %llu refused; resident %.0f MB\n",
         w.address.c_str(), w.alive ? "alive" : "LOST", w.chains.empty() ? "" : w.chains.front().c_str(),
         w.seconds_since_heartbeat, w.host.c_str(), w.cores, w.threads, w.cpu.c_str(), w.version.c_str(),
         c.streams, static_cast<unsigned long long>(c.splits), static_cast<unsigned long long>(c.elements),
         c.busy_seconds, c.busy_seconds > 0 ? static_cast<double>(c.elements) / c.busy_seconds : 0.0,
         static_cast<double>(c.bytes_sent) / 1e6,
         c.elements > 0 ? static_cast<double>(c.bytes_sent) / static_cast<double>(c.elements) : 0.0,
-        static_cast<unsigned long long>(c.refused), static_cast<double>(w.resident_bytes) / 1e6);
+        static_cast<double>(c.bytes_lent) / 1e6, static_cast<unsigned long long>(c.refused),
+        static_cast<double>(w.resident_bytes) / 1e6);
     out += line;
     std::string chains, libraries;
     for (const std::string& chain : w.chains) chains += (chains.empty() ? "" : ", ") + chain;
@@ -110,11 +122,13 @@ std::string format_status(const ServiceStatus& status) {
       for (const SourcePart& p : c.parts) {
         std::snprintf(
             line, sizeof line,
-            "    %-30s %5.1f %% of samples, %.0f samples/s busy, %.0f bytes/sample, %llu lost\n",
+            "    %-30s %5.1f %% of samples, %.0f samples/s busy, %.0f bytes/sample (%.0f more shared), %llu "
+            "lost\n",
             p.name.c_str(),
             all > 0 ? 100.0 * static_cast<double>(p.elements) / static_cast<double>(all) : 0.0,
             p.busy_seconds > 0 ? static_cast<double>(p.elements) / p.busy_seconds : 0.0,
             p.elements > 0 ? static_cast<double>(p.wire_bytes) / static_cast<double>(p.elements) : 0.0,
+            p.elements > 0 ? static_cast<double>(p.shared_bytes) / static_cast<double>(p.elements) : 0.0,
             static_cast<unsigned long long>(p.failures));
         out += line;
       }

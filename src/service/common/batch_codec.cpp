@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conveyor/error.h"
+#include "src/service/common/shared_region.h"
 
 namespace conveyor::service::detail {
 namespace {
@@ -53,7 +54,8 @@ std::size_t Frame::bytes() const noexcept {
   return total;
 }
 
-Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_in_split) {
+Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_in_split,
+                   const SharedPlacement* shared) {
   v1::ServerFrame frame;
   v1::BatchHeader& header = *frame.mutable_batch();
   header.set_split(split);
@@ -75,9 +77,41 @@ Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_
     t.set_bytes(tensor.view.bytes());
     out.payload.emplace_back(static_cast<const std::byte*>(tensor.view.data), tensor.view.bytes());
   }
+  if (shared != nullptr) {
+    std::vector<std::uint64_t> offsets;
+    for (const std::span<const std::byte>& range : out.payload) {
+      const std::optional<std::uint64_t> offset = shared->memory.offset_of(range.data(), range.size());
+      if (!offset) break;
+      offsets.push_back(*offset);
+    }
+    if (offsets.size() == out.payload.size()) {
+      v1::LentTensors& lent = *header.mutable_lent();
+      lent.set_id(shared->lent_id);
+      for (const std::uint64_t offset : offsets) lent.add_offset(offset);
+      for (const std::span<const std::byte>& range : out.payload) out.lent_bytes += range.size();
+      out.payload.clear();
+      out.lent = true;
+    }
+  }
   out.head = head_of(frame);
   out.keep_alive = batch.share_memory();
   return out;
+}
+
+std::vector<std::span<const std::byte>> lent_tensors(const v1::BatchHeader& header,
+                                                     const MappedRegion& region) {
+  if (header.lent().offset_size() != header.tensors_size())
+    malformed(std::to_string(header.lent().offset_size()) + " shared-memory offsets for " +
+              std::to_string(header.tensors_size()) + " tensors");
+  std::vector<std::span<const std::byte>> slices;
+  for (int i = 0; i < header.tensors_size(); ++i) {
+    try {
+      slices.push_back(region.range(header.lent().offset(i), header.tensors(i).bytes()));
+    } catch (const InvalidArgument& error) {
+      malformed("tensor " + header.tensors(i).name() + ": " + error.what());
+    }
+  }
+  return slices;
 }
 
 Frame encode_frame(const v1::ServerFrame& frame) {

@@ -29,14 +29,31 @@ struct Frame {
   std::string head;
   std::vector<std::span<const std::byte>> payload;
   std::shared_ptr<const void> keep_alive;
+  bool lent = false;           // its tensors are in shared memory, not in the payload
+  std::size_t lent_bytes = 0;  // then: their bytes
   std::size_t bytes() const noexcept;
 };
 
+class SharedRegionMemory;
+class MappedRegion;
+
 // A batch of split `split`, its `batch_in_split`-th. The payload views the batch's own memory (kept alive by
-// the frame): nothing is copied.
-Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_in_split);
+// the frame): nothing is copied. With `shared`, a batch whose tensors all lie in that region is sent as their
+// offsets (BatchHeader::lent, numbered `lent_id`) and no payload; its keep_alive must then be held until the
+// trainer releases `lent_id`. `lent` says which way it went.
+struct SharedPlacement {
+  const SharedRegionMemory& memory;
+  std::uint64_t lent_id = 0;
+};
+Frame encode_batch(const Batch& batch, std::uint64_t split, std::uint64_t batch_in_split,
+                   const SharedPlacement* shared = nullptr);
 // A frame without payload (SplitEnd, SplitFailed).
 Frame encode_frame(const v1::ServerFrame& frame);
+
+// Where a lent batch's tensors are in the region the trainer mapped, in the header's order, to read after its
+// head: InvalidArgument when the offsets are not one per tensor or a tensor does not lie in the region.
+std::vector<std::span<const std::byte>> lent_tensors(const v1::BatchHeader& header,
+                                                     const MappedRegion& region);
 
 // A received frame, read front to back across the slices the transport received it in.
 class FrameReader {

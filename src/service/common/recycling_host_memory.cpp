@@ -1,5 +1,7 @@
 #include "src/service/common/recycling_host_memory.h"
 
+#include <iterator>
+
 namespace conveyor::service::detail {
 
 RecyclingHostMemory::RecyclingHostMemory(std::shared_ptr<HostMemoryResource> upstream, std::size_t keep_bytes)
@@ -12,7 +14,10 @@ RecyclingHostMemory::~RecyclingHostMemory() {
 void* RecyclingHostMemory::allocate(std::size_t bytes) {
   {
     std::lock_guard lock(mutex_);
-    if (const auto it = idle_.find(bytes); it != idle_.end()) {
+    // Equal sizes keep the order they were freed in: the last of them was freed most recently, and its
+    // pages are the likeliest still to be in cache and in the TLB.
+    if (const auto [first, end] = idle_.equal_range(bytes); first != end) {
+      const auto it = std::prev(end);
       void* memory = it->second;
       idle_.erase(it);
       idle_bytes_ -= bytes;

@@ -156,8 +156,14 @@ class SplitsReactor final : public grpc::ServerGenericBidiReactor {
       state_->session = session;
     } else if (message.has_split()) {
       session->on_request(message.split());
+    } else if (message.has_shared_memory()) {
+      session->on_shared_memory(message.shared_memory());
+    } else if (message.has_release()) {
+      session->on_release(message.release());
     } else {
-      return end({grpc::StatusCode::INVALID_ARGUMENT, "a second opening of the stream"});
+      return end({grpc::StatusCode::INVALID_ARGUMENT, message.has_open()
+                                                          ? "a second opening of the stream"
+                                                          : "a message of no kind this worker knows"});
     }
     StartRead(&incoming_);
   }
@@ -312,9 +318,7 @@ class GrpcSplitStream final : public SplitStream,
     done_cv_.wait(lock, [&] { return done_; });
   }
 
-  void request(const v1::SplitRequest& split) override {
-    v1::ClientMessage message;
-    *message.mutable_split() = split;
+  void send(const v1::ClientMessage& message) override {
     grpc::ByteBuffer buffer = serialized(message);
     const grpc::ByteBuffer* start = nullptr;
     {

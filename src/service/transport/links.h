@@ -58,7 +58,8 @@ std::unique_ptr<DispatcherLink> connect_dispatcher(const std::string& address, c
 struct ReceivedFrame {
   std::vector<std::span<const std::byte>> slices;
   std::shared_ptr<void> owner;
-  std::size_t bytes = 0;
+  std::size_t bytes = 0;         // received from the network
+  std::size_t shared_bytes = 0;  // of the slices, those in a worker's shared memory (a lent batch)
 };
 
 // The trainer's side of one stream. Called on the transport's threads: quick, never blocking.
@@ -77,8 +78,9 @@ class SplitStream {
  public:
   // Cancels the stream if it is open and returns once on_closed has been called.
   virtual ~SplitStream() = default;
-  // Asks for one more split on the stream (queued; never blocks).
-  virtual void request(const v1::SplitRequest& split) = 0;
+  // Sends a message on the stream: asks for one more split, answers the worker's offer of shared memory,
+  // releases lent batches (queued; never blocks).
+  virtual void send(const v1::ClientMessage& message) = 0;
   // Reads again after on_frame returned false.
   virtual void resume() = 0;
   // Ends the stream from this side; on_closed follows.
@@ -110,6 +112,10 @@ class StreamSession {
   virtual ~StreamSession() = default;
   // One more split asked for (transport thread: quick).
   virtual void on_request(const v1::SplitRequest& split) = 0;
+  // The trainer's answer to the stream's SharedMemoryOffer, and its releases of lent batches (transport
+  // thread: quick).
+  virtual void on_shared_memory(const v1::SharedMemoryAnswer& answer) = 0;
+  virtual void on_release(const v1::Release& release) = 0;
   // The trainer went away or cancelled: stop this stream's work (transport thread: quick).
   virtual void on_closed() = 0;
 };

@@ -103,7 +103,8 @@ struct Worker::Parts final : WorkerCalls {
 
   std::shared_ptr<StreamSession> open(const v1::StreamOpen& open, std::shared_ptr<FrameSink> sink) override {
     // Quick, on the transport's thread: the stream's own thread fetches the job and checks the token.
-    auto stream = std::make_shared<WorkerStream>(StreamContext{jobs, where, tally}, open, std::move(sink));
+    auto stream = std::make_shared<WorkerStream>(
+        StreamContext{jobs, where, tally, options.shared_memory_bytes}, open, std::move(sink));
     std::lock_guard lock(mutex);
     streams.push_back(stream);
     return stream;
@@ -140,6 +141,7 @@ struct Worker::Parts final : WorkerCalls {
     out.set_batches(tally.batches.load());
     out.set_elements(tally.elements.load());
     out.set_bytes_sent(tally.bytes_sent.load());
+    out.set_bytes_lent(tally.bytes_lent.load());
     out.set_busy_seconds(static_cast<double>(tally.busy_ns.load()) / 1e9);
     out.set_streams(static_cast<std::uint32_t>(tally.streams.load()));
     out.set_resident_bytes(resident_bytes());
@@ -216,9 +218,14 @@ bool Worker::registered() const noexcept { return parts_->registered_flag.load()
 
 WorkerCounters Worker::counters() const {
   const WorkerTally& t = parts_->tally;
-  return {t.splits.load(),     t.batches.load(), t.elements.load(),
-          t.bytes_sent.load(), t.refused.load(), static_cast<double>(t.busy_ns.load()) / 1e9,
-          t.streams.load()};
+  return {.splits = t.splits.load(),
+          .batches = t.batches.load(),
+          .elements = t.elements.load(),
+          .bytes_sent = t.bytes_sent.load(),
+          .refused = t.refused.load(),
+          .bytes_lent = t.bytes_lent.load(),
+          .busy_seconds = static_cast<double>(t.busy_ns.load()) / 1e9,
+          .streams = t.streams.load()};
 }
 
 void run_worker(const WorkerOptions& options, const std::function<void(const Worker&)>& started) {

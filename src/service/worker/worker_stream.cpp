@@ -56,6 +56,28 @@ void WorkerStream::on_request(const v1::SplitRequest& split) {
   wake_.notify_all();
 }
 
+void WorkerStream::on_shared_memory(const v1::SharedMemoryAnswer& answer) {
+  {
+    std::lock_guard lock(mutex_);
+    shared_answered_ = true;
+    shared_mapped_ = answer.mapped();  // the region itself is only ever touched by the stream's thread
+  }
+  wake_.notify_all();
+}
+
+void WorkerStream::on_release(const v1::Release& release) {
+  std::vector<std::shared_ptr<const void>> released;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::uint64_t id : release.lent())
+      if (const auto it = lent_.find(id); it != lent_.end()) {
+        released.push_back(std::move(it->second));
+        lent_.erase(it);
+      }
+  }
+  // Outside the lock: the batches' memory goes back to their pools (or, theirs gone, to the region).
+}
+
 void WorkerStream::on_closed() {
   {
     std::lock_guard lock(mutex_);
@@ -95,6 +117,7 @@ void WorkerStream::run() noexcept {
       finished_ = true;
       return;
     }
+    offer_shared_memory();
     serve(*job);
   } catch (const ServiceError& error) {
     sink_->fail(error);
@@ -112,9 +135,15 @@ WorkerStream::Running WorkerStream::start(const JobContext& job, const v1::Split
     throw ServiceError(ServiceError::Kind::malformed,
                        "split " + std::to_string(request.split()) + " from batch " +
                            std::to_string(request.first_batch()) + " is not in the job");
+  PipelineOptionChanges where = context_.where;
+  if (shared_) {
+    // Its batches in the region; those the trainer holds before releasing them count as held.
+    where.host_memory = shared_;
+    where.held_batches = where.held_batches.value_or(1) + open_.shared_memory_frames();
+  }
   const BatchedDataset batches =
       split_batches(job.chain, job.definition.chain().seed(), job.definition.geometry(), open_.consumer(),
-                    *running.split, context_.where);
+                    *running.split, where);
   running.batches = std::make_unique<BatchIterator>(batches.begin());  // its pipeline starts working now
   std::lock_guard lock(mutex_);
   iterators_.push_back(running.batches.get());
@@ -167,13 +196,8 @@ void WorkerStream::send_split(Running& running) {
   std::optional<v1::ServerFrame> last;
   try {
     while (std::optional<Batch> batch = running.batches->next()) {
-      Frame frame = encode_batch(*batch, split, running.request.first_batch() + sent);
-      const std::size_t bytes = frame.bytes();
-      batch.reset();  // the frame keeps the memory until the network is done with it
-      if (!sink_->send(std::move(frame))) return;
+      if (!send_batch(std::move(*batch), split, running.request.first_batch() + sent)) return;
       ++sent;
-      context_.tally.batches.fetch_add(1);
-      context_.tally.bytes_sent.fetch_add(bytes);
     }
     last = end_of(split, running.request.first_batch() + sent, running.batches->stats());
   } catch (const PipelineError& error) {
@@ -185,6 +209,46 @@ void WorkerStream::send_split(Running& running) {
   context_.tally.busy_ns.fetch_add(static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count()));
   sink_->send(encode_frame(*last));
+}
+
+void WorkerStream::offer_shared_memory() {
+  if (open_.shared_memory_frames() == 0 || context_.shared_memory_bytes == 0) return;
+  std::shared_ptr<SharedRegion> region;
+  try {
+    region = std::make_shared<SharedRegion>(context_.shared_memory_bytes);
+  } catch (const Error&) {
+    return;  // no memfd on this host: every batch through the socket (the trainer's figures show it)
+  }
+  shared_ = std::make_shared<SharedRegionMemory>(region, context_.where.host_memory.value_or(nullptr));
+  v1::ServerFrame frame;
+  v1::SharedMemoryOffer& offer = *frame.mutable_shared_memory();
+  offer.set_path(region->path());
+  offer.set_nonce(region->nonce());
+  offer.set_bytes(region->bytes());
+  if (!sink_->send(encode_frame(frame))) return;
+  // The answer comes back in a round trip: waiting for it sends every batch one way (a trainer that does
+  // not answer in time gets them through the socket).
+  std::unique_lock lock(mutex_);
+  wake_.wait_for(lock, kAnswerTimeout, [&] { return closed_ || shared_answered_; });
+}
+
+bool WorkerStream::send_batch(Batch batch, std::uint64_t split, std::uint64_t batch_in_split) {
+  std::optional<SharedPlacement> placement;
+  if (shared_ && shared_mapped_) placement.emplace(SharedPlacement{*shared_, next_lent_});
+  Frame frame = encode_batch(batch, split, batch_in_split, placement ? &*placement : nullptr);
+  const std::size_t bytes = frame.bytes();
+  if (frame.lent) {
+    // Lent before it is sent: the trainer's release may come back before send() returns.
+    std::lock_guard lock(mutex_);
+    lent_.emplace(next_lent_++, std::move(frame.keep_alive));
+    context_.tally.bytes_lent.fetch_add(frame.lent_bytes);
+  }
+  // The frame (or the lent table) keeps the memory until the network (or the trainer) is done with it.
+  batch = Batch();
+  if (!sink_->send(std::move(frame))) return false;
+  context_.tally.batches.fetch_add(1);
+  context_.tally.bytes_sent.fetch_add(bytes);
+  return true;
 }
 
 }  // namespace conveyor::service::detail

@@ -4,15 +4,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "conveyor/dataset.h"
+#include "src/service/common/shared_region.h"
 #include "src/service/transport/links.h"
 #include "src/service/worker/job_cache.h"
 
@@ -20,7 +23,8 @@ namespace conveyor::service::detail {
 
 // What the worker counts, summed over its streams.
 struct WorkerTally {
-  std::atomic<std::uint64_t> splits{0}, batches{0}, elements{0}, bytes_sent{0}, refused{0}, busy_ns{0};
+  std::atomic<std::uint64_t> splits{0}, batches{0}, elements{0}, bytes_sent{0}, bytes_lent{0}, refused{0},
+      busy_ns{0};
   std::atomic<std::size_t> streams{0};
 };
 
@@ -29,6 +33,7 @@ struct StreamContext {
   JobCache& jobs;
   PipelineOptionChanges where;  // threads, CPUs, nice, host memory, held batches
   WorkerTally& tally;
+  std::size_t shared_memory_bytes = 0;  // WorkerOptions::shared_memory_bytes
 };
 
 class WorkerStream final : public StreamSession {
@@ -39,6 +44,8 @@ class WorkerStream final : public StreamSession {
   ~WorkerStream() override;
 
   void on_request(const v1::SplitRequest& split) override;
+  void on_shared_memory(const v1::SharedMemoryAnswer& answer) override;
+  void on_release(const v1::Release& release) override;
   void on_closed() override;
   // The thread has ended (the trainer went away, or the stream was refused).
   bool finished() const noexcept { return finished_.load(); }
@@ -55,6 +62,13 @@ class WorkerStream final : public StreamSession {
   std::optional<v1::SplitRequest> next_request(bool wait);
   Running start(const JobContext& job, const v1::SplitRequest& request);
   void send_split(Running& split);
+  // Offers the trainer a region of shared memory, when it asked and this host can make one, and waits for
+  // its answer (at most kAnswerTimeout).
+  void offer_shared_memory();
+  static constexpr std::chrono::milliseconds kAnswerTimeout{2000};
+  // Sends a batch: its tensors' offsets when the trainer has the region mapped and they lie in it (the
+  // batch's memory then stays lent until released), else its bytes.
+  bool send_batch(Batch batch, std::uint64_t split, std::uint64_t batch_in_split);
 
   const StreamContext context_;
   const v1::StreamOpen open_;
@@ -65,6 +79,13 @@ class WorkerStream final : public StreamSession {
   std::deque<v1::SplitRequest> requests_;
   bool closed_ = false;
   std::vector<BatchIterator*> iterators_;  // the running splits' pipelines, cancelled when the stream closes
+  // Shared memory: the region's blocks for this stream's pipelines (null: none), whether the trainer mapped
+  // it, and the batches lent to it (their memory, until it releases them).
+  std::shared_ptr<SharedRegionMemory> shared_;
+  bool shared_answered_ = false;
+  std::atomic<bool> shared_mapped_{false};
+  std::map<std::uint64_t, std::shared_ptr<const void>> lent_;
+  std::uint64_t next_lent_ = 1;
   std::atomic<bool> finished_{false};
   std::thread thread_;  // last: it stops before the members above go
 };
