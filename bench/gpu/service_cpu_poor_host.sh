@@ -14,14 +14,18 @@
 # (2: about a second a run at 12 cores' rate on prepared data, too short for the service's start).
 # --transport-only: (b) alone. --b-variants: more served runs in (b) (cpu_poor_host.sh's B_VARIANTS).
 # The bundle needs conveyor-dispatcher, conveyor-worker, pipeline_throughput, feed_vs_prefetch and
-# train_step_bench, and conveyor-service-status for the workers' own account (a_status_R.txt).
+# train_step_bench (only those of the parts that run), and conveyor-service-status for the workers' own
+# account.
 source "$(dirname "$0")/lib.sh"
 bench_options rounds=2 trainer-cpus=0-3 worker-cpus=4-15 workers=3 local=2 ks="4 12" steps=300 epochs=2 \
   variants= prepared= transport-only! b-variants= -- "$@"
 bench_begin service_cpu_poor_host "$@"
 images=$(imagenet_like)
 [ -z "$prepared" ] || images=$(prepared_folder "$prepared")
-for program in conveyor-dispatcher conveyor-worker pipeline_throughput feed_vs_prefetch train_step_bench; do
+programs=(conveyor-dispatcher conveyor-worker)
+[ -z "${ks// /}" ] || programs+=(pipeline_throughput)             # (b)
+[ "$transport_only" = 1 ] || programs+=(feed_vs_prefetch train_step_bench)  # (a)
+for program in "${programs[@]}"; do
   [ -x "$bin/$program" ] || { echo "!!! $program is not in the bundle"; echo "$program missing" >>"$r/failed_runs"; }
 done
 if [ ! -e "$r/failed_runs" ]; then
