@@ -167,6 +167,10 @@ mutation service-token-not-checked src/service/common/job_identity.cpp \
   'if (hash.empty()) return true;  // the job has no token' \
   'return true;' \
   'conveyor_service_tests Dispatcher.RefusesAnotherChainTokenProtocolOrConsumer:DataService.RefusesAWrongTokenAndAnotherChainUnderTheJobsName'
+mutation service-lent-range-unchecked src/service/common/shared_region.cpp \
+  'offset > bytes_ || bytes > bytes_ - offset)' \
+  'offset > bytes_)' \
+  'conveyor_service_tests SharedRegion.*'
 
 # ---- which ones ------------------------------------------------------------------------------------------
 count=${#names[@]}

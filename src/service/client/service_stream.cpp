@@ -313,13 +313,15 @@ void ServiceStream::decode_loop() noexcept {
       damaged = std::make_exception_ptr(
           ServiceError(ServiceError::Kind::malformed, arrival.maker->name() + ": " + error.what()));
     }
+    ReceivedFrame decoded;  // let go once the lock is: a lent batch's release is a write on its stream
     lock.lock();
     Maker* maker = arrival.maker;
     bool resume = false;
     if (batch) {
       arrival.batch = std::move(batch);
       arrival.header.reset();
-      arrival.frame = {};  // gRPC's memory goes back now
+      decoded = std::move(arrival.frame);  // gRPC's memory, or the worker's lent batch, goes back below
+      arrival.frame = {};
       arrival.decoding = false;
       resume = maker->paused && !maker->dead && frames_waiting(*maker) < receive_depth_;
       if (resume) maker->paused = false;
