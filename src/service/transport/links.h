@@ -1,7 +1,8 @@
 // The service's transport, behind interfaces: what the dispatcher, the workers and the trainers ask of the
 // network, and nothing of how. gRPC implements them (grpc_*.cpp, the only files that include grpc++); a data
-// plane of another kind (RDMA, shared memory between processes of one host) would implement the data plane's
-// part and leave every other file as it is.
+// plane of another kind (RDMA) would implement the data plane's part and leave every other file as it is.
+// Shared memory between a worker and a trainer of one host needs none: the stream carries the worker's offer
+// of a region and, for each batch lent in it, its tensors' offsets (common/shared_region.h).
 #pragma once
 
 #include <chrono>
