@@ -14,6 +14,8 @@
 #       VARIANTS="NAME=FLAGS;NAME=FLAGS" runs the fed trainer once more a round for each, FLAGS added (with
 #       --service-local-threads LOCAL unless FLAGS name it), such as
 #       "gpu1=--gpu-share 1 --gpu-adapt 0" (the trainer's own splits all decoded by its GPU): a_service_NAME_R.
+#       HOST=1 adds, each round, the same program on every core of the host without the service (a_host_R):
+#       what the whole host makes, the bound of any split of its cores.
 #   (b) transport cost (always): for each K in KS (default "4 12", cores WORKER_CPUS' first K):
 #       pipeline_throughput on those K cores alone (--threads K), against one worker with --threads K on the
 #       same K cores serving pipeline_throughput --service on the trainer's cores. Target: >= 0.9x.
@@ -131,6 +133,10 @@ if [ "$step" = 1 ]; then
       --json "$out/a_step_$round.json" >"$out/a_step_$round.log" 2>&1
     log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus alone"
     taskset -c "$trainer_cpus" "${fvp[@]}" --json "$out/a_alone_$round.json" >"$out/a_alone_$round.log" 2>&1
+    if [ "${HOST:-0}" = 1 ]; then
+      log "(a) round $round: feed_vs_prefetch on every core, no service"
+      "${fvp[@]}" --threads "$(nproc)" --json "$out/a_host_$round.json" >"$out/a_host_$round.log" 2>&1
+    fi
     start_service "a$round" "${parts[@]}"
     for lt in 0 "$local_threads"; do
       log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus fed by $workers workers on $worker_cpus, local threads $lt"

@@ -67,7 +67,7 @@ def main(out):
         summary["a_train_step_bench"] = [steps[r] for r in sorted(steps)]
         fed = sorted({os.path.basename(p)[2:].rsplit("_", 1)[0]
                       for p in glob.glob(os.path.join(out, "a_service_*.json"))})
-        for name in ["alone"] + fed:
+        for name in ["host", "alone"] + fed:
             values = runs(out, "a_" + name)
             ratios, median = paired(values, steps)
             if median is None:
