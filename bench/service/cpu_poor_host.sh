@@ -125,8 +125,8 @@ if [ "$step" = 1 ]; then
     parts+=("$(join_cpus "${worker_list[@]:$((w * per)):$per}")")
   done
   trainer_count=$(cpus_of "$trainer_cpus" | wc -l)
-  fvp=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps"
-       --threads "$trainer_count")
+  fvp_all=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps")
+  fvp=("${fvp_all[@]}" --threads "$trainer_count")
   for ((round = 1; round <= rounds; round++)); do
     log "(a) round $round: train_step_bench"
     "$bin/train_step_bench" --model resnet18 --batch "$batch" --precision bf16 --steps 200 --warmup 5 \
@@ -135,7 +135,7 @@ if [ "$step" = 1 ]; then
     taskset -c "$trainer_cpus" "${fvp[@]}" --json "$out/a_alone_$round.json" >"$out/a_alone_$round.log" 2>&1
     if [ "${HOST:-0}" = 1 ]; then
       log "(a) round $round: feed_vs_prefetch on every core, no service"
-      "${fvp[@]}" --threads "$(nproc)" --json "$out/a_host_$round.json" >"$out/a_host_$round.log" 2>&1
+      "${fvp_all[@]}" --threads "$(nproc)" --json "$out/a_host_$round.json" >"$out/a_host_$round.log" 2>&1
     fi
     start_service "a$round" "${parts[@]}"
     for lt in 0 "$local_threads"; do
