@@ -9,6 +9,7 @@
 
 #include "conveyor/error.h"
 #include "support/watchdog.h"
+#include "tests/support/counting_memory.h"
 
 namespace conveyor::detail {
 namespace {
@@ -61,29 +62,12 @@ TEST(BatchPool, CancelWakesAWaiterWithNothing) {
   canceller.join();
 }
 
-// Claims page-locked memory and counts what it lends: the pool must take every buffer from the resource
-// it was given, say what kind of memory that is, and give everything back when it dies.
-class CountingMemory final : public HostMemoryResource {
- public:
-  void* allocate(std::size_t bytes) override {
-    ++allocations;
-    outstanding += bytes;
-    return pageable_->allocate(bytes);
-  }
-  void deallocate(void* memory, std::size_t bytes) noexcept override {
-    outstanding -= bytes;
-    pageable_->deallocate(memory, bytes);
-  }
-  bool page_locked() const noexcept override { return true; }
-  int allocations = 0;
-  std::size_t outstanding = 0;
-
- private:
-  std::shared_ptr<HostMemoryResource> pageable_ = pageable_host_memory();
-};
+// The pool must take every buffer from the resource it was given, say what kind of memory that is (this one
+// claims page-locked memory), and give everything back when it dies.
+using conveyor::testing::CountingMemory;
 
 TEST(BatchPool, ABufferKeepsThePoolAndItsMemoryAliveUntilItComesBack) {
-  const auto memory = std::make_shared<CountingMemory>();
+  const auto memory = std::make_shared<CountingMemory>(true);
   std::shared_ptr<BatchBuffer> buffer;
   std::weak_ptr<BatchPool> watch;
   {
@@ -112,7 +96,7 @@ TEST(BatchPool, RejectsAnEmptyConfiguration) {
 TEST(BatchPool, IsPageableByDefault) { EXPECT_FALSE(BatchPool::create(1, 1, {1, 1, 1})->pinned()); }
 
 TEST(BatchPool, TakesItsBuffersFromTheGivenMemory) {
-  auto memory = std::make_shared<CountingMemory>();
+  auto memory = std::make_shared<CountingMemory>(true);
   {
     auto pool = BatchPool::create(2, 4, {2, 2, 3}, memory);
     EXPECT_TRUE(pool->pinned());

@@ -8,31 +8,12 @@
 #include <memory>
 #include <vector>
 
+#include "tests/support/counting_memory.h"
+
 namespace conveyor::service::detail {
 namespace {
 
-// Ordinary memory that counts what passes through it.
-class CountingMemory final : public HostMemoryResource {
- public:
-  void* allocate(std::size_t bytes) override {
-    ++allocations;
-    live_bytes += bytes;
-    return memory_->allocate(bytes);
-  }
-  void deallocate(void* memory, std::size_t bytes) noexcept override {
-    ++deallocations;
-    live_bytes -= bytes;
-    memory_->deallocate(memory, bytes);
-  }
-  bool page_locked() const noexcept override { return false; }
-
-  int allocations = 0;
-  int deallocations = 0;
-  std::size_t live_bytes = 0;
-
- private:
-  std::shared_ptr<HostMemoryResource> memory_ = pageable_host_memory();
-};
+using conveyor::testing::CountingMemory;
 
 constexpr std::size_t kBatch = 1 << 20;
 
@@ -71,14 +52,14 @@ TEST(RecyclingHostMemory, KeepsNoMoreThanItsBoundAndGivesTheRestBack) {
     for (void* block : blocks) memory.deallocate(block, kBatch);
     EXPECT_EQ(memory.idle_bytes(), 3 * kBatch);
     EXPECT_EQ(upstream->deallocations, 2);
-    EXPECT_EQ(upstream->live_bytes, 3 * kBatch);
+    EXPECT_EQ(upstream->outstanding, 3 * kBatch);
     // The next split's five buffers: three kept ones, two new.
     for (int i = 0; i < 5; ++i) blocks[static_cast<std::size_t>(i)] = memory.allocate(kBatch);
     EXPECT_EQ(upstream->allocations, 7);
     for (void* block : blocks) memory.deallocate(block, kBatch);
   }
   // Its end gives back what it kept.
-  EXPECT_EQ(upstream->live_bytes, 0u);
+  EXPECT_EQ(upstream->outstanding, 0u);
   EXPECT_EQ(upstream->allocations, upstream->deallocations);
 }
 
