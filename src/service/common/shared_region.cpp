@@ -46,20 +46,18 @@ SharedRegion::SharedRegion(std::size_t bytes) : bytes_(round_to_pages(bytes)) {
     throw InvalidArgument("shared memory: a region needs more than its header page");
   fd_ = ::memfd_create("conveyor-batches", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd_ < 0) fail("memfd_create");
+  // The destructor does not run for a constructor that throws: the file is closed here (errno kept for fail).
+  const auto close_and_fail = [this](const std::string& what) {
+    const int error = errno;
+    ::close(fd_);
+    errno = error;
+    fail(what);
+  };
   // Sealed at its size: a trainer that maps it can trust it never shrinks under its reads (SIGBUS).
-  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0 || ::fcntl(fd_, F_ADD_SEALS, kSeals) != 0) {
-    const int error = errno;
-    ::close(fd_);
-    errno = error;
-    fail("sizing the region");
-  }
+  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0 || ::fcntl(fd_, F_ADD_SEALS, kSeals) != 0)
+    close_and_fail("sizing the region");
   void* mapped = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (mapped == MAP_FAILED) {
-    const int error = errno;
-    ::close(fd_);
-    errno = error;
-    fail("mmap");
-  }
+  if (mapped == MAP_FAILED) close_and_fail("mmap");
   data_ = static_cast<std::byte*>(mapped);
   std::random_device entropy;
   nonce_ = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
