@@ -161,6 +161,7 @@ struct Config {
   bool gpu_adapt = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
+  std::size_t host_blocks_ahead = 4;  // FeederOptions::host_blocks_ahead
   bool context_first = false;  // the process's CUDA context made before the clock starts
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;
@@ -587,6 +588,7 @@ std::vector<conveyor::SampleOp> place_on_device(const Config& config, const conv
   options.decode.open_before_second = config.open_before_second;
   options.decode.decode_threads = config.decode_threads;
   options.set_up_behind = config.set_up_behind;
+  options.host_blocks_ahead = config.host_blocks_ahead;
   options.decode.gpu_hybrid = config.gpu_hybrid;
   options.decode.adapt = config.gpu_adapt;
   options.decode.copy_whole_batch = config.copy_whole_batch;
@@ -727,6 +729,7 @@ Json device_json(const Config& config, const Result& r) {
           {"copy_s", f.copy_seconds},
           {"feeder_construction_s", r.feeder_construction_s},
           {"set_up_behind", config.set_up_behind},
+          {"host_blocks_ahead", config.host_blocks_ahead},
           {"context_first", config.context_first},
           {"device_setup_s", f.device_setup_seconds},
           {"device_setup", f.device_setup},
@@ -740,6 +743,7 @@ Json device_json(const Config& config, const Result& r) {
           {"host_blocks", f.host_blocks},
           {"host_blocks_on_demand", f.host_blocks_on_demand},
           {"host_blocks_on_demand_s", f.host_blocks_on_demand_seconds},
+          {"host_blocks_made_ahead", f.host_blocks_made_ahead},
           {"gpu_hybrid", config.gpu_hybrid},
           {"gpu_decode_paths", paths},
           {"gpu_adapt", config.gpu_adapt},
@@ -861,9 +865,12 @@ void print_split(const conveyor::FeederStats& f, const conveyor::PipelineStats& 
   if (f.warmup_seconds > 0) std::printf("feeder warm-up %.3f s: %s\n", f.warmup_seconds, f.warmup.c_str());
   if (!f.startup.empty())
     std::printf("GPU decoder: %s (first stage() %.3f s)\n", f.startup.c_str(), f.first_stage_seconds);
-  std::printf("page-locked batch buffers: %llu made, %llu of them while the pipeline waited (%.3f s)\n",
-              static_cast<unsigned long long>(f.host_blocks), static_cast<unsigned long long>(f.host_blocks_on_demand),
-              f.host_blocks_on_demand_seconds);
+  std::printf(
+      "page-locked batch buffers: %llu made, %llu of them while the pipeline waited (%.3f s), %llu made "
+      "ahead\n",
+      static_cast<unsigned long long>(f.host_blocks),
+      static_cast<unsigned long long>(f.host_blocks_on_demand), f.host_blocks_on_demand_seconds,
+      static_cast<unsigned long long>(f.host_blocks_made_ahead));
   for (const auto& [path, count] : f.gpu_decode_paths)
     std::printf("  %llu GPU-decoded by nvJPEG's %s path\n", static_cast<unsigned long long>(count), path.c_str());
   if (!f.split_memory.empty()) std::printf("split: %s\n", f.split_memory.c_str());

@@ -202,6 +202,7 @@ std::vector<conveyor::SampleOp> place_work(const Setup& setup, const conveyor::t
   feeder.host.cpus_near_gpu = setup.cpus_near_gpu;
   feeder.host.memory_near_gpu = setup.options.memory_near_gpu;
   feeder.set_up_behind = setup.options.set_up_behind;
+  feeder.host_blocks_ahead = setup.options.host_blocks_ahead;
   if (!setup.placement.gpu) return setup.ops;  // the CPU reference normalizes on all cores itself
   if (setup.options.device_augment) feeder.normalize = trainer.input_normalization();
   std::vector<conveyor::SampleOp> maps = conveyor::place_pixel_ops(setup.ops, setup.placement, feeder);

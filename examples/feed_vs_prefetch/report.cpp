@@ -111,6 +111,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
               {"hardware_pool", o.hardware_pool},
               {"cpus", o.cpus},
               {"kernel_blocks", o.kernel_blocks},
+              {"host_blocks_ahead", o.host_blocks_ahead},
               {"memory_near_gpu", o.memory_near_gpu},
               {"resident", o.resident},
               {"start_at_once", o.start_at_once},
@@ -179,6 +180,7 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
          {"host_memory", r.feeder_stats.host_memory},
          {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
          {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
+         {"host_blocks_made_ahead", r.feeder_stats.host_blocks_made_ahead},
          {"losses", r.losses}});  // doubles written to round-trip exactly
   }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);

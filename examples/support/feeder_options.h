@@ -82,6 +82,12 @@ void add_feeder_lever_options(CLI::App& app, Options& options, const std::string
                      "0: one pass's worth)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--host-blocks-ahead", options.host_blocks_ahead,
+                 scope +
+                     "page-locked batch buffers kept ready once a pipeline waited for one "
+                     "(FeederOptions::host_blocks_ahead; 0: each made when asked for)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
 }
 
 // How this process takes part in a data service job: the flags that go with --service (which each program

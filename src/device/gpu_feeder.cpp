@@ -89,7 +89,7 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
       options_(options),
       pool_(shared_pool),
       early_memory_(std::make_shared<cuda::LateLockedHostMemory>(device)),
-      host_memory_(std::make_shared<cuda::PinnedBlockCache>(early_memory_)),
+      host_memory_(std::make_shared<cuda::PinnedBlockCache>(early_memory_, options.host_blocks_ahead)),
       held_(static_cast<std::size_t>(options.depth)) {
   if (pool_ != nullptr && pool_->device() != device_)
     throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
@@ -661,6 +661,7 @@ FeederStats GpuFeeder::stats() const {
   stats.host_blocks = host_memory_->made();
   stats.host_blocks_on_demand = host_memory_->made_on_demand();
   stats.host_blocks_on_demand_seconds = host_memory_->on_demand_seconds();
+  stats.host_blocks_made_ahead = host_memory_->made_ahead();
   return stats;
 }
 

@@ -1,13 +1,21 @@
 #include "src/device/pinned_block_cache.h"
 
 #include <chrono>
+#include <system_error>
 #include <utility>
 
 namespace conveyor::cuda {
 
-PinnedBlockCache::PinnedBlockCache(std::shared_ptr<HostMemoryResource> memory) : memory_(std::move(memory)) {}
+PinnedBlockCache::PinnedBlockCache(std::shared_ptr<HostMemoryResource> memory, std::size_t make_ahead)
+    : memory_(std::move(memory)), make_ahead_(make_ahead) {}
 
 PinnedBlockCache::~PinnedBlockCache() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (maker_.joinable()) maker_.join();
   // Every allocation holds the cache, so nothing is lent out any more.
   for (auto& [bytes, blocks] : free_)
     for (void* block : blocks) memory_->deallocate(block, bytes);
@@ -20,6 +28,7 @@ void* PinnedBlockCache::allocate(std::size_t bytes) {
     if (found != free_.end() && !found->second.empty()) {
       void* block = found->second.back();
       found->second.pop_back();
+      if (ahead_of_.contains(bytes)) wake_.notify_one();  // one fewer kept: the thread makes its next
       return block;
     }
   }
@@ -32,7 +41,59 @@ void* PinnedBlockCache::allocate(std::size_t bytes) {
   ++made_of_[bytes];
   ++made_on_demand_;
   on_demand_seconds_ += seconds;
+  if (make_ahead_ > 0 && !stopping_) {
+    // Warm-up made fewer of this size than the run holds at once: from now on some wait ready.
+    ahead_of_.emplace(bytes, true);
+    try {
+      if (!maker_.joinable()) maker_ = std::thread([this] { make_ahead_loop(); });
+      wake_.notify_one();
+    } catch (const std::system_error&) {
+      ahead_of_.clear();  // no thread to be had: every block on demand, as without make-ahead
+    }
+  }
   return block;
+}
+
+std::size_t PinnedBlockCache::size_short_locked() const {
+  for (const auto& [bytes, on] : ahead_of_) {
+    if (!on) continue;
+    const auto found = free_.find(bytes);
+    if (found == free_.end() || found->second.size() < make_ahead_) return bytes;
+  }
+  return 0;
+}
+
+void PinnedBlockCache::make_ahead_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    std::size_t bytes = 0;
+    wake_.wait(lock, [&] { return stopping_ || (bytes = size_short_locked()) != 0; });
+    if (stopping_) return;
+    ++made_of_[bytes];
+    lock.unlock();
+    void* block = nullptr;
+    try {
+      block = memory_->allocate(bytes);  // outside the lock: the pipeline takes kept blocks meanwhile
+    } catch (...) {
+      // Out of page-locked memory, say: stop making this size ahead; the pipeline's own allocate() reports
+      // the failure where it can be handled.
+      lock.lock();
+      --made_of_[bytes];
+      ahead_of_[bytes] = false;
+      continue;
+    }
+    lock.lock();
+    try {
+      free_[bytes].push_back(block);
+    } catch (...) {
+      memory_->deallocate(block, bytes);  // no room to keep it: as if it had not been made
+      --made_of_[bytes];
+      ahead_of_[bytes] = false;
+      continue;
+    }
+    ++made_;
+    ++made_ahead_;
+  }
 }
 
 void PinnedBlockCache::deallocate(void* memory, std::size_t bytes) noexcept {
@@ -100,6 +161,11 @@ std::size_t PinnedBlockCache::made_on_demand() const {
 double PinnedBlockCache::on_demand_seconds() const {
   std::lock_guard lock(mutex_);
   return on_demand_seconds_;
+}
+
+std::size_t PinnedBlockCache::made_ahead() const {
+  std::lock_guard lock(mutex_);
+  return made_ahead_;
 }
 
 }  // namespace conveyor::cuda

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -109,6 +110,61 @@ TEST(PinnedBlockCache, FillWhileThePipelineTakesBlocksMakesAtMostOneMore) {
   for (void* block : taken) cache.deallocate(block, 4096);
   EXPECT_EQ(cache.kept(4096), cache.made());
   EXPECT_EQ(counted->deallocations.load(), 0);
+}
+
+// Waits up to 10 s for `done`; false if it never held.
+template <typename Done>
+bool eventually(Done done) {
+  for (int i = 0; i < 1000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
+}
+
+TEST(PinnedBlockCache, OnceAPipelineWaitedForASizeBlocksOfItAreMadeAhead) {
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted, 3);
+  cache.reserve(8192, 1);  // what warm-up made: no thread for it
+  void* warm = cache.allocate(8192);
+  EXPECT_EQ(cache.made_ahead(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(cache.kept(8192), 0u) << "made ahead before any pipeline waited for a block of that size";
+
+  void* waited = cache.allocate(8192);  // none kept: made on demand, and from now on three kept ready
+  EXPECT_EQ(cache.made_on_demand(), 1u);
+  ASSERT_TRUE(eventually([&] { return cache.kept(8192) == 3; })) << cache.kept(8192) << " kept";
+  std::vector<void*> next;
+  for (int i = 0; i < 3; ++i) next.push_back(cache.allocate(8192));
+  EXPECT_EQ(cache.made_on_demand(), 1u) << "the blocks made ahead did not serve the next requests";
+  ASSERT_TRUE(eventually([&] { return cache.kept(8192) == 3; })) << "not made again after they were taken";
+  EXPECT_EQ(cache.made_ahead(), 6u);
+  EXPECT_EQ(cache.kept(4096), 0u) << "another size made ahead";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(cache.made(), 8u) << "more than three kept ready";
+
+  for (void* block : next) cache.deallocate(block, 8192);
+  cache.deallocate(waited, 8192);
+  cache.deallocate(warm, 8192);
+  EXPECT_EQ(counted->deallocations.load(), 0);
+}
+
+TEST(PinnedBlockCache, WithoutMakeAheadEveryMissingBlockIsMadeOnDemand) {
+  auto counted = std::make_shared<CountedMemory>();
+  PinnedBlockCache cache(counted);
+  void* a = cache.allocate(4096);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(cache.kept(4096), 0u);
+  EXPECT_EQ(cache.made_ahead(), 0u);
+  cache.deallocate(a, 4096);
+}
+
+TEST(PinnedBlockCache, DyingWhileMakingAheadFreesEveryBlock) {
+  // Under TSan: the thread is stopped and joined before the blocks are freed.
+  auto counted = std::make_shared<CountedMemory>();
+  for (int round = 0; round < 20; ++round) {
+    PinnedBlockCache cache(counted, 8);
+    void* block = cache.allocate(1 << 16);
+    cache.deallocate(block, 1 << 16);
+  }
+  EXPECT_EQ(counted->deallocations.load(), counted->allocations.load());
 }
 
 TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {

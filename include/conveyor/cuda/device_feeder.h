@@ -192,6 +192,11 @@ struct FeederOptions {
   // first. A context that cannot be made is then reported by the feeder's first use rather than by its
   // constructor. false: all of it made before the constructor returns.
   bool set_up_behind = true;
+  // On a GPU: once a pipeline had to wait for a page-locked batch buffer (its source holds more at once than
+  // warmup() made, as a data service's own splits beside its received batches do), a thread of the feeder's
+  // keeps this many of that size ready, so that the next one is not a cudaHostAlloc of tens of
+  // milliseconds on the pipeline's way. 0: each made when asked for.
+  std::size_t host_blocks_ahead = 4;
 };
 
 struct FeederStats {
@@ -207,6 +212,9 @@ struct FeederStats {
   // theirs ahead), and the seconds their page-locking took.
   std::uint64_t host_blocks_on_demand = 0;
   double host_blocks_on_demand_seconds = 0;
+  // Of those, the ones made ahead on a thread of the feeder's after a pipeline had waited for one of that
+  // size: what a source holding more buffers than warm-up made (a data service's own splits) takes next.
+  std::uint64_t host_blocks_made_ahead = 0;
   std::uint64_t host_waits = 0;   // stage() calls that waited for an earlier copy out of the same slot
   std::uint64_t held = 0;         // DeviceBatch handles (or views of them) alive now
 
