@@ -14,6 +14,7 @@
 #       VARIANTS="NAME=FLAGS;NAME=FLAGS" runs the fed trainer once more a round for each, FLAGS added (with
 #       --service-local-threads LOCAL unless FLAGS name it), such as
 #       "gpu1=--gpu-share 1 --gpu-adapt 0" (the trainer's own splits all decoded by its GPU): a_service_NAME_R.
+#       FLAGS may begin with program=NAME: BIN/NAME instead of feed_vs_prefetch (another build's, beside).
 #       HOST=1 adds, each round, the same program on every core of the host without the service (a_host_R):
 #       what the whole host makes, the bound of any split of its cores.
 #   (b) transport cost (always): for each K in KS (default "4 12", cores WORKER_CPUS' first K):
@@ -147,10 +148,12 @@ if [ "$step" = 1 ]; then
     for v in "${variant_list[@]}"; do
       name=${v%%=*}
       read -ra flags <<<"${v#*=}"
+      program=feed_vs_prefetch  # program=NAME first: another build's, carried beside in BIN
+      if [[ ${flags[0]:-} == program=* ]]; then program=${flags[0]#program=}; flags=("${flags[@]:1}"); fi
       [[ " ${flags[*]} " == *" --service-local-threads "* ]] || flags+=(--service-local-threads "$local_threads")
-      log "(a) round $round: feed_vs_prefetch on CPUs $trainer_cpus fed by $workers workers, variant $name:" \
+      log "(a) round $round: $program on CPUs $trainer_cpus fed by $workers workers, variant $name:" \
         "${flags[*]}"
-      taskset -c "$trainer_cpus" "${fvp[@]}" --service "grpc://127.0.0.1:$port" "${flags[@]}" \
+      taskset -c "$trainer_cpus" "$bin/$program" "${fvp[@]:1}" --service "grpc://127.0.0.1:$port" "${flags[@]}" \
         --json "$out/a_service_${name}_$round.json" >"$out/a_service_${name}_$round.log" 2>&1
     done
     "$bin/conveyor-service-status" "grpc://127.0.0.1:$port" >"$out/a_status_$round.txt" 2>&1 || true

@@ -99,14 +99,8 @@ void ServiceStream::fall_back_to_local() {
   std::lock_guard lock(mutex_);
   const bool any_worker =
       std::any_of(makers_.begin(), makers_.end(), [](const auto& m) { return m->remote() && !m->dead; });
-  // Serving is delivering: until a worker's first batch has arrived (its streams open, its chain built, its
-  // first splits made at once: 0.3 s for batches of 256 on an H200's host, issue 40), the trainer's own
-  // splits decode as a local pipeline would, on its cores and its GPU both.
-  const bool workers_delivering = std::any_of(makers_.begin(), makers_.end(), [](const auto& m) {
-    return m->remote() && !m->dead && m->sent_a_batch;
-  });
   const int asked = job_->options.local_threads;
-  if (local_gpu_first_) local_gpu_first_->set_workers_serving(workers_delivering);
+  if (local_gpu_first_) local_gpu_first_->set_workers_serving(any_worker);
   if (local_ != nullptr) {
     // A fallback stands down once a worker is back: it takes no new splits, and goes when its own are done.
     if (local_is_fallback_ && any_worker && ledger_.assigned_to(local_) == 0) {
@@ -137,7 +131,7 @@ void ServiceStream::fall_back_to_local() {
   where.defer = options_.defer;
   if (options_.defer && job_->options.local_gpu_first && !deterministic_) {
     local_gpu_first_ = std::make_shared<GpuFirstDefer>(options_.defer);
-    local_gpu_first_->set_workers_serving(workers_delivering);
+    local_gpu_first_->set_workers_serving(any_worker);
     where.defer = local_gpu_first_;
   }
   // Room for what waits for the consumer and what it holds (deterministic: the whole split, see
@@ -153,7 +147,6 @@ void ServiceStream::fall_back_to_local() {
   auto maker = std::make_unique<LocalMaker>(asked > 0 ? "local" : "local (fallback)", std::move(settings),
                                             static_cast<MakerSink&>(*this));
   local_ = maker.get();
-  local_most_waiting_ = most_waiting;
   local_is_fallback_ = asked == 0;
   makers_.insert(makers_.begin(), std::move(maker));
   if (local_is_fallback_) note("no worker reachable: training on the trainer's own cores");

@@ -59,7 +59,6 @@ class Maker {
   std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
   bool paused = false;  // its frames wait in the stream's queue (remote)
   bool dead = false;    // lost: no more splits for it
-  bool sent_a_batch = false;  // a batch of its has arrived (remote): it serves
 
  protected:
   Maker(std::string name, bool remote) : name_(std::move(name)), remote_(remote) { figures.name = name_; }

@@ -191,13 +191,8 @@ std::optional<std::uint64_t> ServiceStream::next_split_index() {
 }
 
 Maker* ServiceStream::maker_with_room() {
-  // The trainer's own cores first: remote workers make the deficit. No further ahead of the consumer than
-  // its prefetch, though: a split ends when its last batch is made, so without that bound the trainer's
-  // cores ran split after split ahead (their batches waiting in memory, and taken before the workers' as
-  // lower splits: issue 40's start-up, with 17-27 more page-locked buffers than warm-up made).
-  if (local_ != nullptr && !local_->dead && ledger_.assigned_to(local_) < 2 &&
-      batches_waiting(*local_) < local_most_waiting_)
-    return local_;
+  // The trainer's own cores first: remote workers make the deficit.
+  if (local_ != nullptr && !local_->dead && ledger_.assigned_to(local_) < 2) return local_;
   Maker* best = nullptr;
   std::size_t fewest = job_->options.splits_per_worker;
   for (const auto& m : makers_) {

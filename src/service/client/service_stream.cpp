@@ -177,10 +177,6 @@ bool ServiceStream::frame(Maker& maker, ReceivedFrame frame) {
       }
       maker.figures.wire_bytes += frame.bytes;
       maker.figures.shared_bytes += frame.shared_bytes;
-      if (!maker.sent_a_batch) {
-        maker.sent_a_batch = true;
-        control_cv_.notify_all();  // a worker serves now: the trainer's own splits leave the GPU its share
-      }
       Arrival arrival;
       arrival.batch_in_split = index;
       arrival.maker = &maker;
@@ -253,13 +249,6 @@ void ServiceStream::split_failed(Maker& /*maker*/, std::exception_ptr error) {
   std::lock_guard lock(mutex_);
   if (!error_) error_ = error;
   ready_cv_.notify_all();
-}
-
-std::size_t ServiceStream::batches_waiting(const Maker& maker) const {
-  std::size_t n = 0;
-  for (const auto& [split, queue] : arrivals_)
-    for (const Arrival& a : queue) n += a.maker == &maker && a.batch ? 1 : 0;
-  return n;
 }
 
 // ---- decoding ----

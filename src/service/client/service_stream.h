@@ -80,7 +80,6 @@ class ServiceStream final : public BatchStream, private MakerSink {
   // Under the lock: the arrival to decode next, or null (deterministic: only the next in order).
   std::pair<std::uint64_t, Arrival*> arrival_to_decode();
   std::size_t frames_waiting(const Maker& maker) const;
-  std::size_t batches_waiting(const Maker& maker) const;  // made (local) or decoded, not yet delivered
 
   // ---- control (scheduling.cpp) ----
   void control_loop() noexcept;
@@ -120,7 +119,6 @@ class ServiceStream final : public BatchStream, private MakerSink {
       lost_at_;                                 // worker address -> when it was lost (retry after a pause)
   std::map<std::string, std::string> refused_;  // worker address -> why it refused this job
   LocalMaker* local_ = nullptr;
-  std::size_t local_most_waiting_ = 0;  // the local maker's batches made ahead of the consumer, at most
   bool local_is_fallback_ = false;
   std::shared_ptr<GpuFirstDefer> local_gpu_first_;  // the local splits' deferral while workers serve, or null
   std::exception_ptr error_;  // delivered by next() (a chain's failure, a refusal, ...)
