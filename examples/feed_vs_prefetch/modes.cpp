@@ -73,7 +73,10 @@ class Recorder {
   Recorder(const Setup& setup, std::string mode) : setup_(setup) { result_.mode = std::move(mode); }
 
   void add(const StepRecord& record, bool timed) {
-    if (timed) steps_.push_back(record);
+    if (timed)
+      steps_.push_back(record);
+    else
+      result_.warmup_waits_ms.push_back(record.data_ms);
   }
 
   // step_times_ms: the trainer's own per-step compute times (CUDA events on a GPU), the last ones timed.
@@ -381,6 +384,7 @@ ModeResult run_prefetch(const Setup& setup, const std::shared_ptr<conveyor::Trac
   const conveyor::FeederStats stats = feeder.stats();
   const conveyor::PipelineStats pipeline = iterator.stats();
   result.pipeline_threads = pipeline.threads;
+  result.source_parts = pipeline.source_parts;
   result.feeder = describe_feeder(feeder_options, stats, pipeline);
   result.feeder_stats = stats;
   result.split_memory = stats.split_memory;

@@ -75,6 +75,9 @@ struct ModeResult {
   std::string split_memory;            // prefetch: the split: where it started, where it was kept
   std::uint64_t stall_reports = 0;     // prefetch: reports the ProgressWatch wrote
   std::vector<double> losses;          // prefetch with record_loss: every step's loss, warm-up steps included
+  // The untimed warm-up steps' waits for their batch, in order: the start, step by step.
+  std::vector<double> warmup_waits_ms;
+  std::vector<conveyor::SourcePart> source_parts;  // prefetch from a data service: who made the batches
 };
 
 // Runs `mode` ("feed", "parallel" or "prefetch"). With a recorder, the training thread, the copies and

@@ -131,6 +131,12 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
     for (const auto& [path, count] : r.feeder_stats.gpu_decode_paths) paths[path] = count;
     Json reasons = Json::object();
     for (const auto& [reason, count] : r.feeder_stats.fallback_reasons) reasons[reason] = count;
+    Json parts = Json::array();
+    for (const conveyor::SourcePart& p : r.source_parts)
+      parts.push_back({{"name", p.name},
+                       {"elements", p.elements},
+                       {"busy_s", p.busy_seconds},
+                       {"first_batch_s", p.first_batch_seconds}});
     out["results"].push_back(
         {{"mode", r.mode},
          {"timing_rule", "from_first_batch"},  // images_per_s: see modes.h
@@ -181,6 +187,8 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
          {"host_blocks_on_demand", r.feeder_stats.host_blocks_on_demand},
          {"host_blocks_on_demand_s", r.feeder_stats.host_blocks_on_demand_seconds},
          {"host_blocks_made_ahead", r.feeder_stats.host_blocks_made_ahead},
+         {"warmup_waits_ms", r.warmup_waits_ms},
+         {"source_parts", parts},
          {"losses", r.losses}});  // doubles written to round-trip exactly
   }
   std::ofstream file(path, std::ios::binary | std::ios::trunc);

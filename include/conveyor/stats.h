@@ -73,6 +73,9 @@ struct SourcePart {
   double busy_seconds =
       0;  // time it had work of this consumer's in hand: elements / busy_seconds is its rate
   std::uint64_t failures = 0;  // times it was lost and its work handed to another
+  // Seconds from the stream's start to its first batch delivered to the consumer (0: none yet): how long a
+  // worker took to serve (its streams opened, its chain built, its first splits made).
+  double first_batch_seconds = 0;
 };
 
 struct PipelineStats {

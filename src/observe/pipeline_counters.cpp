@@ -122,13 +122,14 @@ std::string format_stats(const PipelineStats& stats) {
   for (const SourcePart& part : stats.source_parts) {
     std::snprintf(
         line, sizeof line,
-        "  %-28s %10llu samples (%5.1f %%) %10.1f samples/s busy %8.0f bytes/sample%s, %llu lost\n",
+        "  %-28s %10llu samples (%5.1f %%) %10.1f samples/s busy %8.0f bytes/sample%s, %llu lost, first "
+        "batch after %.3f s\n",
         part.name.c_str(), static_cast<unsigned long long>(part.elements),
         all > 0 ? 100.0 * static_cast<double>(part.elements) / static_cast<double>(all) : 0.0,
         part.busy_seconds > 0 ? static_cast<double>(part.elements) / part.busy_seconds : 0.0,
         part.elements > 0 ? static_cast<double>(part.wire_bytes) / static_cast<double>(part.elements) : 0.0,
         part.shared_bytes > 0 ? " (the rest through shared memory)" : "",
-        static_cast<unsigned long long>(part.failures));
+        static_cast<unsigned long long>(part.failures), part.first_batch_seconds);
     out += line;
   }
   if (!stats.source_note.empty()) out += stats.source_note + "\n";

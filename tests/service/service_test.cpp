@@ -178,6 +178,29 @@ TEST_F(DataService, DeterministicBatchesAreTheLocalChainsBitForBit) {
   EXPECT_EQ(remote, local);
 }
 
+// Deterministic, with the trainer's own cores making splits too: a worker's later split can arrive whole
+// while the consumer is still on an earlier local one. Its first frame becomes the one to decode only when
+// the consumer moves on, so the consumer's delivery must wake the decoding thread (it did not: a hang).
+TEST_F(DataService, DeterministicWithTheTrainersOwnCoresDecodesAWorkersSplitThatArrivedEarly) {
+  const testing::Watchdog watchdog(60s, "deterministic with local splits");
+  Service service(1);
+  ServiceOptions o = options(4, 3);
+  o.split_batches = 9;  // an epoch a split: the trainer's cores take the first two, the worker the last
+  o.deterministic = true;
+  o.local_threads = 1;
+  Seen seen;
+  for (int run = 0; run < 3; ++run) {
+    o.job = "early split " + std::to_string(run);
+    BatchIterator it = from_service(service.url(), chain(), o).begin();
+    take(it, seen, 0, 10ms);  // a consumer slower than the worker: its split arrives whole meanwhile
+  }
+  EXPECT_EQ(seen.batches, 3u * 3 * kClasses * kPerClass / 4);
+  std::uint64_t remote = 0;
+  for (const SourcePart& part : seen.stats.source_parts)
+    if (part.name != "local") remote += part.elements;
+  EXPECT_GT(remote, 0u) << "the worker made none of the last run's splits";
+}
+
 // A job's batches, in deterministic order, as checksums; and the figures of the run.
 std::vector<std::uint64_t> checksums(const BatchedDataset& batches, PipelineStats* stats) {
   std::vector<std::uint64_t> out;

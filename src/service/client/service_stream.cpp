@@ -96,7 +96,9 @@ std::optional<Batch> ServiceStream::next() {
       if (queue.empty()) arrivals_.erase(*chosen);
       Batch batch = std::move(*arrival.batch);
       ledger_.deliver(*chosen, batch.size());
-      arrival.maker->figures.batches += 1;
+      if (arrival.maker->figures.batches++ == 0)
+        arrival.maker->figures.first_batch_seconds =
+            std::chrono::duration<double>(Clock::now() - started_).count();
       arrival.maker->figures.elements += batch.size();
       if (!arrival.maker->remote()) static_cast<LocalMaker*>(arrival.maker)->delivered(*chosen);
       if (waited) {
@@ -104,6 +106,9 @@ std::optional<Batch> ServiceStream::next() {
         waited_ += Clock::now() - asked;
       }
       control_cv_.notify_all();  // a split may be done: room for the next
+      // Deterministic: the frame to decode is the consumer's next in order, which this delivery may have
+      // just made so (a worker's split that arrived whole while the consumer was on an earlier one).
+      if (deterministic_) decode_cv_.notify_one();
       return std::move(batch).renumbered(sequence_++);
     }
     if (ledger_.finished()) return std::nullopt;
@@ -136,6 +141,9 @@ void ServiceStream::add_stats(PipelineStats& stats) const {
         seen.shared_bytes += part.shared_bytes;
         seen.busy_seconds += part.busy_seconds;
         seen.failures += part.failures;
+        if (part.first_batch_seconds > 0 &&
+            (seen.first_batch_seconds == 0 || part.first_batch_seconds < seen.first_batch_seconds))
+          seen.first_batch_seconds = part.first_batch_seconds;  // its first stream's
         return;
       }
     stats.source_parts.push_back(std::move(part));
