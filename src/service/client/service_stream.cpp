@@ -83,15 +83,10 @@ std::optional<Batch> ServiceStream::next() {
             it != arrivals_.end() && !it->second.empty() && it->second.front().batch)
           chosen = head->split;
     } else {
-      // The batch ready longest, whoever made it: the lowest split first would hold the workers' batches
-      // back behind the trainer's own splits, which take the first splits and are slower to make (on an
-      // H200 with 4 trainer cores, the workers' first batch was taken 0.8-1.1 s after the start, 0.3 s
-      // without local splits: issue 40).
-      Clock::time_point oldest = Clock::time_point::max();
       for (const auto& [split, queue] : arrivals_)
-        if (!queue.empty() && queue.front().batch && queue.front().ready_at < oldest) {
-          oldest = queue.front().ready_at;
+        if (!queue.empty() && queue.front().batch) {
           chosen = split;
+          break;
         }
     }
     if (chosen) {
@@ -242,7 +237,6 @@ void ServiceStream::batch(Maker& maker, std::uint64_t split, std::uint64_t batch
   arrival.batch_in_split = batch_in_split;
   arrival.maker = &maker;
   arrival.batch = std::move(batch);
-  arrival.ready_at = Clock::now();
   arrivals_[split].push_back(std::move(arrival));
   ready_cv_.notify_all();
 }
@@ -333,7 +327,6 @@ void ServiceStream::decode_loop() noexcept {
     bool resume = false;
     if (batch) {
       arrival.batch = std::move(batch);
-      arrival.ready_at = Clock::now();
       arrival.header.reset();
       decoded = std::move(arrival.frame);  // gRPC's memory, or the worker's lent batch, goes back below
       arrival.frame = {};

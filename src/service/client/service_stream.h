@@ -65,7 +65,6 @@ class ServiceStream final : public BatchStream, private MakerSink {
     std::optional<v1::BatchHeader> header;  // a frame still to decode, with its bytes
     ReceivedFrame frame;
     std::optional<Batch> batch;  // ready
-    Clock::time_point ready_at{};  // when `batch` was
     bool decoding = false;
   };
 
