@@ -1,7 +1,6 @@
 #include "src/device/pinned_block_cache.h"
 
 #include <chrono>
-#include <system_error>
 #include <utility>
 
 namespace conveyor::cuda {
@@ -43,12 +42,12 @@ void* PinnedBlockCache::allocate(std::size_t bytes) {
   on_demand_seconds_ += seconds;
   if (make_ahead_ > 0 && !stopping_) {
     // Warm-up made fewer of this size than the run holds at once: from now on some wait ready.
-    ahead_of_.emplace(bytes, true);
     try {
+      ahead_of_.emplace(bytes, true);
       if (!maker_.joinable()) maker_ = std::thread([this] { make_ahead_loop(); });
       wake_.notify_one();
-    } catch (const std::system_error&) {
-      ahead_of_.clear();  // no thread to be had: every block on demand, as without make-ahead
+    } catch (...) {
+      ahead_of_.clear();  // no thread (or memory) to be had: every block on demand, as without make-ahead
     }
   }
   return block;

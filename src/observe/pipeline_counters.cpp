@@ -120,16 +120,18 @@ std::string format_stats(const PipelineStats& stats) {
   for (const SourcePart& part : stats.source_parts) all += part.elements;
   if (!stats.source_parts.empty()) out += "made by:\n";
   for (const SourcePart& part : stats.source_parts) {
+    char first_batch[48] = "";
+    if (part.first_batch_seconds > 0)
+      std::snprintf(first_batch, sizeof first_batch, ", first batch after %.3f s", part.first_batch_seconds);
     std::snprintf(
         line, sizeof line,
-        "  %-28s %10llu samples (%5.1f %%) %10.1f samples/s busy %8.0f bytes/sample%s, %llu lost, first "
-        "batch after %.3f s\n",
+        "  %-28s %10llu samples (%5.1f %%) %10.1f samples/s busy %8.0f bytes/sample%s, %llu lost%s\n",
         part.name.c_str(), static_cast<unsigned long long>(part.elements),
         all > 0 ? 100.0 * static_cast<double>(part.elements) / static_cast<double>(all) : 0.0,
         part.busy_seconds > 0 ? static_cast<double>(part.elements) / part.busy_seconds : 0.0,
         part.elements > 0 ? static_cast<double>(part.wire_bytes) / static_cast<double>(part.elements) : 0.0,
         part.shared_bytes > 0 ? " (the rest through shared memory)" : "",
-        static_cast<unsigned long long>(part.failures), part.first_batch_seconds);
+        static_cast<unsigned long long>(part.failures), first_batch);
     out += line;
   }
   if (!stats.source_note.empty()) out += stats.source_note + "\n";
