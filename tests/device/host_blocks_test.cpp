@@ -4,7 +4,6 @@
 // HostMemoryResource, here the pipeline's own pageable memory, counted.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -16,31 +15,15 @@
 #include "src/device/pinned_block_cache.h"
 #include "src/device/retained_host_buffer.h"
 #include "src/memory/batch_pool.h"
+#include "tests/support/counting_memory.h"
 
 namespace conveyor::cuda {
 namespace {
 
-// The pipeline's pageable memory, with its calls counted.
-class CountedMemory final : public HostMemoryResource {
- public:
-  void* allocate(std::size_t bytes) override {
-    ++allocations;
-    return memory_->allocate(bytes);
-  }
-  void deallocate(void* block, std::size_t bytes) noexcept override {
-    ++deallocations;
-    memory_->deallocate(block, bytes);
-  }
-  bool page_locked() const noexcept override { return false; }
-
-  std::atomic<int> allocations{0}, deallocations{0};
-
- private:
-  std::shared_ptr<HostMemoryResource> memory_ = pageable_host_memory();
-};
+using conveyor::testing::CountingMemory;  // the pipeline's pageable memory, with its calls counted
 
 TEST(PinnedBlockCache, ABlockGivenBackServesTheNextRequestOfTheSameSize) {
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted);
   void* first = cache.allocate(4096);
   std::memset(first, 7, 4096);
@@ -57,7 +40,7 @@ TEST(PinnedBlockCache, ABlockGivenBackServesTheNextRequestOfTheSameSize) {
 }
 
 TEST(PinnedBlockCache, ReserveMakesTheBlocksBeforeTheyAreAskedFor) {
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted);
   const std::size_t bytes = detail::BatchPool::buffer_bytes(256, {224, 224, 3});
   cache.reserve(bytes, 3);
@@ -73,7 +56,7 @@ TEST(PinnedBlockCache, ReserveMakesTheBlocksBeforeTheyAreAskedFor) {
 
 TEST(PinnedBlockCache, FillCountsTheBlocksAlreadyLentOut) {
   // A startup thread fills the cache while the pipeline already runs: blocks the pipeline holds count.
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted);
   void* a = cache.allocate(4096);
   void* b = cache.allocate(4096);
@@ -96,7 +79,7 @@ TEST(PinnedBlockCache, FillCountsTheBlocksAlreadyLentOut) {
 
 TEST(PinnedBlockCache, FillWhileThePipelineTakesBlocksMakesAtMostOneMore) {
   // The startup thread fills while the pipeline's source stage takes blocks one at a time (run under TSan).
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted);
   std::vector<void*> taken;
   std::thread pipeline([&] {
@@ -120,7 +103,7 @@ bool eventually(Done done) {
 }
 
 TEST(PinnedBlockCache, OnceAPipelineWaitedForASizeBlocksOfItAreMadeAhead) {
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted, 3);
   cache.reserve(8192, 1);  // what warm-up made: no thread for it
   void* warm = cache.allocate(8192);
@@ -147,7 +130,7 @@ TEST(PinnedBlockCache, OnceAPipelineWaitedForASizeBlocksOfItAreMadeAhead) {
 }
 
 TEST(PinnedBlockCache, WithoutMakeAheadEveryMissingBlockIsMadeOnDemand) {
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted);
   void* a = cache.allocate(4096);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -158,7 +141,7 @@ TEST(PinnedBlockCache, WithoutMakeAheadEveryMissingBlockIsMadeOnDemand) {
 
 TEST(PinnedBlockCache, DyingWhileMakingAheadFreesEveryBlock) {
   // Under TSan: the thread is stopped and joined before the blocks are freed.
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   for (int round = 0; round < 20; ++round) {
     PinnedBlockCache cache(counted, 8);
     void* block = cache.allocate(1 << 16);
@@ -168,7 +151,7 @@ TEST(PinnedBlockCache, DyingWhileMakingAheadFreesEveryBlock) {
 }
 
 TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   {
     auto cache = std::make_shared<PinnedBlockCache>(counted);
     cache->reserve(1024, 2);
@@ -181,7 +164,7 @@ TEST(PinnedBlockCache, EveryBlockIsFreedWhenTheCacheDies) {
 
 TEST(PinnedBlockCache, ABatchPoolOverItAsksForTheBytesWarmUpReserves) {
   // The size warm-up reserves must be the size the pipeline's pool asks for, or warm-up reserves in vain.
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   auto cache = std::make_shared<PinnedBlockCache>(counted);
   const ImageShape shape{32, 48, 3};
   cache->reserve(detail::BatchPool::buffer_bytes(16, shape), 2);
@@ -195,7 +178,7 @@ TEST(PinnedBlockCache, ABatchPoolOverItAsksForTheBytesWarmUpReserves) {
 }
 
 TEST(RetainedHostBuffer, GrowingKeepsTheOldBlockUntilTheBufferDies) {
-  auto counted = std::make_shared<CountedMemory>();
+  auto counted = std::make_shared<CountingMemory>();
   {
     RetainedHostBuffer buffer(counted);
     std::byte* small = buffer.reserve(100);

@@ -3,6 +3,7 @@
 // code that treats such memory otherwise.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -26,9 +27,10 @@ class CountingMemory final : public HostMemoryResource {
   }
   bool page_locked() const noexcept override { return claims_page_locked_; }
 
-  int allocations = 0;
-  int deallocations = 0;
-  std::size_t outstanding = 0;  // bytes allocated and not given back
+  // Atomic: a resource may be called from several threads (a pool's, a cache's own).
+  std::atomic<int> allocations{0};
+  std::atomic<int> deallocations{0};
+  std::atomic<std::size_t> outstanding{0};  // bytes allocated and not given back
 
  private:
   const bool claims_page_locked_;
