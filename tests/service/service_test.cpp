@@ -496,8 +496,17 @@ TEST_F(DataService, ASleepingTrainerHoldsTheWorkersWhereTheyAre) {
   BatchIterator it = from_service(service.url(), chain(), o).begin();
   Seen seen;
   take(it, seen, 3);
-  std::this_thread::sleep_for(1500ms);  // the trainer sleeps; the worker fills what it may, then waits
-  const WorkerCounters before = service.workers[0]->counters();
+  // The trainer sleeps; the worker fills what it may, then waits. How long filling takes depends on the
+  // machine (a sanitizer build on a loaded one is slow), so wait until its count holds for half a second,
+  // then see it hold for a whole one.
+  WorkerCounters before = service.workers[0]->counters();
+  for (const auto deadline = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(500ms);
+    const WorkerCounters now = service.workers[0]->counters();
+    if (now.batches == before.batches) break;
+    before = now;
+  }
   std::this_thread::sleep_for(1000ms);
   const WorkerCounters after = service.workers[0]->counters();
   EXPECT_EQ(after.batches, before.batches) << "the worker kept making batches nobody reads";
