@@ -1,6 +1,6 @@
 // One trainer's stream on a worker: the splits it asks for, made one after another (the next one's pipeline
-// started while the current one is sent, so that the cores do not idle between splits) and sent in order, a
-// batch a frame, each split closed by its end or its failure.
+// started with the current one's sending when its request is already there) and sent in order, a batch a
+// frame, each split closed by its end or its failure.
 #pragma once
 
 #include <atomic>
