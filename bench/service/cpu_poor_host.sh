@@ -126,7 +126,9 @@ if [ "$step" = 1 ]; then
     parts+=("$(join_cpus "${worker_list[@]:$((w * per)):$per}")")
   done
   trainer_count=$(cpus_of "$trainer_cpus" | wc -l)
-  fvp_all=("$bin/feed_vs_prefetch" --data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps")
+  # The trainer's arguments apart from its program: a variant may run another build's program with them.
+  fvp_args=(--data "$data" --modes prefetch --batch "$batch" --warmup 10 --steps "$fvp_steps")
+  fvp_all=("$bin/feed_vs_prefetch" "${fvp_args[@]}")
   fvp=("${fvp_all[@]}" --threads "$trainer_count")
   for ((round = 1; round <= rounds; round++)); do
     log "(a) round $round: train_step_bench"
@@ -153,8 +155,8 @@ if [ "$step" = 1 ]; then
       [[ " ${flags[*]} " == *" --service-local-threads "* ]] || flags+=(--service-local-threads "$local_threads")
       log "(a) round $round: $program on CPUs $trainer_cpus fed by $workers workers, variant $name:" \
         "${flags[*]}"
-      taskset -c "$trainer_cpus" "$bin/$program" "${fvp[@]:1}" --service "grpc://127.0.0.1:$port" "${flags[@]}" \
-        --json "$out/a_service_${name}_$round.json" >"$out/a_service_${name}_$round.log" 2>&1
+      taskset -c "$trainer_cpus" "$bin/$program" "${fvp_args[@]}" --threads "$trainer_count" \
+        --service "grpc://127.0.0.1:$port" "${flags[@]}" --json "$out/a_service_${name}_$round.json" >"$out/a_service_${name}_$round.log" 2>&1
     done
     "$bin/conveyor-service-status" "grpc://127.0.0.1:$port" >"$out/a_status_$round.txt" 2>&1 || true
     stop_servers
