@@ -308,15 +308,22 @@ TEST_F(DataService, TheTrainersOwnCoresTakeSplitsFirstAndAloneWhenNoWorkerIsTher
   Service service(1);
   ServiceOptions o = options(4, 6);  // long enough for the worker to take part, however slowly it starts
   o.local_threads = 1;
-  Seen seen;
-  BatchIterator it = from_service(service.url(), chain(), o).begin();
-  take(it, seen);
-  expect_each_once(seen, 6, kClasses * kPerClass);
-  std::uint64_t local = 0;
-  for (const SourcePart& part : seen.stats.source_parts)
-    if (part.name == "local") local += part.elements;
-  EXPECT_GT(local, 0u);
-  EXPECT_LT(local, 6u * kClasses * kPerClass);
+  // As in the early-split test: on a loaded machine the trainer's cores may make every split before the
+  // worker asks, so runs go on (at most 12) until one the worker took part in; each is checked whole.
+  bool worker_took_part = false;
+  for (int run = 0; run < 12 && !worker_took_part; ++run) {
+    o.job = "local first " + std::to_string(run);
+    Seen seen;
+    BatchIterator it = from_service(service.url(), chain(), o).begin();
+    take(it, seen);
+    expect_each_once(seen, 6, kClasses * kPerClass);
+    std::uint64_t local = 0;
+    for (const SourcePart& part : seen.stats.source_parts)
+      if (part.name == "local") local += part.elements;
+    EXPECT_GT(local, 0u) << "run " << run;
+    worker_took_part = local < 6u * kClasses * kPerClass;
+  }
+  EXPECT_TRUE(worker_took_part) << "the trainer's cores made every split of twelve runs";
 
   Service empty(0);
   o.local_threads = 0;
