@@ -26,8 +26,9 @@ for word in "$@"; do
   options=()
   eval "options=($arguments)"  # the word's own options, split as the shell splits a command line
   bash "$here/${script%.sh}.sh" "${options[@]}"
+  # Packed after every script, so that a call stopped at its time limit still brings back what ended.
+  tar -C "$BENCH_RESULTS" -czf "$out/results.tgz.part" . && mv "$out/results.tgz.part" "$out/results.tgz"
 done 2>&1 | tee "$out/console.log"
-tar -C "$BENCH_RESULTS" -czf "$out/results.tgz" .
 # Each script's record says how it ended; a script without one ended before it could write it.
 python3 - "$BENCH_RESULTS" "$#" <<'VERDICT' | tee -a "$out/console.log"
 import glob, json, sys
