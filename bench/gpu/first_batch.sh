@@ -10,7 +10,9 @@
 # decoding); both_first="--open-before-second 0" (both of nvJPEG's decoders made before the split opens,
 # not the second behind it); to_gpu="--gpu-decode 0" (CPU-only decoding with batches delivered to the
 # GPU); issue 36's: cold="--feeder-warmup 0 --remember-split 0 --hardware-pool 0"; ctx="--context-first 1"
-# (the CUDA context made before the clock starts, as a training program has it). The split's memory starts
+# (the CUDA context made before the clock starts, as a training program has it). A variant's FLAGS may begin
+# with program=NAME: that side runs bin/NAME of the bundle (a previous build's pipeline_throughput) with the
+# rest, say ctx_before="program=pipeline_throughput_prev --context-first 1". The split's memory starts
 # fresh in this call, after one run that only primes it. Files: cpu_R.json, gpu_R.json, gpu-NAME_R.json, torch_R.json;
 # bench/summarize_gpu_scripts.py first_batch: time to the first batch, each hybrid side's first batch less
 # CPU-only's round by round, the decoder's readiness, the rates, and each side over the DataLoader at its
@@ -44,7 +46,11 @@ side() {
              --json "$r/torch_$2.json" | grep -E '^torch DataLoader' ;;
     gpu-previous) bench_run 180 "$bin/$previous" "${pt[@]:1}" --device gpu --json "$r/$1_$2.json" |
                     grep -E '^threads [0-9]+:|^split:' ;;
-    *) bench_run 180 "${pt[@]}" --device gpu ${flags[$1]} --json "$r/$1_$2.json" | grep -E '^threads [0-9]+:|^split:' ;;
+    *) local program=pipeline_throughput words=${flags[$1]}
+       # A variant's leading program=NAME runs another build's pipeline_throughput (bin/NAME in the bundle).
+       if [[ $words == program=* ]]; then read -r program words <<<"$words"; program=${program#program=}; fi
+       bench_run 180 "$bin/$program" "${pt[@]:1}" --device gpu $words --json "$r/$1_$2.json" |
+         grep -E '^threads [0-9]+:|^split:' ;;
   esac
 }
 alternate "$rounds" side "${sides[@]}"

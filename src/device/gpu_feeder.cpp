@@ -181,10 +181,43 @@ void GpuFeeder::await_device() const {
 }
 
 void GpuFeeder::expect_batches(std::size_t capacity, ImageShape shape) {
-  // Read by the set-up thread once the context is there; once it is set up, the first stage() sizes its
-  // slot as it goes, as before.
-  std::lock_guard lock(mutex_);
-  expected_ = ExpectedBatches{capacity, shape};
+  {
+    // Read by the set-up thread once the context is there.
+    std::lock_guard lock(mutex_);
+    expected_ = ExpectedBatches{capacity, shape};
+    if (!device_settled_ || device_failure_ || stats_.batches > 0) return;
+  }
+  // The set-up ended before feed() said what its batches will be: the context was there already, as in a
+  // training program whose model made it. The ring and the kernels' loading then come behind the first
+  // batch's CPU decoding all the same, on a thread of their own that stage() waits for as it waits for the
+  // set-up, instead of inside the first stage() (0.08 s of it on an H200).
+  set_up_.join();
+  {
+    std::lock_guard lock(mutex_);
+    device_settled_ = false;
+  }
+  device_ready_.store(false, std::memory_order_release);
+  set_up_ = std::thread([this] { prepare_ring_behind(); });
+}
+
+void GpuFeeder::prepare_ring_behind() noexcept {
+  std::exception_ptr failure;
+  PhaseTimeline timeline;
+  try {
+    cuda::DeviceGuard guard(device_);
+    prepare_ring();
+    timeline.done("ring and kernels");
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    device_failure_ = failure;
+    device_settled_ = true;
+    stats_.device_setup += "; at feed(), " + timeline.line();
+  }
+  device_ready_.store(!failure, std::memory_order_release);
+  device_came_.notify_all();
 }
 
 void GpuFeeder::prepare_ring() {

@@ -83,7 +83,8 @@ class GpuFeeder final : public FeederBackend {
                                               int threads);
 
   // The batches feed() will stage: the set-up thread sizes the ring's device buffers for them once the
-  // context is there, off the first batch's way (when feed() comes before it is done).
+  // context is there, off the first batch's way; when the set-up ended before (the context was there), a
+  // thread of its own does, before the first batch is staged.
   void expect_batches(std::size_t capacity, ImageShape shape);
 
   // Where feed() runs the pipeline now (FeederStats::pipeline_cpus).
@@ -178,11 +179,14 @@ class GpuFeeder final : public FeederBackend {
   // Ends return_batches() once the queue is drained and joins its thread (when the set-up started it).
   void stop_returner() noexcept;
   void rethrow_failure_locked() const;
+  // expect_batches' ring and kernels, on set_up_ once the set-up has ended: settles the device again.
+  void prepare_ring_behind() noexcept;
 
   const int device_;
   const FeederOptions options_;
-  // The device side is made by set_up() on set_up_ (FeederOptions::set_up_behind): device_ready_ (set last,
-  // release) says it is there; device_settled_ and device_failure_ (under mutex_) that it ended and how.
+  // The device side is made by set_up() on set_up_ (FeederOptions::set_up_behind), or its ring by
+  // prepare_ring_behind() there: device_ready_ (set last, release) says it is there; device_settled_ and
+  // device_failure_ (under mutex_) that it ended and how.
   std::thread set_up_;
   std::atomic<bool> device_ready_{false};
   bool device_settled_ = false;

@@ -358,6 +358,47 @@ TEST(FeederSetUpBehind, GivesTheBatchesOfAFeederSetUpInItsConstructorAllFromPage
   }
 }
 
+TEST(FeederSetUpBehind, ASetUpEndedBeforeFeedMakesTheRingAtTheFirstFeedAloneAndChangesNoByte) {
+  if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
+  const testing::Watchdog watchdog(180s, "ASetUpEndedBeforeFeedMakesTheRingAtTheFirstFeedAlone");
+  const std::vector<std::vector<std::uint8_t>> files = photos(48);
+  FeederOptions options = hybrid(0);
+  options.decode.enabled = false;
+  // Made in the constructor: the set-up has ended before feed() says what its batches will be, as when a
+  // training program's model made the context first.
+  FeederOptions in_constructor = options;
+  in_constructor.set_up_behind = false;
+  const FedRun reference = feed_all(files, options);
+  DeviceFeeder feeder(gpu(), in_constructor);
+  const BatchedDataset dataset = Dataset::memory(files)
+                                     .map(ops::decode_random_resized_crop(kSize))
+                                     .with_options({.threads = 3, .deterministic = true, .seed = 11})
+                                     .batch(16, kShape);
+  const std::string before = feeder.stats().device_setup;
+  EXPECT_EQ(before.find("at feed()"), std::string::npos) << before;
+  for (int run = 0; run < 2; ++run) {
+    auto it = feeder.feed(dataset);
+    const cudaStream_t stream = cuda::consumer_stream(feeder);
+    std::size_t k = 0;
+    while (std::optional<DeviceBatch> batch = it.next()) {
+      ASSERT_LT(k, reference.pixels.size());
+      EXPECT_EQ(bytes_of(batch->pixels(), stream), reference.pixels[k]) << "run " << run << ", batch " << k;
+      EXPECT_EQ(bytes_of(batch->images(), stream), reference.images[k]) << "run " << run << ", batch " << k;
+      ++k;
+    }
+    EXPECT_EQ(k, reference.pixels.size());
+  }
+  feeder.synchronize();
+  const FeederStats stats = feeder.stats();
+  std::cout << "[ set-up   ] in the constructor, then: " << stats.device_setup << "; first stage() "
+            << stats.first_stage_seconds << " s\n";
+  // Made once, at the first feed(): the second feed()'s batches find the ring as the first left it.
+  const std::size_t at = stats.device_setup.find("; at feed(), ring and kernels ");
+  ASSERT_NE(at, std::string::npos) << stats.device_setup;
+  EXPECT_EQ(stats.device_setup.find("at feed()", at + 3), std::string::npos) << stats.device_setup;
+  EXPECT_EQ(stats.allocations, reference.feeder.allocations) << "the ring was made again by a stage()";
+}
+
 TEST(LateLockedHostMemory, BlocksMadeBeforeTheContextArePageLockedWhenItComesAndLaterOnesComeFromItsMemory) {
   if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
   cuda::LateLockedHostMemory memory(0);
