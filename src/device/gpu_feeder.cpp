@@ -94,6 +94,8 @@ GpuFeeder::GpuFeeder(int device, const FeederOptions& options, cuda::DeviceMemor
   if (pool_ != nullptr && pool_->device() != device_)
     throw InvalidArgument("DeviceFeeder on gpu:" + std::to_string(device_) +
                           " was given the memory pool of gpu:" + std::to_string(pool_->device()));
+  // Nothing made ahead beside the first batch's way to the GPU (resumed once it is staged).
+  host_memory_->pause_making_ahead();
   stats_.decoder = "not asked for (FeederOptions::decode)";
   stats_.host_memory = "not known yet: the feeder's CUDA context is being made";
   set_up_ = std::thread([this] { set_up(); });
@@ -569,8 +571,10 @@ DeviceBatch GpuFeeder::stage(Batch batch, StageMode mode) {
     queue_.push_back({index, std::move(batch), copied, deferred, decode_host_s, std::move(split)});
   }
   changed_.notify_all();
-  // The first batch is on its way without waiting for nvJPEG: now it may come ready (start at once).
+  // The first batch is on its way without waiting for nvJPEG: now it may come ready (start at once), and
+  // the batch buffers be made ahead.
   start_planned_startup();
+  host_memory_->resume_making_ahead();
   // The hold is made last: from here on its destructor, not this function, gives the slot back.
   return DeviceBatchAccess::make(std::make_shared<SlotHold>(shared_from_this(), index), parts);
 }

@@ -66,7 +66,7 @@ void PinnedBlockCache::make_ahead_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
     std::size_t bytes = 0;
-    wake_.wait(lock, [&] { return stopping_ || (bytes = size_short_locked()) != 0; });
+    wake_.wait(lock, [&] { return stopping_ || (!paused_ && (bytes = size_short_locked()) != 0); });
     if (stopping_) return;
     ++made_of_[bytes];
     lock.unlock();
@@ -93,6 +93,20 @@ void PinnedBlockCache::make_ahead_loop() {
     ++made_;
     ++made_ahead_;
   }
+}
+
+void PinnedBlockCache::pause_making_ahead() {
+  std::lock_guard lock(mutex_);
+  paused_ = true;
+}
+
+void PinnedBlockCache::resume_making_ahead() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!paused_) return;
+    paused_ = false;
+  }
+  wake_.notify_all();
 }
 
 void PinnedBlockCache::deallocate(void* memory, std::size_t bytes) noexcept {

@@ -129,6 +129,30 @@ TEST(PinnedBlockCache, OnceAPipelineWaitedForASizeBlocksOfItAreMadeAhead) {
   EXPECT_EQ(counted->deallocations.load(), 0);
 }
 
+TEST(PinnedBlockCache, PausedItMakesNothingAheadUntilResumedThenWhatItNoted) {
+  auto counted = std::make_shared<CountingMemory>();
+  PinnedBlockCache cache(counted, 2);
+  cache.pause_making_ahead();          // a feeder's, before its first batch is staged
+  void* first = cache.allocate(8192);  // made on demand: the size is noted for making ahead
+  void* other = cache.allocate(4096);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(cache.made_ahead(), 0u) << "made ahead while paused";
+  EXPECT_EQ(cache.made(), 2u);
+  cache.resume_making_ahead();
+  ASSERT_TRUE(eventually([&] { return cache.kept(8192) == 2 && cache.kept(4096) == 2; }))
+      << cache.kept(8192) << " and " << cache.kept(4096) << " kept";
+  EXPECT_EQ(cache.made_ahead(), 4u);
+  cache.resume_making_ahead();  // again: nothing changes
+  cache.pause_making_ahead();   // paused again: a block taken is not made again until resumed
+  void* taken = cache.allocate(8192);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(cache.kept(8192), 1u);
+  cache.resume_making_ahead();
+  EXPECT_TRUE(eventually([&] { return cache.kept(8192) == 2; }));
+  for (void* block : {first, taken}) cache.deallocate(block, 8192);
+  cache.deallocate(other, 4096);
+}
+
 TEST(PinnedBlockCache, WithoutMakeAheadEveryMissingBlockIsMadeOnDemand) {
   auto counted = std::make_shared<CountingMemory>();
   PinnedBlockCache cache(counted);
