@@ -160,13 +160,19 @@ void GpuFeeder::set_up() noexcept {
   } catch (...) {
     failure = std::current_exception();
   }
+  settle_device(failure, [&] {
+    stats_.device_setup_seconds = timeline.seconds();
+    stats_.device_setup = timeline.line();
+    if (!failure) stats_.host_memory = where;
+  });
+}
+
+void GpuFeeder::settle_device(std::exception_ptr failure, const std::function<void()>& record_locked) {
   {
     std::lock_guard lock(mutex_);
     device_failure_ = failure;
     device_settled_ = true;
-    stats_.device_setup_seconds = timeline.seconds();
-    stats_.device_setup = timeline.line();
-    if (!failure) stats_.host_memory = where;
+    record_locked();
   }
   device_ready_.store(!failure, std::memory_order_release);
   device_came_.notify_all();
@@ -212,14 +218,7 @@ void GpuFeeder::prepare_ring_behind() noexcept {
   } catch (...) {
     failure = std::current_exception();
   }
-  {
-    std::lock_guard lock(mutex_);
-    device_failure_ = failure;
-    device_settled_ = true;
-    stats_.device_setup += "; at feed(), " + timeline.line();
-  }
-  device_ready_.store(!failure, std::memory_order_release);
-  device_came_.notify_all();
+  settle_device(failure, [&] { stats_.device_setup += "; at feed(), " + timeline.line(); });
 }
 
 void GpuFeeder::prepare_ring() {

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -181,6 +182,9 @@ class GpuFeeder final : public FeederBackend {
   void rethrow_failure_locked() const;
   // expect_batches' ring and kernels, on set_up_ once the set-up has ended: settles the device again.
   void prepare_ring_behind() noexcept;
+  // Ends set_up() or prepare_ring_behind(): records how it went (record_locked runs under mutex_) and wakes
+  // whoever waits in await_device().
+  void settle_device(std::exception_ptr failure, const std::function<void()>& record_locked);
 
   const int device_;
   const FeederOptions options_;

@@ -82,15 +82,19 @@ struct FedRun {
   FeederStats feeder;
 };
 
-// Every batch of a deterministic pipeline over `files` through a feeder with `options`.
+// A deterministic pipeline over `files`: the same batches every run.
+BatchedDataset deterministic_batches(const std::vector<std::vector<std::uint8_t>>& files) {
+  return Dataset::memory(files)
+      .map(ops::decode_random_resized_crop(kSize))
+      .with_options({.threads = 3, .deterministic = true, .seed = 11})
+      .batch(16, kShape);
+}
+
+// Every batch of deterministic_batches(files) through a feeder with `options`.
 FedRun feed_all(const std::vector<std::vector<std::uint8_t>>& files, const FeederOptions& options) {
   DeviceFeeder feeder(gpu(), options);
-  const BatchedDataset dataset = Dataset::memory(files)
-                                     .map(ops::decode_random_resized_crop(kSize))
-                                     .with_options({.threads = 3, .deterministic = true, .seed = 11})
-                                     .batch(16, kShape);
   FedRun out;
-  auto it = feeder.feed(dataset);
+  auto it = feeder.feed(deterministic_batches(files));
   const cudaStream_t stream = cuda::consumer_stream(feeder);
   while (std::optional<DeviceBatch> batch = it.next()) {
     out.pixels.push_back(bytes_of(batch->pixels(), stream));
@@ -327,6 +331,15 @@ TEST(FeederGpuHybrid, WithoutItOnlyTheEnginesDecodeOnTheGpuAndTheCpuTakesWhatThe
     }
 }
 
+// CPU decoding only (with nvJPEG, feed() of a deterministic pipeline makes the decoder, and so waits for the
+// context, before the pipeline starts: no block would be taken before the context), the feeder's set-up
+// behind the first batch or in its constructor.
+FeederOptions cpu_decoding(bool set_up_behind) {
+  FeederOptions options = hybrid(0);
+  options.decode.enabled = false;
+  options.set_up_behind = set_up_behind;
+  return options;
+}
 
 // Issue 41, start at once: the feeder's CUDA context is made on a thread of its own while the CPU decodes
 // the first batch (FeederOptions::set_up_behind), and the batch buffers the pipeline took before it existed
@@ -336,14 +349,8 @@ TEST(FeederSetUpBehind, GivesTheBatchesOfAFeederSetUpInItsConstructorAllFromPage
   if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
   const testing::Watchdog watchdog(180s, "GivesTheBatchesOfAFeederSetUpInItsConstructor");
   const std::vector<std::vector<std::uint8_t>> files = photos(48);
-  // CPU decoding only: with nvJPEG, feed() of a deterministic pipeline makes the decoder (and so waits for
-  // the context) before the pipeline starts, and no block would be taken before the context.
-  FeederOptions behind = hybrid(0);
-  behind.decode.enabled = false;
-  FeederOptions in_constructor = behind;
-  in_constructor.set_up_behind = false;
-  const FedRun a = feed_all(files, behind);
-  const FedRun b = feed_all(files, in_constructor);
+  const FedRun a = feed_all(files, cpu_decoding(true));
+  const FedRun b = feed_all(files, cpu_decoding(false));
   std::cout << "[ set-up   ] behind: context and ring in " << a.feeder.device_setup_seconds << " s; batches "
             << a.feeder.host_memory << "\n";
   EXPECT_GT(a.feeder.device_setup_seconds, 0);
@@ -362,18 +369,11 @@ TEST(FeederSetUpBehind, ASetUpEndedBeforeFeedMakesTheRingAtTheFirstFeedAloneAndC
   if (list_gpus().empty()) GTEST_SKIP() << "no GPU visible: " << gpu_unavailable_reason();
   const testing::Watchdog watchdog(180s, "ASetUpEndedBeforeFeedMakesTheRingAtTheFirstFeedAlone");
   const std::vector<std::vector<std::uint8_t>> files = photos(48);
-  FeederOptions options = hybrid(0);
-  options.decode.enabled = false;
+  const FedRun reference = feed_all(files, cpu_decoding(true));
   // Made in the constructor: the set-up has ended before feed() says what its batches will be, as when a
   // training program's model made the context first.
-  FeederOptions in_constructor = options;
-  in_constructor.set_up_behind = false;
-  const FedRun reference = feed_all(files, options);
-  DeviceFeeder feeder(gpu(), in_constructor);
-  const BatchedDataset dataset = Dataset::memory(files)
-                                     .map(ops::decode_random_resized_crop(kSize))
-                                     .with_options({.threads = 3, .deterministic = true, .seed = 11})
-                                     .batch(16, kShape);
+  DeviceFeeder feeder(gpu(), cpu_decoding(false));
+  const BatchedDataset dataset = deterministic_batches(files);
   const std::string before = feeder.stats().device_setup;
   EXPECT_EQ(before.find("at feed()"), std::string::npos) << before;
   for (int run = 0; run < 2; ++run) {
