@@ -19,9 +19,9 @@ RemoteMaker::RemoteMaker(const std::string& address, std::uint64_t worker_id, st
       sink_(sink) {
   link_ = connect_worker(address, link);
   std::unique_ptr<SplitStream> stream = link_->open(open, *this);
-  std::scoped_lock lock(mutex_, sender_->mutex);
+  std::lock_guard lock(mutex_);
   stream_ = std::move(stream);
-  sender_->stream = stream_.get();
+  sender_->attach(*stream_);  // with the answer to the worker's offer, if it came first
 }
 
 RemoteMaker::~RemoteMaker() { stop(); }
@@ -43,16 +43,11 @@ void RemoteMaker::stop() {
   stopped_ = true;
   std::unique_ptr<SplitStream> stream;
   {
-    std::scoped_lock lock(mutex_, sender_->mutex);
+    std::lock_guard lock(mutex_);
     stream.swap(stream_);
-    sender_->stream = nullptr;  // frames still held release nothing: the worker's side is over
+    sender_->detach();  // frames still held release nothing: the worker's side is over
   }
   stream.reset();  // cancels, and returns once the stream has closed
-}
-
-void RemoteMaker::Sender::send(const v1::ClientMessage& message) {
-  std::lock_guard lock(mutex);
-  if (stream != nullptr) stream->send(message);
 }
 
 bool RemoteMaker::on_frame(ReceivedFrame frame) {
@@ -99,7 +94,7 @@ ReceivedFrame RemoteMaker::with_lent_tensors(const v1::BatchHeader& header, Rece
   struct Lent {
     std::shared_ptr<void> received;
     std::shared_ptr<const MappedRegion> region;
-    std::shared_ptr<Sender> sender;
+    std::shared_ptr<StreamSender> sender;
     std::uint64_t id = 0;
     ~Lent() {
       v1::ClientMessage release;

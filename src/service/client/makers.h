@@ -18,6 +18,7 @@
 
 #include "conveyor/dataset.h"
 #include "conveyor/service/chain.h"
+#include "src/service/client/stream_sender.h"
 #include "src/service/common/shared_region.h"
 #include "src/service/common/split_plan.h"
 #include "src/service/transport/links.h"
@@ -85,13 +86,6 @@ class RemoteMaker final : public Maker, private StreamHandler {
   std::size_t stream() const noexcept { return stream_index_; }
 
  private:
-  // What released frames and answers are sent on, while the stream is open (frames may outlive this maker).
-  struct Sender {
-    std::mutex mutex;
-    SplitStream* stream = nullptr;
-    void send(const v1::ClientMessage& message);
-  };
-
   bool on_frame(ReceivedFrame frame) override;
   void on_closed(std::exception_ptr error) override;
   // Maps the region a worker offered and answers it (transport thread).
@@ -109,7 +103,7 @@ class RemoteMaker final : public Maker, private StreamHandler {
   // is taken out under the lock and destroyed outside it (its destructor waits for its end).
   std::mutex mutex_;
   std::unique_ptr<SplitStream> stream_;
-  const std::shared_ptr<Sender> sender_ = std::make_shared<Sender>();
+  const std::shared_ptr<StreamSender> sender_ = std::make_shared<StreamSender>();  // answers and releases
   std::shared_ptr<const MappedRegion> region_;  // the worker's shared memory (transport thread only)
 };
 

@@ -63,10 +63,9 @@ class WorkerStream final : public StreamSession {
   Running start(const JobContext& job, const v1::SplitRequest& request);
   void send_split(Running& split);
   // Offers the trainer a region of shared memory, when it asked and this host can make one, and waits for
-  // its answer (at most kAnswerTimeout: every trainer that asks answers, but on a loaded host the round trip
-  // took over 2 s at times; without the answer the batches go through the socket until it comes).
+  // its answer (at most kAnswerTimeout).
   void offer_shared_memory();
-  static constexpr std::chrono::milliseconds kAnswerTimeout{10000};
+  static constexpr std::chrono::milliseconds kAnswerTimeout{2000};
   // Sends a batch: its tensors' offsets when the trainer has the region mapped and they lie in it (the
   // batch's memory then stays lent until released), else its bytes.
   bool send_batch(Batch batch, std::uint64_t split, std::uint64_t batch_in_split);
