@@ -69,7 +69,7 @@ struct Made {
   std::int64_t label = -1;
   int width = 0, height = 0;
   BoxList boxes;  // classes: the mask's ids
-  std::vector<std::array<float, 9>> keypoints;  // per box: top, left, right as x, y, v
+  std::vector<std::array<float, 9>> keypoints{};  // per box: top, left, right as x, y, v
 };
 
 // The centres of a shape's topmost, leftmost and rightmost visible pixels (the first in reading order).

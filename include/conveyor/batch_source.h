@@ -45,7 +45,7 @@ struct FieldTensorLayout {
   std::string name;   // unique among a batch's tensors
   DType dtype = DType::uint8;
   // The dimensions after the batch's: -1 where each batch pads to its own most (padding.dim's), else fixed.
-  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> shape{};
   int padding_dim = -1;     // TensorPadding::dim
   double padding_value = 0;  // TensorPadding::value
   std::string counts;        // TensorPadding::counts: the (N) int64 tensor of each sample's entries
@@ -58,7 +58,7 @@ struct FieldTensorLayout {
 struct BatchSourceLayout {
   std::size_t batch_size = 0;
   ImageShape sample_shape;
-  std::vector<FieldTensorLayout> field_tensors;
+  std::vector<FieldTensorLayout> field_tensors{};
 };
 
 // One of the iterator's batch buffers, being filled by a source. Its views cover capacity() samples; finish()

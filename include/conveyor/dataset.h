@@ -150,7 +150,7 @@ struct PipelineOptions {
 
   // ---- fields (conveyor/fields.h) ----
   // What the geometric ops do to masks and boxes: the mask's fill for made-up pixels, which boxes drop.
-  FieldOptions fields;
+  FieldOptions fields{};
 };
 
 // The `part`-th of `parts` contiguous, near-equal shares of the CPUs the calling thread may run on, for

@@ -41,7 +41,7 @@ struct Ranks {
   int world_size = 1;
   int local_rank = 0;        // among the processes on this host: the GPU this process drives
   int local_world_size = 1;  // processes on this host
-  std::string master_addr;   // MASTER_ADDR: rank 0's host (NCCL's bootstrap); empty when not set
+  std::string master_addr{};  // MASTER_ADDR: rank 0's host (NCCL's bootstrap); empty when not set
   int master_port = 0;       // MASTER_PORT; 0 when not set
   RankSource source = RankSource::single_process;
   // An MPI launcher started the process and waits for it in MPI_Init: mpirun (OMPI_COMM_WORLD_SIZE is

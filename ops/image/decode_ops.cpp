@@ -50,7 +50,7 @@ struct OpenedImage {
   ImageShape full;      // as delivered: upright, in the colour mode asked for
   int orientation = 1;  // the EXIF orientation the JPEG decode applies
   const JpegHeader* jpeg = nullptr;
-  ConstImageView raw;  // stored decoded: the pixels, in place in sample.encoded (empty otherwise)
+  ConstImageView raw{};  // stored decoded: the pixels, in place in sample.encoded (empty otherwise)
 
   bool stored_decoded() const noexcept { return !raw.empty(); }
   std::size_t memory_estimate(Rect window, int scale_denom) const {

@@ -95,7 +95,7 @@ TEST(CocoKeypoints, FollowTheImageThroughTheOps) {
 }
 
 TEST(CocoKeypoints, MalformedKeypointsNameTheirAnnotation) {
-  for (const std::string& bad :
+  for (const char* const bad :
        {R"([10, 12, 2, 5, 6])", R"([10, 12, 3, 5, 6, 1, 0, 0, 0])", R"([10, 12, 2, 5, "x", 1, 0, 0, 0])"}) {
     const TempDir dir;
     make_folder(dir, keypoints_json(bad));

@@ -48,14 +48,6 @@ const char* name_of(NvjpegSoftwareBackend software) {
   return software == NvjpegSoftwareBackend::hybrid ? "hybrid (Huffman on the CPU)" : "GPU hybrid";
 }
 
-// One decoupled decoder with its state and the device buffer attached to it (declared so that the state
-// dies first).
-struct Decoupled {
-  Owned<nvjpeg::DeviceBuffer> device;
-  Owned<nvjpeg::Decoder> decoder;
-  Owned<nvjpeg::State> state;
-};
-
 // What decode() works out for one request before any pixel is decoded.
 struct Route {
   NvjpegPath path = NvjpegPath::fallback;
@@ -111,6 +103,14 @@ struct NvjpegBatchDecoder::State {
   // The software path: the decoupled API, two pinned buffers and bitstreams used in turn so that the host
   // phase of one image overlaps the transfer of the one before. `primary` has the backend asked for;
   // `secondary` (Huffman on the CPU) exists when that is GPU hybrid, and takes what GPU hybrid refuses.
+  // One decoupled decoder with its state and the device buffer attached to it (declared so that the state
+  // dies first). A member type rather than one of this file's own: State's fields may not have types of an
+  // unnamed namespace (GCC's -Wsubobject-linkage when a unity build includes this file).
+  struct Decoupled {
+    Owned<nvjpeg::DeviceBuffer> device;
+    Owned<nvjpeg::Decoder> decoder;
+    Owned<nvjpeg::State> state;
+  };
   Owned<nvjpeg::Handle> sw_handle;
   std::vector<Owned<nvjpeg::DecodeParams>> sw_params;
   Owned<nvjpeg::PinnedBuffer> sw_pinned[2];
@@ -388,7 +388,7 @@ NvjpegBatchDecoder::NvjpegBatchDecoder(std::shared_ptr<const nvjpeg::Library> li
   }
   timeline.done("software handle");
   const auto decoupled = [&](nvjpeg::Backend backend) {
-    Decoupled d;
+    State::Decoupled d;
     d.device = nvjpeg::make<nvjpeg::DeviceBuffer>(api.buffer_device_create, api.buffer_device_destroy,
                                                   "nvjpegBufferDeviceCreate", kNvjpegContext, sw,
                                                   static_cast<nvjpeg::DevAllocator*>(nullptr));
