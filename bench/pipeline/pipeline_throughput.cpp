@@ -161,7 +161,7 @@ struct Config {
   bool gpu_adapt = true;
   bool copy_whole_batch = true;
   bool set_up_behind = true;  // FeederOptions::set_up_behind
-  std::size_t host_blocks_ahead = 4;  // FeederOptions::host_blocks_ahead
+  std::size_t host_blocks_ahead = 0;  // FeederOptions::host_blocks_ahead
   bool context_first = false;  // the process's CUDA context made before the clock starts
   // --service: the data service's dispatcher, and how this trainer takes part (issue 40).
   std::string service, service_job, service_token, service_tls;

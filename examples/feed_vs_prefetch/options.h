@@ -56,7 +56,7 @@ struct Options {
   bool resident = false;
   // prefetch under a launcher: DataParallelOptions::collective_timeout, in seconds
   double collective_timeout = 60;
-  std::size_t host_blocks_ahead = 4;  // FeederOptions::host_blocks_ahead
+  std::size_t host_blocks_ahead = 0;  // FeederOptions::host_blocks_ahead
   int kernel_blocks = 0;       // FeederOptions::kernel_blocks_per_image (0: one pass's worth)
   // issue 41, each a lever measured against its baseline (see --help):
   bool memory_near_gpu = true;    // HostPlacement::memory_near_gpu
