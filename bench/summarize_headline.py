@@ -12,7 +12,8 @@ peer of a round being its strongest variant there (the faster antialias setting,
 the ratio as the median of the rounds' ratios, all counted from the first batch (the first step for
 train_step_bench); beside them, named, the same under the older rule (after W batches, after the warm-up
 steps, the median step) and the start-up times. --out writes the entries; --merge replaces the entries of
-the same id in headline.json (the others stay) and writes it. Prints one line per entry.
+the same id in headline.json (the others stay) and writes it. Prints one line per entry, then one per variant
+of the hybrid (gpu-NAME_i: pipeline_vs_peers.sh's --variant) against the hybrid with the defaults.
 """
 import argparse
 import datetime
@@ -145,6 +146,24 @@ def summarize(folder, machine, commit, date, results_folder):
     return entries
 
 
+def hybrid_variants(folder):
+    """One line per variant of the hybrid (gpu-NAME_i.json) against gpu_i.json of the same rounds."""
+    names = sorted({p.stem.rsplit("_", 1)[0] for p in pathlib.Path(folder).glob("gpu-*_*.json")})
+    lines = []
+    for name in names:
+        pairs = [(load(folder, name, i), load(folder, "gpu", i)) for i in rounds(folder)]
+        pairs = [(pipeline_side(a), pipeline_side(b)) for a, b in pairs if a and b]
+        if not pairs:
+            continue
+        med = statistics.median
+        lines.append(f"{name} against the hybrid's defaults: {med(a[0] for a, _ in pairs):.0f} vs "
+                     f"{med(b[0] for _, b in pairs):.0f} img/s from the first batch -> "
+                     f"{med(a[0] / b[0] for a, b in pairs):.3f}x (rounds: "
+                     f"{', '.join(f'{a[0] / b[0]:.3f}' for a, b in pairs)}); start-up "
+                     f"{med(a[2] for a, _ in pairs):.3f} s / {med(b[2] for _, b in pairs):.3f} s")
+    return lines
+
+
 def merge(path, entries):
     existing = json.loads(pathlib.Path(path).read_text())
     fresh = {e["id"]: e for e in entries}
@@ -173,6 +192,8 @@ def main():
               f"{', '.join(str(r['ratio']) for r in e['rounds'])}); {e['older_rule']['rule']}: "
               f"{e['older_rule']['ratio']}; start-up {e['startup_s']['conveyor']} s / {e['startup_s']['peer']} s; "
               f"{e['target']}")
+    for line in hybrid_variants(args.folder):
+        print(line)
     text = json.dumps(entries, indent=2, ensure_ascii=False) + "\n"
     if args.out:
         pathlib.Path(args.out).write_text(text)

@@ -75,6 +75,16 @@ class Rounds(unittest.TestCase):
         lines = headline_table.table(list(self.entries.values()))
         self.assertEqual(len([line for line in lines if line.startswith("| [")]), 5)
 
+    def test_a_variant_of_the_hybrid_is_set_against_the_hybrid_of_its_own_rounds_and_makes_no_entry(self):
+        for i, rate in ((1, 21000), (2, 22000)):  # against gpu_1 20000 and gpu_2 23000; round 3 has none
+            self.write(f"gpu-ahead4_{i}", pipeline(rate, rate, 0.5))
+        lines = summarize_headline.hybrid_variants(self.dir.name)
+        self.assertEqual(len(lines), 1)
+        self.assertTrue(lines[0].startswith("gpu-ahead4 against the hybrid's defaults: 21500 vs 21500 img/s"), lines[0])
+        self.assertIn(f"-> {(21000 / 20000 + 22000 / 23000) / 2:.3f}x (rounds: 1.050, 0.957)", lines[0])
+        ids = [e["id"] for e in summarize_headline.summarize(self.dir.name, "m", "c", "d", "f")]
+        self.assertEqual(sorted(ids), sorted(self.entries))
+
     def test_merge_replaces_entries_of_the_same_id_and_keeps_the_others(self):
         path = os.path.join(self.dir.name, "headline.json")
         with open(path, "w") as f:

@@ -196,8 +196,8 @@ struct FeederOptions {
   // warmup() made, as a data service's own splits beside its received batches do), a thread of the feeder's
   // keeps this many of that size ready, so that the next one is not a cudaHostAlloc of tens of
   // milliseconds on the pipeline's way. 0 (the default): each made when asked for. Off by default because
-  // on an H200 the step fed by the data service ran 0.5-4.7 % faster without it, in 9 of 9 rounds on two
-  // machines; with it the GPU idled 1.0-1.3 % of the time, without it 0.0-0.1 %
+  // on an H200 the step fed by the data service ran 0.2-4.7 % faster without it, in 12 of 12 rounds on three
+  // machines; with it the GPU idled 0.1-3.6 % of the time, without it 0.0-2.6 %
   // (bench/results/2026-11-30-h200-service-host-blocks-ahead).
   std::size_t host_blocks_ahead = 0;
 };
