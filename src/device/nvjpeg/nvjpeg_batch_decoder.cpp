@@ -100,9 +100,6 @@ struct NvjpegBatchDecoder::State {
   Owned<nvjpeg::JpegStream> hw_header;  // parsed headers for nvjpegDecodeBatchedSupportedEx
   Owned<nvjpeg::State> hw_state;
 
-  // The software path: the decoupled API, two pinned buffers and bitstreams used in turn so that the host
-  // phase of one image overlaps the transfer of the one before. `primary` has the backend asked for;
-  // `secondary` (Huffman on the CPU) exists when that is GPU hybrid, and takes what GPU hybrid refuses.
   // One decoupled decoder with its state and the device buffer attached to it (declared so that the state
   // dies first). A member type rather than one of this file's own: State's fields may not have types of an
   // unnamed namespace (GCC's -Wsubobject-linkage when a unity build includes this file).
@@ -111,6 +108,10 @@ struct NvjpegBatchDecoder::State {
     Owned<nvjpeg::Decoder> decoder;
     Owned<nvjpeg::State> state;
   };
+
+  // The software path: the decoupled API, two pinned buffers and bitstreams used in turn so that the host
+  // phase of one image overlaps the transfer of the one before. `primary` has the backend asked for;
+  // `secondary` (Huffman on the CPU) exists when that is GPU hybrid, and takes what GPU hybrid refuses.
   Owned<nvjpeg::Handle> sw_handle;
   std::vector<Owned<nvjpeg::DecodeParams>> sw_params;
   Owned<nvjpeg::PinnedBuffer> sw_pinned[2];
