@@ -24,10 +24,8 @@ side() {
   case "$1" in
     cpu) bench_run 240 "$bin/pipeline_throughput" "${common[@]}" --threads "$threads" --deterministic 0 \
            --json "$r/cpu_$2.json" 2>&1 | grep -E '^threads [0-9]+:' ;;
-    gpu) bench_run 240 "$bin/pipeline_throughput" "${common[@]}" --threads "$threads" --deterministic 0 --device gpu \
-           --json "$r/gpu_$2.json" 2>&1 | grep -E '^threads [0-9]+:|^device:' ;;
-    gpu-*) # shellcheck disable=SC2206  # a variant's flags, split as its words are
-      local extra=(${flags[$1]})
+    gpu | gpu-*) # shellcheck disable=SC2206  # a variant's flags (none for gpu), split as its words are
+      local extra=(${flags[$1]-})
       bench_run 240 "$bin/pipeline_throughput" "${common[@]}" --threads "$threads" --deterministic 0 --device gpu \
         "${extra[@]}" --json "$r/$1_$2.json" 2>&1 | grep -E '^threads [0-9]+:|^device:' ;;
     torch) bench_run 400 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers "$threads" \
