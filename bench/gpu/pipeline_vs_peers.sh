@@ -8,9 +8,9 @@
 # variants sample, flip and jitter batched, and image, v2 image by image; the faster one of each round is the
 # peer; --sides "gpu tvgpu" is issue 41's GPU peer alone). RRC 224 + flip + distort, batches of 256, 16
 # threads; by default 24,000 images a run (4,800 x 5 epochs). Each --variant runs the hybrid once more per round
-# with FLAGS added (say --variant ahead4="--host-blocks-ahead 4"), reported against the hybrid with the defaults
-# of the same round. The headline's pipeline rows: bench/summarize_headline.py writes entries.json
-# (headline.json's form) beside the runs.
+# with FLAGS added (say --variant ahead4="--host-blocks-ahead 4"; leading NAME=VALUE words set its environment),
+# reported against the hybrid with the defaults of the same round. The headline's pipeline rows:
+# bench/summarize_headline.py writes entries.json (headline.json's form) beside the runs.
 source "$(dirname "$0")/lib.sh"
 bench_options rounds=3 limit=4800 epochs=5 threads=16 sides="cpu gpu torch tvgpu" tvgpu-variants=sample,image \
   variant+= -- "$@"
@@ -24,10 +24,10 @@ side() {
   case "$1" in
     cpu) bench_run 240 "$bin/pipeline_throughput" "${common[@]}" --threads "$threads" --deterministic 0 \
            --json "$r/cpu_$2.json" 2>&1 | grep -E '^threads [0-9]+:' ;;
-    gpu | gpu-*) # shellcheck disable=SC2206  # a variant's flags (none for gpu), split as its words are
-      local extra=(${flags[$1]-})
-      bench_run 240 "$bin/pipeline_throughput" "${common[@]}" --threads "$threads" --deterministic 0 --device gpu \
-        "${extra[@]}" --json "$r/$1_$2.json" 2>&1 | grep -E '^threads [0-9]+:|^device:' ;;
+    gpu | gpu-*) split_variant "${flags[$1]-}"  # a variant's environment and flags (none for gpu)
+      bench_run 240 env "${variant_env[@]}" "$bin/pipeline_throughput" "${common[@]}" --threads "$threads" \
+        --deterministic 0 --device gpu "${variant_flags[@]}" --json "$r/$1_$2.json" 2>&1 |
+        grep -E '^threads [0-9]+:|^device:' ;;
     torch) bench_run 400 python3 "$root/bench/peers/torch_dataloader.py" "${common[@]}" --workers "$threads" \
              --antialias both --json "$r/torch_$2.json" | grep -E '^torch DataLoader' ;;
     tvgpu) bench_run 400 python3 "$root/bench/peers/torchvision_gpu_decode.py" --data "$images" --batch 256 --size 224 \
